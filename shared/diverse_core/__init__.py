@@ -1,0 +1,55 @@
+"""diverse_core: framework-neutral diversity-aware selection for retrieval-augmented generation.
+
+The core picks ``k`` of ``n`` candidate embeddings for a query, trading relevance
+against redundancy, with one of several methods (``topk``, ``mmr``, ``gmmr``,
+``dartboard``, ``vendi``). It depends only on numpy and scipy.
+
+Example:
+    >>> import numpy as np
+    >>> import diverse_core as dc
+    >>> rng = np.random.default_rng(0)
+    >>> q, cands = rng.normal(size=16), rng.normal(size=(50, 16))
+    >>> sel = dc.select("gmmr", q, cands, k=5, lambda_mult=0.7)
+    >>> len(sel)
+    5
+"""
+
+from __future__ import annotations
+
+from . import methods as _methods  # noqa: F401  (registers the built-in methods)
+from .api import select, sweep
+from .errors import (
+    DimensionMismatchError,
+    DiverseRAGError,
+    EmptyCandidatesError,
+    InvalidParameterError,
+    NonFiniteInputError,
+    UnknownMethodError,
+    ZeroVectorError,
+)
+from .methods.dartboard import QUERY, PairScorer
+from .registry import MethodSpec, available_methods, get_method, register_method
+from .result import Selection, Sweep
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "select",
+    "sweep",
+    "Selection",
+    "Sweep",
+    "MethodSpec",
+    "available_methods",
+    "get_method",
+    "register_method",
+    "QUERY",
+    "PairScorer",
+    "DiverseRAGError",
+    "InvalidParameterError",
+    "EmptyCandidatesError",
+    "DimensionMismatchError",
+    "NonFiniteInputError",
+    "ZeroVectorError",
+    "UnknownMethodError",
+    "__version__",
+]

@@ -1,0 +1,117 @@
+"""The two entry points of the core: :func:`select` and :func:`sweep`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from .errors import InvalidParameterError
+from .registry import get_method
+from .result import Selection, Sweep
+from .validation import check_values, prepare_inputs
+
+__all__ = ["select", "sweep"]
+
+
+def select(
+    method: str,
+    query: ArrayLike,
+    candidates: ArrayLike,
+    k: int,
+    *,
+    relevance: ArrayLike | None = None,
+    **params: Any,
+) -> Selection:
+    """Pick ``k`` of ``candidates`` for ``query`` with a registered method.
+
+    Args:
+        method: ``"topk"``, ``"mmr"``, ``"gmmr"``, ``"dartboard"`` or ``"vendi"``
+            (see :func:`diverse_core.available_methods`).
+        query: query embedding, shape (d,).
+        candidates: candidate embeddings, shape (n, d). Rows need not be unit
+            length; they are normalised internally (inputs are never mutated).
+        k: number of items to pick. ``k > n`` returns all ``n`` in pick order.
+        relevance: optional precomputed relevance of each candidate (e.g. a
+            cross-encoder score); defaults to cosine similarity to the query.
+        **params: the method's parameters, e.g. ``lambda_mult=0.5`` for
+            ``mmr``/``gmmr``, ``sigma=0.1`` for ``dartboard``, ``s=0.5`` for ``vendi``.
+
+    Returns:
+        A :class:`Selection` with indices in pick order, objective values and relevance.
+
+    Example:
+        >>> import numpy as np
+        >>> q = np.array([1.0, 0.0])
+        >>> c = np.array([[1.0, 0.0], [1.0, 0.0], [0.6, 0.8]])
+        >>> select("gmmr", q, c, k=2, lambda_mult=0.5).indices.tolist()
+        [0, 2]
+    """
+    spec = get_method(method)
+    resolved = spec.resolve_params(params)
+    prep = prepare_inputs(query, candidates, k, relevance)
+    indices, scores = spec.run(prep, **resolved)
+    return Selection(
+        indices=np.asarray(indices, dtype=np.int64),
+        scores=np.asarray(scores, dtype=np.float64),
+        relevance=prep.relevance[indices],
+        method=spec.name,
+        params=resolved,
+    )
+
+
+def sweep(
+    method: str,
+    query: ArrayLike,
+    candidates: ArrayLike,
+    k: int,
+    values: ArrayLike,
+    *,
+    relevance: ArrayLike | None = None,
+    **params: Any,
+) -> Sweep:
+    """Run ``method`` for every value of its trade-off parameter at once.
+
+    Row ``i`` of the result equals ``select(method, ..., **{param: values[i]})``;
+    the grid is computed together (one batched pass) rather than in a loop.
+
+    Args:
+        method: a method with a trade-off parameter (``mmr``/``gmmr``:
+            ``lambda_mult``; ``dartboard``: ``sigma``; ``vendi``: ``s``).
+        query, candidates, k, relevance: as in :func:`select`.
+        values: the parameter values to sweep, shape (L,).
+        **params: the method's other parameters, shared by every value.
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> sw = sweep("gmmr", rng.normal(size=8), rng.normal(size=(20, 8)), 5,
+        ...            values=[0.1, 0.5, 1.0])
+        >>> sw.indices.shape
+        (3, 5)
+    """
+    spec = get_method(method)
+    if spec.param is None or spec.run_sweep is None:
+        raise InvalidParameterError(f"method {method!r} has no trade-off parameter to sweep")
+    grid = check_values(values, "values")
+    if spec.param in params:
+        raise InvalidParameterError(
+            f"{spec.param} is swept by `values`; do not also pass {spec.param}={params[spec.param]!r}"
+        )
+    for v in grid:  # range-check every value with the method's own rules
+        spec.resolve_params({**params, spec.param: float(v)})
+    resolved = spec.resolve_params(params)
+    resolved.pop(spec.param, None)
+    prep = prepare_inputs(query, candidates, k, relevance)
+    indices, scores = spec.run_sweep(prep, grid, **resolved)
+    indices = np.asarray(indices, dtype=np.int64)
+    return Sweep(
+        method=spec.name,
+        param=spec.param,
+        values=grid,
+        indices=indices,
+        scores=np.asarray(scores, dtype=np.float64),
+        relevance=prep.relevance[indices],
+        params=resolved,
+    )

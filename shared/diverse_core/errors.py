@@ -1,0 +1,46 @@
+"""Typed errors raised by the core.
+
+Every error is a :class:`ValueError` subclass so callers that already guard
+with ``except ValueError`` keep working, and every message names the offending
+parameter and its value.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "DiverseRAGError",
+    "InvalidParameterError",
+    "EmptyCandidatesError",
+    "DimensionMismatchError",
+    "NonFiniteInputError",
+    "ZeroVectorError",
+    "UnknownMethodError",
+]
+
+
+class DiverseRAGError(ValueError):
+    """Base class of every error raised on bad input to ``diverse_core``."""
+
+
+class InvalidParameterError(DiverseRAGError):
+    """A parameter is outside its allowed range (e.g. ``lambda_mult=1.5``)."""
+
+
+class EmptyCandidatesError(DiverseRAGError):
+    """The candidate pool is empty."""
+
+
+class DimensionMismatchError(DiverseRAGError):
+    """Query, candidates or relevance scores have incompatible shapes."""
+
+
+class NonFiniteInputError(DiverseRAGError):
+    """An input array contains NaN or infinity."""
+
+
+class ZeroVectorError(DiverseRAGError):
+    """A query or candidate vector has zero norm, so its cosine is undefined."""
+
+
+class UnknownMethodError(DiverseRAGError):
+    """The method name is not registered."""

@@ -1,0 +1,190 @@
+"""``dartboard``: greedy maximisation of relevant information gain (``dartboard.txt``, Algorithm 1).
+
+The set ``G`` is grown greedily to maximise::
+
+    log sum_t P(t | q) * max_{g in G} P(t | g)
+
+over the triaged targets ``t``, with Gaussian kernels ``P(a | b) = N(dist(a, b); 0, sigma)``
+evaluated in log space. The running maxima over ``G`` are kept between steps, so a
+step costs one ``K x K`` maximum. Distances are ``1 - similarity``:
+
+* ``variant="cosine"``: cosine similarity everywhere (query relevance may be
+  overridden by the ``relevance`` argument of :func:`diverse_core.select`).
+* ``variant="crossencoder"``: every similarity comes from ``scorer``; candidate
+  pairs use the mean of both directions, ``(C(t, g) + C(g, t)) / 2``.
+* ``variant="hybrid"``: query -> candidate from ``scorer`` (or from ``relevance``),
+  candidate <-> candidate from cosine.
+
+``scorer`` is any callable taking a list of ``(i, j)`` index pairs and returning one
+similarity per pair, where ``i`` / ``j`` index the candidates and ``QUERY`` (-1)
+stands for the query. Scores should be on a similarity scale comparable to cosine
+(e.g. a sigmoid of cross-encoder logits), since they become distances ``1 - score``.
+
+``sigma > 0`` is the kernel width: small ``sigma`` trusts the query (``sigma -> 0``
+gives plain top-k); larger ``sigma`` spreads picks out. Before the greedy loop the
+pool is triaged to the ``triage_k`` most relevant candidates (KNN; ``None`` keeps all).
+
+Greedy picks are compared by the log of their *increment* of the objective,
+which stays exact where the objective itself would round to a tie (tiny ``sigma``).
+An exact duplicate of a picked item adds nothing and is returned only once every
+non-duplicate is exhausted (paper, Appendix A.7).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy.special import logsumexp
+
+from ..errors import DimensionMismatchError, InvalidParameterError
+from ..registry import MethodSpec
+from ..validation import PreparedInputs, check_k, check_positive
+from ._common import argmax_rows
+
+__all__ = ["QUERY", "PairScorer", "dartboard_select", "dartboard_sweep", "SPEC"]
+
+#: Index that stands for the query in the pairs handed to a ``scorer``.
+QUERY = -1
+
+PairScorer = Callable[[Sequence[tuple[int, int]]], ArrayLike]
+
+_VARIANTS = ("cosine", "crossencoder", "hybrid")
+_DUPLICATE_COS = 1.0 - 1e-12
+_LOG_SQRT_2PI = 0.5 * np.log(2.0 * np.pi)
+
+
+def _scores(scorer: PairScorer, pairs: list[tuple[int, int]]) -> NDArray[np.float64]:
+    out = np.asarray(scorer(pairs), dtype=np.float64).reshape(-1)
+    if out.shape[0] != len(pairs):
+        raise DimensionMismatchError(
+            f"scorer returned {out.shape[0]} scores for {len(pairs)} pairs"
+        )
+    if not np.all(np.isfinite(out)):
+        raise InvalidParameterError("scorer returned NaN or inf scores")
+    return out
+
+
+def _similarities(
+    prep: PreparedInputs, ids: NDArray[np.int64], variant: str, scorer: PairScorer | None
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """(query -> triaged similarities (K,), triaged <-> triaged similarities (K, K))."""
+    emb = prep.candidates[ids]
+    if variant == "crossencoder":
+        assert scorer is not None
+        q_sim = _scores(scorer, [(QUERY, int(i)) for i in ids])
+        pairs = [(int(a), int(b)) for a in ids for b in ids]
+        raw = _scores(scorer, pairs).reshape(len(ids), len(ids))
+        return q_sim, 0.5 * (raw + raw.T)
+    pair_sim = emb @ emb.T
+    if variant == "hybrid" and scorer is not None:
+        return _scores(scorer, [(QUERY, int(i)) for i in ids]), pair_sim
+    return prep.relevance[ids], pair_sim
+
+
+def _log_gauss(dist: NDArray[np.float64], sigma: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Log density of N(0, sigma) at ``dist``; ``sigma`` broadcasts over leading axes."""
+    return -np.log(sigma) - _LOG_SQRT_2PI - dist**2 / (2.0 * sigma**2)
+
+
+def _log_increment(
+    log_q: NDArray[np.float64], maxes: NDArray[np.float64], log_d: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """log of (objective after adding each candidate - objective now), shape (L, K).
+
+    ``sum_t P(t|q) * (max(m_t, D_ct) - m_t)`` computed as a log-sum-exp of
+    ``Q_t + a + log(1 - exp(b - a))`` with ``a = max(m_t, D_ct) >= b = m_t``.
+    """
+    new = np.maximum(maxes[:, None, :], log_d)  # (L, K, K)
+    diff = maxes[:, None, :] - new  # <= 0
+    with np.errstate(divide="ignore"):
+        log1m = np.log(-np.expm1(diff))  # -inf where the candidate adds nothing for t
+    terms = log_q[:, None, :] + new + log1m
+    return np.asarray(logsumexp(terms, axis=2), dtype=np.float64)
+
+
+def dartboard_sweep(
+    prep: PreparedInputs,
+    values: NDArray[np.float64],
+    *,
+    variant: str = "cosine",
+    scorer: PairScorer | None = None,
+    triage_k: int | None = 100,
+    **_: Any,
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """Dartboard for every ``sigma`` in ``values`` at once; returns (L, k) picks and log-scores."""
+    k, n = prep.k, prep.candidates.shape[0]
+    pool = n if triage_k is None else min(n, max(int(triage_k), k))
+    ids = np.argsort(-prep.relevance, kind="stable")[:pool].astype(np.int64)
+    q_sim, pair_sim = _similarities(prep, ids, variant, scorer)
+    sigma = np.asarray(values, dtype=np.float64).reshape(-1, 1)
+    n_values = sigma.shape[0]
+    rows = np.arange(n_values)
+    log_q = _log_gauss(1.0 - q_sim[None, :], sigma)  # (L, K)
+    log_d = _log_gauss(1.0 - pair_sim[None, :, :], sigma[:, :, None])  # (L, K, K)
+    emb = prep.candidates[ids]
+    duplicate = (emb @ emb.T) >= _DUPLICATE_COS  # (K, K) exact duplicates by embedding
+
+    picks = np.empty((n_values, k), dtype=np.int64)
+    scores = np.empty((n_values, k), dtype=np.float64)
+    taken = np.zeros((n_values, pool), dtype=bool)
+    dup_of_taken = np.zeros((n_values, pool), dtype=bool)
+    first = argmax_rows(q_sim[None, :])[0]
+    maxes = log_d[:, first, :].copy()  # (L, K) log max_{g in G} P(t | g)
+    current = np.asarray(logsumexp(log_q + maxes, axis=1), dtype=np.float64)
+    picks[:, 0], scores[:, 0] = ids[first], current
+    taken[:, first] = True
+    dup_of_taken |= duplicate[first][None, :]
+    for step in range(1, k):
+        gain = _log_increment(log_q, maxes, log_d)
+        # Defer exact duplicates of picked items while any other candidate is left.
+        has_other = np.any(~taken & ~dup_of_taken, axis=1, keepdims=True)
+        allowed = ~taken & ~(dup_of_taken & has_other)
+        gain = np.where(allowed, gain, -np.inf)
+        # If no allowed candidate adds measurable gain, fall back to relevance order.
+        stuck = ~np.any(np.isfinite(gain), axis=1)
+        if np.any(stuck):
+            gain[stuck] = np.where(allowed[stuck], q_sim[None, :], -np.inf)
+        best = argmax_rows(gain)
+        inc = np.where(stuck, -np.inf, gain[rows, best])
+        current = np.logaddexp(current, inc)
+        picks[:, step], scores[:, step] = ids[best], current
+        taken[rows, best] = True
+        dup_of_taken |= duplicate[best]
+        maxes = np.maximum(maxes, log_d[rows, best, :])
+    return picks, scores
+
+
+def dartboard_select(
+    prep: PreparedInputs, *, sigma: float = 0.1, **params: Any
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """Dartboard picks for one ``sigma`` (see module docstring)."""
+    picks, scores = dartboard_sweep(prep, np.array([sigma]), **params)
+    return picks[0], scores[0]
+
+
+def _check(params: dict[str, Any]) -> dict[str, Any]:
+    params["sigma"] = check_positive(params["sigma"], "sigma")
+    variant = params["variant"]
+    if variant not in _VARIANTS:
+        raise InvalidParameterError(f"variant must be one of {_VARIANTS}; got variant={variant!r}")
+    scorer = params["scorer"]
+    if scorer is not None and not callable(scorer):
+        raise InvalidParameterError(f"scorer must be callable; got scorer={scorer!r}")
+    if variant == "crossencoder" and scorer is None:
+        raise InvalidParameterError("variant='crossencoder' needs a scorer; got scorer=None")
+    if params["triage_k"] is not None:
+        params["triage_k"] = check_k(params["triage_k"], "triage_k")
+    return params
+
+
+SPEC = MethodSpec(
+    name="dartboard",
+    run=dartboard_select,
+    defaults={"sigma": 0.1, "variant": "cosine", "scorer": None, "triage_k": 100},
+    check=_check,
+    param="sigma",
+    run_sweep=dartboard_sweep,
+)

@@ -1,0 +1,25 @@
+"""``topk``: plain relevance (cosine) top-k, the baseline every other method is compared with."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..registry import MethodSpec
+from ..validation import PreparedInputs
+
+__all__ = ["topk_select", "SPEC"]
+
+
+def topk_select(prep: PreparedInputs, **_: Any) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """The ``k`` most relevant candidates, most relevant first.
+
+    Ties keep input order (stable sort). The objective value is the relevance itself.
+    """
+    order = np.argsort(-prep.relevance, kind="stable")[: prep.k].astype(np.int64)
+    return order, prep.relevance[order].copy()
+
+
+SPEC = MethodSpec(name="topk", run=topk_select, defaults={})

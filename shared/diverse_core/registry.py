@@ -1,0 +1,89 @@
+"""Registry of selection methods: name -> :class:`MethodSpec`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .errors import InvalidParameterError, UnknownMethodError
+from .validation import PreparedInputs
+
+__all__ = ["MethodSpec", "register_method", "get_method", "available_methods"]
+
+IndexScores = tuple[NDArray[np.int64], NDArray[np.float64]]
+RunFn = Callable[..., IndexScores]
+SweepFn = Callable[..., IndexScores]
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """How the core runs one selection method.
+
+    Attributes:
+        name: registered name (``"gmmr"``).
+        run: ``run(prep, **params) -> (indices (k,), scores (k,))``.
+        defaults: every accepted parameter with its default value.
+        check: ``check(params) -> params`` validates values (ranges) and returns
+            them normalised; unknown names are rejected before it is called.
+        param: name of the trade-off parameter that :func:`diverse_core.sweep`
+            varies, or ``None`` when the method has none (``topk``).
+        run_sweep: ``run_sweep(prep, values, **params) -> (indices (L, k), scores (L, k))``;
+            every value of the grid computed together.
+    """
+
+    name: str
+    run: RunFn
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    check: Callable[[dict[str, Any]], dict[str, Any]] = lambda p: p
+    param: str | None = None
+    run_sweep: SweepFn | None = None
+
+    def resolve_params(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """Fill defaults, reject unknown names and validate ranges."""
+        unknown = sorted(set(params) - set(self.defaults))
+        if unknown:
+            raise InvalidParameterError(
+                f"unknown parameter(s) {unknown} for method {self.name!r}; "
+                f"accepted: {sorted(self.defaults)}"
+            )
+        merged = dict(self.defaults)
+        merged.update(params)
+        return self.check(merged)
+
+
+_REGISTRY: dict[str, MethodSpec] = {}
+
+
+def register_method(spec: MethodSpec, *, replace: bool = False) -> None:
+    """Add a method to the registry (``replace=True`` to overwrite an existing name)."""
+    if spec.name in _REGISTRY and not replace:
+        raise ValueError(f"method {spec.name!r} is already registered")
+    _REGISTRY[spec.name] = spec
+
+
+def get_method(name: str) -> MethodSpec:
+    """Look up a registered method by name."""
+    if not isinstance(name, str) or name not in _REGISTRY:
+        raise UnknownMethodError(
+            f"unknown method {name!r}; available methods: {available_methods()}"
+        )
+    return _REGISTRY[name]
+
+
+def available_methods() -> list[str]:
+    """Names of every registered method, sorted."""
+    return sorted(_REGISTRY)
+
+
+def sweep_by_loop(run: RunFn) -> SweepFn:
+    """Fallback sweep: call ``run`` once per value (for methods without a batched sweep)."""
+
+    def _sweep(prep: PreparedInputs, values: NDArray[np.float64], param: str, **params: Any) -> IndexScores:
+        rows = [run(prep, **{**params, param: float(v)}) for v in values]
+        return np.stack([r[0] for r in rows]), np.stack([r[1] for r in rows])
+
+    return _sweep
