@@ -1,0 +1,90 @@
+"""A bounded, thread-safe per-text embedding cache that batches cache misses."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .errors import DimensionMismatchError, NonFiniteInputError
+
+__all__ = ["EmbeddingCache"]
+
+EmbedFn = Callable[[list[str]], "NDArray[np.floating] | Sequence[Sequence[float]]"]
+
+
+class EmbeddingCache:
+    """Embed texts once per distinct text, in batches, and reuse the vectors.
+
+    Misses of one call are embedded together with a single call of ``embed_fn``
+    (deduplicated); the least recently used entries are evicted beyond ``maxsize``.
+
+    Args:
+        embed_fn: ``embed_fn(texts) -> array (len(texts), d)``.
+        maxsize: most texts kept (LRU eviction).
+        namespace: optional key prefix, e.g. the model name, so one cache can
+            never hand out vectors of another model.
+
+    Example:
+        >>> calls = []
+        >>> def fake(texts):
+        ...     calls.append(list(texts))
+        ...     return [[float(len(t)), 1.0] for t in texts]
+        >>> cache = EmbeddingCache(fake, maxsize=10)
+        >>> cache.embed(["a", "bb", "a"]).shape
+        (3, 2)
+        >>> cache.embed(["bb"]).tolist(), calls
+        ([[2.0, 1.0]], [['a', 'bb']])
+    """
+
+    def __init__(self, embed_fn: EmbedFn, maxsize: int = 50_000, namespace: str = "") -> None:
+        if maxsize <= 0:
+            raise ValueError(f"maxsize must be positive; got maxsize={maxsize!r}")
+        self._embed_fn = embed_fn
+        self._maxsize = int(maxsize)
+        self._namespace = namespace
+        self._store: OrderedDict[tuple[str, str], NDArray[np.float32]] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._store)
+
+    def clear(self) -> None:
+        """Forget every cached vector."""
+        with self._lock:
+            self._store.clear()
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        """Vectors for ``texts`` in order, shape (len(texts), d); misses embedded in one batch."""
+        keys = [(self._namespace, t) for t in texts]
+        with self._lock:
+            found = {key: self._store[key] for key in keys if key in self._store}
+            for key in found:
+                self._store.move_to_end(key)
+        missing = list(dict.fromkeys(t for (ns, t) in keys if (ns, t) not in found))
+        self.hits += len(keys) - sum(1 for key in keys if key not in found)
+        self.misses += len(missing)
+        if missing:
+            vectors = np.asarray(self._embed_fn(missing), dtype=np.float32)
+            if vectors.ndim != 2 or vectors.shape[0] != len(missing):
+                raise DimensionMismatchError(
+                    f"embed_fn returned shape {vectors.shape} for {len(missing)} texts"
+                )
+            if not np.all(np.isfinite(vectors)):
+                raise NonFiniteInputError("embed_fn returned NaN or inf values")
+            with self._lock:
+                for text, vec in zip(missing, vectors):
+                    key = (self._namespace, text)
+                    found[key] = vec
+                    self._store[key] = vec
+                    self._store.move_to_end(key)
+                while len(self._store) > self._maxsize:
+                    self._store.popitem(last=False)
+        if not keys:
+            return np.zeros((0, 0), dtype=np.float32)
+        return np.stack([found[key] for key in keys])
