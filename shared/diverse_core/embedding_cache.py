@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
@@ -14,6 +14,7 @@ from .errors import DimensionMismatchError, NonFiniteInputError
 __all__ = ["EmbeddingCache"]
 
 EmbedFn = Callable[[list[str]], "NDArray[np.floating] | Sequence[Sequence[float]]"]
+AsyncEmbedFn = Callable[[list[str]], Awaitable["NDArray[np.floating] | Sequence[Sequence[float]]"]]
 
 
 class EmbeddingCache:
@@ -61,6 +62,28 @@ class EmbeddingCache:
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """Vectors for ``texts`` in order, shape (len(texts), d); misses embedded in one batch."""
+        keys, found, missing = self._lookup(texts)
+        if missing:
+            self._insert(missing, self._embed_fn(missing), found)
+        return self._assemble(keys, found)
+
+    async def aembed(
+        self, texts: Sequence[str], aembed_fn: AsyncEmbedFn
+    ) -> NDArray[np.float32]:
+        """Like :meth:`embed`, but misses are embedded by awaiting ``aembed_fn(missing)``.
+
+        The cache itself is shared with :meth:`embed`; only the way misses are
+        computed differs (e.g. a framework's async embedding call).
+        """
+        keys, found, missing = self._lookup(texts)
+        if missing:
+            self._insert(missing, await aembed_fn(missing), found)
+        return self._assemble(keys, found)
+
+    def _lookup(
+        self, texts: Sequence[str]
+    ) -> tuple[list[tuple[str, str]], dict[tuple[str, str], NDArray[np.float32]], list[str]]:
+        """(keys in order, cached vectors found, distinct missing texts in first-seen order)."""
         keys = [(self._namespace, t) for t in texts]
         with self._lock:
             found = {key: self._store[key] for key in keys if key in self._store}
@@ -69,22 +92,35 @@ class EmbeddingCache:
         missing = list(dict.fromkeys(t for (ns, t) in keys if (ns, t) not in found))
         self.hits += len(keys) - sum(1 for key in keys if key not in found)
         self.misses += len(missing)
-        if missing:
-            vectors = np.asarray(self._embed_fn(missing), dtype=np.float32)
-            if vectors.ndim != 2 or vectors.shape[0] != len(missing):
-                raise DimensionMismatchError(
-                    f"embed_fn returned shape {vectors.shape} for {len(missing)} texts"
-                )
-            if not np.all(np.isfinite(vectors)):
-                raise NonFiniteInputError("embed_fn returned NaN or inf values")
-            with self._lock:
-                for text, vec in zip(missing, vectors):
-                    key = (self._namespace, text)
-                    found[key] = vec
-                    self._store[key] = vec
-                    self._store.move_to_end(key)
-                while len(self._store) > self._maxsize:
-                    self._store.popitem(last=False)
+        return keys, found, missing
+
+    def _insert(
+        self,
+        missing: list[str],
+        raw: NDArray[np.floating] | Sequence[Sequence[float]],
+        found: dict[tuple[str, str], NDArray[np.float32]],
+    ) -> None:
+        """Validate freshly computed vectors, store them and add them to ``found``."""
+        vectors = np.asarray(raw, dtype=np.float32)
+        if vectors.ndim != 2 or vectors.shape[0] != len(missing):
+            raise DimensionMismatchError(
+                f"embed_fn returned shape {vectors.shape} for {len(missing)} texts"
+            )
+        if not np.all(np.isfinite(vectors)):
+            raise NonFiniteInputError("embed_fn returned NaN or inf values")
+        with self._lock:
+            for text, vec in zip(missing, vectors, strict=True):
+                key = (self._namespace, text)
+                found[key] = vec
+                self._store[key] = vec
+                self._store.move_to_end(key)
+            while len(self._store) > self._maxsize:
+                self._store.popitem(last=False)
+
+    @staticmethod
+    def _assemble(
+        keys: list[tuple[str, str]], found: dict[tuple[str, str], NDArray[np.float32]]
+    ) -> NDArray[np.float32]:
         if not keys:
             return np.zeros((0, 0), dtype=np.float32)
         return np.stack([found[key] for key in keys])
