@@ -28,8 +28,18 @@ from .errors import (
     ZeroVectorError,
 )
 from .methods.dartboard import QUERY, PairScorer
+from .metrics import (
+    jaccard,
+    jaccard_matrix,
+    kendall_tau,
+    max_pairwise_distance,
+    mean_pairwise_similarity,
+    spearman_rho,
+    vendi_score,
+)
 from .registry import MethodSpec, available_methods, get_method, register_method
 from .result import Selection, Sweep
+from .tuning import BinarySearchResult, argmax_upper_median, binary_search_sample, upper_median
 
 __version__ = "0.1.0"
 
@@ -51,5 +61,16 @@ __all__ = [
     "NonFiniteInputError",
     "ZeroVectorError",
     "UnknownMethodError",
+    "vendi_score",
+    "max_pairwise_distance",
+    "mean_pairwise_similarity",
+    "jaccard",
+    "jaccard_matrix",
+    "kendall_tau",
+    "spearman_rho",
+    "upper_median",
+    "argmax_upper_median",
+    "binary_search_sample",
+    "BinarySearchResult",
     "__version__",
 ]
