@@ -1,0 +1,44 @@
+"""The ``diverse-rag`` command: ``diverse-rag demo`` and ``diverse-rag bench``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+__all__ = ["main", "build_parser"]
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo
+
+    run_demo(k=args.k, out_dir=args.out)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every sub-command registered."""
+    parser = argparse.ArgumentParser(prog="diverse-rag", description="Diversity-aware retrieval tools")
+    sub = parser.add_subparsers(dest="command", required=True)
+    demo = sub.add_parser("demo", help="offline side-by-side demo of every selection method")
+    demo.add_argument("--k", type=int, default=4, help="chunks each method picks (default 4)")
+    demo.add_argument("--out", default="demo_out", help="folder for the heatmap PNG (default demo_out)")
+    demo.set_defaults(func=_run_demo)
+    try:
+        from .eval.cli import register as register_bench
+    except ImportError:  # the harness is optional until its module lands
+        register_bench = None
+    if register_bench is not None:
+        register_bench(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``diverse-rag`` console script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
