@@ -1,0 +1,31 @@
+"""LlamaIndex faces of diverse-rag: diversity-aware node postprocessing and retrieval.
+
+Requires the llamaindex extra: ``pip install "diverse-rag[llamaindex]"``.
+
+Example:
+    >>> from llamaindex_diverse import DiverseNodePostprocessor
+    >>> pp = DiverseNodePostprocessor(top_n=5, method="gmmr", method_params={"lambda_mult": 0.6})
+    >>> pp.method
+    'gmmr'
+"""
+
+from __future__ import annotations
+
+try:
+    import llama_index.core  # noqa: F401
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        'llamaindex_diverse needs llama-index-core: pip install "diverse-rag[llamaindex]"'
+    ) from exc
+
+from ._metadata import SELECTION_METADATA_KEYS
+from .embeddings import MiniLMEmbedding
+from .postprocessor import DiverseNodePostprocessor
+from .retriever import DiverseRetriever
+
+__all__ = [
+    "DiverseNodePostprocessor",
+    "DiverseRetriever",
+    "MiniLMEmbedding",
+    "SELECTION_METADATA_KEYS",
+]

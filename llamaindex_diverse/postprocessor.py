@@ -1,0 +1,308 @@
+"""``DiverseNodePostprocessor``: diversity-aware selection as a LlamaIndex node postprocessor."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from diverse_core import get_method, select
+from diverse_core.errors import DimensionMismatchError, InvalidParameterError
+from diverse_core.validation import check_k
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.callbacks import CallbackManager, CBEventType, EventPayload
+from llama_index.core.instrumentation import get_dispatcher
+from llama_index.core.instrumentation.events.rerank import ReRankEndEvent, ReRankStartEvent
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
+from numpy.typing import NDArray
+
+from ._metadata import json_friendly_params, with_selection_metadata
+from ._vectors import (
+    ModelBoundCache,
+    model_namespace,
+    nodes_to_embed,
+    query_strings,
+    stack_node_vectors,
+)
+
+__all__ = ["DiverseNodePostprocessor"]
+
+dispatcher = get_dispatcher(__name__)
+
+
+class DiverseNodePostprocessor(BaseNodePostprocessor):
+    """Keep ``top_n`` nodes that are relevant to the query *and* different from each other.
+
+    Runs one of the ``diverse_core`` methods (``topk``, ``mmr``, ``gmmr``, ``dartboard``,
+    ``vendi``) over the retrieved nodes. Node vectors are the nodes' own embeddings when
+    present; otherwise the node text (``metadata_mode`` content, what a vector index
+    embeds) is embedded with ``embed_model`` through a bounded per-text cache. The query
+    vector is ``QueryBundle.embedding`` (set by vector retrievers) or is embedded.
+
+    Returned nodes are copies, in pick order. ``NodeWithScore.score`` stays the
+    retrieval relevance; the node metadata gains ``selection_method``,
+    ``selection_params``, ``selection_rank`` (0-based), ``selection_score`` (the
+    method's objective at the pick) and ``selection_relevance`` (relevance the method
+    used). These keys are hidden from embedding and LLM prompts unless
+    ``hide_selection_metadata=False``.
+
+    Args:
+        top_n: nodes to keep (``k`` is accepted as an alias). Fewer nodes in than
+            ``top_n`` returns all of them, re-ordered.
+        method: ``"topk"``, ``"mmr"``, ``"gmmr"``, ``"dartboard"`` or ``"vendi"``.
+        method_params: the method's parameters, e.g. ``{"lambda_mult": 0.5}``
+            (mmr/gmmr), ``{"sigma": 0.1}`` (dartboard), ``{"s": 0.5}`` (vendi);
+            validated here, defaults filled in.
+        embed_model: embeds nodes without embeddings and queries without one;
+            defaults to ``Settings.embed_model``, resolved only when needed. It must
+            be the model that built the index.
+        use_node_scores: use ``NodeWithScore.score`` as relevance (e.g. after a
+            cross-encoder reranker) instead of cosine similarity to the query.
+        metadata_mode: which node content is embedded (``MetadataMode.EMBED``).
+        hide_selection_metadata: add the selection keys to the nodes'
+            ``excluded_embed_metadata_keys`` and ``excluded_llm_metadata_keys``.
+        cache_size: most node texts whose vectors are kept (LRU).
+
+    Raises:
+        UnknownMethodError, InvalidParameterError: bad ``method``, ``method_params``,
+            ``top_n`` or ``cache_size`` (at construction).
+
+    Example:
+        >>> from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+        >>> nodes = [NodeWithScore(node=TextNode(text=t, embedding=e), score=s)
+        ...          for t, e, s in [("a", [1.0, 0.0], 0.9), ("a'", [1.0, 0.01], 0.9),
+        ...                          ("b", [0.6, 0.8], 0.6)]]
+        >>> pp = DiverseNodePostprocessor(top_n=2, method="mmr",
+        ...                               method_params={"lambda_mult": 0.3})
+        >>> out = pp.postprocess_nodes(nodes, QueryBundle("q", embedding=[1.0, 0.0]))
+        >>> [n.node.text for n in out], out[1].node.metadata["selection_rank"]
+        (['a', 'b'], 1)
+    """
+
+    top_n: int = Field(default=4, description="Number of nodes to keep.")
+    method: str = Field(default="gmmr", description="diverse_core selection method.")
+    method_params: dict[str, Any] = Field(
+        default_factory=dict, description="Parameters of the selection method."
+    )
+    embed_model: BaseEmbedding | None = Field(
+        default=None,
+        exclude=True,
+        description="Embeds nodes without embeddings (default: Settings.embed_model).",
+    )
+    use_node_scores: bool = Field(
+        default=False, description="Use NodeWithScore.score as relevance instead of cosine."
+    )
+    metadata_mode: MetadataMode = Field(
+        default=MetadataMode.EMBED, description="Node content that is embedded."
+    )
+    hide_selection_metadata: bool = Field(
+        default=True, description="Exclude the selection keys from embed/LLM metadata."
+    )
+    cache_size: int = Field(default=10_000, description="Most node texts kept in the cache.")
+
+    _cache: ModelBoundCache = PrivateAttr()
+
+    def __init__(
+        self,
+        top_n: int | None = None,
+        method: str = "gmmr",
+        method_params: Mapping[str, Any] | None = None,
+        *,
+        k: int | None = None,
+        embed_model: BaseEmbedding | None = None,
+        use_node_scores: bool = False,
+        metadata_mode: MetadataMode = MetadataMode.EMBED,
+        hide_selection_metadata: bool = True,
+        cache_size: int = 10_000,
+        callback_manager: CallbackManager | None = None,
+    ) -> None:
+        if top_n is not None and k is not None and top_n != k:
+            raise InvalidParameterError(
+                f"top_n and k are aliases; got top_n={top_n!r} and k={k!r}"
+            )
+        n_keep = check_k(top_n if top_n is not None else (k if k is not None else 4), "top_n")
+        params = dict(method_params or {})
+        get_method(method).resolve_params(params)  # typed error on a bad method/params
+        if embed_model is not None and not isinstance(embed_model, BaseEmbedding):
+            raise InvalidParameterError(
+                f"embed_model must be a llama_index BaseEmbedding; got {type(embed_model).__name__}"
+            )
+        super().__init__(
+            top_n=n_keep,
+            method=method,
+            method_params=params,
+            embed_model=embed_model,
+            use_node_scores=use_node_scores,
+            metadata_mode=metadata_mode,
+            hide_selection_metadata=hide_selection_metadata,
+            cache_size=check_k(cache_size, "cache_size"),
+            callback_manager=callback_manager or CallbackManager(),
+        )
+        self._cache = ModelBoundCache(self.cache_size)
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "DiverseNodePostprocessor"
+
+    # ------------------------------------------------------------------ helpers
+
+    def _resolved_params(self) -> dict[str, Any]:
+        """Method parameters with defaults (re-checked: fields may have been reassigned)."""
+        return get_method(self.method).resolve_params(self.method_params)
+
+    def _resolve_embed_model(self) -> BaseEmbedding:
+        if self.embed_model is not None:
+            return self.embed_model
+        from llama_index.core import Settings
+
+        try:
+            return Settings.embed_model
+        except (ImportError, ValueError) as exc:
+            raise InvalidParameterError(
+                "DiverseNodePostprocessor needs an embedding model for nodes or queries "
+                "without embeddings, but Settings.embed_model could not be resolved "
+                f"({exc}); pass embed_model=... (the model that built the index)"
+            ) from exc
+
+    def _event_payload(self, nodes: list[NodeWithScore], query_bundle: QueryBundle) -> dict[str, Any]:
+        return {
+            EventPayload.NODES: nodes,
+            EventPayload.MODEL_NAME: f"diverse:{self.method}",
+            EventPayload.QUERY_STR: query_bundle.query_str,
+            EventPayload.TOP_K: self.top_n,
+        }
+
+    def _start(self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None) -> QueryBundle:
+        dispatcher.event(
+            ReRankStartEvent(
+                query=query_bundle,
+                nodes=nodes,
+                top_n=self.top_n,
+                model_name=f"diverse:{self.method}",
+            )
+        )
+        if query_bundle is None:
+            raise InvalidParameterError(
+                "DiverseNodePostprocessor needs the query: pass query_bundle or query_str"
+            )
+        return query_bundle
+
+    def _relevance(self, nodes: Sequence[NodeWithScore]) -> NDArray[np.float64] | None:
+        if not self.use_node_scores:
+            return None
+        missing = [i for i, item in enumerate(nodes) if item.score is None]
+        if missing:
+            i = missing[0]
+            raise InvalidParameterError(
+                f"use_node_scores=True but node {nodes[i].node.node_id!r} (position {i}) "
+                "has score=None"
+            )
+        return np.fromiter((float(item.score) for item in nodes), dtype=np.float64, count=len(nodes))  # type: ignore[arg-type]
+
+    def _select(
+        self,
+        nodes: list[NodeWithScore],
+        positions: list[int],
+        embedded: NDArray[np.float32] | None,
+        model_label: str | None,
+        query_embedding: Sequence[float],
+        params: dict[str, Any],
+    ) -> list[NodeWithScore]:
+        candidates = stack_node_vectors(nodes, positions, embedded, model_label)
+        query = np.asarray(query_embedding, dtype=np.float64)
+        if query.ndim != 1 or query.shape[0] != candidates.shape[1]:
+            raise DimensionMismatchError(
+                f"query embedding has shape {query.shape} but node vectors have dimension "
+                f"{candidates.shape[1]}; embed queries and nodes with the same model"
+            )
+        sel = select(
+            self.method,
+            query,
+            candidates,
+            self.top_n,
+            relevance=self._relevance(nodes),
+            **params,
+        )
+        shown = json_friendly_params(sel.params)
+        return [
+            with_selection_metadata(
+                nodes[int(i)],
+                method=sel.method,
+                params=shown,
+                rank=rank,
+                score=float(score),
+                relevance=float(rel),
+                hide_from_models=self.hide_selection_metadata,
+            )
+            for rank, (i, score, rel) in enumerate(
+                zip(sel.indices, sel.scores, sel.relevance, strict=True)
+            )
+        ]
+
+    # ------------------------------------------------------------------ sync / async
+
+    def _postprocess_nodes(
+        self,
+        nodes: list[NodeWithScore],
+        query_bundle: QueryBundle | None = None,
+    ) -> list[NodeWithScore]:
+        bundle = self._start(nodes, query_bundle)
+        params = self._resolved_params()
+        if not nodes:
+            dispatcher.event(ReRankEndEvent(nodes=[]))
+            return []
+        with self.callback_manager.event(
+            CBEventType.RERANKING, payload=self._event_payload(nodes, bundle)
+        ) as event:
+            positions, texts = nodes_to_embed(nodes, self.metadata_mode)
+            embedded, label = None, None
+            if texts:
+                model = self._resolve_embed_model()
+                label = model_namespace(model)
+                embedded = self._cache.for_model(model).embed(texts)
+            query = bundle.embedding
+            if query is None:
+                query = self._resolve_embed_model().get_agg_embedding_from_queries(
+                    query_strings(bundle)
+                )
+            result = self._select(nodes, positions, embedded, label, query, params)
+            event.on_end(payload={EventPayload.NODES: result})
+        dispatcher.event(ReRankEndEvent(nodes=result))
+        return result
+
+    @dispatcher.span
+    async def _apostprocess_nodes(
+        self,
+        nodes: list[NodeWithScore],
+        query_bundle: QueryBundle | None = None,
+    ) -> list[NodeWithScore]:
+        bundle = self._start(nodes, query_bundle)
+        params = self._resolved_params()
+        if not nodes:
+            dispatcher.event(ReRankEndEvent(nodes=[]))
+            return []
+        with self.callback_manager.event(
+            CBEventType.RERANKING, payload=self._event_payload(nodes, bundle)
+        ) as event:
+            positions, texts = nodes_to_embed(nodes, self.metadata_mode)
+            embedded, label = None, None
+            if texts:
+                model = self._resolve_embed_model()
+                label = model_namespace(model)
+                embedded = await self._cache.for_model(model).aembed(
+                    texts, model.aget_text_embedding_batch
+                )
+            query = bundle.embedding
+            if query is None:
+                query = await self._resolve_embed_model().aget_agg_embedding_from_queries(
+                    query_strings(bundle)
+                )
+            result = await asyncio.to_thread(
+                self._select, nodes, positions, embedded, label, query, params
+            )
+            event.on_end(payload={EventPayload.NODES: result})
+        dispatcher.event(ReRankEndEvent(nodes=result))
+        return result

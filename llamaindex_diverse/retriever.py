@@ -1,0 +1,179 @@
+"""``DiverseRetriever``: any LlamaIndex retriever followed by diversity-aware selection."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from diverse_core.errors import InvalidParameterError
+from diverse_core.validation import check_k
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.callbacks import CallbackManager
+from llama_index.core.prompts.mixin import PromptMixinType
+from llama_index.core.schema import NodeWithScore, QueryBundle
+
+from .postprocessor import DiverseNodePostprocessor
+
+__all__ = ["DiverseRetriever"]
+
+
+def _declared_fetch_k(retriever: BaseRetriever) -> int | None:
+    """``similarity_top_k`` of retrievers that expose it (vector index retrievers do)."""
+    value = getattr(retriever, "similarity_top_k", None)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+class DiverseRetriever(BaseRetriever):
+    """Fetch ``fetch_k`` candidates with a base retriever, keep ``top_n`` diverse ones.
+
+    Equivalent to the base retriever followed by a :class:`DiverseNodePostprocessor`,
+    packaged as a retriever so it plugs in wherever LlamaIndex takes one (query
+    engines, chat engines, routers). Sync ``retrieve`` and async ``aretrieve`` both
+    work; the async path awaits the base retriever and the embedding model.
+
+    Args:
+        retriever: the base retriever, e.g. ``index.as_retriever(similarity_top_k=20)``.
+        postprocessor: a configured :class:`DiverseNodePostprocessor`; or leave it out
+            and give ``top_n``/``method``/``method_params``/``embed_model``.
+        top_n: nodes returned (``k`` is an alias); default 4.
+        method, method_params, embed_model: see :class:`DiverseNodePostprocessor`.
+        fetch_k: candidates the base retriever returns. Read from the retriever's
+            ``similarity_top_k`` when it has one; used to reject ``top_n > fetch_k``.
+        callback_manager: defaults to the base retriever's; also given to the postprocessor.
+
+    Raises:
+        InvalidParameterError: ``top_n > fetch_k``, ``fetch_k`` disagreeing with the
+            retriever's ``similarity_top_k``, or a postprocessor given together with
+            selection settings.
+
+    Example:
+        >>> from llama_index.core import Document, VectorStoreIndex
+        >>> from llama_index.core.embeddings import MockEmbedding
+        >>> index = VectorStoreIndex.from_documents(
+        ...     [Document(text=t) for t in ["a", "b", "c"]], embed_model=MockEmbedding(embed_dim=8))
+        >>> retriever = DiverseRetriever(index.as_retriever(similarity_top_k=3), top_n=2,
+        ...                              method="gmmr", embed_model=MockEmbedding(embed_dim=8))
+        >>> len(retriever.retrieve("a question"))
+        2
+    """
+
+    def __init__(
+        self,
+        retriever: BaseRetriever,
+        postprocessor: DiverseNodePostprocessor | None = None,
+        *,
+        top_n: int | None = None,
+        k: int | None = None,
+        method: str | None = None,
+        method_params: Mapping[str, Any] | None = None,
+        embed_model: BaseEmbedding | None = None,
+        fetch_k: int | None = None,
+        callback_manager: CallbackManager | None = None,
+        verbose: bool = False,
+    ) -> None:
+        if not isinstance(retriever, BaseRetriever):
+            raise InvalidParameterError(
+                f"retriever must be a llama_index BaseRetriever; got {type(retriever).__name__}"
+            )
+        settings = {
+            "top_n": top_n, "k": k, "method": method,
+            "method_params": method_params, "embed_model": embed_model,
+        }
+        given = sorted(name for name, value in settings.items() if value is not None)
+        if postprocessor is not None:
+            if given:
+                raise InvalidParameterError(
+                    f"pass either postprocessor or selection settings, not both; got "
+                    f"postprocessor and {given}"
+                )
+            if not isinstance(postprocessor, DiverseNodePostprocessor):
+                raise InvalidParameterError(
+                    "postprocessor must be a DiverseNodePostprocessor; got "
+                    f"{type(postprocessor).__name__}"
+                )
+        else:
+            postprocessor = DiverseNodePostprocessor(
+                top_n=top_n,
+                k=k,
+                method=method or "gmmr",
+                method_params=method_params,
+                embed_model=embed_model,
+            )
+        declared = _declared_fetch_k(retriever)
+        if fetch_k is not None:
+            fetch_k = check_k(fetch_k, "fetch_k")
+            if declared is not None and declared != fetch_k:
+                raise InvalidParameterError(
+                    f"fetch_k={fetch_k} but the base retriever has similarity_top_k={declared}; "
+                    "build it with similarity_top_k=fetch_k"
+                )
+        fetch_k = fetch_k if fetch_k is not None else declared
+        if fetch_k is not None and postprocessor.top_n > fetch_k:
+            raise InvalidParameterError(
+                f"top_n={postprocessor.top_n} is larger than fetch_k={fetch_k}: the selection "
+                "needs at least top_n candidates; raise fetch_k (similarity_top_k)"
+            )
+        cm = callback_manager or getattr(retriever, "callback_manager", None) or CallbackManager()
+        super().__init__(callback_manager=cm, verbose=verbose)
+        postprocessor.callback_manager = cm
+        self._retriever = retriever
+        self._postprocessor = postprocessor
+        self._fetch_k = fetch_k
+
+    @classmethod
+    def from_index(
+        cls,
+        index: Any,
+        *,
+        top_n: int = 4,
+        fetch_k: int = 20,
+        method: str = "gmmr",
+        method_params: Mapping[str, Any] | None = None,
+        embed_model: BaseEmbedding | None = None,
+        **retriever_kwargs: Any,
+    ) -> DiverseRetriever:
+        """Wrap ``index.as_retriever(similarity_top_k=fetch_k, **retriever_kwargs)``.
+
+        ``embed_model`` defaults to the index's own embedding model, so nodes that the
+        vector store returns without embeddings are embedded like the index did.
+        """
+        if top_n > fetch_k:
+            raise InvalidParameterError(
+                f"top_n={top_n} is larger than fetch_k={fetch_k}; raise fetch_k"
+            )
+        model = embed_model if embed_model is not None else getattr(index, "_embed_model", None)
+        return cls(
+            index.as_retriever(similarity_top_k=fetch_k, **retriever_kwargs),
+            top_n=top_n,
+            method=method,
+            method_params=method_params,
+            embed_model=model if isinstance(model, BaseEmbedding) else None,
+            fetch_k=fetch_k,
+        )
+
+    @property
+    def retriever(self) -> BaseRetriever:
+        """The wrapped base retriever."""
+        return self._retriever
+
+    @property
+    def postprocessor(self) -> DiverseNodePostprocessor:
+        """The selection step."""
+        return self._postprocessor
+
+    @property
+    def fetch_k(self) -> int | None:
+        """Candidates fetched per query, when known."""
+        return self._fetch_k
+
+    def _get_prompt_modules(self) -> PromptMixinType:
+        return {"retriever": self._retriever}
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        nodes = self._retriever.retrieve(query_bundle)
+        return self._postprocessor.postprocess_nodes(nodes, query_bundle=query_bundle)
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        nodes = await self._retriever.aretrieve(query_bundle)
+        return await self._postprocessor.apostprocess_nodes(nodes, query_bundle=query_bundle)
