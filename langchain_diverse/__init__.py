@@ -1,0 +1,54 @@
+"""LangChain faces of diverse-rag: a diversity-aware retriever, a document compressor and embeddings.
+
+Example:
+    >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+    >>> from langchain_core.vectorstores import InMemoryVectorStore
+    >>> from langchain_diverse import DiverseRetriever
+    >>> store = InMemoryVectorStore(DeterministicFakeEmbedding(size=16))
+    >>> _ = store.add_texts(["alpha", "beta", "gamma", "delta"])
+    >>> len(DiverseRetriever(vectorstore=store, k=2, fetch_k=4).invoke("alpha"))
+    2
+"""
+
+from __future__ import annotations
+
+try:
+    import langchain_core  # noqa: F401
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        'langchain_diverse needs langchain-core; install the extra: pip install "diverse-rag[langchain]"'
+    ) from exc
+
+from .compressors import DiverseCompressor
+from .embeddings import (
+    CachedEmbeddings,
+    MiniLMEmbeddings,
+    cached_embeddings,
+    clear_embedding_caches,
+)
+from .errors import EmptyDocumentError
+from .retrievers import DiverseRetriever
+from .selection import (
+    METADATA_KEYS,
+    RELEVANCE_SCORE,
+    SELECTION_METHOD,
+    SELECTION_PARAMS,
+    SELECTION_RANK,
+    SELECTION_SCORE,
+)
+
+__all__ = [
+    "DiverseRetriever",
+    "DiverseCompressor",
+    "CachedEmbeddings",
+    "MiniLMEmbeddings",
+    "cached_embeddings",
+    "clear_embedding_caches",
+    "EmptyDocumentError",
+    "METADATA_KEYS",
+    "RELEVANCE_SCORE",
+    "SELECTION_SCORE",
+    "SELECTION_RANK",
+    "SELECTION_METHOD",
+    "SELECTION_PARAMS",
+]

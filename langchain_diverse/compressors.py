@@ -1,0 +1,93 @@
+"""``DiverseCompressor``: keep a relevant, diverse subset of the documents it is handed."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.callbacks import Callbacks
+from langchain_core.documents import BaseDocumentCompressor, Document
+from langchain_core.embeddings import Embeddings
+from pydantic import ConfigDict, Field
+
+from .embeddings import CachedEmbeddings, cached_embeddings
+from .selection import SelectionPlan, document_texts, plan_selection, select_documents
+
+__all__ = ["DiverseCompressor"]
+
+
+class DiverseCompressor(BaseDocumentCompressor):
+    """A document compressor that selects ``k`` documents for relevance and diversity.
+
+    Use it after any retriever with ``ContextualCompressionRetriever`` or as a step of
+    a ``DocumentCompressorPipeline``. Documents are embedded with ``embeddings``
+    (cached per text for the whole process); returned documents are copies with the
+    metadata keys listed in :mod:`langchain_diverse.selection`.
+
+    Args:
+        embeddings: the model that embeds the query and the documents.
+        k: documents to keep (all of them when fewer are handed in).
+        method: selection method name (``topk``, ``mmr``, ``gmmr``, ``dartboard``, ``vendi``).
+        method_params: the method's parameters, e.g. ``{"lambda_mult": 0.5}``.
+
+    Example:
+        >>> from langchain_core.documents import Document
+        >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+        >>> compressor = DiverseCompressor(embeddings=DeterministicFakeEmbedding(size=16), k=2)
+        >>> docs = [Document(page_content=t) for t in ["a", "b", "c"]]
+        >>> len(compressor.compress_documents(docs, "a"))
+        2
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+
+    embeddings: Embeddings
+    k: int = 4
+    method: str = "gmmr"
+    method_params: dict[str, Any] = Field(default_factory=dict)
+
+    def __init__(self, **data: Any) -> None:
+        super().__init__(**data)
+        # Outside pydantic validation so the core's typed errors reach the caller unwrapped.
+        plan_selection(self.method, self.method_params, self.k)
+
+    def _embedder(self) -> CachedEmbeddings:
+        return cached_embeddings(self.embeddings)
+
+    def _plan(self) -> SelectionPlan:
+        return plan_selection(self.method, self.method_params, self.k)
+
+    def compress_documents(
+        self,
+        documents: Sequence[Document],
+        query: str,
+        callbacks: Callbacks | None = None,
+    ) -> Sequence[Document]:
+        """Return ``k`` of ``documents`` chosen by ``method``, in pick order."""
+        plan = self._plan()
+        documents = list(documents)
+        if not documents:
+            return []
+        texts = document_texts(documents)
+        embedder = self._embedder()
+        query_vector = embedder.embed_query_array(query)
+        vectors = embedder.embed_documents_array(texts)
+        return select_documents(query_vector, documents, vectors, plan)
+
+    async def acompress_documents(
+        self,
+        documents: Sequence[Document],
+        query: str,
+        callbacks: Callbacks | None = None,
+    ) -> Sequence[Document]:
+        """Async :meth:`compress_documents`: awaits the model; selection runs in a worker thread."""
+        plan = self._plan()
+        documents = list(documents)
+        if not documents:
+            return []
+        texts = document_texts(documents)
+        embedder = self._embedder()
+        query_vector = await embedder.aembed_query_array(query)
+        vectors = await embedder.aembed_documents_array(texts)
+        return await asyncio.to_thread(select_documents, query_vector, documents, vectors, plan)

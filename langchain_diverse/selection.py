@@ -1,0 +1,218 @@
+"""Selection shared by the retriever and the compressor: settings, checks and result metadata.
+
+Every document the faces return is a copy of a candidate whose ``metadata`` gains:
+
+* ``relevance_score`` (float): cosine similarity between the query and the document
+  embedding, the relevance the selection used;
+* ``selection_score`` (float): the method's objective value when the document was
+  picked (MMR/gMMR marginal score, Dartboard log-score, Vendi objective; the
+  relevance itself for ``topk``);
+* ``selection_rank`` (int): 0-based pick order;
+* ``selection_method`` (str): the method name;
+* ``selection_params`` (dict): the parameters the method ran with, defaults filled
+  in, callables left out (so it stays JSON-serialisable).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from diverse_core import select
+from diverse_core.errors import DimensionMismatchError, InvalidParameterError
+from diverse_core.registry import get_method
+from diverse_core.validation import check_k
+from langchain_core.documents import Document
+from numpy.typing import ArrayLike
+
+from .errors import EmptyDocumentError
+
+__all__ = [
+    "RELEVANCE_SCORE",
+    "SELECTION_SCORE",
+    "SELECTION_RANK",
+    "SELECTION_METHOD",
+    "SELECTION_PARAMS",
+    "METADATA_KEYS",
+    "SelectionPlan",
+    "plan_selection",
+    "plan_for_call",
+    "document_texts",
+    "select_documents",
+]
+
+RELEVANCE_SCORE = "relevance_score"
+SELECTION_SCORE = "selection_score"
+SELECTION_RANK = "selection_rank"
+SELECTION_METHOD = "selection_method"
+SELECTION_PARAMS = "selection_params"
+#: Every metadata key the faces add to a returned document.
+METADATA_KEYS = (RELEVANCE_SCORE, SELECTION_SCORE, SELECTION_RANK, SELECTION_METHOD, SELECTION_PARAMS)
+
+#: Keyword arguments accepted per call (``retriever.invoke(query, k=3, ...)``).
+CALL_OPTIONS = ("k", "fetch_k", "method", "method_params")
+
+
+@dataclass(frozen=True)
+class SelectionPlan:
+    """Validated settings of one selection.
+
+    Attributes:
+        method: registered method name.
+        params: resolved parameters handed to :func:`diverse_core.select`.
+        public_params: JSON-friendly copy of ``params`` for document metadata.
+        k: number of documents to return.
+        fetch_k: number of candidates to fetch (``None`` for the compressor).
+    """
+
+    method: str
+    params: dict[str, Any]
+    public_params: dict[str, Any]
+    k: int
+    fetch_k: int | None = None
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _json_friendly(params: Mapping[str, Any]) -> dict[str, Any]:
+    return {name: _plain(v) for name, v in params.items() if not callable(v)}
+
+
+def plan_selection(
+    method: str,
+    method_params: Mapping[str, Any] | None,
+    k: object,
+    fetch_k: object | None = None,
+    *,
+    where: str = "",
+) -> SelectionPlan:
+    """Validate method, parameters, ``k`` and ``fetch_k`` together.
+
+    Args:
+        method: a name from :func:`diverse_core.available_methods`.
+        method_params: the method's parameters (unknown names are rejected).
+        k: documents to return, a positive integer.
+        fetch_k: candidates to fetch, a positive integer ``>= k`` (``None``: not used).
+        where: context appended to error messages (e.g. ``" in invoke()"``).
+
+    Raises:
+        UnknownMethodError: ``method`` is not registered.
+        InvalidParameterError: a bad parameter name or value, or ``k > fetch_k``.
+    """
+    if method_params is None:
+        method_params = {}
+    if not isinstance(method_params, Mapping):
+        raise InvalidParameterError(
+            f"method_params must be a dict; got method_params={method_params!r}{where}"
+        )
+    spec = get_method(method)
+    resolved = spec.resolve_params(dict(method_params))
+    if resolved.get("scorer") is not None:
+        raise InvalidParameterError(
+            "scorer is not supported by the LangChain faces (it scores candidate indices, which "
+            f"change on every call); got scorer={resolved['scorer']!r}{where}"
+        )
+    k_int = check_k(k, "k")
+    fetch_int: int | None = None
+    if fetch_k is not None:
+        fetch_int = check_k(fetch_k, "fetch_k")
+        if k_int > fetch_int:
+            raise InvalidParameterError(
+                f"k must not exceed fetch_k; got k={k_int}, fetch_k={fetch_int}{where} "
+                "(raise fetch_k or lower k)"
+            )
+    return SelectionPlan(spec.name, resolved, _json_friendly(resolved), k_int, fetch_int)
+
+
+def plan_for_call(
+    defaults: tuple[str, Mapping[str, Any], int, int | None], kwargs: Mapping[str, Any]
+) -> SelectionPlan:
+    """Merge per-call keyword arguments over the configured ``(method, params, k, fetch_k)``.
+
+    ``method_params`` given per call update the configured ones when the method is
+    unchanged; naming another method starts from that method's defaults.
+    """
+    unknown = sorted(set(kwargs) - set(CALL_OPTIONS))
+    if unknown:
+        raise InvalidParameterError(
+            f"unknown keyword argument(s) {unknown}; accepted per call: {list(CALL_OPTIONS)}"
+        )
+    method, params, k, fetch_k = defaults
+    call_method = kwargs.get("method", method)
+    base: Mapping[str, Any] = params if call_method == method else {}
+    call_params = kwargs.get("method_params")
+    if call_params is not None and not isinstance(call_params, Mapping):
+        raise InvalidParameterError(f"method_params must be a dict; got method_params={call_params!r}")
+    merged = {**base, **(call_params or {})}
+    call_fetch_k = kwargs.get("fetch_k", fetch_k) if fetch_k is not None else kwargs.get("fetch_k")
+    return plan_selection(
+        call_method, merged, kwargs.get("k", k), call_fetch_k, where=" (per-call arguments)"
+    )
+
+
+def document_texts(documents: Sequence[Document]) -> list[str]:
+    """The texts of ``documents``; raises :class:`EmptyDocumentError` for empty ones."""
+    texts = []
+    for i, doc in enumerate(documents):
+        text = getattr(doc, "page_content", None)
+        if not isinstance(text, str) or not text.strip():
+            raise EmptyDocumentError(
+                f"document {i} (id={getattr(doc, 'id', None)!r}) has empty page_content "
+                f"({text!r}); every candidate needs text to be embedded"
+            )
+        texts.append(text)
+    return texts
+
+
+def select_documents(
+    query_vector: ArrayLike,
+    documents: Sequence[Document],
+    vectors: ArrayLike,
+    plan: SelectionPlan,
+) -> list[Document]:
+    """Run ``plan`` on the candidates and return annotated copies in pick order.
+
+    Args:
+        query_vector: query embedding, shape (d,).
+        documents: the candidates.
+        vectors: their embeddings, shape (len(documents), d).
+        plan: from :func:`plan_selection`.
+
+    Raises:
+        DimensionMismatchError: query and document embeddings differ in dimension.
+    """
+    if not documents:
+        return []
+    query = np.asarray(query_vector)
+    cands = np.asarray(vectors)
+    if cands.ndim != 2 or cands.shape[0] != len(documents):
+        raise DimensionMismatchError(
+            f"expected one embedding per document ({len(documents)}); got shape {cands.shape}"
+        )
+    if query.ndim != 1 or query.shape[0] != cands.shape[1]:
+        raise DimensionMismatchError(
+            f"query embedding has shape {query.shape} but document embeddings have dimension "
+            f"{cands.shape[1]}; were both made by the same embeddings model?"
+        )
+    sel = select(plan.method, query, cands, plan.k, **plan.params)
+    out = []
+    for rank, (i, score, rel) in enumerate(
+        zip(sel.indices.tolist(), sel.scores.tolist(), sel.relevance.tolist(), strict=True)
+    ):
+        doc = documents[i]
+        metadata = dict(doc.metadata)
+        metadata[RELEVANCE_SCORE] = rel
+        metadata[SELECTION_SCORE] = score
+        metadata[SELECTION_RANK] = rank
+        metadata[SELECTION_METHOD] = plan.method
+        metadata[SELECTION_PARAMS] = dict(plan.public_params)
+        out.append(doc.model_copy(update={"metadata": metadata}))
+    return out
