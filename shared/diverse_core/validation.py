@@ -104,13 +104,15 @@ def check_values(values: ArrayLike, name: str) -> FloatArray:
 
 
 def _unit_rows(arr: FloatArray, name: str) -> FloatArray:
-    norms = np.linalg.norm(arr, axis=-1, keepdims=True)
+    """Normalise the rows of ``arr`` in place (``arr`` is always a private copy)."""
+    norms = np.sqrt(np.einsum("...i,...i->...", arr, arr))[..., None]
     zero = norms[..., 0] <= np.finfo(np.float64).tiny
     if np.any(zero):
         where = np.argwhere(np.atleast_1d(zero))[0].tolist()
         loc = f" (row {where[0]})" if arr.ndim == 2 else ""
         raise ZeroVectorError(f"{name} contains a zero vector{loc}; cosine similarity is undefined")
-    return arr / norms
+    arr /= norms
+    return arr
 
 
 def prepare_inputs(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["argmax_rows", "TIE_RTOL"]
+__all__ = ["argmax_rows", "TIE_RTOL", "SimilarityColumns"]
 
 #: Objective values within this relative distance of a row's maximum count as tied;
 #: ties go to the lowest candidate index. This keeps picks stable against
@@ -22,3 +22,40 @@ def argmax_rows(obj: NDArray[np.float64]) -> NDArray[np.int64]:
     tol = TIE_RTOL * np.maximum(1.0, np.abs(best))
     near = obj >= best - tol
     return np.asarray(np.argmax(near, axis=1), dtype=np.int64)
+
+
+class SimilarityColumns:
+    """Cosine similarities of every candidate to one candidate, computed once per candidate.
+
+    A sweep over ``L`` parameter values picks the same item for many values, so the
+    ``(n,)`` column ``candidates @ candidates[i]`` is computed on first use and
+    reused afterwards. Columns first needed together are computed in one matrix
+    product; its rounding can differ from a matrix-vector product in the last bits,
+    which :data:`TIE_RTOL` absorbs.
+    """
+
+    def __init__(self, candidates: NDArray[np.float64]) -> None:
+        self._cand = candidates
+        self._cache: dict[int, NDArray[np.float64]] = {}
+
+    def column(self, i: int) -> NDArray[np.float64]:
+        """``candidates @ candidates[i]``, shape (n,)."""
+        col = self._cache.get(i)
+        if col is None:
+            col = np.asarray(self._cand @ self._cand[i], dtype=np.float64)
+            self._cache[i] = col
+        return col
+
+    def rows(self, picks: NDArray[np.int64]) -> NDArray[np.float64]:
+        """Stack of :meth:`column` for each entry of ``picks``, shape (len(picks), n).
+
+        Columns not cached yet are computed together in one matrix product.
+        """
+        missing = sorted({int(i) for i in picks} - self._cache.keys())
+        if len(missing) == 1:
+            self.column(missing[0])
+        elif missing:
+            block = self._cand[missing] @ self._cand.T  # (m, n)
+            for row, i in zip(missing, block, strict=True):
+                self._cache[row] = i
+        return np.stack([self._cache[int(i)] for i in picks])

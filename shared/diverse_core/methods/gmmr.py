@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 
 from ..registry import MethodSpec
 from ..validation import PreparedInputs, check_unit_interval
-from ._common import argmax_rows
+from ._common import SimilarityColumns, argmax_rows
 
 __all__ = ["gmmr_select", "gmmr_sweep", "SPEC"]
 
@@ -35,33 +35,44 @@ def gmmr_sweep(
     prep: PreparedInputs, values: NDArray[np.float64], **_: Any
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
     """gMMR for every ``lambda_mult`` in ``values`` at once; returns (L, k) picks and scores."""
-    cand, rel, k = prep.candidates, prep.relevance, prep.k
+    rel, k = prep.relevance, prep.k
     lam = np.asarray(values, dtype=np.float64).reshape(-1, 1)
-    n_values, n = lam.shape[0], cand.shape[0]
+    n_values, n = lam.shape[0], rel.shape[0]
     rows = np.arange(n_values)
     picks = np.empty((n_values, k), dtype=np.int64)
     scores = np.empty((n_values, k), dtype=np.float64)
     taken = np.zeros((n_values, n), dtype=bool)
+    sims = SimilarityColumns(prep.candidates)
     first = argmax_rows(rel[None, :])[0]
     picks[:, 0] = first
     scores[:, 0] = rel[first]
     taken[:, first] = True
+    if k == 1:
+        return picks, scores
     # dot[l, i] = <c_i, sum of value l's picks>; norm2[l] = ||sum of value l's picks||^2.
-    dot = np.repeat((cand @ cand[first])[None, :], n_values, axis=0)
-    norm2 = np.ones(n_values)
+    dot = np.repeat(sims.column(int(first))[None, :], n_values, axis=0)
+    norm2 = np.ones((n_values, 1))
     relevance_term = lam * rel[None, :]
+    weight = 1.0 - lam
+    obj = np.empty((n_values, n), dtype=np.float64)
     for step in range(1, k):
-        norm = np.sqrt(norm2)[:, None]
-        cos_centroid = np.where(norm > _TINY, dot / np.maximum(norm, _TINY), 0.0)
-        distance = np.sqrt(np.clip(2.0 - 2.0 * cos_centroid, 0.0, None))
-        obj = relevance_term + (1.0 - lam) * distance
+        norm = np.sqrt(norm2)
+        degenerate = norm <= _TINY  # the picks cancel out: centroid of zero length
+        # distance to the centroid: sqrt(2 - 2 cos) = sqrt(max(2 - 2 * dot / norm, 0))
+        np.multiply(dot, np.where(degenerate, 0.0, -2.0 / np.maximum(norm, _TINY)), out=obj)
+        obj += 2.0
+        np.maximum(obj, 0.0, out=obj)
+        np.sqrt(obj, out=obj)
+        obj *= weight
+        obj += relevance_term
         obj[taken] = -np.inf
         best = argmax_rows(obj)
         picks[:, step] = best
         scores[:, step] = obj[rows, best]
         taken[rows, best] = True
-        norm2 = norm2 + 2.0 * dot[rows, best] + 1.0
-        dot += (cand @ cand[best].T).T
+        if step + 1 < k:
+            norm2 = norm2 + 2.0 * dot[rows, best][:, None] + 1.0
+            dot += sims.rows(best)
     return picks, scores
 
 

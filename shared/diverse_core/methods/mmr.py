@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 
 from ..registry import MethodSpec
 from ..validation import PreparedInputs, check_unit_interval
-from ._common import argmax_rows
+from ._common import SimilarityColumns, argmax_rows
 
 __all__ = ["mmr_select", "mmr_sweep", "SPEC"]
 
@@ -28,30 +28,36 @@ def mmr_sweep(
     prep: PreparedInputs, values: NDArray[np.float64], **_: Any
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
     """MMR for every ``lambda_mult`` in ``values`` at once; returns (L, k) picks and scores."""
-    cand, rel, k = prep.candidates, prep.relevance, prep.k
+    rel, k = prep.relevance, prep.k
     lam = np.asarray(values, dtype=np.float64).reshape(-1, 1)
-    n_values, n = lam.shape[0], cand.shape[0]
+    n_values, n = lam.shape[0], rel.shape[0]
     rows = np.arange(n_values)
     picks = np.empty((n_values, k), dtype=np.int64)
     scores = np.empty((n_values, k), dtype=np.float64)
     taken = np.zeros((n_values, n), dtype=bool)
-    max_sim = np.full((n_values, n), -np.inf)
+    sims = SimilarityColumns(prep.candidates)
     # First pick: the most relevant candidate (the redundancy term is empty).
     first = argmax_rows(rel[None, :])[0]
     picks[:, 0] = first
     scores[:, 0] = lam[:, 0] * rel[first]
     taken[:, first] = True
+    if k == 1:
+        return picks, scores
     relevance_term = lam * rel[None, :]
+    penalty = 1.0 - lam
+    max_sim = np.repeat(sims.column(int(first))[None, :], n_values, axis=0)
+    obj = np.empty((n_values, n), dtype=np.float64)
     for step in range(1, k):
-        # Similarity of every candidate to each value's latest pick, one matmul for all values.
-        new_sim = (cand @ cand[picks[:, step - 1]].T).T
-        np.maximum(max_sim, new_sim, out=max_sim)
-        obj = relevance_term - (1.0 - lam) * max_sim
+        np.multiply(penalty, max_sim, out=obj)
+        np.subtract(relevance_term, obj, out=obj)
         obj[taken] = -np.inf
         best = argmax_rows(obj)
         picks[:, step] = best
         scores[:, step] = obj[rows, best]
         taken[rows, best] = True
+        if step + 1 < k:
+            # Similarity of every candidate to each value's latest pick (cached per item).
+            np.maximum(max_sim, sims.rows(best), out=max_sim)
     return picks, scores
 
 

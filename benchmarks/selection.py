@@ -1,0 +1,240 @@
+"""Selection speed: diverse_core against peer implementations, measured in one run.
+
+For every pool size ``n`` and dimension ``d`` (random unit vectors, float32, fixed
+seed) and ``k = 10`` this times, through the public API (validation included):
+
+* ours: ``topk``, ``mmr`` (lambda 0.5), ``gmmr`` (lambda 0.5), the whole 10-value
+  ``gmmr`` sweep (lambda 0.1 .. 1.0), ``dartboard`` (sigma 0.1), ``vendi``
+  (s 0.5, objective ``paper`` and ``vendirag``);
+* peers: LangChain ``maximal_marginal_relevance``, LlamaIndex
+  ``get_top_k_mmr_embeddings``, ``pyversity.mmr`` and ``vendirag.retriever.vrs_select``.
+
+Repeats are interleaved (one call of every function per round) so that load from
+other processes hits all of them alike; the table shows medians in milliseconds.
+A peer whose first call exceeds ``--slow-limit`` seconds is timed once more only
+and marked ``*``. Run::
+
+    python benchmarks/selection.py            # full grid
+    python benchmarks/selection.py --quick    # n in {100, 1000}, d = 384
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+import diverse_core as dc
+
+K = 10
+LAMBDA = 0.5
+SIGMA = 0.1
+VENDI_S = 0.5
+SWEEP = np.round(np.arange(1, 11) / 10.0, 1)
+
+
+@dataclass
+class Entry:
+    """One timed function in one (n, d) cell."""
+
+    name: str
+    fn: Callable[[], Any]
+    slow_ok: bool = False  # a peer: may be cut short when slow
+    times: list[float] = field(default_factory=list)
+    result: Any = None
+    note: str = ""
+
+
+def _peers(q: np.ndarray, x: np.ndarray, rel: np.ndarray) -> list[Entry]:
+    out: list[Entry] = []
+    try:
+        from langchain_core.vectorstores.utils import maximal_marginal_relevance
+    except ImportError:
+        print("(langchain-core not installed: LangChain MMR skipped)")
+    else:
+        out.append(
+            Entry(
+                "LangChain maximal_marginal_relevance",
+                lambda: maximal_marginal_relevance(q, x, lambda_mult=LAMBDA, k=K),
+                slow_ok=True,
+            )
+        )
+    try:
+        from llama_index.core.indices.query.embedding_utils import get_top_k_mmr_embeddings
+    except ImportError:
+        print("(llama-index-core not installed: LlamaIndex MMR skipped)")
+    else:
+        q_list, x_list = q.tolist(), x.tolist()  # LlamaIndex works on lists of floats
+        out.append(
+            Entry(
+                "LlamaIndex get_top_k_mmr_embeddings",
+                lambda: get_top_k_mmr_embeddings(
+                    q_list, x_list, similarity_top_k=K, mmr_threshold=LAMBDA
+                )[1],
+                slow_ok=True,
+            )
+        )
+    try:
+        import pyversity
+    except ImportError:
+        print("(pyversity not installed: pyversity.mmr skipped)")
+    else:
+        out.append(
+            Entry(
+                "pyversity.mmr",
+                lambda: pyversity.mmr(x, rel, K, diversity=1.0 - LAMBDA).indices,
+                slow_ok=True,
+            )
+        )
+    try:
+        from vendirag.retriever import vrs_select
+    except ImportError:
+        print("(vendirag not installed: vrs_select skipped)")
+    else:
+        out.append(
+            Entry("vendirag vrs_select", lambda: vrs_select(x, q, k=K, s=VENDI_S), slow_ok=True)
+        )
+    return out
+
+
+def _ours(q: np.ndarray, x: np.ndarray) -> list[Entry]:
+    return [
+        Entry("ours topk", lambda: dc.select("topk", q, x, K).indices),
+        Entry("ours mmr", lambda: dc.select("mmr", q, x, K, lambda_mult=LAMBDA).indices),
+        Entry("ours gmmr", lambda: dc.select("gmmr", q, x, K, lambda_mult=LAMBDA).indices),
+        Entry("ours gmmr sweep (10 lambdas)", lambda: dc.sweep("gmmr", q, x, K, SWEEP).indices),
+        Entry("ours dartboard", lambda: dc.select("dartboard", q, x, K, sigma=SIGMA).indices),
+        Entry(
+            "ours vendi (paper)",
+            lambda: dc.select("vendi", q, x, K, s=VENDI_S, objective="paper").indices,
+        ),
+        Entry(
+            "ours vendi (vendirag)",
+            lambda: dc.select("vendi", q, x, K, s=VENDI_S, objective="vendirag").indices,
+        ),
+    ]
+
+
+def _timed(entry: Entry) -> float:
+    t0 = time.perf_counter()
+    entry.result = entry.fn()
+    elapsed = time.perf_counter() - t0
+    entry.times.append(elapsed)
+    return elapsed
+
+
+def run_cell(n: int, d: int, repeats: int, slow_limit: float, seed: int) -> list[Entry]:
+    """Time every function on one random pool of ``n`` unit vectors of dimension ``d``."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, d)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    q = rng.normal(size=d).astype(np.float32)
+    q /= np.linalg.norm(q)
+    rel = x @ q
+    entries = _ours(q, x) + _peers(q, x, rel)
+    for e in entries:  # warm-up call (imports, caches); also probes slow peers
+        if _timed(e) > slow_limit and e.slow_ok:
+            e.note = "*"
+        e.times.clear()
+    for _ in range(repeats):
+        for e in entries:
+            if e.note == "*" and e.times:
+                continue
+            _timed(e)
+    return entries
+
+
+def _ms(e: Entry) -> float:
+    return 1e3 * statistics.median(e.times)
+
+
+def _same(a: Any, b: Any) -> bool:
+    return [int(i) for i in a] == [int(i) for i in b]
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small grid: n in {100, 1000}, d=384")
+    parser.add_argument("--repeats", type=int, default=7, help="timed rounds per cell (median)")
+    parser.add_argument(
+        "--slow-limit",
+        type=float,
+        default=3.0,
+        help="seconds; a peer slower than this is timed once (marked *)",
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    if args.repeats < 1:
+        parser.error("--repeats must be >= 1")
+    grid = [(100, 384), (1000, 384)] if args.quick else [
+        (n, d) for n in (100, 1000, 5000) for d in (384, 768)
+    ]
+
+    threads = {v: os.environ.get(v) for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
+    print(
+        f"# diverse_core selection benchmark (k={K}, float32 unit vectors, seed={args.seed}, "
+        f"median of {args.repeats} interleaved rounds)\n"
+        f"python {platform.python_version()}, numpy {np.__version__}, {os.cpu_count()} CPUs, "
+        f"BLAS threads env: {threads}\n"
+    )
+    cells: dict[tuple[int, int], list[Entry]] = {}
+    for n, d in grid:
+        cells[(n, d)] = run_cell(n, d, args.repeats, args.slow_limit, args.seed)
+
+    names = [e.name for e in next(iter(cells.values()))]
+    header = "| method | " + " | ".join(f"n={n} d={d}" for n, d in grid) + " |"
+    print(header)
+    print("|" + "---|" * (len(grid) + 1))
+    for i, name in enumerate(names):
+        row = [f"{_ms(cells[c][i]):.2f}{cells[c][i].note}" for c in grid]
+        print(f"| {name} | " + " | ".join(row) + " |")
+    print("\nTimes in ms (median). * = slower than --slow-limit on the first call; timed once more.")
+
+    def get(cell: list[Entry], name: str) -> Entry | None:
+        return next((e for e in cell if e.name == name), None)
+
+    print("\n| ratio | " + " | ".join(f"n={n} d={d}" for n, d in grid) + " | target |")
+    print("|" + "---|" * (len(grid) + 2))
+    specs = [
+        ("gmmr sweep / pyversity.mmr", "ours gmmr sweep (10 lambdas)", "pyversity.mmr", "<= 1.5 at n=1000 d=768"),
+        ("LangChain MMR / ours mmr", "LangChain maximal_marginal_relevance", "ours mmr", ">= 30"),
+        ("LlamaIndex MMR / ours mmr", "LlamaIndex get_top_k_mmr_embeddings", "ours mmr", "-"),
+        ("vrs_select / ours vendi (vendirag)", "vendirag vrs_select", "ours vendi (vendirag)", ">= 50"),
+    ]
+    for label, num, den, target in specs:
+        vals = []
+        for c in grid:
+            a, b = get(cells[c], num), get(cells[c], den)
+            vals.append("n/a" if a is None or b is None else f"{_ms(a) / _ms(b):.1f}")
+        print(f"| {label} | " + " | ".join(vals) + f" | {target} |")
+
+    print("\n| identical picks | " + " | ".join(f"n={n} d={d}" for n, d in grid) + " |")
+    print("|" + "---|" * (len(grid) + 1))
+    checks = [
+        ("LangChain MMR == ours mmr", "LangChain maximal_marginal_relevance", "ours mmr"),
+        ("LlamaIndex MMR == ours mmr", "LlamaIndex get_top_k_mmr_embeddings", "ours mmr"),
+        ("pyversity.mmr == ours mmr", "pyversity.mmr", "ours mmr"),
+        ("vrs_select == ours vendi (vendirag)", "vendirag vrs_select", "ours vendi (vendirag)"),
+    ]
+    for label, a_name, b_name in checks:
+        vals = []
+        for c in grid:
+            a, b = get(cells[c], a_name), get(cells[c], b_name)
+            vals.append("n/a" if a is None or b is None else ("yes" if _same(a.result, b.result) else "no"))
+        print(f"| {label} | " + " | ".join(vals) + " |")
+    print(
+        "\nNotes: LlamaIndex's MMR penalises similarity to the most recent pick only, and "
+        "pyversity clips cosine similarities to [0, 1] in float32, so their picks can differ "
+        "from classical MMR; LangChain's function is classical MMR."
+    )
+
+
+if __name__ == "__main__":
+    main()
