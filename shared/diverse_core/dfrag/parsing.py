@@ -1,0 +1,168 @@
+"""Tolerant parsers for Planner and Evaluator output.
+
+Real LLM output wraps the requested format in prose, markdown (``**Score:** 4``),
+bullets or headings, skips the total, or goes past the scale. The parsers never
+raise on such text: a plan falls back to the question itself, an evaluation that
+yields no score at all is reported as unparsed (the pipeline scores it 0 and flags it).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+__all__ = ["parse_plan", "parse_evaluation", "EvaluationParse", "PlanParse", "MAX_STEP_SCORE"]
+
+#: Highest score of one plan step (the paper's 0-5 scale).
+MAX_STEP_SCORE = 5.0
+
+_MD = re.compile(r"[*_`#>]+")
+_ENUM = re.compile(
+    r"^\s*(?:[-*+\u2022]\s*)?(?:\(?(?:step|sub-?question|q)?\s*(\d{1,2})\s*[).:\]-]|[-*+\u2022])\s*(.+)$",
+    re.IGNORECASE,
+)
+_PLAN_HEADER = re.compile(r"^\s*(?:output\s+)?(?:planner\s*)?plan\s*:?\s*$", re.IGNORECASE)
+_NUM = r"(-?\d+(?:\.\d+)?)"
+_TOTAL = re.compile(r"total\s*(?:support\s*)?(?:score)?\s*(?:[:=]|is|of)\s*" + _NUM, re.IGNORECASE)
+_STEP_SCORE = re.compile(
+    r"^\s*(?:[-*+\u2022]\s*)?(?:step\s*)?(\d{1,2})\s*[).:\]-]?\s*.*?\bscore\b\s*(?:[:=]|is|of)?\s*" + _NUM,
+    re.IGNORECASE,
+)
+_BARE_SCORE = re.compile(r"^\s*(?:[-*+\u2022]\s*)?score\s*[:=]\s*" + _NUM, re.IGNORECASE)
+_SHORT_ANSWER = re.compile(r"^\s*(?:short|final|draft)?\s*answer\s*:\s*(.+)$", re.IGNORECASE)
+
+
+def _clean(line: str) -> str:
+    return _MD.sub("", line).strip()
+
+
+@dataclass(frozen=True)
+class PlanParse:
+    """Steps parsed from a Planner reply.
+
+    Attributes:
+        steps: the sub-questions, in order (never empty).
+        parsed: ``False`` when no list was found and the fallback was used.
+    """
+
+    steps: tuple[str, ...]
+    parsed: bool
+
+
+def parse_plan(text: str, question: str, max_steps: int = 8) -> PlanParse:
+    """Extract the numbered (or bulleted) sub-questions from a Planner reply.
+
+    Prose before/after the list and markdown are ignored; a repeated list (models
+    sometimes echo the example) is cut at the first restart of the numbering.
+    Without any list item, the whole question becomes the single step.
+
+    Example:
+        >>> parse_plan("Sure! Plan:\\n1) Find X\\n2) **Find Y**\\nHope it helps.", "Q?").steps
+        ('Find X', 'Find Y')
+    """
+    steps: list[str] = []
+    last_num = 0
+    for raw in text.splitlines():
+        line = _clean(raw)
+        if not line or _PLAN_HEADER.match(line):
+            continue
+        m = _ENUM.match(line)
+        if not m:
+            if steps:  # prose after the list ends it
+                break
+            continue
+        num = int(m.group(1)) if m.group(1) else last_num + 1
+        if steps and num <= last_num:  # numbering restarted: an echo
+            break
+        body = m.group(2).strip()
+        if re.match(r"^(question|example)\s*:", body, re.IGNORECASE):
+            continue
+        if body:
+            steps.append(body)
+            last_num = num
+        if len(steps) >= max_steps:
+            break
+    if not steps:
+        return PlanParse(steps=(question.strip() or "Answer the question",), parsed=False)
+    return PlanParse(steps=tuple(steps), parsed=True)
+
+
+@dataclass(frozen=True)
+class EvaluationParse:
+    """Scores parsed from an Evaluator reply.
+
+    Attributes:
+        score: the Retrieval Support used to rank the chunk set (0 when unparsed).
+        step_scores: per-step scores found, each clipped to ``0..5``.
+        stated_total: the ``Total Score`` the model wrote, or ``None``.
+        source: ``"total"``, ``"steps"`` or ``"none"`` - where ``score`` came from.
+        short_answer: the ``Short Answer:`` line, if any.
+        parsed: ``False`` when no score could be read (then ``score`` is 0).
+        notes: what was repaired (clipping, missing total, ...).
+    """
+
+    score: float
+    step_scores: tuple[float, ...]
+    stated_total: float | None
+    source: str
+    short_answer: str | None
+    parsed: bool
+    notes: tuple[str, ...] = field(default=())
+
+
+def _clip(value: float, hi: float) -> float:
+    return min(max(value, 0.0), hi)
+
+
+def parse_evaluation(text: str, n_steps: int, prefer: str = "total") -> EvaluationParse:
+    """Read per-step scores and the ``Total Score`` from an Evaluator reply.
+
+    Rules: step scores are clipped to ``0..5`` (only the first ``n_steps`` count); the
+    stated total (the last ``Total Score: N``) is clipped to ``0..5 * n_steps``; a
+    missing total is replaced by the sum of the step scores. With ``prefer="steps"``
+    the sum of the step scores (Eq. 4) is used whenever step scores were found.
+
+    Example:
+        >>> r = parse_evaluation("1. Score: 4. ok\\n2. **Score:** 7. too high", n_steps=2)
+        >>> r.score, r.source, r.notes
+        (9.0, 'steps', ('step score clipped to 0..5', 'no total; summed step scores'))
+    """
+    if prefer not in {"total", "steps"}:
+        raise ValueError(f"prefer must be 'total' or 'steps'; got prefer={prefer!r}")
+    n_steps = max(1, int(n_steps))
+    notes: list[str] = []
+    steps: list[float] = []
+    short: str | None = None
+    stated: float | None = None
+    for raw in text.splitlines():
+        line = _clean(raw)
+        if not line:
+            continue
+        total_m = _TOTAL.search(line)
+        if total_m:
+            stated = float(total_m.group(1))
+            continue
+        step_m = _STEP_SCORE.match(line) or _BARE_SCORE.match(line)
+        if step_m and len(steps) < n_steps:
+            value = float(step_m.group(step_m.lastindex or 1))
+            if not 0.0 <= value <= MAX_STEP_SCORE and "step score clipped to 0..5" not in notes:
+                notes.append("step score clipped to 0..5")
+            steps.append(_clip(value, MAX_STEP_SCORE))
+            continue
+        sa = _SHORT_ANSWER.match(line)
+        if sa and short is None:
+            short = sa.group(1).strip() or None
+    hi = MAX_STEP_SCORE * n_steps
+    if stated is not None and not 0.0 <= stated <= hi:
+        notes.append(f"total clipped to 0..{hi:g}")
+    total = _clip(stated, hi) if stated is not None else None
+    if steps and (prefer == "steps" or total is None):
+        if total is None:
+            notes.append("no total; summed step scores")
+        return EvaluationParse(
+            float(sum(steps)), tuple(steps), stated, "steps", short, True, tuple(notes)
+        )
+    if total is not None:
+        return EvaluationParse(total, tuple(steps), stated, "total", short, True, tuple(notes))
+    notes.append("no score found")
+    return EvaluationParse(0.0, (), None, "none", short, False, tuple(notes))

@@ -1,0 +1,201 @@
+"""Prompts of the DF-RAG Planner, Evaluator and Generator (``df-rag.txt`` App. A.3).
+
+Written in our own words; they keep the paper's structure:
+
+* Planner - one worked example, then the question; the plan is a numbered list of
+  sub-questions and nothing else.
+* Evaluator - a strict judge; a 0-5 scale per plan step; three worked examples (full,
+  zero and partial support); one line per step, then ``Total Score: N``. We also ask
+  for a ``Short Answer:`` line, which DF-RAG's Incremental Context reuses.
+* Generator - answer from the passages only, a short answer with no other words (the
+  instruction is given before and after the passages, as in LongBench).
+
+Every template is a ``str.format`` string; pass your own :class:`PromptSet` to change them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+__all__ = [
+    "PLANNER_TEMPLATE",
+    "EVALUATOR_TEMPLATE",
+    "EVALUATOR_EXAMPLES",
+    "GENERATOR_TEMPLATE",
+    "INCREMENTAL_CONTEXT_TEMPLATE",
+    "PromptSet",
+    "format_plan",
+    "format_passages",
+]
+
+PLANNER_TEMPLATE = """You plan how to answer a question. Split the question into the fewest sub-questions that, answered in order, give the answer. Use the exact format of the example: a numbered list, one sub-question per line.
+
+Example
+Question: In which country was the composer of the opera 'Rusalka' born?
+Plan:
+1) Identify who composed the opera 'Rusalka'
+2) Identify the country where that composer was born
+
+Write only the plan for this question, with no other text.
+Question: {question}
+Plan:
+"""
+
+EVALUATOR_EXAMPLES = """Example 1
+Question: In which city was the author of 'Dracula' born?
+Plan:
+1) Find who wrote the novel 'Dracula'
+2) Find the city where that writer was born
+Passages:
+[1] "Dracula is an 1897 Gothic horror novel by the Irish author Bram Stoker..."
+[2] "Bram Stoker was born on 8 November 1847 in Clontarf, on the north side of Dublin..."
+Evaluation:
+1. Score: 5. Reason: Bram Stoker is named as the author.
+2. Score: 5. Reason: his birth in Clontarf, Dublin is stated.
+Short Answer: Dublin
+Total Score: 10
+
+Example 2
+Question: In what year did the architect of the Sydney Opera House die?
+Plan:
+1) Find the architect of the Sydney Opera House
+2) Find the year that architect died
+Passages:
+[1] "The Sydney Opera House opened in 1973 and hosts more than 1,500 performances a year..."
+[2] "Its sail-like shells are covered with over a million glazed tiles..."
+Evaluation:
+1. Score: 0. Reason: no architect is named.
+2. Score: 0. Reason: no date of death appears.
+Short Answer: unknown
+Total Score: 0
+
+Example 3
+Question: Who founded the maker of the Model S, and when was the company founded?
+Plan:
+1) Find the company that makes the Model S
+2) Find who founded that company
+3) Find when the company was founded
+Passages:
+[1] "The Model S is an electric sedan built by Tesla..."
+[2] "Eberhard and Tarpenning, both engineers, had earlier sold an e-book business..."
+[3] "Tesla was incorporated in July 2003 in San Carlos, California..."
+Evaluation:
+1. Score: 5. Reason: Tesla is named as the maker.
+2. Score: 2. Reason: two engineers appear but are never said to be the founders.
+3. Score: 5. Reason: incorporated in July 2003 is stated.
+Short Answer: Tesla, founded July 2003; founders unclear
+Total Score: 12
+"""
+
+EVALUATOR_TEMPLATE = """You are a strict judge of retrieved passages. For each step of the plan, decide how well the passages, taken together, supply the fact that step needs. Only count facts the passages state outright; nothing for guesses, inferences or loosely related text.
+
+Scale for each step:
+5 - the fact is stated directly and precisely
+4 - the fact is clearly present and complete
+3 - mostly present; a small detail is missing but follows from the text
+2 - partly present; key details are missing
+1 - barely related or vague
+0 - absent, or reachable only by guessing
+
+Answer with one line per step: "<step number>. Score: <0-5>. Reason: <a few words>". Then one line "Short Answer: <the answer the passages support, or unknown>". The last line must be "Total Score: <sum of the step scores>".
+
+{examples}
+Now evaluate these passages in the same format.
+Question: {question}
+Plan:
+{plan}
+Passages:
+{passages}
+Evaluation:
+"""
+
+GENERATOR_TEMPLATE = """Answer the question using the passages below. Reply with the answer only: a few words, no explanation.
+
+Passages:
+{context}
+{incremental_context}
+Answer the question using the passages above. Reply with the answer only: a few words, no explanation.
+Question: {question}
+Answer:"""
+
+INCREMENTAL_CONTEXT_TEMPLATE = """
+Plan used to check the passages:
+{plan}
+Draft answer from that check: {short_answer}
+"""
+
+
+def format_plan(steps: Sequence[str]) -> str:
+    """Render plan steps as ``1) ...`` lines."""
+    return "\n".join(f"{i}) {step}" for i, step in enumerate(steps, start=1))
+
+
+def format_passages(texts: Sequence[str], max_chars: int | None = None) -> str:
+    """Render passages as ``[i] "text"`` lines, each optionally cut to ``max_chars``."""
+    lines = []
+    for i, text in enumerate(texts, start=1):
+        body = " ".join(text.split())
+        if max_chars is not None and len(body) > max_chars:
+            body = body[:max_chars].rstrip() + "..."
+        lines.append(f'[{i}] "{body}"')
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class PromptSet:
+    """The three DF-RAG prompts (``str.format`` templates).
+
+    Attributes:
+        planner: needs ``{question}``.
+        evaluator: needs ``{examples}``, ``{question}``, ``{plan}``, ``{passages}``.
+        evaluator_examples: the few-shot block put in ``{examples}`` ("" for zero-shot).
+        generator: needs ``{context}``, ``{incremental_context}``, ``{question}``.
+        incremental_context: needs ``{plan}`` and ``{short_answer}``.
+        max_passage_chars: cut each passage to this many characters in evaluator and
+            generator prompts (``None`` = keep whole passages).
+
+    Example:
+        >>> p = PromptSet()
+        >>> "Total Score" in p.render_evaluator("Q?", ["find x"], ["x is 1"])
+        True
+    """
+
+    planner: str = PLANNER_TEMPLATE
+    evaluator: str = EVALUATOR_TEMPLATE
+    evaluator_examples: str = EVALUATOR_EXAMPLES
+    generator: str = GENERATOR_TEMPLATE
+    incremental_context: str = INCREMENTAL_CONTEXT_TEMPLATE
+    max_passage_chars: int | None = None
+
+    def render_planner(self, question: str) -> str:
+        """The Planner prompt for ``question``."""
+        return self.planner.format(question=question.strip())
+
+    def render_evaluator(self, question: str, steps: Sequence[str], passages: Sequence[str]) -> str:
+        """The Evaluator prompt for one candidate chunk set."""
+        return self.evaluator.format(
+            examples=self.evaluator_examples,
+            question=question.strip(),
+            plan=format_plan(steps),
+            passages=format_passages(passages, self.max_passage_chars),
+        )
+
+    def render_generator(
+        self,
+        question: str,
+        passages: Sequence[str],
+        steps: Sequence[str] | None = None,
+        short_answer: str | None = None,
+    ) -> str:
+        """The Generator prompt; with ``steps`` it appends the Incremental Context."""
+        incremental = ""
+        if steps:
+            incremental = self.incremental_context.format(
+                plan=format_plan(steps), short_answer=short_answer or "unknown"
+            )
+        return self.generator.format(
+            context=format_passages(passages, self.max_passage_chars),
+            incremental_context=incremental,
+            question=question.strip(),
+        )

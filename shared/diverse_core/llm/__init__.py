@@ -1,0 +1,39 @@
+"""A small, framework-neutral LLM layer for DF-RAG.
+
+- :class:`TextLLM`: the protocol (``complete(prompt, **kw) -> Completion``, optional ``acomplete``).
+- :class:`ManagedLLM`: timeout, retries with backoff, concurrency limit, accounting.
+- :class:`OpenAILLM`: any OpenAI-compatible endpoint; :class:`LocalGGUFLLM`: offline GGUF model.
+- LangChain / LlamaIndex models: ``langchain_diverse.dfrag.LangChainLLM`` and
+  ``llamaindex_diverse.dfrag.LlamaIndexLLM`` (the core never imports those frameworks).
+
+Example:
+    >>> from diverse_core.llm import ManagedLLM
+    >>> ManagedLLM(lambda prompt: "42", max_retries=1).complete("6 x 7?").text
+    '42'
+"""
+
+from __future__ import annotations
+
+from .base import AsyncTextLLM, CallableLLM, Completion, TextLLM, as_completion, ensure_llm
+from .errors import LLMError, LLMTimeoutError, TransientLLMError, is_transient
+from .local import LocalGGUFLLM, default_gguf_path
+from .managed import LLMUsage, ManagedLLM
+from .openai_llm import OpenAILLM
+
+__all__ = [
+    "Completion",
+    "TextLLM",
+    "AsyncTextLLM",
+    "CallableLLM",
+    "as_completion",
+    "ensure_llm",
+    "LLMError",
+    "LLMTimeoutError",
+    "TransientLLMError",
+    "is_transient",
+    "ManagedLLM",
+    "LLMUsage",
+    "OpenAILLM",
+    "LocalGGUFLLM",
+    "default_gguf_path",
+]

