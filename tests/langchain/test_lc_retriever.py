@@ -8,7 +8,6 @@ from uuid import UUID
 
 import numpy as np
 import pytest
-from conftest import CORPUS, DIVERSE, DUPS, VECTORS, TableEmbeddings
 from diverse_core import select
 from diverse_core.errors import (
     DimensionMismatchError,
@@ -20,6 +19,7 @@ from langchain_core.callbacks.manager import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import InMemoryVectorStore
+from lc_fakes import CORPUS, DIVERSE, DUPS, VECTORS, TableEmbeddings
 from pydantic import ValidationError
 
 from langchain_diverse import METADATA_KEYS, DiverseRetriever, EmptyDocumentError
