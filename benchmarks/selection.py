@@ -29,9 +29,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 import diverse_core as dc
+import numpy as np
 
 K = 10
 LAMBDA = 0.5
@@ -173,9 +172,11 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error("--repeats must be >= 1")
-    grid = [(100, 384), (1000, 384)] if args.quick else [
-        (n, d) for n in (100, 1000, 5000) for d in (384, 768)
-    ]
+    grid = (
+        [(100, 384), (1000, 384)]
+        if args.quick
+        else [(n, d) for n in (100, 1000, 5000) for d in (384, 768)]
+    )
 
     threads = {v: os.environ.get(v) for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
     print(
@@ -195,7 +196,9 @@ def main(argv: list[str] | None = None) -> None:
     for i, name in enumerate(names):
         row = [f"{_ms(cells[c][i]):.2f}{cells[c][i].note}" for c in grid]
         print(f"| {name} | " + " | ".join(row) + " |")
-    print("\nTimes in ms (median). * = slower than --slow-limit on the first call; timed once more.")
+    print(
+        "\nTimes in ms (median). * = slower than --slow-limit on the first call; timed once more."
+    )
 
     def get(cell: list[Entry], name: str) -> Entry | None:
         return next((e for e in cell if e.name == name), None)
@@ -203,10 +206,20 @@ def main(argv: list[str] | None = None) -> None:
     print("\n| ratio | " + " | ".join(f"n={n} d={d}" for n, d in grid) + " | target |")
     print("|" + "---|" * (len(grid) + 2))
     specs = [
-        ("gmmr sweep / pyversity.mmr", "ours gmmr sweep (10 lambdas)", "pyversity.mmr", "<= 1.5 at n=1000 d=768"),
+        (
+            "gmmr sweep / pyversity.mmr",
+            "ours gmmr sweep (10 lambdas)",
+            "pyversity.mmr",
+            "<= 1.5 at n=1000 d=768",
+        ),
         ("LangChain MMR / ours mmr", "LangChain maximal_marginal_relevance", "ours mmr", ">= 30"),
         ("LlamaIndex MMR / ours mmr", "LlamaIndex get_top_k_mmr_embeddings", "ours mmr", "-"),
-        ("vrs_select / ours vendi (vendirag)", "vendirag vrs_select", "ours vendi (vendirag)", ">= 50"),
+        (
+            "vrs_select / ours vendi (vendirag)",
+            "vendirag vrs_select",
+            "ours vendi (vendirag)",
+            ">= 50",
+        ),
     ]
     for label, num, den, target in specs:
         vals = []
@@ -227,7 +240,9 @@ def main(argv: list[str] | None = None) -> None:
         vals = []
         for c in grid:
             a, b = get(cells[c], a_name), get(cells[c], b_name)
-            vals.append("n/a" if a is None or b is None else ("yes" if _same(a.result, b.result) else "no"))
+            vals.append(
+                "n/a" if a is None or b is None else ("yes" if _same(a.result, b.result) else "no")
+            )
         print(f"| {label} | " + " | ".join(vals) + " |")
     print(
         "\nNotes: LlamaIndex's MMR penalises similarity to the most recent pick only, and "

@@ -86,7 +86,8 @@ def _similarities(
 
 def _log_gauss(dist: NDArray[np.float64], sigma: NDArray[np.float64]) -> NDArray[np.float64]:
     """Log density of N(0, sigma) at ``dist``; ``sigma`` broadcasts over leading axes."""
-    return -np.log(sigma) - _LOG_SQRT_2PI - dist**2 / (2.0 * sigma**2)
+    out: NDArray[np.float64] = -np.log(sigma) - _LOG_SQRT_2PI - dist**2 / (2.0 * sigma**2)
+    return out
 
 
 def _log_increment(
