@@ -77,6 +77,7 @@ _VENDIRAG_EIG_CUTOFF = 1e-12
 _BOUND_SLACK = 1e-9
 #: Candidates scored exactly in the first round of a step (doubles each round).
 _FIRST_BATCH = 16
+_TINY = 1e-300
 
 
 def vendi_upper_bound(frob_sq: FloatArray, size: int) -> FloatArray:
@@ -92,17 +93,22 @@ def vendi_upper_bound(frob_sq: FloatArray, size: int) -> FloatArray:
         ``||K||_F^2 / N^2`` (the eigenvalues of ``K / N`` are such a distribution).
 
     Example:
-        >>> float(vendi_upper_bound(np.array([3.0]), 3)[0])  # identity kernel
-        3.0...
+        >>> round(float(vendi_upper_bound(np.array([3.0]), 3)[0]), 9)  # identity kernel
+        3.0
     """
     n_out = float(size)
     if size <= 1:
         return np.ones_like(frob_sq)
-    excess = np.clip(frob_sq / n_out - 1.0, 0.0, n_out - 1.0)  # N * sum p^2 - 1
-    a = (1.0 + np.sqrt((n_out - 1.0) * excess)) / n_out
-    b = np.clip((1.0 - a) / (n_out - 1.0), 0.0, None)
-    entropy = -_xlogx(a) - (n_out - 1.0) * _xlogx(b)
-    return np.asarray(np.exp(entropy), dtype=np.float64)
+    # root = sqrt((N - 1) * (N * sum p^2 - 1)), clipped to its range [0, N - 1]
+    root = np.clip(frob_sq / n_out - 1.0, 0.0, n_out - 1.0)
+    root *= n_out - 1.0
+    np.sqrt(root, out=root)
+    a = (1.0 + root) / n_out  # >= 1 / N > 0
+    rest = (n_out - 1.0 - root) / n_out  # (N - 1) * b >= 0
+    entropy = a * np.log(a)
+    entropy += rest * np.log(np.maximum(rest / (n_out - 1.0), _TINY))
+    np.negative(entropy, out=entropy)
+    return np.exp(entropy, out=entropy)
 
 
 def _xlogx(p: FloatArray) -> FloatArray:
@@ -173,6 +179,7 @@ class _Step:
             self.rowsq = col * col  # ||b_c||^2 for every candidate c
             self.rel_sum = 0.0
             self.taken = np.zeros(n, dtype=bool)
+            self.kernel = np.ones((1, 1))
         else:
             self.prefix = [*parent.prefix, new]
             b_new = col[parent.prefix]
@@ -180,6 +187,12 @@ class _Step:
             self.rowsq = parent.rowsq + col * col
             self.rel_sum = parent.rel_sum
             self.taken = parent.taken.copy()
+            m_old = len(parent.prefix)
+            self.kernel = np.empty((m_old + 1, m_old + 1))
+            self.kernel[:m_old, :m_old] = parent.kernel
+            self.kernel[m_old, :m_old] = b_new
+            self.kernel[:m_old, m_old] = b_new
+            self.kernel[m_old, m_old] = 1.0
         self.taken[new] = True
         m = len(self.prefix)
         self.size = m + 1
@@ -189,17 +202,13 @@ class _Step:
         else:
             self.rel_sum += float(pool.rel_norm[new])
             self.rel_term = (self.rel_sum + pool.rel_norm) / self.size
-        kern = np.stack([pool.column(j)[self.prefix] for j in self.prefix])
-        kern = 0.5 * (kern + kern.T)
-        np.fill_diagonal(kern, 1.0)
-        self.kernel = kern
         self.bounded = pool.order == 1.0
         if self.bounded:
             frob_t = (self.frob + 1.0) + 2.0 * self.rowsq
             self.div_upper = (vendi_upper_bound(frob_t, self.size) - 1.0) / m
         else:
             self.div_upper = np.full(n, np.inf)
-        self.div_exact = np.full(n, np.nan)
+        self.div_exact = np.zeros(n)
         self.scored = np.zeros(n, dtype=bool)
 
     def _score_exactly(self, idx: NDArray[np.int64]) -> None:
@@ -226,28 +235,30 @@ class _Step:
         if s == 0.0:
             obj = rel_part_tie.copy()
             obj[self.taken] = -np.inf
-            return _choose(pool, obj, rel_part)
-        upper = s * self.div_upper + rel_part_tie
-        upper[self.taken] = -np.inf
+            idx, _ = _choose(pool, obj)
+            return idx, float(rel_part[idx])
+        upper = s * self.div_upper
+        upper += rel_part_tie
+        upper[self.taken] = np.nan  # NaN never passes `upper >= floor`
+        upper[self.scored] = np.nan
         batch = _FIRST_BATCH if self.bounded else upper.shape[0]
         best = -np.inf
         while True:
             floor = best - TIE_RTOL * max(1.0, abs(best)) - _BOUND_SLACK
-            todo = np.flatnonzero((upper >= floor) & ~self.scored)
+            todo = np.flatnonzero(upper >= floor)
             if todo.size == 0:
                 break
             if todo.size > batch:
                 todo = todo[np.argpartition(upper[todo], todo.size - batch)[-batch:]]
             self._score_exactly(todo)
+            upper[todo] = np.nan
             batch *= 2
-            done = np.flatnonzero(self.scored & ~self.taken)
+            done = np.flatnonzero(self.scored)
             best = float((s * self.div_exact[done] + rel_part_tie[done]).max())
-        done = np.flatnonzero(self.scored & ~self.taken)
-        obj = np.full(upper.shape[0], -np.inf)
-        obj[done] = s * self.div_exact[done] + rel_part_tie[done]
-        value = np.zeros(upper.shape[0])
-        value[done] = s * self.div_exact[done] + rel_part[done]
-        return _choose(pool, obj, value)
+        done = np.flatnonzero(self.scored)
+        diversity = s * self.div_exact[done]
+        idx, _ = _choose(pool, diversity + rel_part_tie[done], done)
+        return int(done[idx]), float(diversity[idx] + rel_part[done[idx]])
 
 
 def _first_pick(pool: _Pool, s: float) -> tuple[int, float]:
@@ -258,19 +269,24 @@ def _first_pick(pool: _Pool, s: float) -> tuple[int, float]:
     else:
         rel_part = (1.0 - s) * pool.rel_norm
         obj = rel_part
-    return _choose(pool, obj, rel_part)
+    idx, _ = _choose(pool, obj)
+    return idx, float(rel_part[idx])
 
 
-def _choose(pool: _Pool, obj: FloatArray, value: FloatArray) -> tuple[int, float]:
-    """Tolerant argmax of ``obj``; ties by higher relevance (``paper``) or lower index."""
+def _choose(
+    pool: _Pool, obj: FloatArray, ids: NDArray[np.int64] | None = None
+) -> tuple[int, float]:
+    """Tolerant argmax of ``obj`` (position, value); ties by higher relevance, then lower index.
+
+    ``ids`` are the candidate indices of the entries of ``obj`` (increasing;
+    default ``arange``). The ``vendirag`` objective skips the relevance rule.
+    """
     best = float(obj.max())
-    near = obj >= best - TIE_RTOL * max(1.0, abs(best))
-    if pool.vendirag:
-        idx = int(np.argmax(near))
-    else:
-        rel = np.where(near, pool.rel, -np.inf)
-        idx = int(np.argmax(rel == rel.max()))
-    return idx, float(value[idx])
+    near = np.flatnonzero(obj >= best - TIE_RTOL * max(1.0, abs(best)))
+    if not pool.vendirag and near.size > 1:
+        rel = pool.rel[near if ids is None else ids[near]]
+        near = near[rel == rel.max()]
+    return int(near[0]), best
 
 
 def vendi_sweep(
