@@ -52,3 +52,7 @@ __all__ = [
     "SELECTION_METHOD",
     "SELECTION_PARAMS",
 ]
+
+from .dfrag import DFRAGRetriever, LangChainLLM, create_dfrag_chain  # noqa: E402
+
+__all__ += ["DFRAGRetriever", "LangChainLLM", "create_dfrag_chain"]

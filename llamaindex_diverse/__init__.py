@@ -29,3 +29,7 @@ __all__ = [
     "MiniLMEmbedding",
     "SELECTION_METADATA_KEYS",
 ]
+
+from .dfrag import DFRAGQueryEngine, DFRAGRetriever, LlamaIndexLLM  # noqa: E402
+
+__all__ += ["DFRAGQueryEngine", "DFRAGRetriever", "LlamaIndexLLM"]
