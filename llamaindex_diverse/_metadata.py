@@ -82,4 +82,5 @@ def with_selection_metadata(
         for attr in ("excluded_embed_metadata_keys", "excluded_llm_metadata_keys"):
             current = list(getattr(node, attr))
             update[attr] = current + [k for k in SELECTION_METADATA_KEYS if k not in current]
-    return NodeWithScore(node=node.model_copy(update=update), score=item.score)
+    # model_construct: both fields come from an already validated NodeWithScore.
+    return NodeWithScore.model_construct(node=node.model_copy(update=update), score=item.score)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from itertools import chain
 
 import numpy as np
 from diverse_core.embedding_cache import EmbeddingCache
@@ -95,7 +96,7 @@ def stack_node_vectors(
     positions: list[int],
     embedded: NDArray[np.float32] | None,
     model_label: str | None,
-) -> NDArray[np.float64]:
+) -> NDArray[np.floating]:
     """Matrix (n, d) of node vectors: stored embeddings, plus ``embedded`` rows at ``positions``.
 
     Raises:
@@ -104,12 +105,10 @@ def stack_node_vectors(
     """
     n = len(nodes)
     if not positions:
-        try:
-            return np.asarray([item.node.embedding for item in nodes], dtype=np.float64)
-        except ValueError:
-            dims = [len(item.node.embedding or ()) for item in nodes]
-            raise _dimension_error(nodes, dims) from None
+        return _lists_to_matrix(nodes, range(n))
     assert embedded is not None
+    if len(positions) == n:  # every vector came from the cache, in node order
+        return embedded
     d = embedded.shape[1]
     out = np.empty((n, d), dtype=np.float64)
     out[positions] = embedded
@@ -125,8 +124,18 @@ def stack_node_vectors(
                 f"{len(nodes[bad].node.embedding or ())}-d embedding but {model_label} embeds "
                 f"text into {d}-d vectors; use the embed model that built the index"
             )
-        out[stored] = np.asarray([nodes[i].node.embedding for i in stored], dtype=np.float64)
+        out[stored] = _lists_to_matrix(nodes, stored)
     return out
+
+
+def _lists_to_matrix(nodes: Sequence[NodeWithScore], rows: Sequence[int]) -> NDArray[np.float64]:
+    """Stack the ``embedding`` lists of ``nodes[rows]`` (one flat pass, no per-row arrays)."""
+    lists = [nodes[i].node.embedding or [] for i in rows]
+    d = len(lists[0])
+    if any(len(v) != d for v in lists):
+        raise _dimension_error([nodes[i] for i in rows], [len(v) for v in lists])
+    flat = np.fromiter(chain.from_iterable(lists), dtype=np.float64, count=len(lists) * d)
+    return flat.reshape(len(lists), d)
 
 
 def query_strings(query_bundle: QueryBundle) -> list[str]:

@@ -1,0 +1,220 @@
+"""Per-query cost of the LlamaIndex face: DiverseNodePostprocessor vs LlamaIndex's MMR mode.
+
+Setup (synthetic, fixed seed, no model inference): ``fetch_k`` documents with 384-d
+unit vectors drawn around 10 topics, indexed in LlamaIndex's default in-memory
+``SimpleVectorStore`` through a table-lookup embedding model; query vectors are given
+in the ``QueryBundle``, and the postprocessor's text cache is warmed before timing.
+``k = 5`` picks per query, lambda 0.5 everywhere.
+
+Table 1 (end to end, per query), the candidate pool is the ``fetch_k`` documents
+for both sides, since ``VectorStoreQueryMode.MMR`` runs MMR over the whole store:
+
+* ``MMR mode``: ``index.as_retriever(similarity_top_k=k, vector_store_query_mode="mmr",
+  vector_store_kwargs={"mmr_threshold": 0.5})`` (``get_top_k_mmr_embeddings``);
+* ``ours``: ``DiverseRetriever(index.as_retriever(similarity_top_k=fetch_k), method=...)``,
+  i.e. dense top-``fetch_k`` then the postprocessor (nodes come back from the docstore
+  without embeddings, so vectors come from the per-text cache).
+
+Table 2 (postprocessor alone vs ``diverse_core.select`` on the same vectors, gMMR):
+
+* ``select(matrix)``: ``diverse_core.select`` on a prebuilt float32 matrix;
+* ``select(lists)``: the same on the nodes' own ``embedding`` lists (what a caller who
+  extracts node embeddings by hand would pass);
+* ``pp(embedded)``: postprocessor on nodes that carry embeddings;
+* ``pp(text)``: postprocessor on nodes without embeddings (cache hits).
+
+Medians over interleaved rounds (every function once per round). Run::
+
+    python benchmarks/faces_llamaindex.py            # 20 queries x 15 rounds
+    python benchmarks/faces_llamaindex.py --quick    # 5 queries x 5 rounds
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import diverse_core as dc
+import numpy as np
+from llama_index.core import VectorStoreIndex
+from llama_index.core.base.embeddings.base import BaseEmbedding, Embedding
+from llama_index.core.bridge.pydantic import PrivateAttr
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from llama_index.core.vector_stores.types import VectorStoreQueryMode
+
+from llamaindex_diverse import DiverseNodePostprocessor, DiverseRetriever
+
+__all__ = ["main"]
+
+FETCH_KS = (20, 50, 200)
+K = 5
+LAMBDA = 0.5
+DIM = 384
+
+
+class TableEmbedding(BaseEmbedding):
+    """Looks vectors up in a precomputed table: excludes model inference from timings."""
+
+    model_name: str = "precomputed-table"
+    _table: dict[str, list[float]] = PrivateAttr(default_factory=dict)
+
+    def __init__(self, table: dict[str, list[float]]) -> None:
+        super().__init__()
+        self._table = table
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "TableEmbedding"
+
+    def _get_text_embedding(self, text: str) -> Embedding:
+        return self._table[text]
+
+    def _get_text_embeddings(self, texts: list[str]) -> list[Embedding]:
+        return [self._table[t] for t in texts]
+
+    def _get_query_embedding(self, query: str) -> Embedding:
+        return self._table[query]
+
+    async def _aget_query_embedding(self, query: str) -> Embedding:
+        return self._table[query]
+
+
+def _corpus(n: int, rng: np.random.Generator) -> tuple[list[str], np.ndarray]:
+    topics = rng.normal(size=(10, DIM))
+    vecs = topics[rng.integers(0, 10, size=n)] + 0.6 * rng.normal(size=(n, DIM))
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    texts = [f"document {i}: " + " ".join(f"w{j}" for j in rng.integers(0, 500, 60)) for i in range(n)]
+    return texts, vecs.astype(np.float32)
+
+
+def _time_interleaved(fns: dict[str, Callable[[], Any]], rounds: int) -> dict[str, float]:
+    """Median seconds per call of each function; one call of each per round."""
+    for fn in fns.values():  # warm-up
+        fn()
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            fn()
+            samples[name].append(time.perf_counter() - start)
+    return {name: statistics.median(v) for name, v in samples.items()}
+
+
+def _per_query(fn: Callable[[QueryBundle], Any], bundles: Sequence[QueryBundle]) -> Callable[[], None]:
+    def run() -> None:
+        for bundle in bundles:
+            fn(bundle)
+
+    return run
+
+
+def bench_fetch_k(fetch_k: int, n_queries: int, rounds: int, seed: int = 0) -> dict[str, float]:
+    """Milliseconds per query of every measured variant at one ``fetch_k``."""
+    rng = np.random.default_rng(seed + fetch_k)
+    texts, vecs = _corpus(fetch_k, rng)
+    embed = TableEmbedding({t: v.tolist() for t, v in zip(texts, vecs, strict=True)})
+    index = VectorStoreIndex([TextNode(text=t) for t in texts], embed_model=embed)
+    queries = rng.normal(size=(n_queries, DIM))
+    bundles = [QueryBundle(f"query {i}", embedding=q.tolist()) for i, q in enumerate(queries)]
+
+    builtin = index.as_retriever(
+        similarity_top_k=K,
+        vector_store_query_mode=VectorStoreQueryMode.MMR,
+        vector_store_kwargs={"mmr_threshold": LAMBDA},
+    )
+    ours = {
+        m: DiverseRetriever(
+            index.as_retriever(similarity_top_k=fetch_k),
+            top_n=K, method=m, method_params={"lambda_mult": LAMBDA}, embed_model=embed,
+        )
+        for m in ("gmmr", "mmr")
+    }
+    # Selection-only inputs: the fetched nodes of each query, with and without embeddings.
+    fetched = [index.as_retriever(similarity_top_k=fetch_k).retrieve(b) for b in bundles]
+    position = {t: i for i, t in enumerate(texts)}
+    with_emb = [
+        [NodeWithScore(node=n.node.model_copy(update={"embedding": embed._table[n.node.text]}),
+                       score=n.score) for n in nodes]
+        for nodes in fetched
+    ]
+    matrices = [vecs[[position[n.node.text] for n in nodes]] for nodes in fetched]
+    pp = DiverseNodePostprocessor(top_n=K, method="gmmr", method_params={"lambda_mult": LAMBDA},
+                                  embed_model=embed)
+    pp.postprocess_nodes(fetched[0], bundles[0])  # let the cache see every text
+
+    def selection(kind: str) -> Callable[[], None]:
+        def run() -> None:
+            for i, bundle in enumerate(bundles):
+                if kind == "select(matrix)":
+                    dc.select("gmmr", queries[i], matrices[i], K, lambda_mult=LAMBDA)
+                elif kind == "select(lists)":
+                    dc.select("gmmr", bundle.embedding, [n.node.embedding for n in with_emb[i]],
+                              K, lambda_mult=LAMBDA)
+                elif kind == "pp(embedded)":
+                    pp.postprocess_nodes(with_emb[i], bundle)
+                else:
+                    pp.postprocess_nodes(fetched[i], bundle)
+
+        return run
+
+    fns: dict[str, Callable[[], None]] = {
+        "MMR mode": _per_query(builtin.retrieve, bundles),
+        "ours gmmr": _per_query(ours["gmmr"].retrieve, bundles),
+        "ours mmr": _per_query(ours["mmr"].retrieve, bundles),
+    }
+    for kind in ("select(matrix)", "select(lists)", "pp(embedded)", "pp(text)"):
+        fns[kind] = selection(kind)
+    times = _time_interleaved(fns, rounds)
+    return {name: 1e3 * t / n_queries for name, t in times.items()}
+
+
+def _tables(results: dict[int, dict[str, float]]) -> str:
+    lines = [
+        f"Table 1: end to end, ms per query (k={K}, lambda={LAMBDA}, pool = fetch_k docs)",
+        "",
+        "| fetch_k | MMR mode (built-in) | ours gmmr | ours mmr | MMR mode / ours gmmr | MMR mode / ours mmr |",
+        "|---:|---:|---:|---:|---:|---:|",
+    ]
+    for fk, r in results.items():
+        lines.append(
+            f"| {fk} | {r['MMR mode']:.3f} | {r['ours gmmr']:.3f} | {r['ours mmr']:.3f} | "
+            f"{r['MMR mode'] / r['ours gmmr']:.2f}x | {r['MMR mode'] / r['ours mmr']:.2f}x |"
+        )
+    lines += [
+        "",
+        "Table 2: postprocessor vs diverse_core.select on the same vectors, gMMR, ms per query",
+        "",
+        "| fetch_k | select(matrix) | select(lists) | pp(embedded) | pp(text, cached) "
+        "| pp(embedded) / select(lists) | pp(text) / select(matrix) |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for fk, r in results.items():
+        lines.append(
+            f"| {fk} | {r['select(matrix)']:.3f} | {r['select(lists)']:.3f} | "
+            f"{r['pp(embedded)']:.3f} | {r['pp(text)']:.3f} | "
+            f"{r['pp(embedded)'] / r['select(lists)']:.2f} | {r['pp(text)'] / r['select(matrix)']:.2f} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> dict[int, dict[str, float]]:
+    """Run the benchmark, print Markdown tables and return ms per query per variant."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="5 queries x 5 rounds")
+    parser.add_argument("--queries", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=15)
+    args = parser.parse_args(argv)
+    n_queries, rounds = (5, 5) if args.quick else (args.queries, args.rounds)
+    print(f"# LlamaIndex face timings ({platform.processor() or platform.machine()}, "
+          f"python {platform.python_version()}, {n_queries} queries x {rounds} rounds)\n")
+    results = {fk: bench_fetch_k(fk, n_queries, rounds) for fk in FETCH_KS}
+    print(_tables(results))
+    return results
+
+
+if __name__ == "__main__":
+    main()
