@@ -160,16 +160,15 @@ def plan_for_call(
 
 def document_texts(documents: Sequence[Document]) -> list[str]:
     """The texts of ``documents``; raises :class:`EmptyDocumentError` for empty ones."""
-    texts = []
-    for i, doc in enumerate(documents):
-        text = getattr(doc, "page_content", None)
-        if not isinstance(text, str) or not text.strip():
+    texts = [getattr(doc, "page_content", None) for doc in documents]
+    for i, text in enumerate(texts):
+        if not isinstance(text, str) or not text or text.isspace():
+            doc = documents[i]
             raise EmptyDocumentError(
                 f"document {i} (id={getattr(doc, 'id', None)!r}) has empty page_content "
                 f"({text!r}); every candidate needs text to be embedded"
             )
-        texts.append(text)
-    return texts
+    return texts  # type: ignore[return-value]
 
 
 def select_documents(

@@ -85,12 +85,17 @@ class EmbeddingCache:
     ) -> tuple[list[tuple[str, str]], dict[tuple[str, str], NDArray[np.float32]], list[str]]:
         """(keys in order, cached vectors found, distinct missing texts in first-seen order)."""
         keys = [(self._namespace, t) for t in texts]
+        store = self._store
         with self._lock:
-            found = {key: self._store[key] for key in keys if key in self._store}
-            for key in found:
-                self._store.move_to_end(key)
-        missing = list(dict.fromkeys(t for (ns, t) in keys if (ns, t) not in found))
-        self.hits += len(keys) - sum(1 for key in keys if key not in found)
+            got = [store.get(key) for key in keys]  # one hash look-up per text
+            move = store.move_to_end
+            for key, vec in zip(keys, got, strict=True):
+                if vec is not None:
+                    move(key)
+        found = {key: vec for key, vec in zip(keys, got, strict=True) if vec is not None}
+        absent = [key[1] for key, vec in zip(keys, got, strict=True) if vec is None]
+        missing = list(dict.fromkeys(absent))
+        self.hits += len(keys) - len(absent)
         self.misses += len(missing)
         return keys, found, missing
 
@@ -123,4 +128,5 @@ class EmbeddingCache:
     ) -> NDArray[np.float32]:
         if not keys:
             return np.zeros((0, 0), dtype=np.float32)
-        return np.stack([found[key] for key in keys])
+        # np.array on equal-length rows is ~2-3x faster than np.stack for many small rows.
+        return np.array([found[key] for key in keys], dtype=np.float32)

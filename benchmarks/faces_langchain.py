@@ -1,0 +1,213 @@
+"""Per-query cost of the LangChain face: ``DiverseRetriever`` vs the core and vs LangChain's MMR.
+
+Corpus: ``--n-docs`` synthetic texts (default 3000) in ``--topics`` topics of
+near-duplicate variants, with fixed-seed 384-d unit vectors served by a lookup-table
+``Embeddings``, so no model inference is timed; the face's per-text cache is warmed
+before timing. Queries are noisy topic centres. ``k = 10``, ``lambda_mult = 0.5``.
+
+For each ``fetch_k`` in {20, 50, 200} it times, per query (medians, milliseconds):
+
+* ``core``: ``diverse_core.select`` on the query vector and the ``fetch_k`` candidate
+  vectors (float32 array), the floor any face sits on;
+* ``face own``: the face's own code around the core (``_get_relevant_documents``
+  with a no-op callback run) over a store that hands back the same prefetched
+  candidates at no cost (``PrefetchedStore``): query and candidate vector look-ups
+  in the per-text cache, checks, the core call, annotated ``Document`` copies;
+* ``face``: the same through ``invoke``, adding LangChain's fixed per-call
+  ``BaseRetriever.invoke`` machinery (callback manager set-up, run start/end), which
+  every LangChain retriever pays;
+* ``face+store``: ``DiverseRetriever.invoke`` over ``InMemoryVectorStore``;
+* ``LC MMR``: ``InMemoryVectorStore.max_marginal_relevance_search`` (LangChain's own MMR);
+* ``search``: ``InMemoryVectorStore.similarity_search_by_vector`` alone (both of the
+  previous two pay it).
+
+Calls are interleaved query by query so load from other processes hits every
+variant alike. Run::
+
+    python benchmarks/faces_langchain.py            # defaults
+    python benchmarks/faces_langchain.py --quick    # smaller corpus, fewer repeats
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable, Iterable
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import diverse_core as dc  # noqa: E402
+from langchain_core.callbacks import CallbackManagerForRetrieverRun  # noqa: E402
+from langchain_core.documents import Document  # noqa: E402
+from langchain_core.embeddings import Embeddings  # noqa: E402
+from langchain_core.vectorstores import InMemoryVectorStore, VectorStore  # noqa: E402
+
+from langchain_diverse import DiverseRetriever  # noqa: E402
+
+K = 10
+LAMBDA = 0.5
+FETCH_KS = (20, 50, 200)
+METHODS = ("mmr", "gmmr")
+DIM = 384
+
+
+class TableEmbeddings(Embeddings):
+    """Fixed vectors looked up by text (stands in for a model; nothing is inferred)."""
+
+    def __init__(self, table: dict[str, np.ndarray]) -> None:
+        self.table = table
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self.table[t].tolist() for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.table[text].tolist()
+
+
+class PrefetchedStore(VectorStore):
+    """Returns the candidates set in ``current``: isolates the face's own cost from search."""
+
+    def __init__(self, embeddings: Embeddings) -> None:
+        self._embeddings = embeddings
+        self.current: list[Document] = []
+
+    @property
+    def embeddings(self) -> Embeddings:
+        return self._embeddings
+
+    def similarity_search_by_vector(
+        self, embedding: list[float], k: int = 4, **kwargs: Any
+    ) -> list[Document]:
+        return self.current[:k]
+
+    def similarity_search(self, query: str, k: int = 4, **kwargs: Any) -> list[Document]:
+        raise NotImplementedError
+
+    def add_texts(self, texts: Iterable[str], metadatas: Any = None, **kwargs: Any) -> list[str]:
+        raise NotImplementedError
+
+    @classmethod
+    def from_texts(cls, texts: list[str], embedding: Embeddings, metadatas: Any = None,
+                   **kwargs: Any) -> PrefetchedStore:
+        raise NotImplementedError
+
+
+def make_corpus(n_docs: int, topics: int, n_queries: int, seed: int = 0) -> dict[str, np.ndarray]:
+    """Texts -> unit float32 vectors: ``n_docs`` documents and ``n_queries`` queries."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(topics, DIM))
+    table: dict[str, np.ndarray] = {}
+    for i in range(n_docs):
+        t = i % topics
+        v = centres[t] + 0.35 * rng.normal(size=DIM)
+        table[f"topic {t} variant {i // topics}"] = (v / np.linalg.norm(v)).astype(np.float32)
+    for j in range(n_queries):
+        v = centres[j % topics] + 0.8 * rng.normal(size=DIM)
+        table[f"query {j}"] = (v / np.linalg.norm(v)).astype(np.float32)
+    return table
+
+
+def _time(fn: Callable[[], Any]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def run(n_docs: int, topics: int, n_queries: int, repeats: int, store_queries: int) -> list[dict[str, Any]]:
+    """Time every variant; returns one row per (fetch_k, method)."""
+    table = make_corpus(n_docs, topics, n_queries)
+    emb = TableEmbeddings(table)
+    doc_texts = [t for t in table if t.startswith("topic")]
+    queries = [t for t in table if t.startswith("query")]
+    store = InMemoryVectorStore(emb)
+    store.add_texts(doc_texts)
+    pre = PrefetchedStore(emb)
+    rows = []
+    for fetch_k in FETCH_KS:
+        cands = {q: store.similarity_search_by_vector(table[q].tolist(), k=fetch_k) for q in queries}
+        vecs = {q: np.stack([table[d.page_content] for d in cands[q]]) for q in queries}
+        for method in METHODS:
+            params = {"lambda_mult": LAMBDA}
+            face = DiverseRetriever(vectorstore=pre, k=K, fetch_k=fetch_k, method=method,
+                                    method_params=params)
+            face_store = DiverseRetriever(vectorstore=store, k=K, fetch_k=fetch_k, method=method,
+                                          method_params=params)
+            for q in queries:  # warm the caches and check both paths agree with the core
+                pre.current = cands[q]
+                got = [d.page_content for d in face.invoke(q)]
+                sel = dc.select(method, table[q], vecs[q], K, **params)
+                assert got == [cands[q][i].page_content for i in sel.indices], (method, q)
+            t: dict[str, list[float]] = {"core": [], "face own": [], "face": [],
+                                         "face+store": [], "LC MMR": [], "search": []}
+            noop = CallbackManagerForRetrieverRun.get_noop_manager()
+            for r in range(repeats):
+                for qi, q in enumerate(queries):
+                    qv, cv = table[q], vecs[q]
+                    pre.current = cands[q]
+                    t["core"].append(_time(partial(dc.select, method, qv, cv, K, **params)))
+                    t["face own"].append(
+                        _time(partial(face._get_relevant_documents, q, run_manager=noop)))
+                    t["face"].append(_time(partial(face.invoke, q)))
+                    if r == 0 and qi < store_queries:
+                        t["face+store"].append(_time(partial(face_store.invoke, q)))
+                        if method == METHODS[0]:
+                            t["LC MMR"].append(_time(partial(
+                                store.max_marginal_relevance_search,
+                                q, k=K, fetch_k=fetch_k, lambda_mult=LAMBDA)))
+                            t["search"].append(_time(partial(
+                                store.similarity_search_by_vector, qv.tolist(), k=fetch_k)))
+            row = {"fetch_k": fetch_k, "method": method}
+            row.update({name: statistics.median(v) * 1e3 for name, v in t.items() if v})
+            rows.append(row)
+        # LangChain's MMR and the bare search do not depend on our method: share them.
+        for row in rows[-len(METHODS):]:
+            row.setdefault("LC MMR", rows[-len(METHODS)]["LC MMR"])
+            row.setdefault("search", rows[-len(METHODS)]["search"])
+    return rows
+
+
+def to_markdown(rows: list[dict[str, Any]]) -> str:
+    """The results as a Markdown table with ratios."""
+    lines = [
+        "| fetch_k | method | core ms | face own ms | own / core | face (invoke) ms "
+        "| face / core | face+store ms | LC MMR ms | face+store / LC MMR | search ms |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['fetch_k']} | {r['method']} | {r['core']:.3f} | {r['face own']:.3f} "
+            f"| {r['face own'] / r['core']:.2f} | {r['face']:.3f} | {r['face'] / r['core']:.2f} | {r['face+store']:.1f} | {r['LC MMR']:.1f} "
+            f"| {r['face+store'] / r['LC MMR']:.2f} | {r['search']:.1f} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Parse arguments, run the benchmark and print the Markdown table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n-docs", type=int, default=3000)
+    parser.add_argument("--topics", type=int, default=150)
+    parser.add_argument("--queries", type=int, default=30)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--store-queries", type=int, default=10,
+                        help="queries timed through InMemoryVectorStore (its search is slow)")
+    parser.add_argument("--quick", action="store_true", help="1000 docs, 10 queries, 2 repeats")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.n_docs, args.queries, args.repeats, args.store_queries = 1000, 10, 2, 5
+    rows = run(args.n_docs, args.topics, args.queries, args.repeats, args.store_queries)
+    print(f"LangChain face, k={K}, lambda_mult={LAMBDA}, {args.n_docs} docs x {DIM}-d, "
+          f"{args.queries} queries x {args.repeats} repeats; medians per query "
+          f"({platform.processor() or platform.machine()}, {os.cpu_count()} CPUs)\n")
+    print(to_markdown(rows))
+
+
+if __name__ == "__main__":
+    main()
