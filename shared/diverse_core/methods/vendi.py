@@ -76,7 +76,7 @@ _VENDIRAG_EIG_CUTOFF = 1e-12
 #: Absolute slack on bounds, far above the rounding error of any objective value.
 _BOUND_SLACK = 1e-9
 #: Candidates scored exactly in the first round of a step (doubles each round).
-_FIRST_BATCH = 16
+_FIRST_BATCH = 8
 _TINY = 1e-300
 
 
