@@ -9,7 +9,7 @@ from typing import Any
 from langchain_core.callbacks import Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.embeddings import Embeddings
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, PrivateAttr
 
 from .embeddings import CachedEmbeddings, cached_embeddings
 from .selection import SelectionPlan, document_texts, plan_selection, select_documents
@@ -47,13 +47,20 @@ class DiverseCompressor(BaseDocumentCompressor):
     method: str = "gmmr"
     method_params: dict[str, Any] = Field(default_factory=dict)
 
+    _embedder_memo: tuple[Embeddings, CachedEmbeddings] | None = PrivateAttr(default=None)
+
     def __init__(self, **data: Any) -> None:
         super().__init__(**data)
         # Outside pydantic validation so the core's typed errors reach the caller unwrapped.
         plan_selection(self.method, self.method_params, self.k)
 
     def _embedder(self) -> CachedEmbeddings:
-        return cached_embeddings(self.embeddings)
+        source = self.embeddings
+        memo = self._embedder_memo
+        if memo is None or memo[0] is not source:  # namespace look-up once per model object
+            memo = (source, cached_embeddings(source))
+            self._embedder_memo = memo
+        return memo[1]
 
     def _plan(self) -> SelectionPlan:
         return plan_selection(self.method, self.method_params, self.k)

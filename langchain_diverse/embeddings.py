@@ -223,7 +223,8 @@ def cached_embeddings(embeddings: Embeddings, *, maxsize: int = DEFAULT_CACHE_SI
 
 
 def clear_embedding_caches() -> None:
-    """Forget every process-wide cache created by :func:`cached_embeddings`."""
+    """Forget the process-wide registry of :func:`cached_embeddings` (new retrievers start empty;
+    existing ones keep the cache they already hold)."""
     with _REGISTRY_LOCK:
         _REGISTRY.clear()
 

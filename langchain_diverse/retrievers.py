@@ -18,7 +18,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 from numpy.typing import NDArray
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, PrivateAttr
 
 from .embeddings import CachedEmbeddings, KnownVectors, cached_embeddings
 from .selection import (
@@ -123,6 +123,8 @@ class DiverseRetriever(BaseRetriever):
     base_retriever_k_arg: str | None = "k"
     use_stored_vectors: bool = True
 
+    _embedder_memo: tuple[Embeddings, CachedEmbeddings] | None = PrivateAttr(default=None)
+
     def __init__(self, **data: Any) -> None:
         super().__init__(**data)
         # Checked here rather than in a pydantic validator so callers get the typed
@@ -153,7 +155,12 @@ class DiverseRetriever(BaseRetriever):
         return store_emb
 
     def _embedder(self) -> CachedEmbeddings:
-        return cached_embeddings(self._source_embeddings())
+        source = self._source_embeddings()
+        memo = self._embedder_memo
+        if memo is None or memo[0] is not source:  # namespace look-up once per model object
+            memo = (source, cached_embeddings(source))
+            self._embedder_memo = memo
+        return memo[1]
 
     def _plan(self, kwargs: dict[str, Any]) -> SelectionPlan:
         return plan_for_call((self.method, self.method_params, self.k, self.fetch_k), kwargs)
