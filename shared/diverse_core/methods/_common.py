@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from ..validation import PreparedInputs
+
 __all__ = ["argmax_rows", "TIE_RTOL", "SimilarityColumns"]
 
 #: Objective values within this relative distance of a row's maximum count as tied;
@@ -34,15 +36,15 @@ class SimilarityColumns:
     which :data:`TIE_RTOL` absorbs.
     """
 
-    def __init__(self, candidates: NDArray[np.float64]) -> None:
-        self._cand = candidates
+    def __init__(self, prep: PreparedInputs) -> None:
+        self._prep = prep
         self._cache: dict[int, NDArray[np.float64]] = {}
 
     def column(self, i: int) -> NDArray[np.float64]:
-        """``candidates @ candidates[i]``, shape (n,)."""
+        """Cosine of every candidate to candidate ``i``, shape (n,)."""
         col = self._cache.get(i)
         if col is None:
-            col = np.asarray(self._cand @ self._cand[i], dtype=np.float64)
+            col = self._prep.cosine_rows([i])[0]
             self._cache[i] = col
         return col
 
@@ -52,10 +54,8 @@ class SimilarityColumns:
         Columns not cached yet are computed together in one matrix product.
         """
         missing = sorted({int(i) for i in picks} - self._cache.keys())
-        if len(missing) == 1:
-            self.column(missing[0])
-        elif missing:
-            block = self._cand[missing] @ self._cand.T  # (m, n)
-            for row, i in zip(missing, block, strict=True):
-                self._cache[row] = i
+        if missing:
+            block = self._prep.cosine_rows(missing)
+            for i, row in zip(missing, block, strict=True):
+                self._cache[i] = row
         return np.stack([self._cache[int(i)] for i in picks])

@@ -42,7 +42,7 @@ def gmmr_sweep(
     picks = np.empty((n_values, k), dtype=np.int64)
     scores = np.empty((n_values, k), dtype=np.float64)
     taken = np.zeros((n_values, n), dtype=bool)
-    sims = SimilarityColumns(prep.candidates)
+    sims = SimilarityColumns(prep)
     first = argmax_rows(rel[None, :])[0]
     picks[:, 0] = first
     scores[:, 0] = rel[first]

@@ -35,7 +35,7 @@ def mmr_sweep(
     picks = np.empty((n_values, k), dtype=np.int64)
     scores = np.empty((n_values, k), dtype=np.float64)
     taken = np.zeros((n_values, n), dtype=bool)
-    sims = SimilarityColumns(prep.candidates)
+    sims = SimilarityColumns(prep)
     # First pick: the most relevant candidate (the redundancy term is empty).
     first = argmax_rows(rel[None, :])[0]
     picks[:, 0] = first
