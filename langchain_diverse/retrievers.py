@@ -16,6 +16,7 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import RunnableConfig
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 from numpy.typing import NDArray
 from pydantic import ConfigDict, Field, PrivateAttr
@@ -188,7 +189,7 @@ class DiverseRetriever(BaseRetriever):
         if not kwargs and self._fetch_kwargs(plan, base._get_relevant_documents):
             # Only the sync path takes fetch_k (BaseRetriever's default async drops it).
             sync_kwargs = self._fetch_kwargs(plan, base._get_relevant_documents)
-            config = {"callbacks": run_manager.get_sync().get_child()}
+            config: RunnableConfig = {"callbacks": run_manager.get_sync().get_child()}
             return await asyncio.to_thread(base.invoke, query, config, **sync_kwargs)
         return await base.ainvoke(query, config={"callbacks": run_manager.get_child()}, **kwargs)
 
@@ -210,7 +211,7 @@ class DiverseRetriever(BaseRetriever):
         query_vector = embedder.embed_query_array(query)
         if self.vectorstore is not None:
             documents = self.vectorstore.similarity_search_by_vector(
-                query_vector.tolist(), k=plan.fetch_k, **self.search_kwargs
+                query_vector.tolist(), k=plan.fetch_k or self.fetch_k, **self.search_kwargs
             )
         else:
             assert self.base_retriever is not None
@@ -233,7 +234,7 @@ class DiverseRetriever(BaseRetriever):
         query_vector = await embedder.aembed_query_array(query)
         if self.vectorstore is not None:
             documents = await self.vectorstore.asimilarity_search_by_vector(
-                query_vector.tolist(), k=plan.fetch_k, **self.search_kwargs
+                query_vector.tolist(), k=plan.fetch_k or self.fetch_k, **self.search_kwargs
             )
         else:
             documents = await self._afetch_from_retriever(query, plan, run_manager)
