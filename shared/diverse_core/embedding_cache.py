@@ -46,26 +46,31 @@ class EmbeddingCache:
             raise ValueError(f"maxsize must be positive; got maxsize={maxsize!r}")
         self._embed_fn = embed_fn
         self._maxsize = int(maxsize)
-        self._namespace = namespace
-        self._store: OrderedDict[tuple[str, str], NDArray[np.float32]] = OrderedDict()
+        self.namespace = namespace
+        # Vectors live in one growing matrix; ``_slots`` maps text -> row, in LRU order.
+        self._matrix: NDArray[np.float32] | None = None
+        self._slots: OrderedDict[str, int] = OrderedDict()
+        self._free: list[int] = []
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
 
     def __len__(self) -> int:
-        return len(self._store)
+        return len(self._slots)
 
     def clear(self) -> None:
         """Forget every cached vector."""
         with self._lock:
-            self._store.clear()
+            self._slots.clear()
+            self._free.clear()
+            self._matrix = None
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """Vectors for ``texts`` in order, shape (len(texts), d); misses embedded in one batch."""
-        keys, found, missing = self._lookup(texts)
+        out, missing, where = self._lookup(texts)
         if missing:
-            self._insert(missing, self._embed_fn(missing), found)
-        return self._assemble(keys, found)
+            out = self._insert(missing, self._embed_fn(missing), out, where)
+        return out
 
     async def aembed(
         self, texts: Sequence[str], aembed_fn: AsyncEmbedFn
@@ -75,37 +80,44 @@ class EmbeddingCache:
         The cache itself is shared with :meth:`embed`; only the way misses are
         computed differs (e.g. a framework's async embedding call).
         """
-        keys, found, missing = self._lookup(texts)
+        out, missing, where = self._lookup(texts)
         if missing:
-            self._insert(missing, await aembed_fn(missing), found)
-        return self._assemble(keys, found)
+            out = self._insert(missing, await aembed_fn(missing), out, where)
+        return out
 
     def _lookup(
         self, texts: Sequence[str]
-    ) -> tuple[list[tuple[str, str]], dict[tuple[str, str], NDArray[np.float32]], list[str]]:
-        """(keys in order, cached vectors found, distinct missing texts in first-seen order)."""
-        keys = [(self._namespace, t) for t in texts]
-        store = self._store
+    ) -> tuple[NDArray[np.float32] | None, list[str], list[list[int]]]:
+        """Copy the cached rows out; return (partial output, distinct misses, their positions)."""
+        slots = self._slots
         with self._lock:
-            got = [store.get(key) for key in keys]  # one hash look-up per text
-            move = store.move_to_end
-            for key, vec in zip(keys, got, strict=True):
-                if vec is not None:
-                    move(key)
-        found = {key: vec for key, vec in zip(keys, got, strict=True) if vec is not None}
-        absent = [key[1] for key, vec in zip(keys, got, strict=True) if vec is None]
-        missing = list(dict.fromkeys(absent))
-        self.hits += len(keys) - len(absent)
+            found = [slots.get(t, -1) for t in texts]  # one hash look-up per text
+            move = slots.move_to_end
+            positions: dict[str, list[int]] = {}
+            for pos, (text, slot) in enumerate(zip(texts, found, strict=True)):
+                if slot >= 0:
+                    move(text)
+                else:
+                    positions.setdefault(text, []).append(pos)
+            out: NDArray[np.float32] | None = None
+            if self._matrix is not None:
+                index = np.asarray(found, dtype=np.int64)
+                out = self._matrix[np.maximum(index, 0)]  # one gather; misses filled later
+        missing = list(positions)
+        self.hits += len(texts) - sum(len(p) for p in positions.values())
         self.misses += len(missing)
-        return keys, found, missing
+        if out is None and not missing:
+            out = np.zeros((0, 0), dtype=np.float32)
+        return out, missing, list(positions.values())
 
     def _insert(
         self,
         missing: list[str],
         raw: NDArray[np.floating] | Sequence[Sequence[float]],
-        found: dict[tuple[str, str], NDArray[np.float32]],
-    ) -> None:
-        """Validate freshly computed vectors, store them and add them to ``found``."""
+        out: NDArray[np.float32] | None,
+        where: list[list[int]],
+    ) -> NDArray[np.float32]:
+        """Validate freshly computed vectors, store them and write them into the output."""
         vectors = np.asarray(raw, dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[0] != len(missing):
             raise DimensionMismatchError(
@@ -114,19 +126,41 @@ class EmbeddingCache:
         if not np.all(np.isfinite(vectors)):
             raise NonFiniteInputError("embed_fn returned NaN or inf values")
         with self._lock:
+            if self._matrix is not None and self._matrix.shape[1] != vectors.shape[1]:
+                raise DimensionMismatchError(
+                    f"embed_fn returned {vectors.shape[1]}-d vectors but the cache holds "
+                    f"{self._matrix.shape[1]}-d vectors"
+                )
             for text, vec in zip(missing, vectors, strict=True):
-                key = (self._namespace, text)
-                found[key] = vec
-                self._store[key] = vec
-                self._store.move_to_end(key)
-            while len(self._store) > self._maxsize:
-                self._store.popitem(last=False)
+                self._matrix = self._store_row(text, vec)
+        if out is None:
+            n_out = sum(len(p) for p in where)
+            out = np.empty((n_out, vectors.shape[1]), dtype=np.float32)
+        for positions, vec in zip(where, vectors, strict=True):
+            out[positions] = vec
+        return out
 
-    @staticmethod
-    def _assemble(
-        keys: list[tuple[str, str]], found: dict[tuple[str, str], NDArray[np.float32]]
-    ) -> NDArray[np.float32]:
-        if not keys:
-            return np.zeros((0, 0), dtype=np.float32)
-        # np.array on equal-length rows is ~2-3x faster than np.stack for many small rows.
-        return np.array([found[key] for key in keys], dtype=np.float32)
+    def _store_row(self, text: str, vec: NDArray[np.float32]) -> NDArray[np.float32]:
+        """Put ``vec`` in a free row (growing or evicting as needed); caller holds the lock."""
+        matrix = self._matrix
+        if text in self._slots:
+            slot = self._slots[text]
+        elif self._free:
+            slot = self._free.pop()
+        elif matrix is None or len(self._slots) >= matrix.shape[0]:
+            if matrix is not None and matrix.shape[0] >= self._maxsize:
+                _, slot = self._slots.popitem(last=False)  # evict the least recently used
+            else:
+                size = min(self._maxsize, max(64, 2 * (0 if matrix is None else matrix.shape[0])))
+                grown = np.empty((size, vec.shape[0]), dtype=np.float32)
+                if matrix is not None:
+                    grown[: matrix.shape[0]] = matrix
+                matrix = grown
+                slot = len(self._slots)
+        else:
+            slot = len(self._slots)
+        assert matrix is not None
+        matrix[slot] = vec
+        self._slots[text] = slot
+        self._slots.move_to_end(text)
+        return matrix
