@@ -245,7 +245,7 @@ class _Step:
         best = -np.inf
         while True:
             floor = best - TIE_RTOL * max(1.0, abs(best)) - _BOUND_SLACK
-            todo = np.flatnonzero(upper >= floor)
+            todo = (upper >= floor).nonzero()[0]
             if todo.size == 0:
                 break
             if todo.size > batch:
@@ -253,9 +253,9 @@ class _Step:
             self._score_exactly(todo)
             upper[todo] = np.nan
             batch *= 2
-            done = np.flatnonzero(self.scored)
+            done = self.scored.nonzero()[0]
             best = float((s * self.div_exact[done] + rel_part_tie[done]).max())
-        done = np.flatnonzero(self.scored)
+        done = self.scored.nonzero()[0]
         diversity = s * self.div_exact[done]
         idx, _ = _choose(pool, diversity + rel_part_tie[done], done)
         return int(done[idx]), float(diversity[idx] + rel_part[done[idx]])
@@ -282,7 +282,7 @@ def _choose(
     default ``arange``). The ``vendirag`` objective skips the relevance rule.
     """
     best = float(obj.max())
-    near = np.flatnonzero(obj >= best - TIE_RTOL * max(1.0, abs(best)))
+    near = (obj >= best - TIE_RTOL * max(1.0, abs(best))).nonzero()[0]
     if not pool.vendirag and near.size > 1:
         rel = pool.rel[near if ids is None else ids[near]]
         near = near[rel == rel.max()]
