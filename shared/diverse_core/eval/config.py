@@ -1,0 +1,228 @@
+"""Benchmark configuration: which datasets/protocols, which methods and parameter grids."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import InvalidParameterError
+from ..registry import available_methods, get_method
+from .plugins import available_plugins, get_plugin
+
+__all__ = [
+    "MethodGrid",
+    "BenchConfig",
+    "parse_method",
+    "parse_values",
+    "parse_task",
+    "DEFAULT_METHODS",
+    "DEFAULT_TASKS",
+    "ORACLE_LAMBDAS",
+    "display_name",
+]
+
+#: Cosine top-k is reported under this name.
+_ALIASES = {"cosine": "topk"}
+
+
+def display_name(method: str) -> str:
+    """The name used in reports (``topk`` is shown as ``cosine``)."""
+    return "cosine" if method == "topk" else method
+
+
+def _grid(lo: float, hi: float, step: float) -> tuple[float, ...]:
+    n = int(round((hi - lo) / step))
+    return tuple(float(round(lo + i * step, 10)) for i in range(n + 1))
+
+
+@dataclass(frozen=True)
+class MethodGrid:
+    """One method with the values of its trade-off parameter.
+
+    Attributes:
+        method: a core method (``topk``, ``mmr``, ``gmmr``, ``dartboard``, ``vendi``)
+            or a registered plugin name.
+        values: values of the trade-off parameter (empty: run once with the defaults).
+        params: fixed keyword parameters shared by every value.
+
+    Example:
+        >>> parse_method("gmmr=0:1:0.5")
+        MethodGrid(method='gmmr', values=(0.0, 0.5, 1.0), params={})
+    """
+
+    method: str
+    values: tuple[float, ...] = ()
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_plugin(self) -> bool:
+        """Whether the method is a registered plugin rather than a core method."""
+        return self.method not in available_methods()
+
+    @property
+    def param(self) -> str | None:
+        """Name of the trade-off parameter (``lambda_mult``, ``sigma``, ``s`` or the plugin's)."""
+        if self.is_plugin:
+            return get_plugin(self.method).param
+        return get_method(self.method).param
+
+    def settings(self) -> list[dict[str, Any]]:
+        """The parameter dicts this grid runs, one per value."""
+        if not self.values:
+            return [dict(self.params)]
+        return [{**self.params, str(self.param): v} for v in self.values]
+
+
+def parse_values(spec: str) -> tuple[float, ...]:
+    """``"0.1,0.5"`` or ``"lo:hi:step"`` (inclusive) to a tuple of floats.
+
+    Example:
+        >>> parse_values("0:0.4:0.2"), parse_values("0.5,0.7")
+        ((0.0, 0.2, 0.4), (0.5, 0.7))
+    """
+    try:
+        if ":" in spec:
+            lo, hi, step = (float(x) for x in spec.split(":"))
+            if step <= 0 or hi < lo:
+                raise ValueError
+            return _grid(lo, hi, step)
+        return tuple(float(x) for x in spec.split(",") if x.strip())
+    except ValueError as exc:
+        raise InvalidParameterError(
+            f"parameter values must be 'v1,v2,...' or 'lo:hi:step' with step > 0; got {spec!r}"
+        ) from exc
+
+
+def _scalar(text: str) -> Any:
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return {"none": None, "true": True, "false": False}.get(text.lower(), text)
+
+
+def parse_method(spec: str) -> MethodGrid:
+    """Parse ``NAME[=VALUES][@KEY=VAL...]``, e.g. ``dartboard=0.05,0.1@triage_k=100``.
+
+    ``cosine`` is an alias of ``topk``.
+    """
+    head, *extras = spec.strip().split("@")
+    name, _, values = head.partition("=")
+    name = _ALIASES.get(name.strip(), name.strip())
+    if name not in available_methods() and name not in available_plugins():
+        raise InvalidParameterError(
+            f"unknown method {name!r} in {spec!r}; core methods: {available_methods()}, "
+            f"plugins: {available_plugins()}"
+        )
+    params: dict[str, Any] = {}
+    for extra in extras:
+        key, sep, val = extra.partition("=")
+        if not sep or not key:
+            raise InvalidParameterError(f"fixed parameters must look like @key=value; got {extra!r} in {spec!r}")
+        params[key.strip()] = _scalar(val.strip())
+    grid = MethodGrid(name, parse_values(values) if values else (), params)
+    if grid.values and grid.param is None:
+        raise InvalidParameterError(f"method {name!r} has no trade-off parameter; drop '={values}'")
+    return grid
+
+
+def parse_task(spec: str, default_protocols: Sequence[str]) -> list[tuple[str, str]]:
+    """``"hotpotqa"`` -> one task per default protocol; ``"rgb:paragraphs"`` -> that one."""
+    name, _, protos = spec.partition(":")
+    chosen = [p for p in protos.split(",") if p] if protos else list(default_protocols)
+    return [(name.strip(), p.strip()) for p in chosen]
+
+
+#: gMMR lambda grid of the per-query Oracle (``df-rag.txt`` Sec. 3.3).
+ORACLE_LAMBDAS: tuple[float, ...] = _grid(0.1, 1.0, 0.1)
+
+DEFAULT_METHODS: tuple[MethodGrid, ...] = (
+    MethodGrid("topk"),
+    MethodGrid("mmr", (0.5, 0.7)),
+    MethodGrid("gmmr", _grid(0.0, 1.0, 0.1)),
+    MethodGrid("dartboard", (0.02, 0.05, 0.1, 0.2, 0.3, 0.5)),
+    MethodGrid("vendi", _grid(0.0, 1.0, 0.2)),
+)
+
+DEFAULT_TASKS: tuple[tuple[str, str], ...] = (
+    ("hotpotqa", "paragraphs"),
+    ("hotpotqa", "chunks"),
+    ("musique", "paragraphs"),
+    ("musique", "chunks"),
+    ("2wiki", "paragraphs"),
+    ("2wiki", "chunks"),
+    ("rgb", "paragraphs"),
+)
+
+
+@dataclass
+class BenchConfig:
+    """Everything :func:`~diverse_core.eval.runner.run_benchmark` needs.
+
+    Attributes:
+        tasks: ``(dataset, protocol)`` pairs.
+        methods: method grids to run on every task.
+        k: chunks chosen per question.
+        fetch_k: candidates retrieved by cosine before selection.
+        limit: keep only the first ``limit`` questions of each dataset (``--quick``).
+        data_dir: benchmark data folder (default: ``$DIVERSE_RAG_DATA`` or ``../shared/data``).
+        cache_dir: embedding cache folder (default ``.cache/diverse-rag`` in the repo).
+        out_dir: where results are written (``None``: nothing written).
+        per_query_dir: folder for the per-query JSON (default ``<out_dir>/per_query``).
+        results_md: optional path of the generated ``RESULTS.md``.
+        benchmarks: already loaded benchmarks by name, used instead of reading
+            ``data_dir`` (custom data, tests).
+        embedder: ``texts -> (n, d)`` callable (default: the packaged MiniLM).
+        model_name: cache key of the embedder's vectors.
+        oracle_lambdas: gMMR values the Oracle chooses from (must be in the gmmr grid).
+        agreement_methods: methods whose picks get Kendall tau / Spearman rho against
+            cosine order (scipy's rank tests are slow, so not all by default).
+        plots: draw PNG figures.
+        progress: show tqdm progress bars.
+        command: the command line to print at the top of the reports.
+    """
+
+    tasks: Sequence[tuple[str, str]] = DEFAULT_TASKS
+    methods: Sequence[MethodGrid] = DEFAULT_METHODS
+    k: int = 5
+    fetch_k: int = 50
+    limit: int | None = None
+    data_dir: str | Path | None = None
+    cache_dir: str | Path | None = None
+    out_dir: str | Path | None = None
+    per_query_dir: str | Path | None = None
+    results_md: str | Path | None = None
+    benchmarks: Mapping[str, Any] = field(default_factory=dict)
+    embedder: Any = None
+    model_name: str = "all-MiniLM-L6-v2"
+    oracle_lambdas: Sequence[float] = ORACLE_LAMBDAS
+    agreement_methods: Sequence[str] = ("vendi",)
+    plots: bool = True
+    progress: bool = True
+    command: str | None = None
+
+    def validate(self) -> None:
+        """Raise InvalidParameterError on inconsistent settings."""
+        for name, val in (("k", self.k), ("fetch_k", self.fetch_k)):
+            if isinstance(val, bool) or not isinstance(val, int) or val < 1:
+                raise InvalidParameterError(f"{name} must be a positive integer; got {name}={val!r}")
+        if self.fetch_k < self.k:
+            raise InvalidParameterError(f"fetch_k must be >= k; got fetch_k={self.fetch_k}, k={self.k}")
+        if self.limit is not None and (not isinstance(self.limit, int) or self.limit < 1):
+            raise InvalidParameterError(f"limit must be a positive integer or None; got limit={self.limit!r}")
+        if not self.tasks:
+            raise InvalidParameterError("tasks must name at least one (dataset, protocol)")
+        if not self.methods:
+            raise InvalidParameterError("methods must name at least one method")
+        gm = [g for g in self.methods if g.method == "gmmr"]
+        if gm and self.oracle_lambdas:
+            missing = [v for v in self.oracle_lambdas if not np.any(np.isclose(gm[0].values, v))]
+            if missing:
+                raise InvalidParameterError(
+                    f"oracle_lambdas {missing} are not in the gmmr grid {list(gm[0].values)}"
+                )

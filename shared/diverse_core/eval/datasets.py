@@ -1,0 +1,295 @@
+"""Loaders for the benchmark files under ``shared/data`` (see that folder's README).
+
+Every loader takes the data directory as an argument and returns a :class:`Benchmark`
+whose corpus pools every passage of the file, de-duplicated by ``(title, text)``.
+Nothing is copied into the package.
+
+Datasets (name: file, gold, protocols):
+
+* ``hotpotqa``: ``hotpotqa/hotpot.json`` (200 dev-distractor questions, 10 paragraphs
+  each); gold = the question's paragraphs whose title is in ``supporting_facts``.
+* ``musique``: ``musique/musique.json`` (200 questions, 20 paragraphs each);
+  gold = paragraphs with ``is_supporting``.
+* ``2wiki``: ``2wikimultihopqa/test.json`` (1,000 questions) over the pooled
+  ``2wikimultihopqa_corpus.json`` (6,119 passages); gold = ``supporting_facts`` titles.
+  No per-question pool.
+* ``2wiki_sampled``: ``2wikimultihopqa/sampled_ds.json`` (500 questions, pandas
+  column-oriented, 10 paragraphs each); gold = ``supporting_facts`` titles.
+* ``rgb``: ``rgb/en_fact.json`` (100 queries); every query's positives and negatives
+  are merged into one corpus (Dartboard protocol); gold = that query's positives.
+* ``asqa``: ``asqa/asqa_dev.json`` (948 questions) with ``qa_pairs`` short answers as
+  interpretation groups (MRecall). ASQA ships no retrieval corpus; as a stand-in the
+  annotators' ``knowledge`` snippets of all questions are pooled (our construction,
+  not ALCE's retrieval setting); there are no gold passage ids.
+
+Example:
+    >>> bench = load_dataset("hotpotqa")  # doctest: +SKIP
+    >>> len(bench.records)  # doctest: +SKIP
+    200
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from ..errors import InvalidParameterError
+from .records import Benchmark, CorpusBuilder, QARecord
+
+__all__ = [
+    "DATASETS",
+    "SUPPORTED_PROTOCOLS",
+    "default_data_dir",
+    "resolve_data_dir",
+    "load_dataset",
+    "load_hotpotqa",
+    "load_musique",
+    "load_2wiki",
+    "load_2wiki_sampled",
+    "load_rgb",
+    "load_asqa",
+]
+
+_ALL = ("pool", "paragraphs", "chunks")
+
+#: The retrieval protocols each dataset supports.
+SUPPORTED_PROTOCOLS: dict[str, tuple[str, ...]] = {
+    "hotpotqa": _ALL,
+    "musique": _ALL,
+    "2wiki": ("paragraphs", "chunks"),
+    "2wiki_sampled": _ALL,
+    "rgb": ("pool", "paragraphs"),
+    "asqa": ("pool", "paragraphs"),
+}
+
+#: Environment variable that overrides the default data directory.
+DATA_ENV = "DIVERSE_RAG_DATA"
+
+
+def default_data_dir() -> Path:
+    """``$DIVERSE_RAG_DATA`` if set, else ``../shared/data`` relative to the repository root."""
+    env = os.environ.get(DATA_ENV)
+    if env:
+        return Path(env)
+    repo_root = Path(__file__).resolve().parents[3]
+    return (repo_root / ".." / "shared" / "data").resolve()
+
+
+def resolve_data_dir(data_dir: str | Path | None) -> Path:
+    """The data directory to use; raises FileNotFoundError naming the path when it is missing."""
+    path = Path(data_dir) if data_dir is not None else default_data_dir()
+    if not path.is_dir():
+        raise FileNotFoundError(
+            f"benchmark data directory not found: {path} "
+            f"(pass data_dir / --data-dir or set {DATA_ENV})"
+        )
+    return path
+
+
+def _file(data_dir: str | Path | None, rel: str) -> Path:
+    path = resolve_data_dir(data_dir) / rel
+    if not path.is_file():
+        raise FileNotFoundError(f"benchmark file not found: {path}")
+    return path
+
+
+def _jsonl(path: Path) -> list[dict[str, Any]]:
+    with path.open(encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def _json(path: Path) -> Any:
+    with path.open(encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def _answers(first: Any, aliases: Iterable[Any] = ()) -> tuple[str, ...]:
+    out: list[str] = []
+    items = list(first) if isinstance(first, list) else [first]
+    for a in [*items, *aliases]:
+        if isinstance(a, list):  # RGB answers may nest alternatives
+            out.extend(str(x) for x in a)
+        elif a is not None and str(a).strip():
+            out.append(str(a))
+    return tuple(dict.fromkeys(out))
+
+
+def _context_record(
+    builder: CorpusBuilder,
+    qid: str,
+    question: str,
+    answers: tuple[str, ...],
+    context: list[list[Any]],
+    gold_titles: Iterable[str],
+    meta: dict[str, Any],
+) -> QARecord:
+    """A record from an original-format ``context`` of ``[title, [sentences]]`` pairs."""
+    pool: list[str] = []
+    by_title: dict[str, list[str]] = {}
+    for title, sents in context:
+        sentences = tuple(s.strip() for s in sents if s.strip())
+        doc_id = builder.add(title, " ".join(sentences), sentences)
+        pool.append(doc_id)
+        by_title.setdefault(title.strip(), []).append(doc_id)
+    gold: list[str] = []
+    for t in dict.fromkeys(x.strip() for x in gold_titles):
+        if t not in by_title:
+            raise ValueError(f"question {qid!r}: gold title {t!r} is not among its paragraphs")
+        gold.extend(by_title[t])
+    return QARecord(qid, question, answers, tuple(dict.fromkeys(gold)), tuple(dict.fromkeys(pool)), meta=meta)
+
+
+def load_hotpotqa(data_dir: str | Path | None = None) -> Benchmark:
+    """HotpotQA dev-distractor sample (``hotpotqa/hotpot.json``)."""
+    builder = CorpusBuilder()
+    records = [
+        _context_record(
+            builder,
+            str(r["_id"]),
+            r["question"],
+            _answers(r["answer"]),
+            r["context"],
+            (t for t, _ in r["supporting_facts"]),
+            {"type": r.get("type"), "level": r.get("level")},
+        )
+        for r in _jsonl(_file(data_dir, "hotpotqa/hotpot.json"))
+    ]
+    return Benchmark("hotpotqa", tuple(records), builder.docs, SUPPORTED_PROTOCOLS["hotpotqa"])
+
+
+def load_musique(data_dir: str | Path | None = None) -> Benchmark:
+    """MuSiQue-Ans dev sample (``musique/musique.json``)."""
+    builder = CorpusBuilder()
+    records = []
+    for r in _jsonl(_file(data_dir, "musique/musique.json")):
+        pool, gold = [], []
+        for p in r["paragraphs"]:
+            doc_id = builder.add(p["title"], p["paragraph_text"])
+            pool.append(doc_id)
+            if p.get("is_supporting"):
+                gold.append(doc_id)
+        records.append(
+            QARecord(
+                str(r["id"]),
+                r["question"],
+                _answers(r["answer"], r.get("answer_aliases", [])),
+                tuple(dict.fromkeys(gold)),
+                tuple(dict.fromkeys(pool)),
+                meta={"hops": len(r.get("question_decomposition", []))},
+            )
+        )
+    return Benchmark("musique", tuple(records), builder.docs, SUPPORTED_PROTOCOLS["musique"])
+
+
+def load_2wiki(data_dir: str | Path | None = None) -> Benchmark:
+    """2WikiMultihopQA, 1,000 questions over the pooled 6,119-passage corpus."""
+    builder = CorpusBuilder()
+    by_title: dict[str, list[str]] = {}
+    for p in _json(_file(data_dir, "2wikimultihopqa/2wikimultihopqa_corpus.json")):
+        doc_id = builder.add(p["title"], p["text"])
+        ids = by_title.setdefault(p["title"].strip(), [])
+        if doc_id not in ids:
+            ids.append(doc_id)
+    records = []
+    for r in _json(_file(data_dir, "2wikimultihopqa/test.json")):
+        gold: list[str] = []
+        for t in dict.fromkeys(x.strip() for x in r["supporting_facts"]):
+            if t not in by_title:
+                raise ValueError(f"question {r['id']!r}: gold title {t!r} is not in the corpus")
+            gold.extend(by_title[t])
+        records.append(
+            QARecord(
+                str(r["id"]),
+                r["question"],
+                _answers(r["answer"], r.get("answer_aliases", [])),
+                tuple(dict.fromkeys(gold)),
+            )
+        )
+    return Benchmark("2wiki", tuple(records), builder.docs, SUPPORTED_PROTOCOLS["2wiki"])
+
+
+def load_2wiki_sampled(data_dir: str | Path | None = None) -> Benchmark:
+    """2WikiMultihopQA 500-question distractor sample (``sampled_ds.json``, column-oriented)."""
+    cols = _json(_file(data_dir, "2wikimultihopqa/sampled_ds.json"))
+    rows = [{c: cols[c][key] for c in cols} for key in cols["id"]]
+    builder = CorpusBuilder()
+    records = [
+        _context_record(
+            builder,
+            str(r["_1"]),
+            r["question"],
+            _answers(r["answer"]),
+            r["context"],
+            (t for t, _ in r["supporting_facts"]),
+            {"type": r.get("type")},
+        )
+        for r in rows
+    ]
+    return Benchmark("2wiki_sampled", tuple(records), builder.docs, SUPPORTED_PROTOCOLS["2wiki_sampled"])
+
+
+def load_rgb(data_dir: str | Path | None = None) -> Benchmark:
+    """RGB English ``en_fact`` with positives and negatives merged into one corpus."""
+    builder = CorpusBuilder()
+    records = []
+    for r in _jsonl(_file(data_dir, "rgb/en_fact.json")):
+        pos = [builder.add("", t) for t in r["positive"]]
+        neg = [builder.add("", t) for t in r["negative"]]
+        records.append(
+            QARecord(
+                str(r["id"]),
+                r["query"],
+                _answers(r["answer"]),
+                tuple(dict.fromkeys(pos)),
+                tuple(dict.fromkeys(pos + neg)),
+            )
+        )
+    return Benchmark("rgb", tuple(records), builder.docs, SUPPORTED_PROTOCOLS["rgb"], metric="ndcg")
+
+
+def load_asqa(data_dir: str | Path | None = None) -> Benchmark:
+    """ASQA dev: questions, ``qa_pairs`` short-answer groups and pooled knowledge snippets."""
+    builder = CorpusBuilder()
+    records = []
+    for r in _json(_file(data_dir, "asqa/asqa_dev.json")):
+        pool = [
+            builder.add(k.get("wikipage") or "", k["content"])
+            for a in r.get("annotations", [])
+            for k in a.get("knowledge", [])
+            if (k.get("content") or "").strip()
+        ]
+        groups = tuple(
+            tuple(dict.fromkeys(s for s in qa["short_answers"] if s.strip()))
+            for qa in r["qa_pairs"]
+        )
+        records.append(
+            QARecord(
+                str(r["id"]),
+                r["question"],
+                _answers(r.get("all_short_answers", [])),
+                (),
+                tuple(dict.fromkeys(pool)),
+                answer_groups=tuple(g for g in groups if g),
+            )
+        )
+    return Benchmark("asqa", tuple(records), builder.docs, SUPPORTED_PROTOCOLS["asqa"], metric="mrecall")
+
+
+DATASETS: dict[str, Callable[[str | Path | None], Benchmark]] = {
+    "hotpotqa": load_hotpotqa,
+    "musique": load_musique,
+    "2wiki": load_2wiki,
+    "2wiki_sampled": load_2wiki_sampled,
+    "rgb": load_rgb,
+    "asqa": load_asqa,
+}
+
+
+def load_dataset(name: str, data_dir: str | Path | None = None) -> Benchmark:
+    """Load a benchmark by name (one of :data:`DATASETS`)."""
+    if name not in DATASETS:
+        raise InvalidParameterError(f"unknown dataset {name!r}; available: {sorted(DATASETS)}")
+    return DATASETS[name](data_dir)

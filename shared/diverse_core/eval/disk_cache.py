@@ -1,0 +1,200 @@
+"""A persistent embedding cache keyed by (model name, sha1 of the text).
+
+Vectors live in ``<cache_dir>/<model slug>/shard-*.npz`` files, each holding the
+sha1 keys and the float32 vectors of one batch of newly embedded texts. Shards are
+written atomically after every batch, so an interrupted run keeps its progress, and
+merged into one file once there are many. A second run over the same texts embeds
+nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..errors import DimensionMismatchError, NonFiniteInputError
+
+__all__ = ["DiskEmbeddingCache", "default_cache_dir", "text_key"]
+
+EmbedFn = Callable[[list[str]], "NDArray[np.floating] | Sequence[Sequence[float]]"]
+ProgressFn = Callable[[int, int], None]
+
+
+def default_cache_dir() -> Path:
+    """``.cache/diverse-rag`` under the repository root (git-ignored)."""
+    return Path(__file__).resolve().parents[3] / ".cache" / "diverse-rag"
+
+
+def text_key(text: str) -> str:
+    """The cache key of a text: its sha1 hex digest."""
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+
+def _slug(name: str) -> str:
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._")
+    if not slug:
+        raise ValueError(f"model_name must contain a letter or digit; got model_name={name!r}")
+    return slug
+
+
+class DiskEmbeddingCache:
+    """Embed each distinct text once per model and keep the vectors on disk.
+
+    Args:
+        embed_fn: ``embed_fn(texts) -> (len(texts), d)`` array.
+        model_name: identifies the model; vectors of different names never mix.
+        cache_dir: root folder (default :func:`default_cache_dir`).
+        batch_size: texts handed to ``embed_fn`` per call (also the shard size).
+        progress: show a tqdm bar while embedding (needs the ``bench`` extra).
+
+    Attributes:
+        embedded: texts embedded (cache misses) by this object so far.
+        hits: texts served from the cache so far.
+
+    Example:
+        >>> import tempfile
+        >>> fake = lambda ts: [[float(len(t)), 1.0] for t in ts]
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     a = DiskEmbeddingCache(fake, "fake", d, progress=False)
+        ...     _ = a.embed(["x", "yy"])
+        ...     b = DiskEmbeddingCache(fake, "fake", d, progress=False)
+        ...     b.embed(["yy"]).tolist(), b.embedded
+        ([[2.0, 1.0]], 0)
+    """
+
+    def __init__(
+        self,
+        embed_fn: EmbedFn,
+        model_name: str,
+        cache_dir: str | Path | None = None,
+        *,
+        batch_size: int = 1024,
+        progress: bool = True,
+        merge_above: int = 16,
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1; got batch_size={batch_size!r}")
+        self._embed_fn = embed_fn
+        self.model_name = model_name
+        self.folder = Path(cache_dir or default_cache_dir()) / _slug(model_name)
+        self.batch_size = int(batch_size)
+        self.progress = progress
+        self.merge_above = merge_above
+        self._rows: dict[str, int] = {}
+        self._blocks: list[NDArray[np.float32]] = []
+        self._matrix: NDArray[np.float32] | None = None
+        self._loaded = False
+        self.embedded = 0
+        self.hits = 0
+        self.embed_seconds = 0.0
+
+    def __len__(self) -> int:
+        self._load()
+        return len(self._rows)
+
+    def _shards(self) -> list[Path]:
+        return sorted(self.folder.glob("shard-*.npz"))
+
+    def _load(self) -> None:
+        if self._loaded:
+            return
+        self._loaded = True
+        for path in self._shards():
+            with np.load(path) as data:
+                self._add(
+                    [k.decode("ascii") for k in data["keys"].tolist()],
+                    np.asarray(data["vectors"], dtype=np.float32),
+                )
+
+    def _add(self, keys: list[str], vectors: NDArray[np.float32]) -> None:
+        base = sum(b.shape[0] for b in self._blocks)
+        if self._blocks and vectors.shape[1] != self._blocks[0].shape[1]:
+            raise DimensionMismatchError(
+                f"cached vectors for model {self.model_name!r} have dimension "
+                f"{self._blocks[0].shape[1]}, new ones {vectors.shape[1]}"
+            )
+        self._blocks.append(vectors)
+        self._matrix = None
+        for i, key in enumerate(keys):
+            self._rows.setdefault(key, base + i)
+
+    def _matrix_view(self) -> NDArray[np.float32]:
+        if self._matrix is None:
+            self._matrix = np.concatenate(self._blocks) if self._blocks else np.zeros((0, 0), np.float32)
+            self._blocks = [self._matrix]
+        return self._matrix
+
+    def _write(self, keys: list[str], vectors: NDArray[np.float32]) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        name = f"shard-{time.time_ns():020d}-{uuid.uuid4().hex[:8]}"
+        tmp = self.folder / f"{name}.tmp.npz"
+        np.savez(tmp, keys=np.array(keys, dtype="S40"), vectors=vectors)
+        os.replace(tmp, self.folder / f"{name}.npz")
+
+    def _merge(self) -> None:
+        """Rewrite every shard as one file (keeps the folder small)."""
+        shards = self._shards()
+        if len(shards) <= self.merge_above:
+            return
+        matrix = self._matrix_view()
+        keys = sorted(self._rows, key=self._rows.__getitem__)
+        self._write(keys, matrix[[self._rows[k] for k in keys]])
+        for path in shards:
+            path.unlink(missing_ok=True)
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        """Vectors for ``texts`` in order, shape (len(texts), d); only unseen texts are embedded."""
+        self._load()
+        keys = [text_key(t) for t in texts]
+        missing: dict[str, str] = {}
+        for key, text in zip(keys, texts, strict=True):
+            if key not in self._rows and key not in missing:
+                missing[key] = text
+        self.hits += len(keys) - len(missing)
+        if missing:
+            self._embed_missing(missing)
+            self._merge()
+        if not keys:
+            return np.zeros((0, 0), dtype=np.float32)
+        matrix = self._matrix_view()
+        return matrix[np.fromiter((self._rows[k] for k in keys), dtype=np.int64, count=len(keys))]
+
+    def _embed_missing(self, missing: dict[str, str]) -> None:
+        # Similar lengths together: less padding inside each model batch.
+        items = sorted(missing.items(), key=lambda kv: len(kv[1]))
+        bar = None
+        if self.progress:
+            from ._deps import require
+
+            tqdm = require("tqdm", "progress bars").tqdm
+            bar = tqdm(total=len(items), desc=f"embedding ({self.model_name})", unit="text")
+        start = time.perf_counter()
+        try:
+            for i in range(0, len(items), self.batch_size):
+                chunk = items[i : i + self.batch_size]
+                texts = [t for _, t in chunk]
+                vectors = np.asarray(self._embed_fn(texts), dtype=np.float32)
+                if vectors.ndim != 2 or vectors.shape[0] != len(texts):
+                    raise DimensionMismatchError(
+                        f"embed_fn returned shape {vectors.shape} for {len(texts)} texts"
+                    )
+                if not np.all(np.isfinite(vectors)):
+                    raise NonFiniteInputError("embed_fn returned NaN or inf values")
+                keys = [k for k, _ in chunk]
+                self._write(keys, vectors)
+                self._add(keys, vectors)
+                self.embedded += len(texts)
+                if bar is not None:
+                    bar.update(len(texts))
+        finally:
+            self.embed_seconds += time.perf_counter() - start
+            if bar is not None:
+                bar.close()

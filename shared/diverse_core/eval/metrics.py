@@ -1,0 +1,252 @@
+"""Answer- and retrieval-level metrics for the benchmark harness.
+
+Answer metrics (SQuAD normalisation: lower case, drop punctuation and the articles
+a/an/the, collapse whitespace), each the maximum over the gold answer and its aliases:
+
+* :func:`exact_match`, :func:`f1_score` (token F1), :func:`accuracy` (a gold answer is
+  contained in the prediction), :func:`rouge_l` (ROUGE-L F-measure via ``rouge-score``).
+
+Retrieval metrics:
+
+* :func:`recall_at_k` - fraction of the gold passages among the first ``k`` retrieved
+  (for windows, pass their source passage ids: this is gold-document coverage).
+* :func:`all_gold_at_k` - 1 when every gold passage is among them.
+* :func:`ndcg_at_k` - binary-relevance NDCG@k computed with ``ranx``.
+* :func:`mrecall_at_k` - DIVA / Min et al. (2021): success when the retrieved texts
+  contain answers of all interpretations, or of at least ``k`` of them when there are
+  more than ``k``.
+
+Set diversity and rank agreement come from :mod:`diverse_core.metrics`.
+
+Example:
+    >>> f1_score("The Eiffel tower", ["Eiffel Tower, Paris"])
+    0.8
+    >>> recall_at_k(["d3", "d1", "d9"], ["d1", "d2"], k=2)
+    0.5
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import string
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..errors import InvalidParameterError
+from ._deps import require
+
+__all__ = [
+    "normalize_answer",
+    "exact_match",
+    "f1_score",
+    "accuracy",
+    "answer_in_texts",
+    "rouge_l",
+    "recall_at_k",
+    "all_gold_at_k",
+    "ndcg_at_k",
+    "mrecall_at_k",
+]
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCT = str.maketrans("", "", string.punctuation)
+
+
+def normalize_answer(text: str) -> str:
+    """SQuAD-style normalisation.
+
+    Example:
+        >>> normalize_answer("The  Beatles!")
+        'beatles'
+    """
+    text = text.lower().translate(_PUNCT)
+    text = _ARTICLES.sub(" ", text)
+    return " ".join(text.split())
+
+
+def _golds(answers: str | Sequence[str]) -> list[str]:
+    golds = [answers] if isinstance(answers, str) else list(answers)
+    if not golds:
+        raise InvalidParameterError("answers must contain at least one gold answer; got []")
+    return golds
+
+
+def exact_match(prediction: str, answers: str | Sequence[str]) -> float:
+    """1.0 when the normalised prediction equals a normalised gold answer.
+
+    Example:
+        >>> exact_match("the Rush", ["Rush"])
+        1.0
+    """
+    pred = normalize_answer(prediction)
+    return float(any(pred == normalize_answer(g) for g in _golds(answers)))
+
+
+def _token_f1(pred: list[str], gold: list[str]) -> float:
+    common = Counter(pred) & Counter(gold)
+    same = sum(common.values())
+    if not pred or not gold:
+        return float(pred == gold)
+    if same == 0:
+        return 0.0
+    precision, recall = same / len(pred), same / len(gold)
+    return 2 * precision * recall / (precision + recall)
+
+
+def f1_score(prediction: str, answers: str | Sequence[str]) -> float:
+    """Token-level F1 against the best-matching gold answer.
+
+    Example:
+        >>> round(f1_score("new york city", ["New York"]), 3)
+        0.8
+    """
+    pred = normalize_answer(prediction).split()
+    return max(_token_f1(pred, normalize_answer(g).split()) for g in _golds(answers))
+
+
+def accuracy(prediction: str, answers: str | Sequence[str]) -> float:
+    """1.0 when a normalised gold answer occurs in the normalised prediction (word-bounded).
+
+    Example:
+        >>> accuracy("It was held in Tampa, Florida.", ["Tampa, Florida"])
+        1.0
+    """
+    pred = f" {normalize_answer(prediction)} "
+    for g in _golds(answers):
+        gold = normalize_answer(g)
+        if gold and f" {gold} " in pred:
+            return 1.0
+    return 0.0
+
+
+def answer_in_texts(texts: Iterable[str], answers: str | Sequence[str]) -> float:
+    """1.0 when any gold answer occurs in any of ``texts`` (retrieval-level answer hit)."""
+    return float(any(accuracy(t, answers) for t in texts))
+
+
+def rouge_l(prediction: str, references: str | Sequence[str]) -> float:
+    """ROUGE-L F-measure (``rouge-score``, stemming on), best over the references.
+
+    Example:
+        >>> round(rouge_l("the cat sat", ["the cat sat down"]), 3)  # doctest: +SKIP
+        0.857
+    """
+    scorer_mod = require("rouge_score.rouge_scorer", "ROUGE-L")
+    scorer = scorer_mod.RougeScorer(["rougeL"], use_stemmer=True)
+    return max(float(scorer.score(ref, prediction)["rougeL"].fmeasure) for ref in _golds(references))
+
+
+def _check_k(k: int) -> int:
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise InvalidParameterError(f"k must be a positive integer; got k={k!r}")
+    return int(k)
+
+
+def _gold_set(gold: Iterable[Any]) -> set[Any]:
+    out = set(gold)
+    if not out:
+        raise InvalidParameterError("gold must contain at least one relevant id; got an empty collection")
+    return out
+
+
+def recall_at_k(retrieved: Sequence[Any], gold: Iterable[Any], k: int) -> float:
+    """Fraction of ``gold`` ids found among the first ``k`` of ``retrieved`` (repeats allowed).
+
+    Example:
+        >>> recall_at_k(["a", "a", "b"], ["a", "c"], k=3)
+        0.5
+    """
+    want = _gold_set(gold)
+    return len(want & set(list(retrieved)[: _check_k(k)])) / len(want)
+
+
+def all_gold_at_k(retrieved: Sequence[Any], gold: Iterable[Any], k: int) -> float:
+    """1.0 when every gold id is among the first ``k`` retrieved, else 0.0.
+
+    Example:
+        >>> all_gold_at_k(["a", "b"], ["b", "a"], k=2)
+        1.0
+    """
+    return float(recall_at_k(retrieved, gold, k) == 1.0)
+
+
+def ndcg_at_k(
+    runs: Mapping[str, Sequence[Any]], qrels: Mapping[str, Iterable[Any]], k: int
+) -> NDArray[np.float64]:
+    """Per-query binary-relevance NDCG@k, computed with ``ranx``.
+
+    Args:
+        runs: query id -> retrieved ids in rank order (repeats after the first are ignored).
+        qrels: query id -> relevant ids (each must be non-empty); same keys as ``runs``.
+        k: cut-off.
+
+    Returns:
+        NDCG@k per query, in the order of ``runs``.
+
+    Example:
+        >>> ndcg_at_k({"q": ["x", "a"]}, {"q": ["a"]}, k=5).round(4).tolist()  # doctest: +SKIP
+        [0.6309]
+    """
+    k = _check_k(k)
+    if set(runs) != set(qrels):
+        raise InvalidParameterError("runs and qrels must have the same query ids")
+    if not runs:
+        return np.zeros(0, dtype=np.float64)
+    ranx = require("ranx", "NDCG")
+    qrel_dict = {str(q): {str(d): 1 for d in _gold_set(qrels[q])} for q in runs}
+    run_dict: dict[str, dict[str, float]] = {}
+    for q, ranked in runs.items():
+        scores: dict[str, float] = {}
+        for rank, d in enumerate(ranked):
+            scores.setdefault(str(d), float(len(ranked) - rank))
+        # ranx drops queries with an empty run; an empty retrieval scores 0.
+        run_dict[str(q)] = scores or {"__none__": 0.0}
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # numba type-safety chatter
+        values = ranx.evaluate(
+            ranx.Qrels(qrel_dict), ranx.Run(run_dict), f"ndcg@{k}", return_mean=False, make_comparable=True
+        )
+    out = np.asarray(values, dtype=np.float64).reshape(-1)
+    # ranx orders queries by its own (sorted) key order; map back to the order of ``runs``.
+    order = sorted(qrel_dict)
+    by_q = dict(zip(order, out, strict=True))
+    return np.array([by_q[str(q)] for q in runs], dtype=np.float64)
+
+
+def mrecall_at_k(texts: Sequence[str], answer_groups: Sequence[Sequence[str]], k: int) -> float:
+    """MRecall@k: did the retrieved ``texts`` cover enough interpretations?
+
+    An interpretation (one group of acceptable short answers) is covered when any of
+    its answers occurs (normalised, word-bounded) in any text. With ``n`` groups the
+    retrieval succeeds (1.0) when ``min(n, k)`` groups are covered, else 0.0.
+
+    Example:
+        >>> groups = [["Ali Daei"], ["Josef Bican"], ["Christine Sinclair"]]
+        >>> mrecall_at_k(["Ali Daei scored 109.", "Bican scored 805."], groups, k=2)
+        0.0
+        >>> mrecall_at_k(["Ali Daei scored 109.", "Josef Bican scored 805."], groups, k=2)
+        1.0
+    """
+    k = _check_k(k)
+    groups = [list(g) for g in answer_groups]
+    if not groups or any(not g for g in groups):
+        raise InvalidParameterError(
+            "answer_groups must hold at least one non-empty group of answers; "
+            f"got {len(groups)} group(s)"
+        )
+    covered = sum(answer_in_texts(texts, g) for g in groups)
+    return float(covered >= min(len(groups), k))
+
+
+def _mean(values: Iterable[float]) -> float:
+    """Mean ignoring NaN (NaN when nothing is left)."""
+    arr = np.asarray(list(values), dtype=np.float64)
+    arr = arr[~np.isnan(arr)]
+    return float(arr.mean()) if arr.size else math.nan

@@ -1,0 +1,113 @@
+"""The method hook of the harness: plug any selection pipeline in as a "method".
+
+A plugin is a callable ``fn(inputs: MethodInput, **params) -> MethodOutput``. For every
+question the runner retrieves the ``fetch_k`` most similar units by cosine and hands
+the plugin the question, the candidate texts (in cosine order), their embeddings, the
+query embedding and ``k``; the plugin returns the chosen candidate indices in pick
+order plus any extra information (kept in the per-query JSON).
+
+Register it once, then name it in the method grid (``--methods NAME`` on the CLI).
+A plugin with a trade-off parameter declares its name with ``param=`` so a grid of
+values (``NAME=0.1,0.5``) is passed one value per call as that keyword.
+
+Example (an LLM pipeline such as DF-RAG plugs in the same way):
+    >>> import numpy as np
+    >>> from diverse_core import sweep
+    >>> def closest_to_centroid(inp, width=0.5):
+    ...     sw = sweep("gmmr", inp.query_embedding, inp.embeddings, inp.k, values=[0.5, 1.0])
+    ...     return MethodOutput(sw.indices[0].tolist(), {"lambda": 0.5, "width": width})
+    >>> register_plugin("toy", closest_to_centroid, param="width", replace=True)
+    >>> get_plugin("toy").param
+    'width'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..errors import InvalidParameterError, UnknownMethodError
+
+__all__ = [
+    "MethodInput",
+    "MethodOutput",
+    "Plugin",
+    "register_plugin",
+    "get_plugin",
+    "available_plugins",
+]
+
+
+@dataclass(frozen=True)
+class MethodInput:
+    """What a plugin sees for one question.
+
+    Attributes:
+        question: the question text.
+        query_embedding: shape (d,).
+        texts: candidate texts (``fetch_k`` of them, most similar first).
+        embeddings: candidate embeddings, shape (n, d), unit length.
+        relevance: cosine similarity of each candidate to the query, shape (n,).
+        k: how many to choose.
+        qid: the question id.
+    """
+
+    question: str
+    query_embedding: NDArray[np.float32]
+    texts: Sequence[str]
+    embeddings: NDArray[np.float32]
+    relevance: NDArray[np.float64]
+    k: int
+    qid: str = ""
+
+
+@dataclass(frozen=True)
+class MethodOutput:
+    """A plugin's answer: candidate indices in pick order and free-form info (JSON-able)."""
+
+    indices: Sequence[int]
+    info: Mapping[str, Any] = field(default_factory=dict)
+
+
+PluginFn = Callable[..., MethodOutput]
+
+
+@dataclass(frozen=True)
+class Plugin:
+    """A registered plugin: its callable and the name of its swept parameter (if any)."""
+
+    name: str
+    fn: PluginFn
+    param: str | None = None
+
+
+_PLUGINS: dict[str, Plugin] = {}
+
+
+def register_plugin(name: str, fn: PluginFn, *, param: str | None = None, replace: bool = False) -> None:
+    """Make ``fn`` available to the runner as method ``name``.
+
+    Raises:
+        InvalidParameterError: the name is taken (pass ``replace=True``) or ``fn`` is not callable.
+    """
+    if not callable(fn):
+        raise InvalidParameterError(f"plugin {name!r} must be callable; got {fn!r}")
+    if name in _PLUGINS and not replace:
+        raise InvalidParameterError(f"plugin {name!r} is already registered (pass replace=True)")
+    _PLUGINS[name] = Plugin(name, fn, param)
+
+
+def get_plugin(name: str) -> Plugin:
+    """Look up a registered plugin."""
+    if name not in _PLUGINS:
+        raise UnknownMethodError(f"unknown plugin {name!r}; registered: {available_plugins()}")
+    return _PLUGINS[name]
+
+
+def available_plugins() -> list[str]:
+    """Names of the registered plugins, sorted."""
+    return sorted(_PLUGINS)

@@ -1,0 +1,112 @@
+"""Retrieval protocols: what gets indexed and which units each question searches.
+
+* ``pool``: each question searches only its own paragraphs (distractor setting).
+* ``paragraphs``: every passage of the dataset pooled into one corpus, each indexed
+  as ``"title: text"``.
+* ``chunks``: every passage split into windows of 2 consecutive sentences with
+  stride 1 (the source's sentences where it gives them, else
+  :func:`~diverse_core.eval.chunking.split_sentences`), each indexed as
+  ``"title: window"``; all windows pooled. A window maps to its source passage, and
+  recall becomes gold-document coverage: the fraction of a question's gold passages
+  hit by at least one chosen window.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..errors import InvalidParameterError
+from .chunking import sentence_windows, split_sentences
+from .records import Benchmark, QARecord
+
+__all__ = ["PROTOCOLS", "RetrievalTask", "build_task"]
+
+PROTOCOLS = ("pool", "paragraphs", "chunks")
+
+
+@dataclass(frozen=True)
+class RetrievalTask:
+    """One dataset under one protocol, ready to embed and search.
+
+    Attributes:
+        dataset: dataset name.
+        protocol: ``pool``, ``paragraphs`` or ``chunks``.
+        records: the questions.
+        unit_texts: the indexed texts (passages or windows).
+        unit_doc: index into ``doc_ids`` of each unit's source passage, shape (n_units,).
+        doc_ids: passage ids, in corpus order.
+        doc_texts: raw passage text per ``doc_ids`` entry (for answer matching).
+        pools: per question, the unit indices it may retrieve from (``None``: all units).
+        gold: per question, indices into ``doc_ids`` of its gold passages.
+    """
+
+    dataset: str
+    protocol: str
+    records: tuple[QARecord, ...]
+    unit_texts: tuple[str, ...]
+    unit_doc: NDArray[np.int64]
+    doc_ids: tuple[str, ...]
+    doc_texts: tuple[str, ...]
+    pools: tuple[NDArray[np.int64], ...] | None
+    gold: tuple[NDArray[np.int64], ...]
+
+    @property
+    def name(self) -> str:
+        """``"dataset/protocol"``."""
+        return f"{self.dataset}/{self.protocol}"
+
+
+def build_task(bench: Benchmark, protocol: str, window: int = 2, stride: int = 1) -> RetrievalTask:
+    """Turn a loaded benchmark into a :class:`RetrievalTask` for ``protocol``.
+
+    Example:
+        >>> from diverse_core.eval.records import Benchmark, Document, QARecord
+        >>> docs = {"0": Document("0", "A", "One. Two. Three.")}
+        >>> b = Benchmark("toy", (QARecord("q", "?", (), ("0",)),), docs, ("chunks",))
+        >>> build_task(b, "chunks").unit_texts
+        ('A: One. Two.', 'A: Two. Three.')
+    """
+    if protocol not in PROTOCOLS:
+        raise InvalidParameterError(f"unknown protocol {protocol!r}; available: {list(PROTOCOLS)}")
+    if protocol not in bench.protocols:
+        raise InvalidParameterError(
+            f"dataset {bench.name!r} does not support protocol {protocol!r}; "
+            f"supported: {list(bench.protocols)}"
+        )
+    docs = list(bench.corpus.values())
+    doc_ids = tuple(d.doc_id for d in docs)
+    doc_index = {d: i for i, d in enumerate(doc_ids)}
+    texts: list[str] = []
+    unit_doc: list[int] = []
+    units_of_doc: list[list[int]] = []
+    for i, doc in enumerate(docs):
+        if protocol == "chunks":
+            sents = list(doc.sentences) or split_sentences(doc.text)
+            pieces = list(dict.fromkeys(sentence_windows(sents, window, stride))) or [doc.text]
+            windows = [f"{doc.title}: {w}" if doc.title else w for w in pieces]
+        else:
+            windows = [doc.indexed_text]
+        units_of_doc.append(list(range(len(texts), len(texts) + len(windows))))
+        texts.extend(windows)
+        unit_doc.extend([i] * len(windows))
+    pools: tuple[NDArray[np.int64], ...] | None = None
+    if protocol == "pool":
+        pools = tuple(
+            np.array([u for d in r.pool_doc_ids for u in units_of_doc[doc_index[d]]], dtype=np.int64)
+            for r in bench.records
+        )
+    gold = tuple(np.array([doc_index[d] for d in r.gold_doc_ids], dtype=np.int64) for r in bench.records)
+    return RetrievalTask(
+        dataset=bench.name,
+        protocol=protocol,
+        records=bench.records,
+        unit_texts=tuple(texts),
+        unit_doc=np.array(unit_doc, dtype=np.int64),
+        doc_ids=doc_ids,
+        doc_texts=tuple(d.text for d in docs),
+        pools=pools,
+        gold=gold,
+    )

@@ -1,0 +1,375 @@
+"""Run method grids over benchmark tasks: :func:`run_benchmark`.
+
+For every ``(dataset, protocol)`` task the runner embeds the units and questions
+(through the disk cache), retrieves each question's ``fetch_k`` nearest units by
+cosine (from its own pool under ``pool``, else from the whole pooled corpus), lets
+every method choose ``k`` of them (core methods with a grid go through
+:func:`diverse_core.sweep`, which computes the whole grid at once; plugins are called
+once per value) and scores the picks:
+
+* ``recall``: gold-passage recall (gold-document coverage for ``chunks``);
+* ``all_gold``: every gold passage retrieved;
+* ``ndcg``: binary NDCG@k over the distinct retrieved passages (``ranx``);
+* ``mrecall``: MRecall@k of the answer groups (ASQA);
+* ``answer_hit``: a gold answer string occurs in a chosen unit;
+* ``diversity``: one minus the mean pairwise cosine of the picks (``dartboard.txt`` Fig. 3);
+* ``vendi``: Vendi Score of the picks;
+* ``tau`` / ``rho``: Kendall / Spearman agreement of the pick order with the picks'
+  cosine order (``vendi-rag.txt`` Table 2 analogue); computed only for the methods in
+  ``config.agreement_methods`` (default ``vendi``), as scipy's rank tests cost ~1 ms each.
+
+The per-query gMMR Oracle takes, for each question, the ``lambda_mult`` of
+``oracle_lambdas`` with the best value of the dataset's headline metric, ties going to
+the upper median (:func:`diverse_core.tuning.argmax_upper_median`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..api import select, sweep
+from ..metrics import (
+    jaccard_matrix,
+    kendall_tau,
+    mean_pairwise_similarity,
+    spearman_rho,
+    vendi_score,
+)
+from ..tuning import argmax_upper_median
+from .config import BenchConfig, MethodGrid, display_name
+from .datasets import load_dataset
+from .disk_cache import DiskEmbeddingCache
+from .metrics import mrecall_at_k, ndcg_at_k, normalize_answer
+from .plugins import MethodInput, get_plugin
+from .protocols import RetrievalTask, build_task
+
+__all__ = ["SettingResult", "TaskResult", "BenchResults", "run_benchmark", "run_task", "setting_label", "summary_rows", "METRICS"]
+
+METRICS = ("recall", "all_gold", "ndcg", "mrecall", "answer_hit", "diversity", "vendi", "tau", "rho")
+
+
+def setting_label(method: str, params: dict[str, Any], param: str | None) -> str:
+    """Human-readable parameter label, e.g. ``lambda_mult=0.5`` (``-`` when none)."""
+    if param is not None and param in params:
+        v = params[param]
+        return f"{param}={v:g}" if isinstance(v, float) else f"{param}={v}"
+    return "-"
+
+
+@dataclass
+class SettingResult:
+    """One method at one parameter value on one task: per-query values and their means."""
+
+    method: str
+    params: dict[str, Any]
+    label: str
+    per_query: dict[str, list[float]] = field(default_factory=dict)
+    picks: list[list[str]] = field(default_factory=list)
+    info: list[dict[str, Any]] = field(default_factory=list)
+
+    def mean(self, metric: str) -> float:
+        """Mean of ``metric`` over the questions where it is defined (NaN if nowhere)."""
+        vals = np.asarray(self.per_query.get(metric, []), dtype=np.float64)
+        vals = vals[~np.isnan(vals)]
+        return float(vals.mean()) if vals.size else math.nan
+
+
+@dataclass
+class TaskResult:
+    """Everything measured on one ``(dataset, protocol)`` task."""
+
+    dataset: str
+    protocol: str
+    metric: str
+    qids: list[str]
+    n_units: int
+    settings: list[SettingResult]
+    jaccard_values: list[float] = field(default_factory=list)
+    jaccard: list[list[float]] = field(default_factory=list)
+    oracle_lambdas: list[float] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class BenchResults:
+    """All task results of one :func:`run_benchmark` call plus timings."""
+
+    config: dict[str, Any]
+    tasks: list[TaskResult]
+    seconds: dict[str, float]
+    texts_embedded: int
+
+
+def _as_embedder(config: BenchConfig) -> Callable[[list[str]], Any]:
+    if config.embedder is not None:
+        return config.embedder  # type: ignore[no-any-return]
+    from ..embedders import get_default_embedder
+
+    emb = get_default_embedder()
+    emb.batch_size = max(emb.batch_size, 128)
+    return emb
+
+
+def _top_candidates(
+    task: RetrievalTask, unit_emb: NDArray[np.float32], q_emb: NDArray[np.float32], fetch_k: int
+) -> list[tuple[NDArray[np.int64], NDArray[np.float64]]]:
+    """Per question: (unit indices of the fetch_k most similar, their cosine), best first."""
+    out: list[tuple[NDArray[np.int64], NDArray[np.float64]]] = []
+    if task.pools is not None:
+        for i, pool in enumerate(task.pools):
+            sims = unit_emb[pool] @ q_emb[i]
+            order = np.argsort(-sims, kind="stable")[:fetch_k]
+            out.append((pool[order], sims[order].astype(np.float64)))
+        return out
+    for start in range(0, q_emb.shape[0], 256):
+        block = q_emb[start : start + 256] @ unit_emb.T
+        m = min(fetch_k, unit_emb.shape[0])
+        part = np.argpartition(-block, m - 1, axis=1)[:, :m]
+        for row, cand in zip(block, part, strict=True):
+            order = cand[np.lexsort((cand, -row[cand]))]  # by cosine desc, then index
+            out.append((order.astype(np.int64), row[order].astype(np.float64)))
+    return out
+
+
+def _picks_for_grid(
+    grid: MethodGrid,
+    inp: MethodInput,
+) -> list[tuple[dict[str, Any], NDArray[np.int64], dict[str, Any]]]:
+    """Run one method grid on one question: [(params, local indices, info)]."""
+    if grid.is_plugin:
+        plugin = get_plugin(grid.method)
+        rows = []
+        for params in grid.settings():
+            res = plugin.fn(inp, **params)
+            rows.append((params, np.asarray(res.indices, dtype=np.int64), dict(res.info)))
+        return rows
+    if grid.values and grid.param is not None:
+        sw = sweep(grid.method, inp.query_embedding, inp.embeddings, inp.k, grid.values, **grid.params)
+        return [({**grid.params, grid.param: float(v)}, sw.indices[i], {}) for i, v in enumerate(sw.values)]
+    sel = select(grid.method, inp.query_embedding, inp.embeddings, inp.k, **grid.params)
+    return [(dict(grid.params), sel.indices, {})]
+
+
+def _set_metrics(
+    emb: NDArray[np.float32], local: NDArray[np.int64], rel: NDArray[np.float64], agreement: bool
+) -> dict[str, float]:
+    out = {"diversity": math.nan, "vendi": 1.0 if local.size else math.nan, "tau": math.nan, "rho": math.nan}
+    if local.size < 2:
+        return out
+    picked = emb[local]
+    out["diversity"] = 1.0 - mean_pairwise_similarity(picked)
+    out["vendi"] = vendi_score(picked)
+    if agreement:
+        out["tau"] = kendall_tau(local, rel)
+        out["rho"] = spearman_rho(local, rel)
+    return out
+
+
+def run_task(
+    task: RetrievalTask,
+    cache: DiskEmbeddingCache,
+    config: BenchConfig,
+    headline: str,
+) -> TaskResult:
+    """Run every method grid of ``config`` on one task."""
+    t0 = time.perf_counter()
+    unit_emb = cache.embed(list(task.unit_texts))
+    q_emb = cache.embed([r.question for r in task.records])
+    t_embed = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    cands = _top_candidates(task, unit_emb, q_emb, config.fetch_k)
+    norm_cache: dict[int, str] = {}
+
+    def unit_norm(u: int) -> str:
+        if u not in norm_cache:
+            norm_cache[u] = f" {normalize_answer(task.unit_texts[u])} "
+        return norm_cache[u]
+
+    settings: dict[tuple[str, str], SettingResult] = {}
+    order: list[tuple[str, str]] = []
+    gm_grid = next((g for g in config.methods if g.method == "gmmr" and len(g.values) > 1), None)
+    jac_sum: NDArray[np.float64] | None = None
+    iterator: Any = enumerate(task.records)
+    if config.progress:
+        from ._deps import require
+
+        iterator = require("tqdm", "progress bars").tqdm(
+            iterator, total=len(task.records), desc=f"selecting {task.name}", unit="q"
+        )
+    for qi, rec in iterator:
+        units, sims = cands[qi]
+        emb = unit_emb[units]
+        inp = MethodInput(
+            question=rec.question,
+            query_embedding=q_emb[qi],
+            texts=[task.unit_texts[u] for u in units],
+            embeddings=emb,
+            relevance=sims,
+            k=config.k,
+            qid=rec.qid,
+        )
+        gold = set(task.gold[qi].tolist())
+        answers = [normalize_answer(a) for a in rec.answers if normalize_answer(a)]
+        for grid in config.methods:
+            picks = _picks_for_grid(grid, inp)
+            if grid is gm_grid and len(picks) > 1:
+                jm = jaccard_matrix(np.stack([p[1] for p in picks]))
+                jac_sum = jm if jac_sum is None else jac_sum + jm
+            for params, local, info in picks:
+                label = setting_label(grid.method, params, grid.param)
+                key = (display_name(grid.method), label)
+                if key not in settings:
+                    settings[key] = SettingResult(key[0], params, label, {m: [] for m in METRICS})
+                    order.append(key)
+                res = settings[key]
+                chosen = units[local]
+                docs = task.unit_doc[chosen]
+                ranked_docs = list(dict.fromkeys(docs.tolist()))
+                vals: dict[str, float] = {m: math.nan for m in METRICS}
+                if gold:
+                    hit = len(gold & set(ranked_docs))
+                    vals["recall"] = hit / len(gold)
+                    vals["all_gold"] = float(hit == len(gold))
+                if rec.answer_groups:
+                    vals["mrecall"] = mrecall_at_k([task.unit_texts[u] for u in chosen], rec.answer_groups, config.k)
+                if answers:
+                    vals["answer_hit"] = float(
+                        any(f" {a} " in unit_norm(int(u)) for u in chosen for a in answers)
+                    )
+                vals.update(_set_metrics(emb, local, sims, grid.method in config.agreement_methods))
+                for m in METRICS:
+                    res.per_query[m].append(vals[m])
+                res.picks.append([task.doc_ids[d] for d in ranked_docs])
+                res.info.append(info)
+    ordered = [settings[k] for k in order]
+    # NDCG of every setting in one ranx call (query ids "setting|question").
+    with_gold = [i for i, g in enumerate(task.gold) if g.size]
+    if with_gold:
+        gold_ids = {i: [task.doc_ids[d] for d in task.gold[i].tolist()] for i in with_gold}
+        runs = {f"{si}|{i}": res.picks[i] for si, res in enumerate(ordered) for i in with_gold}
+        qrels = {f"{si}|{i}": gold_ids[i] for si in range(len(ordered)) for i in with_gold}
+        scores = ndcg_at_k(runs, qrels, config.k)
+        for run_key, value in zip(runs, scores, strict=True):
+            si, i = (int(x) for x in run_key.split("|"))
+            ordered[si].per_query["ndcg"][i] = float(value)
+    t_select = time.perf_counter() - t1
+    result = TaskResult(
+        dataset=task.dataset,
+        protocol=task.protocol,
+        metric=headline,
+        qids=[r.qid for r in task.records],
+        n_units=len(task.unit_texts),
+        settings=ordered,
+        seconds={"embed": t_embed, "select_and_score": t_select},
+    )
+    if gm_grid is not None and jac_sum is not None:
+        result.jaccard_values = [float(v) for v in gm_grid.values]
+        result.jaccard = (jac_sum / len(task.records)).round(6).tolist()
+    _add_oracle(result, config, headline)
+    return result
+
+
+def _add_oracle(result: TaskResult, config: BenchConfig, headline: str) -> None:
+    """Append the per-query gMMR Oracle as a setting (method ``oracle``)."""
+    lambdas = [float(v) for v in config.oracle_lambdas]
+    if not lambdas:
+        return
+    by_label = {s.label: s for s in result.settings if s.method == "gmmr"}
+    rows = [by_label.get(setting_label("gmmr", {"lambda_mult": v}, "lambda_mult")) for v in lambdas]
+    if any(r is None for r in rows):
+        return
+    found = [r for r in rows if r is not None]
+    score = np.array([r.per_query[headline] for r in found], dtype=np.float64)  # (L, nq)
+    oracle = SettingResult(
+        "oracle",
+        {"lambda_mult": lambdas},
+        f"lambda_mult in {lambdas[0]:g}..{lambdas[-1]:g} per query",
+        {m: [] for m in METRICS},
+    )
+    for qi in range(score.shape[1]):
+        col = score[:, qi]
+        if np.all(np.isnan(col)):
+            best = lambdas[-1]
+        else:
+            best = argmax_upper_median(lambdas, np.nan_to_num(col, nan=-np.inf))
+        li = lambdas.index(best)
+        result.oracle_lambdas.append(best)
+        for m in METRICS:
+            oracle.per_query[m].append(found[li].per_query[m][qi])
+        oracle.picks.append(found[li].picks[qi])
+        oracle.info.append({"lambda_mult": best})
+    result.settings.append(oracle)
+
+
+def run_benchmark(config: BenchConfig) -> BenchResults:
+    """Run ``config`` and (when ``config.out_dir`` is set) write JSON, Markdown and PNGs.
+
+    Example:
+        >>> from diverse_core.eval import BenchConfig, run_benchmark
+        >>> res = run_benchmark(BenchConfig(tasks=[("hotpotqa", "paragraphs")], limit=5))  # doctest: +SKIP
+    """
+    config.validate()
+    t0 = time.perf_counter()
+    cache = DiskEmbeddingCache(
+        _as_embedder(config), config.model_name, config.cache_dir, progress=config.progress
+    )
+    loaded: dict[str, Any] = {}
+    tasks: list[TaskResult] = []
+    for dataset, protocol in config.tasks:
+        if dataset not in loaded:
+            source = config.benchmarks.get(dataset) or load_dataset(dataset, config.data_dir)
+            loaded[dataset] = source.subset(config.limit)
+        bench = loaded[dataset]
+        task = build_task(bench, protocol)
+        if config.progress:
+            print(f"[bench] {task.name}: {len(task.records)} questions, {len(task.unit_texts)} units", flush=True)
+        tasks.append(run_task(task, cache, config, bench.metric))
+    seconds = {"total": time.perf_counter() - t0, "embedding": cache.embed_seconds}
+    results = BenchResults(_config_dict(config), tasks, seconds, cache.embedded)
+    if config.out_dir is not None:
+        from .report import write_outputs
+
+        write_outputs(results, config)
+        results.seconds["total_with_outputs"] = time.perf_counter() - t0
+    return results
+
+
+def _config_dict(config: BenchConfig) -> dict[str, Any]:
+    return {
+        "tasks": [list(t) for t in config.tasks],
+        "methods": [
+            {"method": g.method, "values": list(g.values), "params": dict(g.params)} for g in config.methods
+        ],
+        "k": config.k,
+        "fetch_k": config.fetch_k,
+        "limit": config.limit,
+        "model_name": config.model_name,
+        "oracle_lambdas": list(config.oracle_lambdas),
+        "command": config.command,
+    }
+
+
+def summary_rows(results: BenchResults) -> list[dict[str, Any]]:
+    """One row per task x setting with the mean of every metric."""
+    rows = []
+    for t in results.tasks:
+        for s in t.settings:
+            row: dict[str, Any] = {
+                "dataset": t.dataset,
+                "protocol": t.protocol,
+                "method": s.method,
+                "params": s.label,
+                "n": len(t.qids),
+            }
+            for m in METRICS:
+                row[m] = s.mean(m)
+            rows.append(row)
+    return rows
+
