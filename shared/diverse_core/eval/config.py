@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidParameterError
+from ..errors import InvalidParameterError, UnknownMethodError
 from ..registry import available_methods, get_method
 from .plugins import available_plugins, get_plugin
 
@@ -115,7 +115,7 @@ def parse_method(spec: str) -> MethodGrid:
     name, _, values = head.partition("=")
     name = _ALIASES.get(name.strip(), name.strip())
     if name not in available_methods() and name not in available_plugins():
-        raise InvalidParameterError(
+        raise UnknownMethodError(
             f"unknown method {name!r} in {spec!r}; core methods: {available_methods()}, "
             f"plugins: {available_plugins()}"
         )

@@ -135,7 +135,7 @@ def dfrag_method(inp: MethodInput, **params: Any) -> MethodOutput:
     unknown = set(params) - _KNOWN
     if unknown:
         raise InvalidParameterError(f"unknown dfrag parameter(s) {sorted(unknown)}; known: {sorted(_KNOWN)}")
-    if str(params.get("llm", "auto")) == "none":
+    if params.get("llm", "auto") is None or str(params.get("llm")).lower() == "none":
         groups = sweep_candidate_sets(inp.query_embedding, inp.embeddings, inp.k, DEFAULT_LAMBDAS)
         lam = upper_median(DEFAULT_LAMBDAS)
         return MethodOutput(
