@@ -24,12 +24,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--k", type=int, default=4, help="chunks each method picks (default 4)")
     demo.add_argument("--out", default="demo_out", help="folder for the heatmap PNG (default demo_out)")
     demo.set_defaults(func=_run_demo)
-    try:
-        from .eval.cli import register as register_bench
-    except ImportError:  # the harness is optional until its module lands
-        register_bench = None
-    if register_bench is not None:
-        register_bench(sub)
+    from .eval.cli import register as register_bench
+
+    register_bench(sub)
     return parser
 
 
