@@ -145,7 +145,7 @@ DEFAULT_METHODS: tuple[MethodGrid, ...] = (
     MethodGrid("topk"),
     MethodGrid("mmr", (0.5, 0.7)),
     MethodGrid("gmmr", _grid(0.0, 1.0, 0.1)),
-    MethodGrid("dartboard", (0.02, 0.05, 0.1, 0.2, 0.3, 0.5)),
+    MethodGrid("dartboard", (0.05, 0.1, 0.15, 0.2, 0.3, 0.5)),
     MethodGrid("vendi", _grid(0.0, 1.0, 0.2)),
 )
 
@@ -157,6 +157,7 @@ DEFAULT_TASKS: tuple[tuple[str, str], ...] = (
     ("2wiki", "paragraphs"),
     ("2wiki", "chunks"),
     ("rgb", "paragraphs"),
+    ("asqa", "paragraphs"),
 )
 
 

@@ -153,7 +153,6 @@ def plot_dartboard(results: BenchResults, path: Path) -> bool:
     ax2.set_ylabel("diversity (1 - mean pairwise cosine)")
     for ax in (ax1, ax2):
         ax.set_xlabel("sigma")
-        ax.set_xscale("log")
         ax.grid(alpha=0.3)
     ax1.legend(fontsize=7)
     fig.suptitle("Dartboard on RGB en_fact")
