@@ -112,9 +112,7 @@ def _as_embedder(config: BenchConfig) -> Callable[[list[str]], Any]:
         return config.embedder  # type: ignore[no-any-return]
     from ..embedders import get_default_embedder
 
-    emb = get_default_embedder()
-    emb.batch_size = max(emb.batch_size, 128)
-    return emb
+    return get_default_embedder()
 
 
 def _top_candidates(
