@@ -45,6 +45,7 @@ class MiniLMEmbedder:
     dimension = 384
 
     def __init__(self, model_path: str | None = None, batch_size: int = 64, device: str = "cpu") -> None:
+        self._default_path = model_path is None
         self.model_path = model_path or default_model_path()
         self.batch_size = batch_size
         self.device = device
@@ -54,7 +55,9 @@ class MiniLMEmbedder:
     @property
     def name(self) -> str:
         """A stable identifier of the model (used to key caches)."""
-        return os.path.basename(os.path.normpath(self.model_path)) or self.model_path
+        if self._default_path:
+            return "all-MiniLM-L6-v2"
+        return os.path.normpath(self.model_path)
 
     def _load(self) -> Any:
         with self._lock:
