@@ -70,6 +70,7 @@ class EmbeddingCache:
         out, missing, where = self._lookup(texts)
         if missing:
             out = self._insert(missing, self._embed_fn(missing), out, where)
+        assert out is not None  # _lookup returns None only together with misses
         return out
 
     async def aembed(
@@ -83,6 +84,7 @@ class EmbeddingCache:
         out, missing, where = self._lookup(texts)
         if missing:
             out = self._insert(missing, await aembed_fn(missing), out, where)
+        assert out is not None  # _lookup returns None only together with misses
         return out
 
     def _lookup(

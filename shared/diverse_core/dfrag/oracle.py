@@ -8,9 +8,6 @@ each set. It is an upper bound on what per-query λ selection can reach.
 
 from __future__ import annotations
 
-import re
-import string
-from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 
 from numpy.typing import ArrayLike
@@ -25,33 +22,22 @@ ScoreFn = Callable[[tuple[int, ...], tuple[str, ...]], float]
 
 
 def normalize_answer(text: str) -> str:
-    """Lower-case, drop punctuation and articles, squeeze spaces (SQuAD-style)."""
-    text = text.lower()
-    text = "".join(ch for ch in text if ch not in set(string.punctuation))
-    text = re.sub(r"\b(a|an|the)\b", " ", text)
-    return " ".join(text.split())
+    """SQuAD-style answer normalisation (the harness's :func:`diverse_core.eval.metrics.normalize_answer`)."""
+    from ..eval.metrics import normalize_answer as _normalize  # lazy: eval imports dfrag
+
+    return _normalize(text)
 
 
 def answer_f1(prediction: str, golds: str | Sequence[str]) -> float:
-    """Token-level F1 of ``prediction`` against the best-matching gold answer.
+    """Token-level F1 against the best-matching gold answer (the harness's ``f1_score``).
 
     Example:
         >>> answer_f1("The Eiffel Tower", ["Eiffel Tower"])
         1.0
     """
-    gold_list = [golds] if isinstance(golds, str) else list(golds)
-    pred = normalize_answer(prediction).split()
-    best = 0.0
-    for gold in gold_list:
-        ref = normalize_answer(gold).split()
-        if not pred or not ref:
-            best = max(best, float(pred == ref))
-            continue
-        common = sum((Counter(pred) & Counter(ref)).values())
-        if common:
-            p, r = common / len(pred), common / len(ref)
-            best = max(best, 2 * p * r / (p + r))
-    return best
+    from ..eval.metrics import f1_score  # lazy: eval imports dfrag
+
+    return f1_score(prediction, golds)
 
 
 def gold_recall_scorer(gold: Collection[int]) -> ScoreFn:
