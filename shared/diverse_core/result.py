@@ -44,7 +44,7 @@ class Selection:
         """One dict per pick: ``index``, ``rank`` (0-based), ``score``, ``relevance``."""
         return [
             {"index": int(i), "rank": r, "score": float(s), "relevance": float(v)}
-            for r, (i, s, v) in enumerate(zip(self.indices, self.scores, self.relevance))
+            for r, (i, s, v) in enumerate(zip(self.indices, self.scores, self.relevance, strict=False))
         ]
 
 

@@ -42,10 +42,10 @@ def _facts_covered(question: DemoQuestion, picked: Sequence[str]) -> int:
 
 def _write_table(out: TextIO, header: list[str], rows: list[list[str]]) -> None:
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
-    out.write(" | ".join(h.ljust(w) for h, w in zip(header, widths)) + "\n")
+    out.write(" | ".join(h.ljust(w) for h, w in zip(header, widths, strict=False)) + "\n")
     out.write("-+-".join("-" * w for w in widths) + "\n")
     for row in rows:
-        out.write(" | ".join(c.ljust(w) for c, w in zip(row, widths)) + "\n")
+        out.write(" | ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)) + "\n")
 
 
 def _plot_heatmap(matrix: NDArray[np.float64], path: Path) -> None:
@@ -105,14 +105,14 @@ def run_demo(
     results: list[dict[str, Any]] = []
     jaccards = []
     out.write(f"diverse-rag demo: {len(ids)} chunks, k={k}, every method picks from the whole corpus\n")
-    for q, q_vec in zip(QUESTIONS, question_vecs):
+    for q, q_vec in zip(QUESTIONS, question_vecs, strict=False):
         out.write(f"\nQ: {q.question}\n   (answer: {q.answer}; needs {len(q.facts)} facts)\n\n")
         columns: list[list[str]] = []
         summary: dict[str, Any] = {}
         for label, method, params in DEMO_METHODS:
             sel = select(method, q_vec, chunk_vecs, k, **params)
             picked = [ids[i] for i in sel.indices]
-            columns.append([f"{c} ({s:+.3f})" for c, s in zip(picked, sel.scores)])
+            columns.append([f"{c} ({s:+.3f})" for c, s in zip(picked, sel.scores, strict=False)])
             vecs = chunk_vecs[sel.indices]
             summary[label] = {
                 "chunks": picked,
@@ -130,7 +130,7 @@ def run_demo(
         sw = sweep("gmmr", q_vec, chunk_vecs, k, values=LAMBDA_GRID)
         jaccards.append(jaccard_matrix(sw.indices))
         results.append({"question": q.question, "methods": summary,
-                        "gmmr_sets": {f"{v:.1f}": [ids[i] for i in row] for v, row in zip(sw.values, sw.indices)}})
+                        "gmmr_sets": {f"{v:.1f}": [ids[i] for i in row] for v, row in zip(sw.values, sw.indices, strict=False)}})
     out.write("\nScores are each method's objective at the moment of the pick (cosine for top-k).\n")
     out.write("Vendi = effective number of distinct chunks (1..k); mean sim = mean pairwise cosine.\n")
     heatmap = Path(out_dir) / "gmmr_jaccard_heatmap.png"
