@@ -11,11 +11,16 @@ seed) and ``k = 10`` this times, through the public API (validation included):
 
 Repeats are interleaved (one call of every function per round) so that load from
 other processes hits all of them alike; the table shows medians in milliseconds.
+``--cache`` fixes the CPU-cache state each timed call starts from, the same for
+every function: ``warm`` (default; the same call ran just before, as when a pool
+was just produced), ``cold`` (64 MiB written first, so inputs come from memory) or
+``as-is`` (whatever the previous function left, which depends on the order).
 A peer whose first call exceeds ``--slow-limit`` seconds is timed once more only
 and marked ``*``. Run::
 
     python benchmarks/selection.py            # full grid
     python benchmarks/selection.py --quick    # n in {100, 1000}, d = 384
+    python benchmarks/selection.py --cell 1000 768    # one cell (the issue's targets)
 """
 
 from __future__ import annotations
@@ -121,7 +126,15 @@ def _ours(q: np.ndarray, x: np.ndarray) -> list[Entry]:
     ]
 
 
-def _timed(entry: Entry) -> float:
+#: Written before each timed call in ``--cache cold`` mode: larger than any CPU cache here.
+_EVICT = np.zeros(64 * 2**20 // 8)
+
+
+def _timed(entry: Entry, cache: str = "as-is") -> float:
+    if cache == "warm" and entry.note != "*":
+        entry.fn()  # the same call untimed: its inputs and buffers are in cache
+    elif cache == "cold":
+        np.add(_EVICT, 1.0, out=_EVICT)  # evict the CPU caches
     t0 = time.perf_counter()
     entry.result = entry.fn()
     elapsed = time.perf_counter() - t0
@@ -129,7 +142,9 @@ def _timed(entry: Entry) -> float:
     return elapsed
 
 
-def run_cell(n: int, d: int, repeats: int, slow_limit: float, seed: int) -> list[Entry]:
+def run_cell(
+    n: int, d: int, repeats: int, slow_limit: float, seed: int, cache: str = "warm"
+) -> list[Entry]:
     """Time every function on one random pool of ``n`` unit vectors of dimension ``d``."""
     rng = np.random.default_rng(seed)
     x = rng.normal(size=(n, d)).astype(np.float32)
@@ -146,7 +161,7 @@ def run_cell(n: int, d: int, repeats: int, slow_limit: float, seed: int) -> list
         for e in entries:
             if e.note == "*" and e.times:
                 continue
-            _timed(e)
+            _timed(e, cache)
     return entries
 
 
@@ -169,11 +184,29 @@ def main(argv: list[str] | None = None) -> None:
         help="seconds; a peer slower than this is timed once (marked *)",
     )
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--cache",
+        choices=("warm", "cold", "as-is"),
+        default="warm",
+        help="CPU cache state at each timed call: warm = the same call ran just before "
+        "(the pool was just produced, as in a retrieval service); cold = caches evicted "
+        "first; as-is = whatever the previous function left (order-dependent)",
+    )
+    parser.add_argument(
+        "--cell",
+        type=int,
+        nargs=2,
+        action="append",
+        metavar=("N", "D"),
+        help="time only this (n, d) cell (repeatable), e.g. --cell 1000 768",
+    )
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error("--repeats must be >= 1")
     grid = (
-        [(100, 384), (1000, 384)]
+        [(int(n), int(d)) for n, d in args.cell]
+        if args.cell
+        else [(100, 384), (1000, 384)]
         if args.quick
         else [(n, d) for n in (100, 1000, 5000) for d in (384, 768)]
     )
@@ -181,13 +214,13 @@ def main(argv: list[str] | None = None) -> None:
     threads = {v: os.environ.get(v) for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
     print(
         f"# diverse_core selection benchmark (k={K}, float32 unit vectors, seed={args.seed}, "
-        f"median of {args.repeats} interleaved rounds)\n"
+        f"median of {args.repeats} interleaved rounds, cache {args.cache})\n"
         f"python {platform.python_version()}, numpy {np.__version__}, {os.cpu_count()} CPUs, "
         f"BLAS threads env: {threads}\n"
     )
     cells: dict[tuple[int, int], list[Entry]] = {}
     for n, d in grid:
-        cells[(n, d)] = run_cell(n, d, args.repeats, args.slow_limit, args.seed)
+        cells[(n, d)] = run_cell(n, d, args.repeats, args.slow_limit, args.seed, args.cache)
 
     names = [e.name for e in next(iter(cells.values()))]
     header = "| method | " + " | ".join(f"n={n} d={d}" for n, d in grid) + " |"

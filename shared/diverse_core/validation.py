@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -22,35 +23,47 @@ __all__ = [
     "check_unit_interval",
     "check_positive",
     "check_values",
+    "TIE_RTOL_FLOAT32",
+    "TIE_RTOL_FLOAT64",
 ]
 
 FloatArray = NDArray[np.float64]
 
+#: Tie tolerance (relative) when the candidates are float64.
+TIE_RTOL_FLOAT64 = 1e-12
+#: Tie tolerance (relative) when the candidates are float32 and products run in float32.
+TIE_RTOL_FLOAT32 = 1e-5
+
 
 class PreparedInputs:
-    """Validated inputs of one selection call, in float64.
+    """Validated inputs of one selection call.
 
-    The caller's candidate matrix is not copied when it is already float64: it is
-    held as a read-only view (``vectors``) together with the inverse row norms, so
-    cosine similarities are formed as scaled dot products and the (n, d) matrix is
-    never rewritten. Unit-normalised rows (``candidates``) are built on first use
-    only, for the methods that need them.
+    The caller's candidate matrix is not copied: float32 input stays float32 and
+    every other real dtype is read as float64. It is held as a read-only view
+    (``vectors``) together with the inverse row norms, so cosine similarities are
+    scaled dot products and the (n, d) matrix is never rewritten. Products with the
+    matrix run in its own precision (float32 input: float32 BLAS, half the memory
+    traffic); everything of length ``n`` (relevance, similarity columns, objectives)
+    is float64. Ties are judged at the working precision (:attr:`tie_rtol`).
 
     Attributes:
-        query: unit query vector, shape (d,).
-        vectors: candidate vectors as given (read-only float64), shape (n, d).
-        inv_norms: ``1 / ||vectors[i]||``, shape (n,).
-        relevance: relevance of each candidate to the query, shape (n,). Cosine
-            similarity unless the caller supplied its own scores.
+        query: unit query vector in the working precision, shape (d,).
+        vectors: candidate vectors as given (read-only float32 or float64), shape (n, d).
+        inv_norms: ``1 / ||vectors[i]||`` in float64, shape (n,).
+        relevance: relevance of each candidate to the query in float64, shape (n,).
+            Cosine similarity unless the caller supplied its own scores.
         k: number of picks that will actually be returned, ``min(k, n)``.
+        tie_rtol: objective values closer than ``tie_rtol * max(1, |best|)`` to the
+            best count as tied (``1e-12`` for float64 input, ``1e-5`` for float32,
+            a margin far above the rounding of either precision).
     """
 
-    __slots__ = ("query", "vectors", "inv_norms", "relevance", "k", "_unit")
+    __slots__ = ("query", "vectors", "inv_norms", "relevance", "k", "tie_rtol", "_unit")
 
     def __init__(
         self,
-        query: FloatArray,
-        vectors: FloatArray,
+        query: NDArray[np.floating[Any]],
+        vectors: NDArray[np.floating[Any]],
         inv_norms: FloatArray,
         relevance: FloatArray,
         k: int,
@@ -60,6 +73,7 @@ class PreparedInputs:
         self.inv_norms = inv_norms
         self.relevance = relevance
         self.k = k
+        self.tie_rtol = TIE_RTOL_FLOAT32 if vectors.dtype == np.float32 else TIE_RTOL_FLOAT64
         self._unit: FloatArray | None = None
 
     @property
@@ -69,20 +83,35 @@ class PreparedInputs:
 
     @property
     def candidates(self) -> FloatArray:
-        """Unit-normalised candidate rows, shape (n, d) (computed once, on first use)."""
+        """Unit-normalised candidate rows in float64, shape (n, d) (computed once, on first use)."""
         if self._unit is None:
-            unit = self.vectors * self.inv_norms[:, None]
+            unit = self.unit_rows(np.arange(self.n))
             unit.flags.writeable = False
             self._unit = unit
         return self._unit
 
-    def cosine_rows(self, indices: NDArray[np.int64] | list[int]) -> FloatArray:
-        """Cosine similarity of every candidate to each of ``indices``, shape (len(indices), n)."""
+    def unit_rows(self, indices: NDArray[np.int64]) -> FloatArray:
+        """Unit-normalised float64 copies of the rows ``indices``, shape (len(indices), d)."""
         idx = np.asarray(indices, dtype=np.int64)
-        block = self.vectors[idx] @ self.vectors.T
+        rows = np.asarray(self.vectors[idx], dtype=np.float64)
+        rows *= self.inv_norms[idx][:, None]
+        return rows
+
+    def cosine_rows(self, indices: NDArray[np.int64] | list[int]) -> FloatArray:
+        """Cosine similarity of every candidate to each of ``indices``, shape (len(indices), n).
+
+        One matrix-vector product per index when there is one, else one matrix
+        product for all of them, in the working precision; scaled in float64.
+        """
+        idx = np.asarray(indices, dtype=np.int64).reshape(-1)
+        if idx.shape[0] == 1:
+            raw = (self.vectors @ self.vectors[idx[0]])[None, :]
+        else:
+            raw = (self.vectors @ self.vectors[idx].T).T
+        block = np.array(raw, dtype=np.float64, order="C")
         block *= self.inv_norms[idx][:, None]
         block *= self.inv_norms[None, :]
-        return np.asarray(block, dtype=np.float64)
+        return block
 
 
 def _as_float_array(value: ArrayLike, name: str, ndim: int) -> FloatArray:
@@ -140,40 +169,47 @@ def check_values(values: ArrayLike, name: str) -> FloatArray:
     return arr
 
 
-def _raise_non_finite(arr: FloatArray, name: str) -> None:
+def _raise_non_finite(arr: NDArray[np.floating[Any]], name: str) -> None:
     finite = np.isfinite(arr)
     if not np.all(finite):
         bad = np.argwhere(~finite)[0].tolist()
         raise NonFiniteInputError(f"{name} contains NaN or inf (first at index {bad})")
 
 
-def _row_norms(arr: FloatArray, name: str) -> FloatArray:
-    """Euclidean norms of the rows of ``arr`` (or of a 1-D ``arr``), validating as it goes.
+def _row_norms(arr: NDArray[np.floating[Any]], name: str) -> FloatArray:
+    """Euclidean norms (float64) of the rows of ``arr`` (or of a 1-D ``arr``), validating as it goes.
 
     NaN/inf anywhere in a row makes its squared norm non-finite, so one pass over
     the data both checks finiteness and measures the rows; only then is the exact
-    position of a bad value looked up (or huge-but-finite rows rescaled).
+    position of a bad value looked up, and rows whose squares overflow or underflow
+    are measured again after scaling by their largest entry.
     """
-    norms = np.sqrt(np.einsum("...i,...i->...", arr, arr))
-    if not np.all(np.isfinite(norms)):
+    norms = np.sqrt(np.einsum("...i,...i->...", arr, arr)).astype(np.float64)
+    tiny = np.finfo(arr.dtype).tiny
+    if not (np.all(np.isfinite(norms)) and np.all(norms > tiny)):
         _raise_non_finite(arr, name)
-        scale = np.max(np.abs(arr), axis=-1)  # finite but overflowing: rescale first
-        norms = scale * np.linalg.norm(arr / scale[..., None], axis=-1)
-    zero = np.atleast_1d(norms <= np.finfo(np.float64).tiny)
+        scale = np.max(np.abs(arr), axis=-1).astype(np.float64)
+        safe = np.where(scale > 0.0, scale, 1.0)
+        rescaled = np.asarray(arr, dtype=np.float64) / np.asarray(safe)[..., None]
+        norms = np.where(scale > 0.0, scale * np.linalg.norm(rescaled, axis=-1), 0.0)
+    zero = np.atleast_1d(norms <= 0.0)
     if np.any(zero):
         loc = f" (row {int(np.argmax(zero))})" if arr.ndim == 2 else ""
         raise ZeroVectorError(f"{name} contains a zero vector{loc}; cosine similarity is undefined")
     return np.asarray(norms, dtype=np.float64)
 
 
-def _read_only_matrix(value: ArrayLike, name: str) -> FloatArray:
+def _read_only_matrix(value: ArrayLike, name: str) -> NDArray[np.floating[Any]]:
+    """The candidates as a read-only view: float32 kept as is, anything else as float64."""
     try:
-        arr = np.asarray(value, dtype=np.float64)
+        arr = np.asarray(value)
+        if arr.dtype != np.float32:
+            arr = np.asarray(arr, dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise DimensionMismatchError(f"{name} must be a numeric array; got {type(value).__name__}") from exc
     if arr.ndim != 2:
         raise DimensionMismatchError(f"{name} must have 2 dimension(s); got shape {arr.shape}")
-    view: FloatArray = arr.view()
+    view: NDArray[np.floating[Any]] = arr.view()
     view.flags.writeable = False  # never write through to the caller's array
     return view
 
@@ -206,10 +242,11 @@ def prepare_inputs(
         raise DimensionMismatchError(
             f"query has dimension {q.shape[0]} but candidates have dimension {cand.shape[1]}"
         )
-    q = q / _row_norms(q, "query")
+    q = (q / _row_norms(q, "query")).astype(cand.dtype)
     inv_norms = 1.0 / _row_norms(cand, "candidates")
     if relevance is None:
-        rel = (cand @ q) * inv_norms
+        rel = np.asarray(cand @ q, dtype=np.float64)
+        rel *= inv_norms
     else:
         rel = _as_float_array(relevance, "relevance", 1)
         if rel.shape[0] != cand.shape[0]:

@@ -257,6 +257,16 @@ def test_sweep_equals_loop_property(args: tuple[int, int, int, int], values: lis
 # --------------------------------------------------------------------------- invariants
 
 
+def _reference_margin(method: str, q: np.ndarray, c: np.ndarray, k: int) -> float:
+    """Smallest objective margin between the winner and the runner-up over all steps."""
+    if method == "topk":
+        rel = np.sort(unit(c) @ unit(q))[::-1][: k + 1]
+        return float(np.min(-np.diff(rel))) if rel.size > 1 else np.inf
+    ref = {"mmr": ref_mmr, "gmmr": ref_gmmr, "dartboard": ref_dartboard}[method]
+    return float(ref(q, c, k, PARAM[method].get("lambda_mult", PARAM[method].get("sigma"))
+                     )[2])
+
+
 @given(pools, st.sampled_from(ALL), st.sampled_from([np.float32, np.float64]))
 @SETTINGS
 def test_invariants(args: tuple[int, int, int, int], method: str, dtype: type) -> None:
@@ -269,14 +279,18 @@ def test_invariants(args: tuple[int, int, int, int], method: str, dtype: type) -
     assert len(idx) == min(k, n) == len(sel.scores) == len(sel.relevance)
     assert len(set(idx)) == len(idx) and all(0 <= i < n for i in idx)
     rel = unit(c) @ unit(q)
-    assert rel[idx[0]] == pytest.approx(rel.max(), abs=1e-12)  # first pick is the most relevant
-    np.testing.assert_allclose(sel.relevance, rel[idx], atol=1e-12)
+    # float32 input is computed in float32: relevance agrees to float32 precision
+    tol = 1e-6 if dtype is np.float32 else 1e-12
+    assert rel[idx[0]] >= rel.max() - tol  # first pick is the most relevant
+    np.testing.assert_allclose(sel.relevance, rel[idx], atol=tol)
     np.testing.assert_array_equal(q, q0)
     np.testing.assert_array_equal(c, c0)
     assert q.dtype == dtype and c.dtype == dtype
-    # float32 input is the same selection as its exact float64 conversion
+    # ... and picks what the float64 computation picks, unless a step hinges on a
+    # margin below the float32 tie tolerance (1e-5)
     again = select(method, q.astype(np.float64), c.astype(np.float64), k=k, **PARAM[method])
-    assert again.indices.tolist() == idx
+    if dtype is np.float64 or _reference_margin(method, q, c, k) > 1e-4:
+        assert again.indices.tolist() == idx
     assert sel.indices.dtype == np.int64 and sel.scores.dtype == np.float64
 
 

@@ -5,25 +5,37 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from ..validation import PreparedInputs
+from ..validation import TIE_RTOL_FLOAT64, PreparedInputs
 
-__all__ = ["argmax_rows", "TIE_RTOL", "SimilarityColumns"]
+__all__ = ["argmax_rows", "TIE_RTOL", "SimilarityColumns", "cosine_block"]
 
-#: Objective values within this relative distance of a row's maximum count as tied;
-#: ties go to the lowest candidate index. This keeps picks stable against
-#: last-bit rounding differences between a batched sweep and a single run.
-TIE_RTOL = 1e-12
+#: Objective values within this relative distance of a row's maximum count as tied
+#: (float64 input; float32 input uses ``PreparedInputs.tie_rtol``); ties go to the
+#: lowest candidate index. This keeps picks stable against last-bit rounding
+#: differences between a batched sweep and a single run.
+TIE_RTOL = TIE_RTOL_FLOAT64
 
 
-def argmax_rows(obj: NDArray[np.float64]) -> NDArray[np.int64]:
+def argmax_rows(obj: NDArray[np.float64], rtol: float = TIE_RTOL) -> NDArray[np.int64]:
     """Row-wise argmax of ``obj`` (L, n) with tolerant, lowest-index tie-breaking.
 
     Entries equal to ``-inf`` are never chosen unless a whole row is ``-inf``.
     """
     best = obj.max(axis=1, keepdims=True)
-    tol = TIE_RTOL * np.maximum(1.0, np.abs(best))
+    tol = rtol * np.maximum(1.0, np.abs(best))
     near = obj >= best - tol
     return np.asarray(np.argmax(near, axis=1), dtype=np.int64)
+
+
+def cosine_block(
+    prep: PreparedInputs, rows: NDArray[np.int64], cols: NDArray[np.int64]
+) -> NDArray[np.float64]:
+    """Cosine similarity between candidates ``rows`` and candidates ``cols``, shape (R, C)."""
+    vec = prep.vectors
+    block = np.asarray(vec[rows] @ vec[cols].T, dtype=np.float64)
+    block *= prep.inv_norms[rows][:, None]
+    block *= prep.inv_norms[cols][None, :]
+    return block
 
 
 class SimilarityColumns:
@@ -32,8 +44,9 @@ class SimilarityColumns:
     A sweep over ``L`` parameter values picks the same item for many values, so the
     ``(n,)`` column ``candidates @ candidates[i]`` is computed on first use and
     reused afterwards. Columns first needed together are computed in one matrix
-    product; its rounding can differ from a matrix-vector product in the last bits,
-    which :data:`TIE_RTOL` absorbs.
+    product (far cheaper than one matrix-vector product each); its rounding can
+    differ from a matrix-vector product in the last bits, which the tie tolerance
+    (``PreparedInputs.tie_rtol``) absorbs.
     """
 
     def __init__(self, prep: PreparedInputs) -> None:

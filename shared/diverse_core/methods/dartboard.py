@@ -71,7 +71,7 @@ def _similarities(
     prep: PreparedInputs, ids: NDArray[np.int64], variant: str, scorer: PairScorer | None
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """(query -> triaged similarities (K,), triaged <-> triaged similarities (K, K))."""
-    emb = prep.candidates[ids]
+    emb = prep.unit_rows(ids)
     if variant == "crossencoder":
         assert scorer is not None
         q_sim = _scores(scorer, [(QUERY, int(i)) for i in ids])
@@ -116,7 +116,7 @@ def dartboard_sweep(
     **_: Any,
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
     """Dartboard for every ``sigma`` in ``values`` at once; returns (L, k) picks and log-scores."""
-    k, n = prep.k, prep.candidates.shape[0]
+    k, n = prep.k, prep.n
     pool = n if triage_k is None else min(n, max(int(triage_k), k))
     ids = np.argsort(-prep.relevance, kind="stable")[:pool].astype(np.int64)
     q_sim, pair_sim = _similarities(prep, ids, variant, scorer)
@@ -125,7 +125,7 @@ def dartboard_sweep(
     rows = np.arange(n_values)
     log_q = _log_gauss(1.0 - q_sim[None, :], sigma)  # (L, K)
     log_d = _log_gauss(1.0 - pair_sim[None, :, :], sigma[:, :, None])  # (L, K, K)
-    emb = prep.candidates[ids]
+    emb = prep.unit_rows(ids)
     duplicate = (emb @ emb.T) >= _DUPLICATE_COS  # (K, K) exact duplicates by embedding
 
     picks = np.empty((n_values, k), dtype=np.int64)

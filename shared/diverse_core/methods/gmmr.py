@@ -41,14 +41,16 @@ def gmmr_sweep(
     rows = np.arange(n_values)
     picks = np.empty((n_values, k), dtype=np.int64)
     scores = np.empty((n_values, k), dtype=np.float64)
-    taken = np.zeros((n_values, n), dtype=bool)
     sims = SimilarityColumns(prep)
-    first = argmax_rows(rel[None, :])[0]
+    rtol = prep.tie_rtol
+    first = argmax_rows(rel[None, :], rtol)[0]
     picks[:, 0] = first
     scores[:, 0] = rel[first]
-    taken[:, first] = True
     if k == 1:
         return picks, scores
+    # blocked[l, i] = -inf once value l picked candidate i, else 0 (added to the objective).
+    blocked = np.zeros((n_values, n))
+    blocked[:, first] = -np.inf
     # dot[l, i] = <c_i, sum of value l's picks>; norm2[l] = ||sum of value l's picks||^2.
     dot = np.repeat(sims.column(int(first))[None, :], n_values, axis=0)
     norm2 = np.ones((n_values, 1))
@@ -65,11 +67,11 @@ def gmmr_sweep(
         np.sqrt(obj, out=obj)
         obj *= weight
         obj += relevance_term
-        obj[taken] = -np.inf
-        best = argmax_rows(obj)
+        obj += blocked
+        best = argmax_rows(obj, rtol)
         picks[:, step] = best
         scores[:, step] = obj[rows, best]
-        taken[rows, best] = True
+        blocked[rows, best] = -np.inf
         if step + 1 < k:
             norm2 = norm2 + 2.0 * dot[rows, best][:, None] + 1.0
             dot += sims.rows(best)

@@ -8,6 +8,15 @@ Objective of candidate ``c`` given the picks ``S``::
 the same convention and parameter name as LangChain's
 ``maximal_marginal_relevance``, and the same picks for the same input.
 The first pick is the most relevant candidate.
+
+Speed. A candidate's objective can only fall as picks are added (its maximum
+similarity to the picks can only grow), so a value computed against fewer picks is
+an upper bound. :func:`mmr_select` on pools of at least :data:`LAZY_MIN_N` items
+exploits this: after the first pick's similarity column (one matrix-vector
+product), each step refreshes only the candidates whose stale bound can still reach
+the best exact objective (a few dozen, in blocks), instead of computing a full
+similarity column per pick. The picks are exactly those of the eager computation
+(:func:`mmr_sweep`, which scores every candidate at every step for all values).
 """
 
 from __future__ import annotations
@@ -19,9 +28,14 @@ from numpy.typing import NDArray
 
 from ..registry import MethodSpec
 from ..validation import PreparedInputs, check_unit_interval
-from ._common import SimilarityColumns, argmax_rows
+from ._common import SimilarityColumns, argmax_rows, cosine_block
 
-__all__ = ["mmr_select", "mmr_sweep", "SPEC"]
+__all__ = ["mmr_select", "mmr_sweep", "LAZY_MIN_N", "SPEC"]
+
+#: Pools at least this large use the lazy (bound-and-refresh) single-value path.
+LAZY_MIN_N = 128
+#: Candidates refreshed in the first round of a lazy step (grows 4x per round).
+_FIRST_BLOCK = 48
 
 
 def mmr_sweep(
@@ -37,7 +51,8 @@ def mmr_sweep(
     taken = np.zeros((n_values, n), dtype=bool)
     sims = SimilarityColumns(prep)
     # First pick: the most relevant candidate (the redundancy term is empty).
-    first = argmax_rows(rel[None, :])[0]
+    rtol = prep.tie_rtol
+    first = argmax_rows(rel[None, :], rtol)[0]
     picks[:, 0] = first
     scores[:, 0] = lam[:, 0] * rel[first]
     taken[:, first] = True
@@ -51,7 +66,7 @@ def mmr_sweep(
         np.multiply(penalty, max_sim, out=obj)
         np.subtract(relevance_term, obj, out=obj)
         obj[taken] = -np.inf
-        best = argmax_rows(obj)
+        best = argmax_rows(obj, rtol)
         picks[:, step] = best
         scores[:, step] = obj[rows, best]
         taken[rows, best] = True
@@ -61,10 +76,51 @@ def mmr_sweep(
     return picks, scores
 
 
+def _mmr_lazy(prep: PreparedInputs, lam: float) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """Exact MMR for one value, refreshing only candidates whose bound can still win."""
+    rel, k, n, rtol = prep.relevance, prep.k, prep.n, prep.tie_rtol
+    picks = np.empty(k, dtype=np.int64)
+    scores = np.empty(k, dtype=np.float64)
+    first = int(argmax_rows(rel[None, :], rtol)[0])
+    picks[0], scores[0] = first, lam * rel[first]
+    if k == 1:
+        return picks, scores
+    relevance_term = lam * rel
+    penalty = 1.0 - lam
+    known = prep.cosine_rows([first])[0]  # max similarity to picks[:seen], a lower bound
+    seen = np.ones(n, dtype=np.int64)  # how many leading picks `known` covers (1 or `step`)
+    upper = relevance_term - penalty * known  # exact where seen == step, else an upper bound
+    upper[first] = -np.inf
+    for step in range(1, k):
+        block = min(_FIRST_BLOCK, n)
+        while True:
+            # The `block` largest values of `upper` (bounds or exact values) ...
+            top = np.argpartition(upper, n - block)[n - block :]
+            cut = float(upper[top].min())
+            stale = top[(seen[top] < step) & (upper[top] > -np.inf)]  # never a pick
+            if stale.size:  # one small product against every pick so far
+                known[stale] = cosine_block(prep, stale, picks[:step]).max(axis=1)
+            seen[stale] = step
+            upper[stale] = relevance_term[stale] - penalty * known[stale]
+            # ... are now exact; every other candidate's objective is <= cut.
+            best = float(upper[top].max())
+            floor = best - rtol * max(1.0, abs(best))
+            if cut < floor or block == n:
+                break
+            block = min(4 * block, n)
+        tied = top[upper[top] >= floor]
+        win = int(tied.min())
+        picks[step], scores[step] = win, upper[win]
+        upper[win] = -np.inf
+    return picks, scores
+
+
 def mmr_select(
     prep: PreparedInputs, *, lambda_mult: float = 0.5, **_: Any
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
     """MMR picks for one ``lambda_mult`` (see module docstring)."""
+    if prep.n >= LAZY_MIN_N and prep.k > 2:
+        return _mmr_lazy(prep, float(lambda_mult))
     picks, scores = mmr_sweep(prep, np.array([lambda_mult]))
     return picks[0], scores[0]
 

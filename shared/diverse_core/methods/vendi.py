@@ -26,7 +26,7 @@ Eq. 2 unspecified; the rescaling above puts both terms on ``[0, 1]``.
 Objectives (``objective=``):
 
 * ``"paper"`` (default): the formula above. Candidates whose objective is within
-  :data:`~diverse_core.methods._common.TIE_RTOL` of the best are tied; a tie goes
+  the tie tolerance (``PreparedInputs.tie_rtol``) of the best are tied; a tie goes
   to the higher relevance, then to the lower index.
 * ``"vendirag"``: the variant of the ``vendirag`` package (``vrs_select``),
   reproduced pick for pick: the relevance range is floored at ``1e-9``, the
@@ -61,7 +61,7 @@ from numpy.typing import NDArray
 from ..errors import InvalidParameterError
 from ..registry import MethodSpec
 from ..validation import PreparedInputs, check_positive, check_unit_interval
-from ._common import TIE_RTOL
+from ._common import SimilarityColumns
 
 __all__ = ["OBJECTIVES", "vendi_select", "vendi_sweep", "vendi_upper_bound", "SPEC"]
 
@@ -73,7 +73,8 @@ OBJECTIVES = ("paper", "vendirag")
 _VENDIRAG_RANGE_FLOOR = 1e-9
 _VENDIRAG_TIE_WEIGHT = 1e-9
 _VENDIRAG_EIG_CUTOFF = 1e-12
-#: Absolute slack on bounds, far above the rounding error of any objective value.
+#: Absolute slack on bounds, far above the rounding error of any float64 objective
+#: value (float32 input uses its tie tolerance, which is larger).
 _BOUND_SLACK = 1e-9
 #: Candidates scored exactly in the first round of a step (doubles each round).
 _FIRST_BATCH = 8
@@ -135,22 +136,23 @@ def _vendi_of_kernels(kernels: FloatArray, order: float, cutoff: float) -> Float
 class _Pool:
     """Per-call data shared by every step and every swept value."""
 
-    cand: FloatArray
+    sims: SimilarityColumns
     rel: FloatArray
     rel_norm: FloatArray
     rel_min: float
     rel_range: float
     vendirag: bool
     order: float
-    columns: dict[int, FloatArray]
+    rtol: float
+
+    @property
+    def n(self) -> int:
+        """Number of candidates."""
+        return int(self.rel.shape[0])
 
     def column(self, j: int) -> FloatArray:
         """Cosine similarity of every candidate to candidate ``j`` (cached)."""
-        col = self.columns.get(j)
-        if col is None:
-            col = self.cand @ self.cand[j]
-            self.columns[j] = col
-        return col
+        return self.sims.column(j)
 
 
 def _make_pool(prep: PreparedInputs, objective: str, order: float) -> _Pool:
@@ -159,7 +161,9 @@ def _make_pool(prep: PreparedInputs, objective: str, order: float) -> _Pool:
     vendirag = objective == "vendirag"
     span = max(hi - lo, _VENDIRAG_RANGE_FLOOR) if vendirag else hi - lo
     rel_norm = (rel - lo) / span if span > 0.0 else np.zeros_like(rel)
-    return _Pool(prep.candidates, rel, rel_norm, lo, span, vendirag, order, {})
+    return _Pool(
+        SimilarityColumns(prep), rel, rel_norm, lo, span, vendirag, order, prep.tie_rtol
+    )
 
 
 class _Step:
@@ -171,7 +175,7 @@ class _Step:
 
     def __init__(self, pool: _Pool, parent: _Step | None, new: int) -> None:
         self.pool = pool
-        n = pool.cand.shape[0]
+        n = pool.n
         col = pool.column(new)
         if parent is None:
             self.prefix = [new]
@@ -244,7 +248,7 @@ class _Step:
         batch = _FIRST_BATCH if self.bounded else upper.shape[0]
         best = -np.inf
         while True:
-            floor = best - TIE_RTOL * max(1.0, abs(best)) - _BOUND_SLACK
+            floor = best - pool.rtol * max(1.0, abs(best)) - max(_BOUND_SLACK, pool.rtol)
             todo = (upper >= floor).nonzero()[0]
             if todo.size == 0:
                 break
@@ -282,7 +286,7 @@ def _choose(
     default ``arange``). The ``vendirag`` objective skips the relevance rule.
     """
     best = float(obj.max())
-    near = (obj >= best - TIE_RTOL * max(1.0, abs(best))).nonzero()[0]
+    near = (obj >= best - pool.rtol * max(1.0, abs(best))).nonzero()[0]
     if not pool.vendirag and near.size > 1:
         rel = pool.rel[near if ids is None else ids[near]]
         near = near[rel == rel.max()]
