@@ -19,7 +19,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 from numpy.typing import NDArray
-from pydantic import ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from .embeddings import CachedEmbeddings, KnownVectors, cached_embeddings
 from .selection import (
@@ -42,9 +42,10 @@ def _stored_vector_lookup(store: VectorStore, documents: Sequence[Document]) -> 
     if not isinstance(store, InMemoryVectorStore):
         return None
     table = store.store
-    by_text = {doc.page_content: doc.id for doc in documents if doc.id is not None}
 
     def known(texts: list[str]) -> list[Any | None]:
+        # Called on cache misses only, so the id index is built only when needed.
+        by_text = {doc.page_content: doc.id for doc in documents if doc.id is not None}
         found: list[Any | None] = []
         for text in texts:
             entry = table.get(by_text[text]) if text in by_text else None
@@ -65,6 +66,40 @@ def _accepts_keyword(fn: Callable[..., Any], name: str) -> bool:
             inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD
         )
     return any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
+def _private(model: BaseModel) -> dict[str, Any]:
+    """The private attributes of ``model`` (pydantic's documented ``__pydantic_private__``).
+
+    Reading ``model._attr`` goes through pydantic's ``__getattr__`` fallback (about 2 µs);
+    the hot path reads this dict instead (one slot read). Writes still use ``model._attr = v``.
+    """
+    return model.__pydantic_private__  # type: ignore[return-value]
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    """Equal and of the same type (``True == 1`` must not reuse a plan validated for 1)."""
+    return type(a) is type(b) and bool(a == b)
+
+
+def _same_settings(old: tuple[Any, ...], new: tuple[Any, ...]) -> bool:
+    """Whether ``(method, method_params, k, fetch_k)`` are unchanged since ``old`` was taken."""
+    old_method, old_params, old_k, old_fetch_k = old
+    method, params, k, fetch_k = new
+    try:
+        return (
+            _same_value(old_method, method)
+            and _same_value(old_k, k)
+            and _same_value(old_fetch_k, fetch_k)
+            and isinstance(params, dict)
+            and len(params) == len(old_params)
+            and all(
+                name in old_params and _same_value(old_params[name], value)
+                for name, value in params.items()
+            )
+        )
+    except (TypeError, ValueError):  # e.g. array-valued parameters: just re-validate
+        return False
 
 
 class DiverseRetriever(BaseRetriever):
@@ -125,6 +160,7 @@ class DiverseRetriever(BaseRetriever):
     use_stored_vectors: bool = True
 
     _embedder_memo: tuple[Embeddings, CachedEmbeddings] | None = PrivateAttr(default=None)
+    _plan_memo: tuple[tuple[Any, ...], SelectionPlan] | None = PrivateAttr(default=None)
 
     def __init__(self, **data: Any) -> None:
         super().__init__(**data)
@@ -157,14 +193,24 @@ class DiverseRetriever(BaseRetriever):
 
     def _embedder(self) -> CachedEmbeddings:
         source = self._source_embeddings()
-        memo = self._embedder_memo
+        memo = _private(self)["_embedder_memo"]
         if memo is None or memo[0] is not source:  # namespace look-up once per model object
             memo = (source, cached_embeddings(source))
             self._embedder_memo = memo
         return memo[1]
 
     def _plan(self, kwargs: dict[str, Any]) -> SelectionPlan:
-        return plan_for_call((self.method, self.method_params, self.k, self.fetch_k), kwargs)
+        settings = (self.method, self.method_params, self.k, self.fetch_k)
+        if kwargs:
+            return plan_for_call(settings, kwargs)
+        # No per-call overrides: reuse the plan validated for the current settings
+        # (fields may be reassigned or method_params edited in place, so compare).
+        memo = _private(self)["_plan_memo"]
+        if memo is not None and _same_settings(memo[0], settings):
+            return memo[1]
+        plan = plan_for_call(settings, kwargs)
+        self._plan_memo = ((self.method, dict(self.method_params), self.k, self.fetch_k), plan)
+        return plan
 
     def _known(self, documents: Sequence[Document]) -> KnownVectors | None:
         store = self.vectorstore
