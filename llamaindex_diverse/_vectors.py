@@ -10,16 +10,18 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from itertools import chain
+from operator import attrgetter
 
 import numpy as np
 from diverse_core.embedding_cache import EmbeddingCache
 from diverse_core.errors import DimensionMismatchError, InvalidParameterError
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
+from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, QueryBundle, TextNode
 from numpy.typing import NDArray
 
 __all__ = [
     "ModelBoundCache",
+    "NodeTextMemo",
     "model_namespace",
     "nodes_to_embed",
     "query_strings",
@@ -58,23 +60,145 @@ class ModelBoundCache:
             return self._cache
 
 
+_PLAIN_GET_CONTENT = TextNode.get_content
+_PLAIN_METADATA_STR = BaseNode.get_metadata_str
+
+
+_PLAIN_CLASSES: dict[type, bool] = {}
+
+
+def _is_plain_class(cls: type) -> bool:
+    """Whether ``cls`` renders its content with ``TextNode``'s own methods (memoised per class)."""
+    plain = _PLAIN_CLASSES.get(cls)
+    if plain is None:
+        plain = (
+            getattr(cls, "get_content", None) is _PLAIN_GET_CONTENT
+            and getattr(cls, "get_metadata_str", None) is _PLAIN_METADATA_STR
+        )
+        _PLAIN_CLASSES[cls] = plain
+    return plain
+
+
+class NodeTextMemo:
+    """``node.get_content(metadata_mode)`` of text nodes, memoised by everything it depends on.
+
+    Rendering a node's metadata into its embedding text (what a vector index embeds,
+    and the embedding-cache key of a node without an embedding) costs several µs per
+    node, and the same nodes come back query after query. For nodes whose class uses
+    :class:`~llama_index.core.schema.TextNode`'s own ``get_content`` and
+    ``get_metadata_str``, the rendered text is a function of the node text, the mode,
+    the metadata keys with ``str()`` of their values, the mode's excluded keys and the
+    three templates; all of them form the memo key, so any change to a node (text,
+    metadata, exclusions, templates) renders it afresh. Nodes without metadata embed
+    their text as is (no rendering, no memo); other node classes are always rendered.
+
+    Args:
+        maxsize: most rendered texts kept (the memo is emptied when it is full).
+
+    Example:
+        >>> from llama_index.core.schema import MetadataMode, TextNode
+        >>> memo = NodeTextMemo(maxsize=100)
+        >>> node = TextNode(text="body", metadata={"title": "T"})
+        >>> memo.render(node, MetadataMode.EMBED) == node.get_content(MetadataMode.EMBED)
+        True
+    """
+
+    def __init__(self, maxsize: int) -> None:
+        self._maxsize = maxsize
+        self._memo: dict[tuple[object, ...], str] = {}
+
+    def __len__(self) -> int:
+        return len(self._memo)
+
+    def render(self, node: BaseNode, mode: MetadataMode) -> str:
+        """The text ``node.get_content(metadata_mode=mode)`` returns."""
+        if not _is_plain_class(type(node)):
+            return node.get_content(metadata_mode=mode)
+        metadata = node.metadata
+        if not metadata or mode == MetadataMode.NONE:
+            return node.text  # what TextNode.get_content returns when no metadata is shown
+        if mode == MetadataMode.EMBED:
+            excluded = tuple(node.excluded_embed_metadata_keys)
+        elif mode == MetadataMode.LLM:
+            excluded = tuple(node.excluded_llm_metadata_keys)
+        else:
+            excluded = ()
+        key = (
+            node.text,
+            mode,
+            excluded,
+            node.metadata_template,
+            node.metadata_separator,
+            node.text_template,
+            # type(k): keys 1 and 1.0 are equal but render differently; values render as str().
+            tuple([(type(k), k, str(v)) for k, v in metadata.items()]),
+        )
+        text = self._memo.get(key)
+        if text is None:
+            text = node.get_content(metadata_mode=mode)
+            if len(self._memo) >= self._maxsize:
+                self._memo.clear()
+            self._memo[key] = text
+        return text
+
+
+_node_of = attrgetter("node")
+_embedding_of = attrgetter("embedding")
+_metadata_of = attrgetter("metadata")
+_text_of = attrgetter("text")
+
+
+def _plain_text_nodes(nodes: list[BaseNode], mode: MetadataMode) -> list[str] | None:
+    """The nodes' ``text`` when that is what every one of them embeds, else ``None``.
+
+    True for text nodes (``TextNode``'s own ``get_content``/``get_metadata_str``)
+    without metadata to show and with non-blank text: the common case of nodes
+    coming back from a vector store, checked in whole-list passes.
+    """
+    if not all(_is_plain_class(cls) for cls in set(map(type, nodes))):
+        return None
+    if mode != MetadataMode.NONE and any(map(_metadata_of, nodes)):
+        return None
+    texts: list[str] = list(map(_text_of, nodes))
+    if not all(texts) or any(map(str.isspace, texts)):
+        return None  # let the per-node pass name the blank node
+    return texts
+
+
 def nodes_to_embed(
-    nodes: Sequence[NodeWithScore], metadata_mode: MetadataMode
+    nodes: Sequence[NodeWithScore],
+    metadata_mode: MetadataMode,
+    memo: NodeTextMemo | None = None,
 ) -> tuple[list[int], list[str]]:
     """Positions and texts of the nodes that carry no embedding.
+
+    Args:
+        nodes: the candidates.
+        metadata_mode: which content is embedded.
+        memo: reuse rendered node texts across calls (see :class:`NodeTextMemo`).
 
     Raises:
         InvalidParameterError: a node has neither an embedding nor any text.
     """
+    inner: list[BaseNode] = list(map(_node_of, nodes))
+    embeddings = list(map(_embedding_of, inner))
+    missing = embeddings.count(None)
+    if missing == 0:
+        return [], []
+    if missing == len(inner):
+        texts = _plain_text_nodes(inner, metadata_mode)
+        if texts is not None:
+            return list(range(len(inner))), texts
+    render = memo.render if memo is not None else None
     positions: list[int] = []
-    texts: list[str] = []
-    for i, item in enumerate(nodes):
-        if item.node.embedding is not None:
+    texts = []
+    for i, (node, embedding) in enumerate(zip(inner, embeddings, strict=True)):
+        if embedding is not None:
             continue
-        text = item.node.get_content(metadata_mode=metadata_mode)
-        if not text or not text.strip():
+        text = render(node, metadata_mode) if render else node.get_content(metadata_mode=metadata_mode)
+        if not text or text.isspace():
             raise InvalidParameterError(
-                f"node {item.node.node_id!r} (position {i}) has no embedding and no text to "
+                f"node {node.node_id!r} (position {i}) has no embedding and no text to "
                 "embed; give it an embedding or text content"
             )
         positions.append(i)

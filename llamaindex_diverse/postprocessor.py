@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import numpy as np
@@ -13,7 +14,9 @@ from diverse_core.validation import check_k
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.callbacks import CallbackManager, CBEventType, EventPayload
+from llama_index.core.callbacks.base import EventContext
 from llama_index.core.instrumentation import get_dispatcher
+from llama_index.core.instrumentation.event_handlers import NullEventHandler
 from llama_index.core.instrumentation.events.rerank import ReRankEndEvent, ReRankStartEvent
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
@@ -22,6 +25,7 @@ from numpy.typing import NDArray
 from ._metadata import json_friendly_params, with_selection_metadata
 from ._vectors import (
     ModelBoundCache,
+    NodeTextMemo,
     model_namespace,
     nodes_to_embed,
     query_strings,
@@ -31,6 +35,37 @@ from ._vectors import (
 __all__ = ["DiverseNodePostprocessor"]
 
 dispatcher = get_dispatcher(__name__)
+
+
+def _has_event_handlers() -> bool:
+    """Whether any instrumentation event handler would see this module's events.
+
+    Mirrors how ``Dispatcher.event`` walks up the dispatcher tree; when nobody
+    listens, the events (pydantic models validating every node) are not built.
+    """
+    current = dispatcher
+    while current is not None:
+        for handler in current.event_handlers:
+            if type(handler) is not NullEventHandler:  # the root's default no-op handler
+                return True
+        current = current.parent if current.propagate else None
+    return False
+
+
+def _end_event(nodes: list[NodeWithScore]) -> None:
+    if _has_event_handlers():
+        dispatcher.event(ReRankEndEvent(nodes=nodes))
+
+
+def _same_params(old: dict[str, Any], new: Mapping[str, Any]) -> bool:
+    """Same names, types and values (``True == 1`` must not pass for a validated 1)."""
+    try:
+        return len(old) == len(new) and all(
+            name in old and type(old[name]) is type(value) and bool(old[name] == value)
+            for name, value in new.items()
+        )
+    except (TypeError, ValueError):  # e.g. array-valued parameters: just re-validate
+        return False
 
 
 class DiverseNodePostprocessor(BaseNodePostprocessor):
@@ -104,6 +139,8 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
     cache_size: int = Field(default=10_000, description="Most node texts kept in the cache.")
 
     _cache: ModelBoundCache = PrivateAttr()
+    _texts: NodeTextMemo = PrivateAttr()
+    _params_memo: tuple[str, dict[str, Any], dict[str, Any]] | None = PrivateAttr(default=None)
 
     def __init__(
         self,
@@ -142,6 +179,7 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
             callback_manager=callback_manager or CallbackManager(),
         )
         self._cache = ModelBoundCache(self.cache_size)
+        self._texts = NodeTextMemo(self.cache_size)
 
     @classmethod
     def class_name(cls) -> str:
@@ -149,9 +187,24 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
 
     # ------------------------------------------------------------------ helpers
 
+    def _private(self) -> dict[str, Any]:
+        # pydantic's private-attribute dict: ``self._x`` goes through a slow __getattr__.
+        return self.__pydantic_private__  # type: ignore[return-value]
+
     def _resolved_params(self) -> dict[str, Any]:
-        """Method parameters with defaults (re-checked: fields may have been reassigned)."""
-        return get_method(self.method).resolve_params(self.method_params)
+        """Method parameters with defaults, validated once per setting.
+
+        ``method`` and ``method_params`` may be reassigned (or edited in place) after
+        construction, so the memo is reused only while both still equal, type for
+        type, what was validated.
+        """
+        method, params = self.method, self.method_params
+        memo = self._private()["_params_memo"]
+        if memo is not None and memo[0] == method and _same_params(memo[1], params):
+            return memo[2]
+        resolved = get_method(method).resolve_params(params)
+        self._params_memo = (method, dict(params), resolved)
+        return resolved
 
     def _resolve_embed_model(self) -> BaseEmbedding:
         if self.embed_model is not None:
@@ -176,14 +229,15 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
         }
 
     def _start(self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None) -> QueryBundle:
-        dispatcher.event(
-            ReRankStartEvent(
-                query=query_bundle,
-                nodes=nodes,
-                top_n=self.top_n,
-                model_name=f"diverse:{self.method}",
+        if _has_event_handlers():
+            dispatcher.event(
+                ReRankStartEvent(
+                    query=query_bundle,
+                    nodes=nodes,
+                    top_n=self.top_n,
+                    model_name=f"diverse:{self.method}",
+                )
             )
-        )
         if query_bundle is None:
             raise InvalidParameterError(
                 "DiverseNodePostprocessor needs the query: pass query_bundle or query_str"
@@ -202,6 +256,16 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
             )
         return np.fromiter((float(item.score) for item in nodes), dtype=np.float64, count=len(nodes))  # type: ignore[arg-type]
 
+    def _reranking_event(
+        self, nodes: list[NodeWithScore], query_bundle: QueryBundle
+    ) -> AbstractContextManager[EventContext | None]:
+        """The RERANKING callback event, or nothing when the manager has no handlers."""
+        if not self.callback_manager.handlers:
+            return nullcontext()
+        return self.callback_manager.event(
+            CBEventType.RERANKING, payload=self._event_payload(nodes, query_bundle)
+        )
+
     def _select(
         self,
         nodes: list[NodeWithScore],
@@ -212,7 +276,9 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
         params: dict[str, Any],
     ) -> list[NodeWithScore]:
         candidates = stack_node_vectors(nodes, positions, embedded, model_label)
-        query = np.asarray(query_embedding, dtype=np.float64)
+        # Same precision as the candidates: float32 cache rows are selected in float32.
+        dtype = np.float32 if candidates.dtype == np.float32 else np.float64
+        query = np.asarray(query_embedding, dtype=dtype)
         if query.ndim != 1 or query.shape[0] != candidates.shape[1]:
             raise DimensionMismatchError(
                 f"query embedding has shape {query.shape} but node vectors have dimension "
@@ -227,18 +293,19 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
             **params,
         )
         shown = json_friendly_params(sel.params)
+        hide = self.hide_selection_metadata
         return [
             with_selection_metadata(
-                nodes[int(i)],
+                nodes[i],
                 method=sel.method,
                 params=shown,
                 rank=rank,
-                score=float(score),
-                relevance=float(rel),
-                hide_from_models=self.hide_selection_metadata,
+                score=score,
+                relevance=rel,
+                hide_from_models=hide,
             )
             for rank, (i, score, rel) in enumerate(
-                zip(sel.indices, sel.scores, sel.relevance, strict=True)
+                zip(sel.indices.tolist(), sel.scores.tolist(), sel.relevance.tolist(), strict=True)
             )
         ]
 
@@ -252,25 +319,25 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
         bundle = self._start(nodes, query_bundle)
         params = self._resolved_params()
         if not nodes:
-            dispatcher.event(ReRankEndEvent(nodes=[]))
+            _end_event([])
             return []
-        with self.callback_manager.event(
-            CBEventType.RERANKING, payload=self._event_payload(nodes, bundle)
-        ) as event:
-            positions, texts = nodes_to_embed(nodes, self.metadata_mode)
+        with self._reranking_event(nodes, bundle) as event:
+            private = self._private()
+            positions, texts = nodes_to_embed(nodes, self.metadata_mode, private["_texts"])
             embedded, label = None, None
             if texts:
                 model = self._resolve_embed_model()
                 label = model_namespace(model)
-                embedded = self._cache.for_model(model).embed(texts)
+                embedded = private["_cache"].for_model(model).embed(texts)
             query = bundle.embedding
             if query is None:
                 query = self._resolve_embed_model().get_agg_embedding_from_queries(
                     query_strings(bundle)
                 )
             result = self._select(nodes, positions, embedded, label, query, params)
-            event.on_end(payload={EventPayload.NODES: result})
-        dispatcher.event(ReRankEndEvent(nodes=result))
+            if event is not None:
+                event.on_end(payload={EventPayload.NODES: result})
+        _end_event(result)
         return result
 
     @dispatcher.span
@@ -282,17 +349,16 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
         bundle = self._start(nodes, query_bundle)
         params = self._resolved_params()
         if not nodes:
-            dispatcher.event(ReRankEndEvent(nodes=[]))
+            _end_event([])
             return []
-        with self.callback_manager.event(
-            CBEventType.RERANKING, payload=self._event_payload(nodes, bundle)
-        ) as event:
-            positions, texts = nodes_to_embed(nodes, self.metadata_mode)
+        with self._reranking_event(nodes, bundle) as event:
+            private = self._private()
+            positions, texts = nodes_to_embed(nodes, self.metadata_mode, private["_texts"])
             embedded, label = None, None
             if texts:
                 model = self._resolve_embed_model()
                 label = model_namespace(model)
-                embedded = await self._cache.for_model(model).aembed(
+                embedded = await private["_cache"].for_model(model).aembed(
                     texts, model.aget_text_embedding_batch
                 )
             query = bundle.embedding
@@ -303,6 +369,7 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
             result = await asyncio.to_thread(
                 self._select, nodes, positions, embedded, label, query, params
             )
-            event.on_end(payload={EventPayload.NODES: result})
-        dispatcher.event(ReRankEndEvent(nodes=result))
+            if event is not None:
+                event.on_end(payload={EventPayload.NODES: result})
+        _end_event(result)
         return result
