@@ -193,7 +193,7 @@ class DiverseRetriever(BaseRetriever):
 
     def _embedder(self) -> CachedEmbeddings:
         source = self._source_embeddings()
-        memo = _private(self)["_embedder_memo"]
+        memo: tuple[Embeddings, CachedEmbeddings] | None = _private(self)["_embedder_memo"]
         if memo is None or memo[0] is not source:  # namespace look-up once per model object
             memo = (source, cached_embeddings(source))
             self._embedder_memo = memo
@@ -205,7 +205,7 @@ class DiverseRetriever(BaseRetriever):
             return plan_for_call(settings, kwargs)
         # No per-call overrides: reuse the plan validated for the current settings
         # (fields may be reassigned or method_params edited in place, so compare).
-        memo = _private(self)["_plan_memo"]
+        memo: tuple[tuple[Any, ...], SelectionPlan] | None = _private(self)["_plan_memo"]
         if memo is not None and _same_settings(memo[0], settings):
             return memo[1]
         plan = plan_for_call(settings, kwargs)

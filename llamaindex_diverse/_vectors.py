@@ -112,7 +112,7 @@ class NodeTextMemo:
 
     def render(self, node: BaseNode, mode: MetadataMode) -> str:
         """The text ``node.get_content(metadata_mode=mode)`` returns."""
-        if not _is_plain_class(type(node)):
+        if not isinstance(node, TextNode) or not _is_plain_class(type(node)):
             return node.get_content(metadata_mode=mode)
         metadata = node.metadata
         if not metadata or mode == MetadataMode.NONE:

@@ -16,6 +16,7 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.callbacks import CallbackManager, CBEventType, EventPayload
 from llama_index.core.callbacks.base import EventContext
 from llama_index.core.instrumentation import get_dispatcher
+from llama_index.core.instrumentation.dispatcher import Dispatcher
 from llama_index.core.instrumentation.event_handlers import NullEventHandler
 from llama_index.core.instrumentation.events.rerank import ReRankEndEvent, ReRankStartEvent
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
@@ -43,7 +44,7 @@ def _has_event_handlers() -> bool:
     Mirrors how ``Dispatcher.event`` walks up the dispatcher tree; when nobody
     listens, the events (pydantic models validating every node) are not built.
     """
-    current = dispatcher
+    current: Dispatcher | None = dispatcher
     while current is not None:
         for handler in current.event_handlers:
             if type(handler) is not NullEventHandler:  # the root's default no-op handler
@@ -199,7 +200,7 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
         type, what was validated.
         """
         method, params = self.method, self.method_params
-        memo = self._private()["_params_memo"]
+        memo: tuple[str, dict[str, Any], dict[str, Any]] | None = self._private()["_params_memo"]
         if memo is not None and memo[0] == method and _same_params(memo[1], params):
             return memo[2]
         resolved = get_method(method).resolve_params(params)
