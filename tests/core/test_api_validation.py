@@ -230,3 +230,23 @@ def test_single_candidate() -> None:
     for method in METHODS:
         sel = dc.select(method, Q, C[:1], 5)
         assert sel.indices.tolist() == [0]
+
+
+@pytest.mark.parametrize("n", [1, 300, 512, 700, 1000, 1024])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_cosine_rows_equal_plain_products(n: int, dtype: type) -> None:
+    from diverse_core.validation import prepare_inputs
+
+    rng = np.random.default_rng(n)
+    cand = rng.normal(size=(n, 24)).astype(dtype)
+    prep = prepare_inputs(rng.normal(size=24), cand, 3)
+    unit = cand.astype(np.float64) / np.linalg.norm(cand.astype(np.float64), axis=1, keepdims=True)
+    idx = [0, n // 2, n - 1, n // 3]
+    expected = unit[idx] @ unit.T
+    got = prep.cosine_rows(idx)
+    assert got.shape == (4, n) and got.dtype == np.float64
+    np.testing.assert_allclose(got, expected, atol=1e-6 if dtype is np.float32 else 1e-12)
+    # a strided (non-contiguous) view takes the plain path and agrees too
+    view = np.repeat(cand, 2, axis=0)[::2]
+    prep2 = prepare_inputs(rng.normal(size=24), view, 3)
+    np.testing.assert_allclose(prep2.cosine_rows(idx), got, atol=1e-6 if dtype is np.float32 else 1e-12)

@@ -48,30 +48,27 @@ def gmmr_sweep(
     scores[:, 0] = rel[first]
     if k == 1:
         return picks, scores
-    # blocked[l, i] = -inf once value l picked candidate i, else 0 (added to the objective).
-    blocked = np.zeros((n_values, n))
-    blocked[:, first] = -np.inf
     # dot[l, i] = <c_i, sum of value l's picks>; norm2[l] = ||sum of value l's picks||^2.
     dot = np.repeat(sims.column(int(first))[None, :], n_values, axis=0)
     norm2 = np.ones((n_values, 1))
-    relevance_term = lam * rel[None, :]
-    weight = 1.0 - lam
+    # base[l, i] = lambda_l * rel_i, or -inf once value l picked candidate i.
+    base = lam * rel[None, :]
+    base[:, first] = -np.inf
+    # (1 - lambda) * sqrt(2 - 2 cos) = sqrt(max(w2 * (2 - 2 * dot / norm), 0)), w2 = (1 - lambda)^2
+    w2 = (1.0 - lam) ** 2
     obj = np.empty((n_values, n), dtype=np.float64)
     for step in range(1, k):
         norm = np.sqrt(norm2)
         degenerate = norm <= _TINY  # the picks cancel out: centroid of zero length
-        # distance to the centroid: sqrt(2 - 2 cos) = sqrt(max(2 - 2 * dot / norm, 0))
-        np.multiply(dot, np.where(degenerate, 0.0, -2.0 / np.maximum(norm, _TINY)), out=obj)
-        obj += 2.0
+        np.multiply(dot, np.where(degenerate, 0.0, -2.0 * w2 / np.maximum(norm, _TINY)), out=obj)
+        obj += 2.0 * w2
         np.maximum(obj, 0.0, out=obj)
         np.sqrt(obj, out=obj)
-        obj *= weight
-        obj += relevance_term
-        obj += blocked
+        obj += base
         best = argmax_rows(obj, rtol)
         picks[:, step] = best
         scores[:, step] = obj[rows, best]
-        blocked[rows, best] = -np.inf
+        base[rows, best] = -np.inf
         if step + 1 < k:
             norm2 = norm2 + 2.0 * dot[rows, best][:, None] + 1.0
             dot += sims.rows(best)

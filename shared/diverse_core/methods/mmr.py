@@ -28,7 +28,7 @@ from numpy.typing import NDArray
 
 from ..registry import MethodSpec
 from ..validation import PreparedInputs, check_unit_interval
-from ._common import SimilarityColumns, argmax_rows, cosine_block
+from ._common import SimilarityColumns, argmax_rows
 
 __all__ = ["mmr_select", "mmr_sweep", "LAZY_MIN_N", "SPEC"]
 
@@ -36,6 +36,8 @@ __all__ = ["mmr_select", "mmr_sweep", "LAZY_MIN_N", "SPEC"]
 LAZY_MIN_N = 128
 #: Candidates refreshed in the first round of a lazy step (grows 4x per round).
 _FIRST_BLOCK = 48
+#: Candidates (by bound after the first pick) the lazy steps look at before the rest.
+_SHORT_LIST = 192
 
 
 def mmr_sweep(
@@ -91,27 +93,42 @@ def _mmr_lazy(prep: PreparedInputs, lam: float) -> tuple[NDArray[np.int64], NDAr
     seen = np.ones(n, dtype=np.int64)  # how many leading picks `known` covers (1 or `step`)
     upper = relevance_term - penalty * known  # exact where seen == step, else an upper bound
     upper[first] = -np.inf
+    vec, inv_norms = prep.vectors, prep.inv_norms
+    unit_picks = np.empty((k, vec.shape[1]), dtype=vec.dtype)  # in the working precision
+    unit_picks[0] = vec[first] * inv_norms[first]
+    # Bounds only fall, so a candidate outside the initial top `short` stays below
+    # `outside` for good: steps work on the short list until the tie floor drops
+    # below that value, then on the whole pool.
+    short = min(_SHORT_LIST, n)
+    cands = np.argpartition(upper, n - short)[n - short :]
+    outside = float(upper[cands].min()) if short < n else -np.inf
     for step in range(1, k):
-        block = min(_FIRST_BLOCK, n)
+        block = min(_FIRST_BLOCK, cands.size)
         while True:
-            # The `block` largest values of `upper` (bounds or exact values) ...
-            top = np.argpartition(upper, n - block)[n - block :]
-            cut = float(upper[top].min())
-            stale = top[(seen[top] < step) & (upper[top] > -np.inf)]  # never a pick
+            # The `block` largest values of `upper` among `cands` (bounds or exact) ...
+            part = upper[cands]
+            pos = np.argpartition(part, part.size - block)[part.size - block :]
+            top = cands[pos]
+            cut = max(float(part[pos].min()) if block < part.size else -np.inf, outside)
+            stale = top[(seen[top] < step) & (part[pos] > -np.inf)]  # never a pick
             if stale.size:  # one small product against every pick so far
-                known[stale] = cosine_block(prep, stale, picks[:step]).max(axis=1)
-            seen[stale] = step
-            upper[stale] = relevance_term[stale] - penalty * known[stale]
+                sims = (vec[stale] @ unit_picks[:step].T).max(axis=1)
+                known[stale] = sims * inv_norms[stale]
+                seen[stale] = step
+                upper[stale] = relevance_term[stale] - penalty * known[stale]
             # ... are now exact; every other candidate's objective is <= cut.
             best = float(upper[top].max())
             floor = best - rtol * max(1.0, abs(best))
-            if cut < floor or block == n:
+            if cut < floor:
                 break
-            block = min(4 * block, n)
+            if outside >= floor:  # leave the short list for the whole pool
+                cands, outside = np.arange(n), -np.inf
+            block = min(4 * block, cands.size)
         tied = top[upper[top] >= floor]
         win = int(tied.min())
         picks[step], scores[step] = win, upper[win]
         upper[win] = -np.inf
+        unit_picks[step] = vec[win] * inv_norms[win]
     return picks, scores
 
 

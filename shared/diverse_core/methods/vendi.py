@@ -61,7 +61,7 @@ from numpy.typing import NDArray
 from ..errors import InvalidParameterError
 from ..registry import MethodSpec
 from ..validation import PreparedInputs, check_positive, check_unit_interval
-from ._common import SimilarityColumns
+from ._common import cosine_block
 
 __all__ = ["OBJECTIVES", "vendi_select", "vendi_sweep", "vendi_upper_bound", "SPEC"]
 
@@ -136,7 +136,7 @@ def _vendi_of_kernels(kernels: FloatArray, order: float, cutoff: float) -> Float
 class _Pool:
     """Per-call data shared by every step and every swept value."""
 
-    sims: SimilarityColumns
+    prep: PreparedInputs
     rel: FloatArray
     rel_norm: FloatArray
     rel_min: float
@@ -150,9 +150,9 @@ class _Pool:
         """Number of candidates."""
         return int(self.rel.shape[0])
 
-    def column(self, j: int) -> FloatArray:
-        """Cosine similarity of every candidate to candidate ``j`` (cached)."""
-        return self.sims.column(j)
+    def similarities(self, rows: NDArray[np.int64], cols: list[int]) -> FloatArray:
+        """Cosine similarities of candidates ``rows`` to candidates ``cols``, shape (R, C)."""
+        return cosine_block(self.prep, rows, np.asarray(cols, dtype=np.int64))
 
 
 def _make_pool(prep: PreparedInputs, objective: str, order: float) -> _Pool:
@@ -161,34 +161,37 @@ def _make_pool(prep: PreparedInputs, objective: str, order: float) -> _Pool:
     vendirag = objective == "vendirag"
     span = max(hi - lo, _VENDIRAG_RANGE_FLOOR) if vendirag else hi - lo
     rel_norm = (rel - lo) / span if span > 0.0 else np.zeros_like(rel)
-    return _Pool(
-        SimilarityColumns(prep), rel, rel_norm, lo, span, vendirag, order, prep.tie_rtol
-    )
+    return _Pool(prep, rel, rel_norm, lo, span, vendirag, order, prep.tie_rtol)
 
 
 class _Step:
     """One greedy step from a fixed prefix ``S``, shared by every value with that prefix.
 
-    Built from the previous step's state plus the newest pick, so a step costs one
-    matrix-vector product (similarities to the newest pick) and O(n) vector work.
+    Built from the previous step's state plus the newest pick. Only the first pick's
+    similarities to every candidate are computed (one matrix-vector product); later
+    steps bound every candidate with the squared similarities known so far (a lower
+    bound on ``||b_c||^2``, hence an upper bound on its Vendi score) and compute the
+    similarities to all picks only for the candidates scored exactly, so a step costs
+    O(n) vector work plus small products.
     """
 
     def __init__(self, pool: _Pool, parent: _Step | None, new: int) -> None:
         self.pool = pool
         n = pool.n
-        col = pool.column(new)
         if parent is None:
+            col = pool.prep.cosine_rows([new])[0]
             self.prefix = [new]
             self.frob = 1.0  # ||K_S||_F^2
-            self.rowsq = col * col  # ||b_c||^2 for every candidate c
+            self.rowsq = col * col  # ||b_c||^2 for every candidate c (exact here)
             self.rel_sum = 0.0
             self.taken = np.zeros(n, dtype=bool)
             self.kernel = np.ones((1, 1))
         else:
             self.prefix = [*parent.prefix, new]
-            b_new = col[parent.prefix]
+            b_new = pool.similarities(np.asarray(parent.prefix), [new])[:, 0]
             self.frob = parent.frob + 2.0 * float(b_new @ b_new) + 1.0
-            self.rowsq = parent.rowsq + col * col
+            # a lower bound on ||b_c||^2: the newest pick's term is added on exact scoring
+            self.rowsq = parent.rowsq.copy()
             self.rel_sum = parent.rel_sum
             self.taken = parent.taken.copy()
             m_old = len(parent.prefix)
@@ -217,7 +220,8 @@ class _Step:
 
     def _score_exactly(self, idx: NDArray[np.int64]) -> None:
         m = self.size - 1
-        border = np.stack([self.pool.column(j)[idx] for j in self.prefix], axis=1)
+        border = self.pool.similarities(idx, self.prefix)
+        self.rowsq[idx] = np.einsum("ij,ij->i", border, border)  # exact from now on
         kernels = np.empty((idx.shape[0], self.size, self.size))
         kernels[:, :m, :m] = self.kernel
         kernels[:, m, :m] = border
