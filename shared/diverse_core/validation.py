@@ -202,6 +202,14 @@ def _raise_non_finite(arr: NDArray[np.floating[Any]], name: str) -> None:
         raise NonFiniteInputError(f"{name} contains NaN or inf (first at index {bad})")
 
 
+def _row_dots(arr: NDArray[np.floating[Any]]) -> NDArray[np.floating[Any]]:
+    """``sum(arr * arr, axis=-1)``: ``np.vecdot`` (numpy >= 2, BLAS dot per row) when present."""
+    vecdot = getattr(np, "vecdot", None)
+    if vecdot is not None:
+        return np.asarray(vecdot(arr, arr))
+    return np.asarray(np.einsum("...i,...i->...", arr, arr))
+
+
 def _row_norms(arr: NDArray[np.floating[Any]], name: str) -> FloatArray:
     """Euclidean norms (float64) of the rows of ``arr`` (or of a 1-D ``arr``), validating as it goes.
 
@@ -210,7 +218,7 @@ def _row_norms(arr: NDArray[np.floating[Any]], name: str) -> FloatArray:
     position of a bad value looked up, and rows whose squares overflow or underflow
     are measured again after scaling by their largest entry.
     """
-    norms = np.sqrt(np.einsum("...i,...i->...", arr, arr)).astype(np.float64)
+    norms = np.sqrt(_row_dots(arr)).astype(np.float64)
     tiny = np.finfo(arr.dtype).tiny
     if not (np.all(np.isfinite(norms)) and np.all(norms > tiny)):
         _raise_non_finite(arr, name)

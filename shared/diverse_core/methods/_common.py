@@ -21,10 +21,9 @@ def argmax_rows(obj: NDArray[np.float64], rtol: float = TIE_RTOL) -> NDArray[np.
 
     Entries equal to ``-inf`` are never chosen unless a whole row is ``-inf``.
     """
-    best = obj.max(axis=1, keepdims=True)
-    tol = rtol * np.maximum(1.0, np.abs(best))
-    near = obj >= best - tol
-    return np.asarray(np.argmax(near, axis=1), dtype=np.int64)
+    best = obj.max(axis=1)
+    floor = best - rtol * np.maximum(1.0, np.abs(best))
+    return np.argmax(obj >= floor[:, None], axis=1).astype(np.int64, copy=False)
 
 
 def cosine_block(

@@ -48,20 +48,24 @@ def gmmr_sweep(
     scores[:, 0] = rel[first]
     if k == 1:
         return picks, scores
+    # The (L, n) arrays are in the working precision (float32 for float32 input).
+    work = prep.vectors.dtype
     # dot[l, i] = <c_i, sum of value l's picks>; norm2[l] = ||sum of value l's picks||^2.
-    dot = np.repeat(sims.column(int(first))[None, :], n_values, axis=0)
+    dot = np.repeat(sims.column(int(first))[None, :].astype(work), n_values, axis=0)
     norm2 = np.ones((n_values, 1))
     # base[l, i] = lambda_l * rel_i, or -inf once value l picked candidate i.
-    base = lam * rel[None, :]
+    base = (lam * rel[None, :]).astype(work)
     base[:, first] = -np.inf
     # (1 - lambda) * sqrt(2 - 2 cos) = sqrt(max(w2 * (2 - 2 * dot / norm), 0)), w2 = (1 - lambda)^2
     w2 = (1.0 - lam) ** 2
-    obj = np.empty((n_values, n), dtype=np.float64)
+    two_w2 = (2.0 * w2).astype(work)
+    obj = np.empty((n_values, n), dtype=work)
     for step in range(1, k):
         norm = np.sqrt(norm2)
-        degenerate = norm <= _TINY  # the picks cancel out: centroid of zero length
-        np.multiply(dot, np.where(degenerate, 0.0, -2.0 * w2 / np.maximum(norm, _TINY)), out=obj)
-        obj += 2.0 * w2
+        # zero-length centroid (the picks cancel out): distance sqrt(2) to everyone
+        coef = np.where(norm <= _TINY, 0.0, -2.0 * w2 / np.maximum(norm, _TINY))
+        np.multiply(dot, coef.astype(work), out=obj)
+        obj += two_w2
         np.maximum(obj, 0.0, out=obj)
         np.sqrt(obj, out=obj)
         obj += base
@@ -70,8 +74,8 @@ def gmmr_sweep(
         scores[:, step] = obj[rows, best]
         base[rows, best] = -np.inf
         if step + 1 < k:
-            norm2 = norm2 + 2.0 * dot[rows, best][:, None] + 1.0
-            dot += sims.rows(best)
+            norm2 = norm2 + 2.0 * dot[rows, best][:, None].astype(np.float64) + 1.0
+            np.add(dot, sims.rows(best), out=dot, casting="same_kind")
     return picks, scores
 
 
