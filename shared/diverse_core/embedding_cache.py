@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Sequence
 
 import numpy as np
@@ -93,6 +93,15 @@ class EmbeddingCache:
         """Copy the cached rows out; return (partial output, distinct misses, their positions)."""
         slots = self._slots
         with self._lock:
+            if self._matrix is not None:
+                try:  # every text cached (the common case): C-level passes only
+                    index = np.fromiter(map(slots.__getitem__, texts), np.intp, len(texts))
+                except KeyError:
+                    pass
+                else:
+                    deque(map(slots.move_to_end, texts), maxlen=0)  # refresh LRU order
+                    self.hits += len(texts)
+                    return self._matrix.take(index, axis=0), [], []
             found = [slots.get(t, -1) for t in texts]  # one hash look-up per text
             move = slots.move_to_end
             positions: dict[str, list[int]] = {}
