@@ -23,7 +23,8 @@ def argmax_rows(obj: NDArray[np.float64], rtol: float = TIE_RTOL) -> NDArray[np.
     """
     best = obj.max(axis=1)
     floor = best - rtol * np.maximum(1.0, np.abs(best))
-    return np.argmax(obj >= floor[:, None], axis=1).astype(np.int64, copy=False)
+    picks: NDArray[np.int64] = np.argmax(obj >= floor[:, None], axis=1).astype(np.int64)
+    return picks
 
 
 def cosine_block(
