@@ -7,7 +7,7 @@ from numpy.typing import NDArray
 
 from ..validation import TIE_RTOL_FLOAT64, PreparedInputs
 
-__all__ = ["argmax_rows", "TIE_RTOL", "SimilarityColumns", "cosine_block"]
+__all__ = ["argmax_rows", "TIE_RTOL", "SimilarityColumns", "cosine_block", "GRAM_MAX_N"]
 
 #: Objective values within this relative distance of a row's maximum count as tied
 #: (float64 input; float32 input uses ``PreparedInputs.tie_rtol``); ties go to the
@@ -38,6 +38,10 @@ def cosine_block(
     return block
 
 
+#: Pools up to this size get all pairwise similarities in one product up front.
+GRAM_MAX_N = 128
+
+
 class SimilarityColumns:
     """Cosine similarities of every candidate to one candidate, computed once per candidate.
 
@@ -52,9 +56,15 @@ class SimilarityColumns:
     def __init__(self, prep: PreparedInputs) -> None:
         self._prep = prep
         self._cache: dict[int, NDArray[np.float64]] = {}
+        # Small pools (e.g. a retriever's fetch_k): every pair at once in one product
+        # costs less than the per-call overhead of computing columns step by step.
+        self._gram = prep.cosine_rows(np.arange(prep.n)) if prep.n <= GRAM_MAX_N else None
 
     def column(self, i: int) -> NDArray[np.float64]:
         """Cosine of every candidate to candidate ``i``, shape (n,)."""
+        if self._gram is not None:
+            row: NDArray[np.float64] = self._gram[i]
+            return row
         col = self._cache.get(i)
         if col is None:
             col = self._prep.cosine_rows([i])[0]
@@ -66,6 +76,8 @@ class SimilarityColumns:
 
         Columns not cached yet are computed together in one matrix product.
         """
+        if self._gram is not None:
+            return self._gram[picks]
         missing = sorted({int(i) for i in picks} - self._cache.keys())
         if missing:
             block = self._prep.cosine_rows(missing)
