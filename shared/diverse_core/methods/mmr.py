@@ -10,13 +10,14 @@ the same convention and parameter name as LangChain's
 The first pick is the most relevant candidate.
 
 Speed. A candidate's objective can only fall as picks are added (its maximum
-similarity to the picks can only grow), so a value computed against fewer picks is
-an upper bound. :func:`mmr_select` on pools of at least :data:`LAZY_MIN_N` items
-exploits this: after the first pick's similarity column (one matrix-vector
-product), each step refreshes only the candidates whose stale bound can still reach
-the best exact objective (a few dozen, in blocks), instead of computing a full
-similarity column per pick. The picks are exactly those of the eager computation
-(:func:`mmr_sweep`, which scores every candidate at every step for all values).
+similarity to the picks can only grow), so its value after the first pick is an
+upper bound for good. :func:`mmr_select` on pools of at least :data:`LAZY_MIN_N`
+items exploits this: after the first pick's similarity column (one matrix-vector
+product) it follows only the ``_SHORT_LIST`` candidates with the highest bound,
+exactly (one small product per step), as long as every other candidate's bound
+stays below the best objective minus the tie tolerance; otherwise it falls back to
+the eager computation (:func:`mmr_sweep`, which scores every candidate at every
+step). Either way the picks are the exact greedy picks.
 """
 
 from __future__ import annotations
@@ -34,9 +35,7 @@ __all__ = ["mmr_select", "mmr_sweep", "LAZY_MIN_N", "SPEC"]
 
 #: Pools at least this large use the lazy (bound-and-refresh) single-value path.
 LAZY_MIN_N = 128
-#: Candidates refreshed in the first round of a lazy step (grows 4x per round).
-_FIRST_BLOCK = 48
-#: Candidates (by bound after the first pick) the lazy steps look at before the rest.
+#: Candidates (best by their bound after the first pick) the lazy path follows exactly.
 _SHORT_LIST = 192
 
 
@@ -79,56 +78,45 @@ def mmr_sweep(
 
 
 def _mmr_lazy(prep: PreparedInputs, lam: float) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-    """Exact MMR for one value, refreshing only candidates whose bound can still win."""
+    """Exact MMR for one value on a short list, falling back to the eager pass when needed."""
     rel, k, n, rtol = prep.relevance, prep.k, prep.n, prep.tie_rtol
-    picks = np.empty(k, dtype=np.int64)
-    scores = np.empty(k, dtype=np.float64)
     first = int(argmax_rows(rel[None, :], rtol)[0])
-    picks[0], scores[0] = first, lam * rel[first]
-    if k == 1:
-        return picks, scores
     relevance_term = lam * rel
     penalty = 1.0 - lam
-    known = prep.cosine_rows([first])[0]  # max similarity to picks[:seen], a lower bound
-    seen = np.ones(n, dtype=np.int64)  # how many leading picks `known` covers (1 or `step`)
-    upper = relevance_term - penalty * known  # exact where seen == step, else an upper bound
+    col = prep.cosine_rows([first])[0]
+    upper = relevance_term - penalty * col  # exact for the second pick, a bound afterwards
     upper[first] = -np.inf
+    size = min(_SHORT_LIST, n - 1)
+    short = np.argpartition(upper, n - size)[n - size :]
+    rest = np.ones(n, dtype=bool)
+    rest[short] = False
+    outside = float(upper[rest].max())  # no candidate off the list ever scores above this
     vec, inv_norms = prep.vectors, prep.inv_norms
-    unit_picks = np.empty((k, vec.shape[1]), dtype=vec.dtype)  # in the working precision
-    unit_picks[0] = vec[first] * inv_norms[first]
-    # Bounds only fall, so a candidate outside the initial top `short` stays below
-    # `outside` for good: steps work on the short list until the tie floor drops
-    # below that value, then on the whole pool.
-    short = min(_SHORT_LIST, n)
-    cands = np.argpartition(upper, n - short)[n - short :]
-    outside = float(upper[cands].min()) if short < n else -np.inf
+    short_vec = vec[short]  # (size, d) in the working precision
+    short_inv = inv_norms[short]
+    short_rel = relevance_term[short]
+    max_sim = col[short]
+    blocked = np.zeros(size)
+    blocked[short == first] = -np.inf
+    picks = np.empty(k, dtype=np.int64)
+    scores = np.empty(k, dtype=np.float64)
+    picks[0], scores[0] = first, lam * rel[first]
     for step in range(1, k):
-        block = min(_FIRST_BLOCK, cands.size)
-        while True:
-            # The `block` largest values of `upper` among `cands` (bounds or exact) ...
-            part = upper[cands]
-            pos = np.argpartition(part, part.size - block)[part.size - block :]
-            top = cands[pos]
-            cut = max(float(part[pos].min()) if block < part.size else -np.inf, outside)
-            stale = top[(seen[top] < step) & (part[pos] > -np.inf)]  # never a pick
-            if stale.size:  # one small product against every pick so far
-                sims = (vec[stale] @ unit_picks[:step].T).max(axis=1)
-                known[stale] = sims * inv_norms[stale]
-                seen[stale] = step
-                upper[stale] = relevance_term[stale] - penalty * known[stale]
-            # ... are now exact; every other candidate's objective is <= cut.
-            best = float(upper[top].max())
-            floor = best - rtol * max(1.0, abs(best))
-            if cut < floor:
-                break
-            if outside >= floor:  # leave the short list for the whole pool
-                cands, outside = np.arange(n), -np.inf
-            block = min(4 * block, cands.size)
-        tied = top[upper[top] >= floor]
-        win = int(tied.min())
-        picks[step], scores[step] = win, upper[win]
-        upper[win] = -np.inf
-        unit_picks[step] = vec[win] * inv_norms[win]
+        obj = short_rel - penalty * max_sim + blocked
+        best = float(obj.max())
+        floor = best - rtol * max(1.0, abs(best))
+        if outside >= floor:  # a candidate off the list might tie or win: do it all eagerly
+            eager_picks, eager_scores = mmr_sweep(prep, np.array([lam]))
+            return eager_picks[0], eager_scores[0]
+        tied = (obj >= floor).nonzero()[0]
+        pos = int(tied[np.argmin(short[tied])])  # ties go to the lowest candidate index
+        win = int(short[pos])
+        picks[step], scores[step] = win, obj[pos]
+        blocked[pos] = -np.inf
+        if step + 1 < k:
+            new = (short_vec @ vec[win]).astype(np.float64)
+            new *= short_inv * inv_norms[win]
+            np.maximum(max_sim, new, out=max_sim)
     return picks, scores
 
 
