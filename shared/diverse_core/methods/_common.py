@@ -55,32 +55,37 @@ class SimilarityColumns:
 
     def __init__(self, prep: PreparedInputs) -> None:
         self._prep = prep
-        self._cache: dict[int, NDArray[np.float64]] = {}
-        # Small pools (e.g. a retriever's fetch_k): every pair at once in one product
-        # costs less than the per-call overhead of computing columns step by step.
-        self._gram = prep.cosine_rows(np.arange(prep.n)) if prep.n <= GRAM_MAX_N else None
+        self._slot: dict[int, int] = {}  # candidate -> row of `_mat`
+        self._mat: NDArray[np.float64]
+        if prep.n <= GRAM_MAX_N:
+            # Small pools (e.g. a retriever's fetch_k): every pair at once in one product
+            # costs less than the per-call overhead of computing columns step by step.
+            self._mat = prep.cosine_rows(np.arange(prep.n))
+            self._gram = True
+        else:
+            self._mat = np.empty((0, prep.n))
+            self._gram = False
 
     def column(self, i: int) -> NDArray[np.float64]:
         """Cosine of every candidate to candidate ``i``, shape (n,)."""
-        if self._gram is not None:
-            row: NDArray[np.float64] = self._gram[i]
-            return row
-        col = self._cache.get(i)
-        if col is None:
-            col = self._prep.cosine_rows([i])[0]
-            self._cache[i] = col
-        return col
+        row: NDArray[np.float64] = self.rows(np.array([i]))[0]
+        return row
 
     def rows(self, picks: NDArray[np.int64]) -> NDArray[np.float64]:
         """Stack of :meth:`column` for each entry of ``picks``, shape (len(picks), n).
 
         Columns not cached yet are computed together in one matrix product.
         """
-        if self._gram is not None:
-            return self._gram[picks]
-        missing = sorted({int(i) for i in picks} - self._cache.keys())
+        if self._gram:
+            return self._mat[picks]
+        slot = self._slot
+        missing = sorted({int(i) for i in picks}.difference(slot))
         if missing:
-            block = self._prep.cosine_rows(missing)
-            for i, row in zip(missing, block, strict=True):
-                self._cache[i] = row
-        return np.stack([self._cache[int(i)] for i in picks])
+            start = len(slot)
+            if start + len(missing) > self._mat.shape[0]:
+                grown = np.empty((max(16, 2 * (start + len(missing))), self._prep.n))
+                grown[:start] = self._mat[:start]
+                self._mat = grown
+            self._mat[start : start + len(missing)] = self._prep.cosine_rows(missing)
+            slot.update(zip(missing, range(start, start + len(missing)), strict=True))
+        return self._mat[[slot[int(i)] for i in picks]]
