@@ -13,11 +13,12 @@ Speed. A candidate's objective can only fall as picks are added (its maximum
 similarity to the picks can only grow), so its value after the first pick is an
 upper bound for good. :func:`mmr_select` on pools of at least :data:`LAZY_MIN_N`
 items exploits this: after the first pick's similarity column (one matrix-vector
-product) it follows only the ``_SHORT_LIST`` candidates with the highest bound,
-exactly (one small product per step), as long as every other candidate's bound
-stays below the best objective minus the tie tolerance; otherwise it falls back to
-the eager computation (:func:`mmr_sweep`, which scores every candidate at every
-step). Either way the picks are the exact greedy picks.
+product) it follows only the candidates with the highest bound (a short list,
+one small product per step) as long as every other candidate's bound stays below
+the best objective minus the tie tolerance, and follows more (every candidate that could reach it, and at least twice as many
+as before) when not.
+The picks are exactly those of the eager computation (:func:`mmr_sweep`, which
+scores every candidate at every step for all values).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ __all__ = ["mmr_select", "mmr_sweep", "LAZY_MIN_N", "SPEC"]
 #: Pools at least this large use the lazy (bound-and-refresh) single-value path.
 LAZY_MIN_N = 128
 #: Candidates (best by their bound after the first pick) the lazy path follows exactly.
-_SHORT_LIST = 192
+_SHORT_LIST = 256
 
 
 def mmr_sweep(
@@ -78,44 +79,66 @@ def mmr_sweep(
 
 
 def _mmr_lazy(prep: PreparedInputs, lam: float) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-    """Exact MMR for one value on a short list, falling back to the eager pass when needed."""
+    """Exact MMR for one value, following only the candidates that can still win."""
     rel, k, n, rtol = prep.relevance, prep.k, prep.n, prep.tie_rtol
+    vec, inv_norms = prep.vectors, prep.inv_norms
     first = int(argmax_rows(rel[None, :], rtol)[0])
     relevance_term = lam * rel
     penalty = 1.0 - lam
     col = prep.cosine_rows([first])[0]
-    upper = relevance_term - penalty * col  # exact for the second pick, a bound afterwards
-    upper[first] = -np.inf
-    size = min(_SHORT_LIST, n - 1)
-    short = np.argpartition(upper, n - size)[n - size :]
-    rest = np.ones(n, dtype=bool)
-    rest[short] = False
-    outside = float(upper[rest].max())  # no candidate off the list ever scores above this
-    vec, inv_norms = prep.vectors, prep.inv_norms
-    short_vec = vec[short]  # (size, d) in the working precision
-    short_inv = inv_norms[short]
-    short_rel = relevance_term[short]
-    max_sim = col[short]
-    blocked = np.zeros(size)
-    blocked[short == first] = -np.inf
+    bound = relevance_term - penalty * col  # exact for the second pick, a bound afterwards
+    bound[first] = -np.inf
     picks = np.empty(k, dtype=np.int64)
     scores = np.empty(k, dtype=np.float64)
+    unit_picks = np.empty((k, vec.shape[1]), dtype=vec.dtype)
     picks[0], scores[0] = first, lam * rel[first]
-    for step in range(1, k):
-        obj = short_rel - penalty * max_sim + blocked
-        best = float(obj.max())
-        floor = best - rtol * max(1.0, abs(best))
-        if outside >= floor:  # a candidate off the list might tie or win: do it all eagerly
-            eager_picks, eager_scores = mmr_sweep(prep, np.array([lam]))
-            return eager_picks[0], eager_scores[0]
+    unit_picks[0] = vec[first] * inv_norms[first]
+    # The followed candidates ("short list"), each with its exact max similarity to the picks.
+    short = np.empty(0, dtype=np.int64)
+    short_vec = np.empty((0, vec.shape[1]), dtype=vec.dtype)
+    short_rel = np.empty(0)
+    short_inv = np.empty(0)
+    max_sim = np.empty(0)
+    blocked = np.empty(0)  # -inf at the list positions already picked
+    off = np.ones(n, dtype=bool)  # not followed yet
+    off[first] = False
+    outside = np.inf  # no candidate off the list scores above this, now or later
+    size = min(_SHORT_LIST, n - 1)
+    step = 1
+    while step < k:
+        if outside < np.inf:
+            obj = short_rel - penalty * max_sim + blocked
+            best = float(obj.max())
+            floor = best - rtol * max(1.0, abs(best))
+        if outside == np.inf or outside >= floor:
+            # Follow more candidates: the next `size` by their bound, exact against the picks.
+            rest = off.nonzero()[0]
+            if outside < np.inf:  # at least every candidate that could reach the floor now
+                size = max(size, int(np.count_nonzero(bound[rest] >= floor)))
+            add = rest if rest.size <= size else rest[np.argpartition(bound[rest], -size)[-size:]]
+            add_vec = vec[add]
+            sims = (add_vec @ unit_picks[:step].T).max(axis=1).astype(np.float64)
+            sims *= inv_norms[add]
+            short = np.concatenate([short, add])
+            short_vec = np.concatenate([short_vec, add_vec])
+            short_rel = relevance_term[short]
+            short_inv = inv_norms[short]
+            max_sim = np.concatenate([max_sim, sims])
+            blocked = np.concatenate([blocked, np.zeros(add.size)])
+            off[add] = False
+            outside = float(bound[off].max()) if off.any() else -np.inf
+            size *= 2
+            continue
         tied = (obj >= floor).nonzero()[0]
         pos = int(tied[np.argmin(short[tied])])  # ties go to the lowest candidate index
         win = int(short[pos])
         picks[step], scores[step] = win, obj[pos]
         blocked[pos] = -np.inf
-        if step + 1 < k:
-            new = (short_vec @ vec[win]).astype(np.float64)
-            new *= short_inv * inv_norms[win]
+        unit_picks[step] = vec[win] * inv_norms[win]
+        step += 1
+        if step < k:
+            new = (short_vec @ unit_picks[step - 1]).astype(np.float64)
+            new *= short_inv
             np.maximum(max_sim, new, out=max_sim)
     return picks, scores
 
