@@ -35,7 +35,7 @@ from ._common import SimilarityColumns, argmax_rows
 __all__ = ["mmr_select", "mmr_sweep", "LAZY_MIN_N", "SPEC"]
 
 #: Pools at least this large use the lazy (bound-and-refresh) single-value path.
-LAZY_MIN_N = 128
+LAZY_MIN_N = 16
 #: Candidates (best by their bound after the first pick) the lazy path follows exactly.
 _SHORT_LIST = 256
 
