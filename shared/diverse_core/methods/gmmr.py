@@ -50,9 +50,11 @@ def gmmr_sweep(
         return picks, scores
     # The (L, n) arrays are in the working precision (float32 for float32 input).
     work = prep.vectors.dtype
-    # dot[l, i] = <c_i, sum of value l's picks>; norm2[l] = ||sum of value l's picks||^2.
+    # dot[l, i] = <c_i, sum of value l's picks>; total[l] = that sum (unit picks, float64),
+    # whose norm is taken directly: the picks can nearly cancel out, and
+    # ||sum||^2 = sum of their pairwise cosines would then lose every digit.
     dot = np.repeat(sims.column(int(first))[None, :].astype(work), n_values, axis=0)
-    norm2 = np.ones((n_values, 1))
+    total = np.repeat(prep.unit_rows(np.array([first])), n_values, axis=0)
     # base[l, i] = lambda_l * rel_i, or -inf once value l picked candidate i.
     base = (lam * rel[None, :]).astype(work)
     base[:, first] = -np.inf
@@ -61,7 +63,7 @@ def gmmr_sweep(
     two_w2 = (2.0 * w2).astype(work)
     obj = np.empty((n_values, n), dtype=work)
     for step in range(1, k):
-        norm = np.sqrt(norm2)
+        norm = np.sqrt(np.einsum("ld,ld->l", total, total))[:, None]
         # zero-length centroid (the picks cancel out): distance sqrt(2) to everyone
         coef = np.where(norm <= _TINY, 0.0, -2.0 * w2 / np.maximum(norm, _TINY))
         np.multiply(dot, coef.astype(work), out=obj)
@@ -74,7 +76,7 @@ def gmmr_sweep(
         scores[:, step] = obj[rows, best]
         base[rows, best] = -np.inf
         if step + 1 < k:
-            norm2 = norm2 + 2.0 * dot[rows, best][:, None].astype(np.float64) + 1.0
+            total += prep.unit_rows(best)
             np.add(dot, sims.rows(best), out=dot, casting="same_kind")
     return picks, scores
 

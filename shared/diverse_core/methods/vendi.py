@@ -15,8 +15,9 @@ Objective of a set ``T`` (``|T| = N``), maximised greedily one item at a time
   ``r~_t = (r_t - min_pool r) / (max_pool r - min_pool r)`` over *all* ``n``
   candidates, so ``SS~`` lies in ``[0, 1]``. ``r`` is cosine similarity to the
   query unless the caller passes ``relevance=`` to :func:`diverse_core.select`.
-  Degenerate pool (``max == min``, every candidate equally relevant): ``r~ = 0``
-  for all, so the relevance term is constant and the diversity term decides.
+  Degenerate pool (``max - min`` within the tie tolerance, every candidate equally
+  relevant): ``r~ = 0`` for all, so the relevance term is constant and the
+  diversity term decides.
 
 ``s`` in ``[0, 1]`` is the diversity weight: ``s = 0`` is pure relevance and gives
 exactly the ``topk`` picks (ties included); ``s = 1`` is pure diversity (relevance
@@ -160,7 +161,9 @@ def _make_pool(prep: PreparedInputs, objective: str, order: float) -> _Pool:
     lo, hi = float(rel.min()), float(rel.max())
     vendirag = objective == "vendirag"
     span = max(hi - lo, _VENDIRAG_RANGE_FLOOR) if vendirag else hi - lo
-    rel_norm = (rel - lo) / span if span > 0.0 else np.zeros_like(rel)
+    # A spread within the tie tolerance is rounding noise: every candidate equally relevant.
+    flat = span <= prep.tie_rtol * max(1.0, abs(hi))
+    rel_norm = np.zeros_like(rel) if flat else (rel - lo) / span
     return _Pool(prep, rel, rel_norm, lo, span, vendirag, order, prep.tie_rtol)
 
 
@@ -293,7 +296,8 @@ def _choose(
     near = (obj >= best - pool.rtol * max(1.0, abs(best))).nonzero()[0]
     if not pool.vendirag and near.size > 1:
         rel = pool.rel[near if ids is None else ids[near]]
-        near = near[rel == rel.max()]
+        top = float(rel.max())
+        near = near[rel >= top - pool.rtol * max(1.0, abs(top))]
     return int(near[0]), best
 
 
