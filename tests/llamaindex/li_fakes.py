@@ -8,6 +8,8 @@ from collections import Counter
 import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding, Embedding
 from llama_index.core.bridge.pydantic import PrivateAttr
+from llama_index.core.instrumentation.event_handlers import BaseEventHandler
+from llama_index.core.instrumentation.events import BaseEvent
 
 
 def unit(values: list[float]) -> list[float]:
@@ -89,3 +91,15 @@ class ExplodingEmbedding(KeyedEmbedding):
     async def _aget_text_embeddings(self, texts: list[str]) -> list[Embedding]:
         raise AssertionError(f"embed model called for {texts}")
 
+
+class CollectEvents(BaseEventHandler):
+    """Instrumentation handler that keeps every event it receives (for assertions)."""
+
+    events: list[BaseEvent] = []
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "CollectEvents"
+
+    def handle(self, event: BaseEvent, **kwargs: object) -> None:
+        self.events.append(event)

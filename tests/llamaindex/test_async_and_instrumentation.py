@@ -6,11 +6,9 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
-from li_fakes import ExplodingEmbedding, KeyedEmbedding
+from li_fakes import CollectEvents, ExplodingEmbedding, KeyedEmbedding
 from llama_index.core.callbacks import CallbackManager, CBEventType, LlamaDebugHandler
 from llama_index.core.instrumentation import root_dispatcher
-from llama_index.core.instrumentation.event_handlers import BaseEventHandler
-from llama_index.core.instrumentation.events import BaseEvent
 from llama_index.core.instrumentation.span_handlers import SimpleSpanHandler
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
@@ -71,20 +69,9 @@ def test_callback_manager_records_a_reranking_event() -> None:
     assert len(end.payload["nodes"]) == len(out) == 3
 
 
-class _Collect(BaseEventHandler):
-    events: list[BaseEvent] = []
-
-    @classmethod
-    def class_name(cls) -> str:
-        return "_Collect"
-
-    def handle(self, event: BaseEvent, **kwargs: object) -> None:
-        self.events.append(event)
-
-
 @pytest.fixture
-def instrumented() -> Iterator[tuple[_Collect, SimpleSpanHandler]]:
-    events, spans = _Collect(events=[]), SimpleSpanHandler()
+def instrumented() -> Iterator[tuple[CollectEvents, SimpleSpanHandler]]:
+    events, spans = CollectEvents(events=[]), SimpleSpanHandler()
     root_dispatcher.add_event_handler(events)
     root_dispatcher.add_span_handler(spans)
     try:
@@ -99,7 +86,7 @@ def _span_names(spans: SimpleSpanHandler) -> list[str]:
 
 
 async def test_dispatcher_spans_and_rerank_events(
-    instrumented: tuple[_Collect, SimpleSpanHandler],
+    instrumented: tuple[CollectEvents, SimpleSpanHandler],
 ) -> None:
     events, spans = instrumented
     pp = DiverseNodePostprocessor(top_n=2, embed_model=KeyedEmbedding())

@@ -13,10 +13,8 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 from diverse_core.errors import InvalidParameterError
-from li_fakes import KeyedEmbedding
+from li_fakes import CollectEvents, KeyedEmbedding
 from llama_index.core.instrumentation import get_dispatcher
-from llama_index.core.instrumentation.event_handlers import BaseEventHandler
-from llama_index.core.instrumentation.events import BaseEvent
 from llama_index.core.schema import (
     Document,
     IndexNode,
@@ -205,21 +203,10 @@ def test_method_reassigned_after_a_call_is_used() -> None:
 
 
 # -- events built only when someone listens ----------------------------------------------------
-class _Collect(BaseEventHandler):
-    events: list[BaseEvent] = []
-
-    @classmethod
-    def class_name(cls) -> str:
-        return "_Collect"
-
-    def handle(self, event: BaseEvent, **kwargs: object) -> None:
-        self.events.append(event)
-
-
 @pytest.fixture
-def module_handler() -> Iterator[_Collect]:
+def module_handler() -> Iterator[CollectEvents]:
     """A handler on the postprocessor module's own dispatcher (not the root)."""
-    handler = _Collect(events=[])
+    handler = CollectEvents(events=[])
     local = get_dispatcher("llamaindex_diverse.postprocessor")
     local.add_event_handler(handler)
     try:
@@ -232,7 +219,7 @@ def test_the_default_null_handler_does_not_count_as_a_listener() -> None:
     assert not _has_event_handlers()
 
 
-def test_a_handler_anywhere_up_the_tree_receives_the_events(module_handler: _Collect) -> None:
+def test_a_handler_anywhere_up_the_tree_receives_the_events(module_handler: CollectEvents) -> None:
     assert _has_event_handlers()
     nodes, bundle = _embedded_pool()
     DiverseNodePostprocessor(top_n=2).postprocess_nodes(nodes, bundle)
