@@ -296,8 +296,7 @@ def _choose(
     near = (obj >= best - pool.rtol * max(1.0, abs(best))).nonzero()[0]
     if not pool.vendirag and near.size > 1:
         rel = pool.rel[near if ids is None else ids[near]]
-        top = float(rel.max())
-        near = near[rel >= top - pool.rtol * max(1.0, abs(top))]
+        near = near[rel == rel.max()]
     return int(near[0]), best
 
 
