@@ -43,8 +43,9 @@ class PreparedInputs:
     (``vectors``) together with the inverse row norms, so cosine similarities are
     scaled dot products and the (n, d) matrix is never rewritten. Products with the
     matrix run in its own precision (float32 input: float32 BLAS, half the memory
-    traffic); everything of length ``n`` (relevance, similarity columns, objectives)
-    is float64. Ties are judged at the working precision (:attr:`tie_rtol`).
+    traffic); relevance and similarity columns are float64 (the gMMR sweep keeps its
+    per-value work arrays in the working precision). Ties are judged at the working
+    precision (:attr:`tie_rtol`).
 
     Attributes:
         query: unit query vector in the working precision, shape (d,).
@@ -124,9 +125,9 @@ def _product_with_rows(
     """``matrix @ rows.T`` (shape (n, m)) for a few ``rows``, fast for tall matrices.
 
     For a tall matrix and a handful of rows, one stacked product over chunks of
-    :data:`_CHUNK` rows runs about twice as fast as one plain matrix product here
-    (BLAS skips repacking the tall operand for such small blocks); the values are
-    the same up to float rounding.
+    :data:`_CHUNK` rows ran markedly faster than one plain matrix product on the
+    project's benchmark machine (OpenBLAS handles such small blocks without
+    repacking the tall operand); the values are the same up to float rounding.
     """
     n, d = matrix.shape
     full = n - n % _CHUNK
