@@ -24,6 +24,8 @@ __all__ = [
     "check_positive",
     "check_values",
     "TIE_RTOL_FLOAT32",
+    "product_with_rows",
+    "row_dots",
     "TIE_RTOL_FLOAT64",
 ]
 
@@ -108,34 +110,38 @@ class PreparedInputs:
         if idx.shape[0] == 1:
             raw = (self.vectors @ self.vectors[idx[0]])[None, :]
         else:
-            raw = _product_with_rows(self.vectors, self.vectors[idx]).T
+            raw = product_with_rows(self.vectors, self.vectors[idx]).T
         block = np.array(raw, dtype=np.float64, order="C")
         block *= self.inv_norms[idx][:, None]
         block *= self.inv_norms[None, :]
         return block
 
 
-#: Row chunk of the stacked product in :func:`_product_with_rows`.
+#: Largest row chunk of the stacked product in :func:`product_with_rows`.
 _CHUNK = 128
 
 
-def _product_with_rows(
+def product_with_rows(
     matrix: NDArray[np.floating[Any]], rows: NDArray[np.floating[Any]]
 ) -> NDArray[np.floating[Any]]:
     """``matrix @ rows.T`` (shape (n, m)) for a few ``rows``, fast for tall matrices.
 
-    For a tall matrix and a handful of rows, one stacked product over chunks of
-    :data:`_CHUNK` rows ran markedly faster than one plain matrix product on the
-    project's benchmark machine (OpenBLAS handles such small blocks without
-    repacking the tall operand); the values are the same up to float rounding.
+    For a tall matrix and a handful of rows, one stacked product over equal chunks
+    of at most :data:`_CHUNK` rows ran markedly faster than one plain matrix product
+    on the project's benchmark machine (OpenBLAS handles such small blocks without
+    repacking the tall operand); the values are the same up to float rounding. The
+    chunks are sized so that they cover ``n`` with fewer than one chunk count of
+    rows left over (a separate small product).
     """
     n, d = matrix.shape
-    full = n - n % _CHUNK
     if n < 4 * _CHUNK or not matrix.flags.c_contiguous:
         return np.asarray(matrix @ rows.T)
+    chunks = -(-n // _CHUNK)
+    size = n // chunks
+    full = size * chunks
     out = np.empty((n, rows.shape[0]), dtype=np.result_type(matrix, rows))
-    stacked = out[:full].reshape(full // _CHUNK, _CHUNK, rows.shape[0])
-    np.matmul(matrix[:full].reshape(full // _CHUNK, _CHUNK, d), rows.T, out=stacked)
+    stacked = out[:full].reshape(chunks, size, rows.shape[0])
+    np.matmul(matrix[:full].reshape(chunks, size, d), rows.T, out=stacked)
     if full < n:
         np.matmul(matrix[full:], rows.T, out=out[full:])
     return out
@@ -203,7 +209,7 @@ def _raise_non_finite(arr: NDArray[np.floating[Any]], name: str) -> None:
         raise NonFiniteInputError(f"{name} contains NaN or inf (first at index {bad})")
 
 
-def _row_dots(arr: NDArray[np.floating[Any]]) -> NDArray[np.floating[Any]]:
+def row_dots(arr: NDArray[np.floating[Any]]) -> NDArray[np.floating[Any]]:
     """``sum(arr * arr, axis=-1)``: ``np.vecdot`` (numpy >= 2, BLAS dot per row) when present."""
     vecdot = getattr(np, "vecdot", None)
     if vecdot is not None:
@@ -219,8 +225,11 @@ def _row_norms(arr: NDArray[np.floating[Any]], name: str) -> FloatArray:
     position of a bad value looked up, and rows whose squares overflow or underflow
     are measured again after scaling by their largest entry.
     """
-    norms = np.sqrt(_row_dots(arr)).astype(np.float64)
+    squares = np.dot(arr, arr) if arr.ndim == 1 else row_dots(arr)
+    norms = np.sqrt(np.asarray(squares, dtype=np.float64))
     tiny = np.finfo(arr.dtype).tiny
+    if norms.min() > tiny and np.isfinite(norms.max()):  # NaN fails the first test
+        return norms
     if not (np.all(np.isfinite(norms)) and np.all(norms > tiny)):
         _raise_non_finite(arr, name)
         scale = np.max(np.abs(arr), axis=-1).astype(np.float64)

@@ -5,9 +5,16 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from ..validation import TIE_RTOL_FLOAT64, PreparedInputs
+from ..validation import TIE_RTOL_FLOAT64, PreparedInputs, product_with_rows
 
-__all__ = ["argmax_rows", "TIE_RTOL", "SimilarityColumns", "cosine_block", "GRAM_MAX_N"]
+__all__ = [
+    "argmax_rows",
+    "TIE_RTOL",
+    "SimilarityColumns",
+    "PickColumns",
+    "cosine_block",
+    "GRAM_MAX_N",
+]
 
 #: Objective values within this relative distance of a row's maximum count as tied
 #: (float64 input; float32 input uses ``PreparedInputs.tie_rtol``); ties go to the
@@ -89,3 +96,64 @@ class SimilarityColumns:
             self._mat[start : start + len(missing)] = self._prep.cosine_rows(missing)
             slot.update(zip(missing, range(start, start + len(missing)), strict=True))
         return self._mat[[slot[int(i)] for i in picks]]
+
+
+class PickColumns:
+    """Similarity columns and unit vectors of picked candidates, addressed by slot.
+
+    For the batched sweeps: each step needs, for every parameter value, the cosine
+    similarity of all candidates to that value's latest pick. Items picked for the
+    first time in a step get their columns from one matrix product together; the
+    caller then gathers ``columns[slots]`` and ``units[slots]`` with the slots this
+    returns (one vectorised lookup, no per-item Python work). Slot :attr:`NONE` is
+    all zeros, for values that need no column.
+
+    Attributes:
+        columns: ``columns[s, i]`` is the cosine of candidate ``i`` to the item in slot
+            ``s``, in the working precision, shape (slots, n).
+        units: the unit vector (float64) of the item in each slot, shape (slots, d).
+    """
+
+    NONE = 0
+
+    def __init__(self, prep: PreparedInputs, capacity: int) -> None:
+        n, d = prep.vectors.shape
+        work = prep.vectors.dtype
+        self._prep = prep
+        self._inv = prep.inv_norms.astype(work)
+        self._slot = np.zeros(n, dtype=np.intp)
+        size = 1 + max(1, min(capacity, n))
+        self.columns: NDArray[np.floating] = np.empty((size, n), dtype=work)
+        self.columns[0] = 0.0
+        self.units: NDArray[np.float64] = np.empty((size, d))
+        self.units[0] = 0.0
+        self._used = 1
+
+    def slots(self, picks: NDArray[np.int64] | list[int]) -> NDArray[np.intp]:
+        """Slots of ``picks`` (computing the columns of items not stored yet)."""
+        idx = np.asarray(picks, dtype=np.intp)
+        found = self._slot[idx]
+        if found.all():
+            return found
+        missing = np.array(sorted(set(idx[found == 0].tolist())), dtype=np.intp)
+        start, stop = self._used, self._used + missing.shape[0]
+        if stop > self.columns.shape[0]:
+            self._grow(2 * stop)
+        vec = self._prep.vectors
+        raw_rows = vec[missing]
+        self.units[start:stop] = raw_rows
+        self.units[start:stop] *= self._prep.inv_norms[missing][:, None]
+        raw = product_with_rows(vec, raw_rows)
+        np.multiply(raw.T, self._inv, out=self.columns[start:stop])
+        self.columns[start:stop] *= self._inv[missing][:, None]
+        self._slot[missing] = np.arange(start, stop)
+        self._used = stop
+        out: NDArray[np.intp] = self._slot[idx]
+        return out
+
+    def _grow(self, size: int) -> None:
+        columns = np.empty((size, self.columns.shape[1]), dtype=self.columns.dtype)
+        columns[: self._used] = self.columns[: self._used]
+        units = np.empty((size, self.units.shape[1]))
+        units[: self._used] = self.units[: self._used]
+        self.columns, self.units = columns, units

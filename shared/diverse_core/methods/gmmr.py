@@ -23,8 +23,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..registry import MethodSpec
-from ..validation import PreparedInputs, check_unit_interval
-from ._common import SimilarityColumns, argmax_rows
+from ..validation import PreparedInputs, check_unit_interval, row_dots
+from ._common import PickColumns, argmax_rows
 
 __all__ = ["gmmr_select", "gmmr_sweep", "SPEC"]
 
@@ -35,40 +35,47 @@ def gmmr_sweep(
     prep: PreparedInputs, values: NDArray[np.float64], **_: Any
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
     """gMMR for every ``lambda_mult`` in ``values`` at once; returns (L, k) picks and scores."""
-    rel, k = prep.relevance, prep.k
-    lam = np.asarray(values, dtype=np.float64).reshape(-1, 1)
-    n_values, n = lam.shape[0], rel.shape[0]
+    rel, k, n = prep.relevance, prep.k, prep.n
+    lam = np.asarray(values, dtype=np.float64).reshape(-1)
+    n_values = lam.shape[0]
     rows = np.arange(n_values)
     picks = np.empty((n_values, k), dtype=np.int64)
     scores = np.empty((n_values, k), dtype=np.float64)
-    sims = SimilarityColumns(prep)
     rtol = prep.tie_rtol
-    first = argmax_rows(rel[None, :], rtol)[0]
+    first = int(argmax_rows(rel[None, :], rtol)[0])
     picks[:, 0] = first
     scores[:, 0] = rel[first]
     if k == 1:
         return picks, scores
-    # The (L, n) arrays are in the working precision (float32 for float32 input).
+    # (L, n) arrays are in the working precision (float32 for float32 input).
     work = prep.vectors.dtype
-    # dot[l, i] = <c_i, sum of value l's picks>; total[l] = that sum (unit picks, float64),
-    # whose norm is taken directly: the picks can nearly cancel out, and
-    # ||sum||^2 = sum of their pairwise cosines would then lose every digit.
-    dot = np.repeat(sims.column(int(first))[None, :].astype(work), n_values, axis=0)
-    total = np.repeat(prep.unit_rows(np.array([first])), n_values, axis=0)
-    # base[l, i] = lambda_l * rel_i, or -inf once value l picked candidate i.
-    base = (lam * rel[None, :]).astype(work)
-    base[:, first] = -np.inf
-    # (1 - lambda) * sqrt(2 - 2 cos) = sqrt(max(w2 * (2 - 2 * dot / norm), 0)), w2 = (1 - lambda)^2
+    # Values with lambda_mult = 1 ignore the distance term: they need no columns.
     w2 = (1.0 - lam) ** 2
-    two_w2 = (2.0 * w2).astype(work)
+    active = w2 > 0.0
+    store = PickColumns(prep, capacity=1 + int(active.sum()) * (k - 2))
+    slots = np.where(active, store.slots([first]), PickColumns.NONE)
+    # dot[l, i] = <c_i, sum of value l's unit picks>; total[l] = that sum (float64), whose
+    # norm is taken directly: the picks can nearly cancel out, and ||sum||^2 as a sum of
+    # pairwise cosines would then lose every digit.
+    dot = store.columns[slots]
+    total = store.units[slots]
+    # base[l, i] = lambda_l * rel_i, or -inf once value l picked candidate i.
+    base = (lam[:, None] * rel[None, :]).astype(work)
+    base[:, first] = -np.inf
+    # (1 - lambda) * sqrt(2 - 2 cos) = sqrt(2 w2 - 2 w2 * dot / norm), w2 = (1 - lambda)^2
+    two_w2 = (2.0 * w2).astype(work)[:, None]
+    minus_two_w2 = -2.0 * w2
+    coef = np.zeros(n_values)
     obj = np.empty((n_values, n), dtype=work)
     for step in range(1, k):
-        norm = np.sqrt(np.einsum("ld,ld->l", total, total))[:, None]
+        norm = np.sqrt(row_dots(total))
         # zero-length centroid (the picks cancel out): distance sqrt(2) to everyone
-        coef = np.where(norm <= _TINY, 0.0, -2.0 * w2 / np.maximum(norm, _TINY))
-        np.multiply(dot, coef.astype(work), out=obj)
+        coef.fill(0.0)
+        np.divide(minus_two_w2, norm, out=coef, where=norm > _TINY)
+        np.multiply(dot, coef.astype(work)[:, None], out=obj)
         obj += two_w2
-        np.maximum(obj, 0.0, out=obj)
+        # The argument is >= 0 up to rounding; |.| is as close to it as a clip at 0.
+        np.abs(obj, out=obj)
         np.sqrt(obj, out=obj)
         obj += base
         best = argmax_rows(obj, rtol)
@@ -76,8 +83,9 @@ def gmmr_sweep(
         scores[:, step] = obj[rows, best]
         base[rows, best] = -np.inf
         if step + 1 < k:
-            total += prep.unit_rows(best)
-            np.add(dot, sims.rows(best), out=dot, casting="same_kind")
+            slots = np.where(active, store.slots(best), PickColumns.NONE)
+            dot += store.columns[slots]
+            total += store.units[slots]
     return picks, scores
 
 

@@ -119,18 +119,22 @@ def _mmr_lazy(prep: PreparedInputs, lam: float) -> tuple[NDArray[np.int64], NDAr
             add_vec = vec[add]
             sims = (add_vec @ unit_picks[:step].T).max(axis=1).astype(np.float64)
             sims *= inv_norms[add]
-            short = np.concatenate([short, add])
-            short_vec = np.concatenate([short_vec, add_vec])
+            if short.size:
+                short = np.concatenate([short, add])
+                short_vec = np.concatenate([short_vec, add_vec])
+                max_sim = np.concatenate([max_sim, sims])
+                blocked = np.concatenate([blocked, np.zeros(add.size)])
+            else:  # the first list: nothing to append to
+                short, short_vec, max_sim, blocked = add, add_vec, sims, np.zeros(add.size)
             short_rel = relevance_term[short]
             short_inv = inv_norms[short]
-            max_sim = np.concatenate([max_sim, sims])
-            blocked = np.concatenate([blocked, np.zeros(add.size)])
             off[add] = False
             outside = float(bound[off].max()) if off.any() else -np.inf
             size *= 2
             continue
-        tied = (obj >= floor).nonzero()[0]
-        pos = int(tied[np.argmin(short[tied])])  # ties go to the lowest candidate index
+        tied = np.flatnonzero(obj >= floor)
+        # ties go to the lowest candidate index
+        pos = int(tied[0]) if tied.size == 1 else int(tied[np.argmin(short[tied])])
         win = int(short[pos])
         picks[step], scores[step] = win, obj[pos]
         blocked[pos] = -np.inf

@@ -18,7 +18,16 @@ def topk_select(prep: PreparedInputs, **_: Any) -> tuple[NDArray[np.int64], NDAr
 
     Ties keep input order (stable sort). The objective value is the relevance itself.
     """
-    order = np.argsort(-prep.relevance, kind="stable")[: prep.k].astype(np.int64)
+    neg = -prep.relevance
+    k = prep.k
+    if k < neg.shape[0]:
+        # Every candidate tied with or above the k-th value, in input order; a stable
+        # sort of those keeps tied candidates in input order as a full sort would.
+        kth = np.partition(neg, k - 1)[k - 1]
+        pool = np.flatnonzero(neg <= kth)
+        order = pool[np.argsort(neg[pool], kind="stable")[:k]].astype(np.int64)
+    else:
+        order = np.argsort(neg, kind="stable").astype(np.int64)
     return order, prep.relevance[order].copy()
 
 
