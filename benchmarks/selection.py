@@ -258,7 +258,7 @@ def main(argv: list[str] | None = None) -> None:
         vals = []
         for c in grid:
             a, b = get(cells[c], num), get(cells[c], den)
-            vals.append("n/a" if a is None or b is None else f"{_ms(a) / _ms(b):.1f}")
+            vals.append("n/a" if a is None or b is None else f"{_ms(a) / _ms(b):.2f}")
         print(f"| {label} | " + " | ".join(vals) + f" | {target} |")
 
     print("\n| identical picks | " + " | ".join(f"n={n} d={d}" for n, d in grid) + " |")

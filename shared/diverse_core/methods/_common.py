@@ -30,7 +30,7 @@ def argmax_rows(obj: NDArray[np.float64], rtol: float = TIE_RTOL) -> NDArray[np.
     """
     best = obj.max(axis=1)
     floor = best - rtol * np.maximum(1.0, np.abs(best))
-    picks: NDArray[np.int64] = np.argmax(obj >= floor[:, None], axis=1).astype(np.int64)
+    picks: NDArray[np.int64] = np.argmax(obj >= floor[:, None], axis=1).astype(np.int64, copy=False)
     return picks
 
 
@@ -99,34 +99,31 @@ class SimilarityColumns:
 
 
 class PickColumns:
-    """Similarity columns and unit vectors of picked candidates, addressed by slot.
+    """Similarity columns of picked candidates, addressed by slot.
 
     For the batched sweeps: each step needs, for every parameter value, the cosine
     similarity of all candidates to that value's latest pick. Items picked for the
     first time in a step get their columns from one matrix product together; the
-    caller then gathers ``columns[slots]`` and ``units[slots]`` with the slots this
-    returns (one vectorised lookup, no per-item Python work). Slot :attr:`NONE` is
-    all zeros, for values that need no column.
+    caller then gathers ``columns[slots]`` with the slots this returns (one
+    vectorised lookup, no per-item Python work). Slot :attr:`NONE` is all zeros,
+    for values that need no column.
 
     Attributes:
         columns: ``columns[s, i]`` is the cosine of candidate ``i`` to the item in slot
             ``s``, in the working precision, shape (slots, n).
-        units: the unit vector (float64) of the item in each slot, shape (slots, d).
     """
 
     NONE = 0
 
     def __init__(self, prep: PreparedInputs, capacity: int) -> None:
-        n, d = prep.vectors.shape
-        work = prep.vectors.dtype
+        n = prep.n
         self._prep = prep
-        self._inv = prep.inv_norms.astype(work)
+        self._inv = prep.inv_norms.astype(prep.vectors.dtype)
         self._slot = np.zeros(n, dtype=np.intp)
-        size = 1 + max(1, min(capacity, n))
-        self.columns: NDArray[np.floating] = np.empty((size, n), dtype=work)
+        self.columns: NDArray[np.floating] = np.empty(
+            (1 + max(1, min(capacity, n)), n), dtype=prep.vectors.dtype
+        )
         self.columns[0] = 0.0
-        self.units: NDArray[np.float64] = np.empty((size, d))
-        self.units[0] = 0.0
         self._used = 1
 
     def slots(self, picks: NDArray[np.int64] | list[int]) -> NDArray[np.intp]:
@@ -138,22 +135,13 @@ class PickColumns:
         missing = np.array(sorted(set(idx[found == 0].tolist())), dtype=np.intp)
         start, stop = self._used, self._used + missing.shape[0]
         if stop > self.columns.shape[0]:
-            self._grow(2 * stop)
+            grown = np.empty((2 * stop, self.columns.shape[1]), dtype=self.columns.dtype)
+            grown[:start] = self.columns[:start]
+            self.columns = grown
         vec = self._prep.vectors
-        raw_rows = vec[missing]
-        self.units[start:stop] = raw_rows
-        self.units[start:stop] *= self._prep.inv_norms[missing][:, None]
-        raw = product_with_rows(vec, raw_rows)
-        np.multiply(raw.T, self._inv, out=self.columns[start:stop])
-        self.columns[start:stop] *= self._inv[missing][:, None]
+        unit = vec[missing] * self._inv[missing][:, None]
+        np.multiply(product_with_rows(vec, unit).T, self._inv, out=self.columns[start:stop])
         self._slot[missing] = np.arange(start, stop)
         self._used = stop
         out: NDArray[np.intp] = self._slot[idx]
         return out
-
-    def _grow(self, size: int) -> None:
-        columns = np.empty((size, self.columns.shape[1]), dtype=self.columns.dtype)
-        columns[: self._used] = self.columns[: self._used]
-        units = np.empty((size, self.units.shape[1]))
-        units[: self._used] = self.units[: self._used]
-        self.columns, self.units = columns, units

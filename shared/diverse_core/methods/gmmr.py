@@ -58,7 +58,7 @@ def gmmr_sweep(
     # norm is taken directly: the picks can nearly cancel out, and ||sum||^2 as a sum of
     # pairwise cosines would then lose every digit.
     dot = store.columns[slots]
-    total = store.units[slots]
+    total = np.repeat(prep.unit_rows(np.array([first])), n_values, axis=0)
     # base[l, i] = lambda_l * rel_i, or -inf once value l picked candidate i.
     base = (lam[:, None] * rel[None, :]).astype(work)
     base[:, first] = -np.inf
@@ -85,7 +85,7 @@ def gmmr_sweep(
         if step + 1 < k:
             slots = np.where(active, store.slots(best), PickColumns.NONE)
             dot += store.columns[slots]
-            total += store.units[slots]
+            total += prep.unit_rows(best)  # rows with lambda = 1 never use theirs
     return picks, scores
 
 
