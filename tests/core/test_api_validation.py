@@ -250,3 +250,26 @@ def test_cosine_rows_equal_plain_products(n: int, dtype: type) -> None:
     view = np.repeat(cand, 2, axis=0)[::2]
     prep2 = prepare_inputs(rng.normal(size=24), view, 3)
     np.testing.assert_allclose(prep2.cosine_rows(idx), got, atol=1e-6 if dtype is np.float32 else 1e-12)
+
+
+@pytest.mark.parametrize("n", [7, 600, 1001])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_pick_columns_store_cosines_by_slot(n: int, dtype: type) -> None:
+    from diverse_core.methods._common import PickColumns
+    from diverse_core.validation import prepare_inputs
+
+    rng = np.random.default_rng(n)
+    cand = rng.normal(size=(n, 24)).astype(dtype)
+    prep = prepare_inputs(rng.normal(size=24), cand, 3)
+    unit = cand.astype(np.float64) / np.linalg.norm(cand.astype(np.float64), axis=1, keepdims=True)
+    store = PickColumns(prep, capacity=1)  # too small on purpose: the store must grow
+    tol = 1e-5 if dtype is np.float32 else 1e-12
+    seen: dict[int, int] = {}
+    for picks in ([0, 0, n - 1], [n // 2, 0, 3], [5, 6, n - 1, n // 3]):
+        slots = store.slots(np.array(picks))
+        assert slots.shape == (len(picks),) and np.all(slots != PickColumns.NONE)
+        for item, slot in zip(picks, slots.tolist(), strict=True):
+            assert seen.setdefault(item, slot) == slot  # an item keeps its slot
+            np.testing.assert_allclose(store.columns[slot], unit @ unit[item], atol=tol)
+    assert len(set(seen.values())) == len(seen)  # distinct items, distinct slots
+    assert np.all(store.columns[PickColumns.NONE] == 0.0)

@@ -388,3 +388,16 @@ def test_relevance_override_changes_first_pick() -> None:
     for method in ALL:
         sel = select(method, q, c, 3, relevance=rel, **PARAM[method])
         assert sel.indices[0] == 7 and sel.relevance[0] == 1.0
+
+
+@given(
+    st.lists(st.integers(min_value=-3, max_value=3), min_size=1, max_size=40),
+    st.integers(min_value=1, max_value=45),
+)
+def test_topk_equals_stable_full_sort_with_many_ties(levels: list[int], k: int) -> None:
+    # few distinct relevance levels: ties straddle the k-th place in most examples
+    rel = np.array(levels, dtype=np.float64)
+    c = np.random.default_rng(len(levels)).normal(size=(len(levels), 3))
+    sel = select("topk", np.ones(3), c, k=k, relevance=rel)
+    expected = np.argsort(-rel, kind="stable")[: min(k, len(levels))]
+    assert sel.indices.tolist() == expected.tolist()
