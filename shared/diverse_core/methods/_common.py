@@ -98,6 +98,10 @@ class SimilarityColumns:
         return self._mat[[slot[int(i)] for i in picks]]
 
 
+#: :class:`PickColumns` computes every column up front when ``n * n * d`` is at most this.
+_GRAM_MAX_WORK = 64 * 64 * 384
+
+
 class PickColumns:
     """Similarity columns of picked candidates, addressed by slot.
 
@@ -120,11 +124,15 @@ class PickColumns:
         self._prep = prep
         self._inv = prep.inv_norms.astype(prep.vectors.dtype)
         self._slot = np.zeros(n, dtype=np.intp)
-        self.columns: NDArray[np.floating] = np.empty(
-            (1 + max(1, min(capacity, n)), n), dtype=prep.vectors.dtype
-        )
+        gram = n * n * prep.vectors.shape[1] <= _GRAM_MAX_WORK
+        size = n if gram else max(1, min(capacity, n))
+        self.columns: NDArray[np.floating] = np.empty((1 + size, n), dtype=prep.vectors.dtype)
         self.columns[0] = 0.0
         self._used = 1
+        if gram:
+            # Small pools (a retriever's fetch_k): every column in one product up front
+            # costs less than the per-step calls (measured up to about n = 64 at d = 384).
+            self.slots(np.arange(n))
 
     def slots(self, picks: NDArray[np.int64] | list[int]) -> NDArray[np.intp]:
         """Slots of ``picks`` (computing the columns of items not stored yet)."""
