@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import diverse_core as dc
 import numpy as np
@@ -232,15 +233,24 @@ def test_single_candidate() -> None:
         assert sel.indices.tolist() == [0]
 
 
-@pytest.mark.parametrize("n", [1, 300, 512, 700, 1000, 1024])
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_cosine_rows_equal_plain_products(n: int, dtype: type) -> None:
+def _pool_with_unit_rows(n: int, dtype: type) -> tuple[Any, np.ndarray, np.ndarray]:
+    """Prepared inputs over a random (n, 24) pool, the pool, and its float64 unit rows."""
     from diverse_core.validation import prepare_inputs
 
     rng = np.random.default_rng(n)
     cand = rng.normal(size=(n, 24)).astype(dtype)
     prep = prepare_inputs(rng.normal(size=24), cand, 3)
     unit = cand.astype(np.float64) / np.linalg.norm(cand.astype(np.float64), axis=1, keepdims=True)
+    return prep, cand, unit
+
+
+@pytest.mark.parametrize("n", [1, 300, 512, 700, 1000, 1024])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_cosine_rows_equal_plain_products(n: int, dtype: type) -> None:
+    from diverse_core.validation import prepare_inputs
+
+    prep, cand, unit = _pool_with_unit_rows(n, dtype)
+    rng = np.random.default_rng(n + 1)
     idx = [0, n // 2, n - 1, n // 3]
     expected = unit[idx] @ unit.T
     got = prep.cosine_rows(idx)
@@ -256,12 +266,8 @@ def test_cosine_rows_equal_plain_products(n: int, dtype: type) -> None:
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_pick_columns_store_cosines_by_slot(n: int, dtype: type) -> None:
     from diverse_core.methods._common import PickColumns
-    from diverse_core.validation import prepare_inputs
 
-    rng = np.random.default_rng(n)
-    cand = rng.normal(size=(n, 24)).astype(dtype)
-    prep = prepare_inputs(rng.normal(size=24), cand, 3)
-    unit = cand.astype(np.float64) / np.linalg.norm(cand.astype(np.float64), axis=1, keepdims=True)
+    prep, _, unit = _pool_with_unit_rows(n, dtype)
     store = PickColumns(prep, capacity=1)  # too small on purpose: the store must grow
     tol = 1e-5 if dtype is np.float32 else 1e-12
     seen: dict[int, int] = {}
