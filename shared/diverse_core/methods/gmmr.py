@@ -53,7 +53,8 @@ def gmmr_sweep(
     w2 = (1.0 - lam) ** 2
     active = w2 > 0.0
     store = PickColumns(prep, capacity=1 + int(active.sum()) * (k - 2))
-    slots = np.where(active, store.slots([first]), PickColumns.NONE)
+    slots = np.full(n_values, PickColumns.NONE, dtype=np.intp)
+    slots[active] = store.slots(np.full(int(active.sum()), first))
     # dot[l, i] = <c_i, sum of value l's unit picks>; total[l] = that sum (float64), whose
     # norm is taken directly: the picks can nearly cancel out, and ||sum||^2 as a sum of
     # pairwise cosines would then lose every digit.
@@ -83,7 +84,7 @@ def gmmr_sweep(
         scores[:, step] = obj[rows, best]
         base[rows, best] = -np.inf
         if step + 1 < k:
-            slots = np.where(active, store.slots(best), PickColumns.NONE)
+            slots[active] = store.slots(best[active])
             dot += store.columns[slots]
             total += prep.unit_rows(best)  # rows with lambda = 1 never use theirs
     return picks, scores
