@@ -230,12 +230,12 @@ def _row_norms(arr: NDArray[np.floating[Any]], name: str) -> FloatArray:
     tiny = np.finfo(arr.dtype).tiny
     if norms.min() > tiny and np.isfinite(norms.max()):  # NaN fails the first test
         return norms
-    if not (np.all(np.isfinite(norms)) and np.all(norms > tiny)):
-        _raise_non_finite(arr, name)
-        scale = np.max(np.abs(arr), axis=-1).astype(np.float64)
-        safe = np.where(scale > 0.0, scale, 1.0)
-        rescaled = np.asarray(arr, dtype=np.float64) / np.asarray(safe)[..., None]
-        norms = np.where(scale > 0.0, scale * np.linalg.norm(rescaled, axis=-1), 0.0)
+    # Some row is non-finite, zero, or its square over/underflowed.
+    _raise_non_finite(arr, name)
+    scale = np.max(np.abs(arr), axis=-1).astype(np.float64)
+    safe = np.where(scale > 0.0, scale, 1.0)
+    rescaled = np.asarray(arr, dtype=np.float64) / np.asarray(safe)[..., None]
+    norms = np.where(scale > 0.0, scale * np.linalg.norm(rescaled, axis=-1), 0.0)
     zero = np.atleast_1d(norms <= 0.0)
     if np.any(zero):
         loc = f" (row {int(np.argmax(zero))})" if arr.ndim == 2 else ""
