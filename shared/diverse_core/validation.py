@@ -30,6 +30,7 @@ __all__ = [
 ]
 
 FloatArray = NDArray[np.float64]
+_TINY64 = float(np.finfo(np.float64).tiny)
 
 #: Tie tolerance (relative) when the candidates are float64.
 TIE_RTOL_FLOAT64 = 1e-12
@@ -258,6 +259,28 @@ def _read_only_matrix(value: ArrayLike, name: str) -> NDArray[np.floating[Any]]:
     return view
 
 
+def _unit_query(query: ArrayLike, cand: NDArray[np.floating[Any]]) -> NDArray[np.floating[Any]]:
+    """The query as a unit vector in the candidates' dtype, after the shape and value checks."""
+    try:
+        q = np.array(query, dtype=np.float64, copy=True)
+    except (TypeError, ValueError) as exc:
+        raise DimensionMismatchError(f"query must be a numeric array; got {type(query).__name__}") from exc
+    if q.ndim != 1:
+        raise DimensionMismatchError(f"query must have 1 dimension(s); got shape {q.shape}")
+    if q.shape[0] != cand.shape[1]:
+        raise DimensionMismatchError(
+            f"query has dimension {q.shape[0]} but candidates have dimension {cand.shape[1]}"
+        )
+    with np.errstate(over="ignore", under="ignore"):  # the exact path below reports those
+        squares = float(np.dot(q, q))
+    if _TINY64 < squares < math.inf:  # NaN fails both tests, inf the second
+        q /= math.sqrt(squares)
+    else:  # NaN/inf, a zero vector, or a square that over/underflowed: the exact path
+        _raise_non_finite(q, "query")
+        q /= _row_norms(q, "query")
+    return q.astype(cand.dtype, copy=False)
+
+
 def prepare_inputs(
     query: ArrayLike,
     candidates: ArrayLike,
@@ -281,12 +304,7 @@ def prepare_inputs(
     cand = _read_only_matrix(candidates, "candidates")
     if cand.shape[0] == 0:
         raise EmptyCandidatesError("candidates is empty (shape (0, d)); need at least one candidate")
-    q = _as_float_array(query, "query", 1)
-    if q.shape[0] != cand.shape[1]:
-        raise DimensionMismatchError(
-            f"query has dimension {q.shape[0]} but candidates have dimension {cand.shape[1]}"
-        )
-    q = (q / _row_norms(q, "query")).astype(cand.dtype)
+    q = _unit_query(query, cand)
     inv_norms = 1.0 / _row_norms(cand, "candidates")
     if relevance is None:
         rel = np.asarray(cand @ q, dtype=np.float64)

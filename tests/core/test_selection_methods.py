@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 from core_refs import ref_dartboard, ref_gmmr, ref_mmr, ref_topk, unit
 from diverse_core import QUERY, select, sweep
+from diverse_core.methods._common import argmax_first, argmax_rows
+from diverse_core.validation import TIE_RTOL_FLOAT32, TIE_RTOL_FLOAT64
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -401,3 +403,28 @@ def test_topk_equals_stable_full_sort_with_many_ties(levels: list[int], k: int) 
     sel = select("topk", np.ones(3), c, k=k, relevance=rel)
     expected = np.argsort(-rel, kind="stable")[: min(k, len(levels))]
     assert sel.indices.tolist() == expected.tolist()
+
+
+@SETTINGS
+@given(
+    st.lists(st.sampled_from([-np.inf, -1.0, 0.0, 0.5, 0.5 - 1e-13, 0.5 + 1e-6, 2.0]), min_size=1,
+             max_size=30),
+    st.sampled_from([TIE_RTOL_FLOAT64, TIE_RTOL_FLOAT32]),
+)
+def test_argmax_first_equals_argmax_rows(values: list[float], rtol: float) -> None:
+    # levels closer than the tolerance (0.5 and 0.5 - 1e-13), -inf (already picked) and
+    # near-ties on either side of the maximum: the one-row helper must agree everywhere
+    row = np.array(values, dtype=np.float64)
+    assert argmax_first(row, rtol) == int(argmax_rows(row[None, :], rtol)[0])
+
+
+@pytest.mark.parametrize("method", ALL)
+@pytest.mark.parametrize("scale", [1e-200, 1e200])
+def test_query_of_extreme_magnitude_is_normalised(method: str, scale: float) -> None:
+    # the square of the query's norm under/overflows: the exact (rescaling) path takes over
+    rng = np.random.default_rng(3)
+    q, c = rng.normal(size=6), rng.normal(size=(16, 6))
+    plain = select(method, q, c, 5, **PARAM[method])
+    extreme = select(method, q * scale, c, 5, **PARAM[method])
+    assert extreme.indices.tolist() == plain.indices.tolist()
+    np.testing.assert_allclose(extreme.relevance, plain.relevance, rtol=1e-12)

@@ -9,6 +9,7 @@ from ..validation import TIE_RTOL_FLOAT64, PreparedInputs, product_with_rows
 
 __all__ = [
     "argmax_rows",
+    "argmax_first",
     "TIE_RTOL",
     "SimilarityColumns",
     "PickColumns",
@@ -32,6 +33,22 @@ def argmax_rows(obj: NDArray[np.float64], rtol: float = TIE_RTOL) -> NDArray[np.
     floor = best - rtol * np.maximum(1.0, np.abs(best))
     picks: NDArray[np.int64] = np.argmax(obj >= floor[:, None], axis=1).astype(np.int64, copy=False)
     return picks
+
+
+def argmax_first(values: NDArray[np.float64], rtol: float = TIE_RTOL) -> int:
+    """:func:`argmax_rows` of one row: the lowest index within ``rtol`` of the maximum.
+
+    One ``argmax`` pass, plus a look at the entries before the maximum (the only
+    places a lower-index near-tie can be).
+    """
+    i = int(values.argmax())
+    top = float(values[i])
+    floor = top - rtol * max(1.0, abs(top))
+    if i:
+        earlier = values[:i] >= floor
+        if earlier.any():
+            return int(earlier.argmax())
+    return i
 
 
 def cosine_block(

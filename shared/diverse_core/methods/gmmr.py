@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 
 from ..registry import MethodSpec
 from ..validation import PreparedInputs, check_unit_interval, row_dots
-from ._common import PickColumns, argmax_rows
+from ._common import PickColumns, argmax_first, argmax_rows
 
 __all__ = ["gmmr_select", "gmmr_sweep", "SPEC"]
 
@@ -42,7 +42,7 @@ def gmmr_sweep(
     picks = np.empty((n_values, k), dtype=np.int64)
     scores = np.empty((n_values, k), dtype=np.float64)
     rtol = prep.tie_rtol
-    first = int(argmax_rows(rel[None, :], rtol)[0])
+    first = argmax_first(rel, rtol)
     picks[:, 0] = first
     scores[:, 0] = rel[first]
     if k == 1:

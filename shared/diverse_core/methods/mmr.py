@@ -30,7 +30,7 @@ from numpy.typing import NDArray
 
 from ..registry import MethodSpec
 from ..validation import PreparedInputs, check_unit_interval
-from ._common import SimilarityColumns, argmax_rows
+from ._common import SimilarityColumns, argmax_first, argmax_rows
 
 __all__ = ["mmr_select", "mmr_sweep", "LAZY_MIN_N", "SPEC"]
 
@@ -54,7 +54,7 @@ def mmr_sweep(
     sims = SimilarityColumns(prep)
     # First pick: the most relevant candidate (the redundancy term is empty).
     rtol = prep.tie_rtol
-    first = argmax_rows(rel[None, :], rtol)[0]
+    first = argmax_first(rel, rtol)
     picks[:, 0] = first
     scores[:, 0] = lam[:, 0] * rel[first]
     taken[:, first] = True
@@ -82,7 +82,7 @@ def _mmr_lazy(prep: PreparedInputs, lam: float) -> tuple[NDArray[np.int64], NDAr
     """Exact MMR for one value, following only the candidates that can still win."""
     rel, k, n, rtol = prep.relevance, prep.k, prep.n, prep.tie_rtol
     vec, inv_norms = prep.vectors, prep.inv_norms
-    first = int(argmax_rows(rel[None, :], rtol)[0])
+    first = argmax_first(rel, rtol)
     relevance_term = lam * rel
     penalty = 1.0 - lam
     col = prep.cosine_rows([first])[0]
@@ -92,11 +92,11 @@ def _mmr_lazy(prep: PreparedInputs, lam: float) -> tuple[NDArray[np.int64], NDAr
     scores = np.empty(k, dtype=np.float64)
     unit_picks = np.empty((k, vec.shape[1]), dtype=vec.dtype)
     picks[0], scores[0] = first, lam * rel[first]
-    unit_picks[0] = vec[first] * inv_norms[first]
+    np.multiply(vec[first], inv_norms[first], out=unit_picks[0], casting="same_kind")
     # The followed candidates ("short list"), each with its exact max similarity to the picks.
     short = np.empty(0, dtype=np.int64)
     short_vec = np.empty((0, vec.shape[1]), dtype=vec.dtype)
-    short_rel = np.empty(0)
+    short_base = np.empty(0)  # lambda * relevance of the listed, -inf once picked
     short_inv = np.empty(0)
     max_sim = np.empty(0)
     blocked = np.empty(0)  # -inf at the list positions already picked
@@ -107,7 +107,7 @@ def _mmr_lazy(prep: PreparedInputs, lam: float) -> tuple[NDArray[np.int64], NDAr
     step = 1
     while step < k:
         if outside < np.inf:
-            obj = short_rel - penalty * max_sim + blocked
+            obj = short_base - penalty * max_sim
             best = float(obj.max())
             floor = best - rtol * max(1.0, abs(best))
         if outside == np.inf or outside >= floor:
@@ -126,23 +126,23 @@ def _mmr_lazy(prep: PreparedInputs, lam: float) -> tuple[NDArray[np.int64], NDAr
                 blocked = np.concatenate([blocked, np.zeros(add.size)])
             else:  # the first list: nothing to append to
                 short, short_vec, max_sim, blocked = add, add_vec, sims, np.zeros(add.size)
-            short_rel = relevance_term[short]
+            short_base = relevance_term[short] + blocked
             short_inv = inv_norms[short]
             off[add] = False
             outside = float(bound[off].max()) if off.any() else -np.inf
             size *= 2
             continue
-        tied = np.flatnonzero(obj >= floor)
+        tied = (obj >= floor).nonzero()[0]
         # ties go to the lowest candidate index
         pos = int(tied[0]) if tied.size == 1 else int(tied[np.argmin(short[tied])])
         win = int(short[pos])
         picks[step], scores[step] = win, obj[pos]
-        blocked[pos] = -np.inf
-        unit_picks[step] = vec[win] * inv_norms[win]
+        blocked[pos] = short_base[pos] = -np.inf
+        np.multiply(vec[win], inv_norms[win], out=unit_picks[step], casting="same_kind")
         step += 1
         if step < k:
-            new = (short_vec @ unit_picks[step - 1]).astype(np.float64)
-            new *= short_inv
+            # float32 products are scaled in float64 (the promotion happens in the multiply)
+            new = np.multiply(short_vec @ unit_picks[step - 1], short_inv)
             np.maximum(max_sim, new, out=max_sim)
     return picks, scores
 
