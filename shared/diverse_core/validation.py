@@ -52,7 +52,9 @@ class PreparedInputs:
 
     Attributes:
         query: unit query vector in the working precision, shape (d,).
-        vectors: candidate vectors as given (read-only float32 or float64), shape (n, d).
+        vectors: candidate vectors as given (read-only float32 or float64), shape (n, d);
+            unit-normalised copies instead when some row's norm is so large or so small
+            that products between rows would overflow or underflow (``inv_norms`` then 1).
         inv_norms: ``1 / ||vectors[i]||`` in float64, shape (n,).
         relevance: relevance of each candidate to the query in float64, shape (n,).
             Cosine similarity unless the caller supplied its own scores.
@@ -226,7 +228,8 @@ def _row_norms(arr: NDArray[np.floating[Any]], name: str) -> FloatArray:
     position of a bad value looked up, and rows whose squares overflow or underflow
     are measured again after scaling by their largest entry.
     """
-    squares = np.dot(arr, arr) if arr.ndim == 1 else row_dots(arr)
+    with np.errstate(over="ignore", under="ignore"):  # handled below, not worth a warning
+        squares = np.dot(arr, arr) if arr.ndim == 1 else row_dots(arr)
     norms = np.sqrt(np.asarray(squares, dtype=np.float64))
     tiny = np.finfo(arr.dtype).tiny
     if norms.min() > tiny and np.isfinite(norms.max()):  # NaN fails the first test
@@ -242,6 +245,25 @@ def _row_norms(arr: NDArray[np.floating[Any]], name: str) -> FloatArray:
         loc = f" (row {int(np.argmax(zero))})" if arr.ndim == 2 else ""
         raise ZeroVectorError(f"{name} contains a zero vector{loc}; cosine similarity is undefined")
     return np.asarray(norms, dtype=np.float64)
+
+
+#: (lowest, highest) row norm whose pairwise products stay clear of float underflow and
+#: overflow, for float64 (index 0) and float32 (index 1) candidates.
+_SAFE_NORMS = tuple(
+    (2.0 * math.sqrt(float(np.finfo(t).tiny)), 0.5 * math.sqrt(float(np.finfo(t).max)))
+    for t in (np.float64, np.float32)
+)
+
+
+def _unit_copy(arr: NDArray[np.floating[Any]]) -> NDArray[np.floating[Any]]:
+    """Unit-normalised rows of ``arr`` (no zero rows) in its dtype, scaled by each row's
+    largest entry first so that neither the squares nor the norm over/underflow."""
+    rows = np.asarray(arr, dtype=np.float64)
+    rows = rows / np.max(np.abs(rows), axis=1, keepdims=True)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    unit: NDArray[np.floating[Any]] = rows.astype(arr.dtype, copy=False)
+    unit.flags.writeable = False
+    return unit
 
 
 def _read_only_matrix(value: ArrayLike, name: str) -> NDArray[np.floating[Any]]:
@@ -305,7 +327,14 @@ def prepare_inputs(
     if cand.shape[0] == 0:
         raise EmptyCandidatesError("candidates is empty (shape (0, d)); need at least one candidate")
     q = _unit_query(query, cand)
-    inv_norms = 1.0 / _row_norms(cand, "candidates")
+    norms = _row_norms(cand, "candidates")
+    limits = _SAFE_NORMS[cand.dtype == np.float32]
+    if norms.min() > limits[0] and norms.max() < limits[1]:
+        inv_norms = 1.0 / norms
+    else:
+        # Products of such rows would overflow or lose their digits: work on unit rows.
+        cand = _unit_copy(cand)
+        inv_norms = np.ones(cand.shape[0])
     if relevance is None:
         rel = np.asarray(cand @ q, dtype=np.float64)
         rel *= inv_norms

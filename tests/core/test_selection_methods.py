@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from core_refs import ref_dartboard, ref_gmmr, ref_mmr, ref_topk, unit
@@ -418,13 +420,24 @@ def test_argmax_first_equals_argmax_rows(values: list[float], rtol: float) -> No
     assert argmax_first(row, rtol) == int(argmax_rows(row[None, :], rtol)[0])
 
 
-@pytest.mark.parametrize("method", ALL)
-@pytest.mark.parametrize("scale", [1e-200, 1e200])
-def test_query_of_extreme_magnitude_is_normalised(method: str, scale: float) -> None:
-    # the square of the query's norm under/overflows: the exact (rescaling) path takes over
+@pytest.mark.parametrize("method", (*ALL, "vendi"))
+@pytest.mark.parametrize(
+    ("scale", "dtype"),
+    [(1e-200, np.float64), (1e200, np.float64), (1e-25, np.float32), (1e25, np.float32)],
+)
+def test_vectors_of_extreme_magnitude_are_normalised(
+    method: str, scale: float, dtype: type
+) -> None:
+    # squared norms and row products would under/overflow: the exact (rescaling) path
+    # takes over, silently, and the picks are those of the same vectors at unit scale
     rng = np.random.default_rng(3)
-    q, c = rng.normal(size=6), rng.normal(size=(16, 6))
-    plain = select(method, q, c, 5, **PARAM[method])
-    extreme = select(method, q * scale, c, 5, **PARAM[method])
-    assert extreme.indices.tolist() == plain.indices.tolist()
-    np.testing.assert_allclose(extreme.relevance, plain.relevance, rtol=1e-12)
+    q, c = rng.normal(size=6).astype(dtype), rng.normal(size=(16, 6)).astype(dtype)
+    params = PARAM.get(method, {"s": 0.5})
+    plain = select(method, q, c, 5, **params)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # handled: no overflow/underflow warning either
+        extreme_query = select(method, q * dtype(scale), c, 5, **params)
+        extreme_rows = select(method, q, c * dtype(scale), 5, **params)
+    for extreme in (extreme_query, extreme_rows):
+        assert extreme.indices.tolist() == plain.indices.tolist()
+        np.testing.assert_allclose(extreme.relevance, plain.relevance, rtol=1e-6, atol=1e-7)

@@ -37,7 +37,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import logsumexp
 
 from ..errors import DimensionMismatchError, InvalidParameterError
 from ..registry import MethodSpec
@@ -68,25 +67,45 @@ def _scores(scorer: PairScorer, pairs: list[tuple[int, int]]) -> NDArray[np.floa
 
 
 def _similarities(
-    prep: PreparedInputs, ids: NDArray[np.int64], variant: str, scorer: PairScorer | None
+    prep: PreparedInputs,
+    ids: NDArray[np.int64],
+    cosine: NDArray[np.float64],
+    variant: str,
+    scorer: PairScorer | None,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """(query -> triaged similarities (K,), triaged <-> triaged similarities (K, K))."""
-    emb = prep.unit_rows(ids)
+    """(query -> triaged similarities (K,), triaged <-> triaged similarities (K, K)).
+
+    ``cosine`` is the (K, K) cosine similarity of the triaged candidates.
+    """
     if variant == "crossencoder":
         assert scorer is not None
         q_sim = _scores(scorer, [(QUERY, int(i)) for i in ids])
         pairs = [(int(a), int(b)) for a in ids for b in ids]
         raw = _scores(scorer, pairs).reshape(len(ids), len(ids))
         return q_sim, 0.5 * (raw + raw.T)
-    pair_sim = emb @ emb.T
     if variant == "hybrid" and scorer is not None:
-        return _scores(scorer, [(QUERY, int(i)) for i in ids]), pair_sim
-    return prep.relevance[ids], pair_sim
+        return _scores(scorer, [(QUERY, int(i)) for i in ids]), cosine
+    return prep.relevance[ids], cosine
 
 
 def _log_gauss(dist: NDArray[np.float64], sigma: NDArray[np.float64]) -> NDArray[np.float64]:
     """Log density of N(0, sigma) at ``dist``; ``sigma`` broadcasts over leading axes."""
     out: NDArray[np.float64] = -np.log(sigma) - _LOG_SQRT_2PI - dist**2 / (2.0 * sigma**2)
+    return out
+
+
+def _logsumexp(values: NDArray[np.float64], axis: int) -> NDArray[np.float64]:
+    """``log(sum(exp(values), axis))`` without overflow; rows of only ``-inf`` give ``-inf``.
+
+    The usual shift by each row's maximum. Written out rather than taken from
+    ``scipy.special.logsumexp``, whose per-call overhead was most of a greedy step
+    here (about 0.4 ms against 0.05 ms on a (1, 100, 100) block).
+    """
+    top = values.max(axis=axis, keepdims=True)
+    top[~np.isfinite(top)] = 0.0  # all -inf: exp(-inf - 0) = 0 and log(0) = -inf below
+    with np.errstate(divide="ignore"):
+        out: NDArray[np.float64] = np.log(np.exp(values - top).sum(axis=axis))
+    out += np.squeeze(top, axis=axis)
     return out
 
 
@@ -99,11 +118,22 @@ def _log_increment(
     ``Q_t + a + log(1 - exp(b - a))`` with ``a = max(m_t, D_ct) >= b = m_t``.
     """
     new = np.maximum(maxes[:, None, :], log_d)  # (L, K, K)
-    diff = maxes[:, None, :] - new  # <= 0
+    diff = maxes[:, None, :] - new  # <= 0; 0 where the candidate adds nothing for t
+    gain = -np.expm1(diff)  # 1 - exp(b - a), in [0, 1)
+    # term_t = exp(Q_t + a) * gain_t over the targets the candidate improves (the others
+    # contribute exactly 0), shifted by the largest Q_t + a among them: the term at the
+    # shift is its gain itself (> 0), so the sum never underflows to 0, and terms more than
+    # ~700 (in log) below the largest are below 1e-300 of it.
+    head = np.where(diff < 0.0, log_q[:, None, :] + new, -np.inf)
+    shift = head.max(axis=2, keepdims=True)
+    shift[~np.isfinite(shift)] = 0.0  # improves nothing: exp(-inf) = 0, log(0) = -inf
+    head -= shift
+    np.exp(head, out=head)
+    head *= gain
     with np.errstate(divide="ignore"):
-        log1m = np.log(-np.expm1(diff))  # -inf where the candidate adds nothing for t
-    terms = log_q[:, None, :] + new + log1m
-    return np.asarray(logsumexp(terms, axis=2), dtype=np.float64)
+        out: NDArray[np.float64] = np.log(head.sum(axis=2))
+    out += shift[..., 0]
+    return out
 
 
 def dartboard_sweep(
@@ -119,14 +149,15 @@ def dartboard_sweep(
     k, n = prep.k, prep.n
     pool = n if triage_k is None else min(n, max(int(triage_k), k))
     ids = np.argsort(-prep.relevance, kind="stable")[:pool].astype(np.int64)
-    q_sim, pair_sim = _similarities(prep, ids, variant, scorer)
+    emb = prep.unit_rows(ids)
+    cosine = emb @ emb.T
+    q_sim, pair_sim = _similarities(prep, ids, cosine, variant, scorer)
     sigma = np.asarray(values, dtype=np.float64).reshape(-1, 1)
     n_values = sigma.shape[0]
     rows = np.arange(n_values)
     log_q = _log_gauss(1.0 - q_sim[None, :], sigma)  # (L, K)
     log_d = _log_gauss(1.0 - pair_sim[None, :, :], sigma[:, :, None])  # (L, K, K)
-    emb = prep.unit_rows(ids)
-    duplicate = (emb @ emb.T) >= _DUPLICATE_COS  # (K, K) exact duplicates by embedding
+    duplicate = cosine >= _DUPLICATE_COS  # (K, K) exact duplicates by embedding
 
     picks = np.empty((n_values, k), dtype=np.int64)
     scores = np.empty((n_values, k), dtype=np.float64)
@@ -134,7 +165,7 @@ def dartboard_sweep(
     dup_of_taken = np.zeros((n_values, pool), dtype=bool)
     first = argmax_rows(q_sim[None, :])[0]
     maxes = log_d[:, first, :].copy()  # (L, K) log max_{g in G} P(t | g)
-    current = np.asarray(logsumexp(log_q + maxes, axis=1), dtype=np.float64)
+    current = _logsumexp(log_q + maxes, axis=1)
     picks[:, 0], scores[:, 0] = ids[first], current
     taken[:, first] = True
     dup_of_taken |= duplicate[first][None, :]
