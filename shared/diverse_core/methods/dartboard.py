@@ -114,8 +114,10 @@ def _log_increment(
 ) -> NDArray[np.float64]:
     """log of (objective after adding each candidate - objective now), shape (L, K).
 
-    ``sum_t P(t|q) * (max(m_t, D_ct) - m_t)`` computed as a log-sum-exp of
-    ``Q_t + a + log(1 - exp(b - a))`` with ``a = max(m_t, D_ct) >= b = m_t``.
+    ``sum_t P(t|q) * (max(m_t, D_ct) - m_t)`` in log space: the log of
+    ``sum_t exp(Q_t + a - shift) * (1 - exp(b - a))`` plus ``shift``, with
+    ``a = max(m_t, D_ct) >= b = m_t`` (``1 - exp(b - a)`` through ``expm1``, exact for
+    tiny gains) and ``shift`` the largest ``Q_t + a`` among the improved targets.
     """
     new = np.maximum(maxes[:, None, :], log_d)  # (L, K, K)
     diff = maxes[:, None, :] - new  # <= 0; 0 where the candidate adds nothing for t
