@@ -283,22 +283,16 @@ def _read_only_matrix(value: ArrayLike, name: str) -> NDArray[np.floating[Any]]:
 
 def _unit_query(query: ArrayLike, cand: NDArray[np.floating[Any]]) -> NDArray[np.floating[Any]]:
     """The query as a unit vector in the candidates' dtype, after the shape and value checks."""
-    try:
-        q = np.array(query, dtype=np.float64, copy=True)
-    except (TypeError, ValueError) as exc:
-        raise DimensionMismatchError(f"query must be a numeric array; got {type(query).__name__}") from exc
-    if q.ndim != 1:
-        raise DimensionMismatchError(f"query must have 1 dimension(s); got shape {q.shape}")
+    q = _as_float_array(query, "query", 1)
     if q.shape[0] != cand.shape[1]:
         raise DimensionMismatchError(
             f"query has dimension {q.shape[0]} but candidates have dimension {cand.shape[1]}"
         )
     with np.errstate(over="ignore", under="ignore"):  # the exact path below reports those
         squares = float(np.dot(q, q))
-    if _TINY64 < squares < math.inf:  # NaN fails both tests, inf the second
+    if _TINY64 < squares < math.inf:
         q /= math.sqrt(squares)
-    else:  # NaN/inf, a zero vector, or a square that over/underflowed: the exact path
-        _raise_non_finite(q, "query")
+    else:  # a zero vector, or a square that over/underflowed: the exact path
         q /= _row_norms(q, "query")
     return q.astype(cand.dtype, copy=False)
 
