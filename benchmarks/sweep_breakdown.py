@@ -1,0 +1,114 @@
+"""Where the time of one 10-value gMMR sweep goes, next to one ``pyversity.mmr`` call.
+
+On one random pool (float32 unit vectors, fixed seed; default n=1000, d=768, k=10,
+lambda 0.1 .. 1.0) this prints medians in microseconds of:
+
+* ``api``: ``diverse_core.sweep("gmmr", ...)``, what ``benchmarks/selection.py`` times;
+* ``input checks``: ``prepare_inputs`` alone (validation, norms, relevance);
+* ``products``: the similarity-column products inside the sweep, summed per call
+  (timed around ``product_with_rows``), with the number of columns per product;
+* ``per-step work``: the sweep with every product replaced by its stored result
+  (a dictionary look-up), i.e. everything except the products;
+* ``pyversity.mmr``: the peer, for one value, with relevance given.
+
+Run::
+
+    OPENBLAS_NUM_THREADS=1 python benchmarks/sweep_breakdown.py [--n 1000] [--d 768]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import diverse_core as dc
+import numpy as np
+from diverse_core.methods import _common
+from diverse_core.methods.gmmr import gmmr_sweep
+from diverse_core.validation import prepare_inputs
+
+__all__ = ["main"]
+
+VALUES = np.round(np.arange(1, 11) / 10.0, 1)
+K = 10
+
+
+def _median_us(fn: Callable[[], Any], rounds: int) -> float:
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1e6
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Parse arguments, time the parts and print them."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=1000)
+    parser.add_argument("--d", type=int, default=768)
+    parser.add_argument("--rounds", type=int, default=300)
+    args = parser.parse_args(argv)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(args.n, args.d)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    q = rng.normal(size=args.d).astype(np.float32)
+    q /= np.linalg.norm(q)
+    prep = prepare_inputs(q, x, K)
+    product = _common.product_with_rows
+    spent = [0.0]
+    columns: list[int] = []
+    stored: dict[tuple[Any, ...], Any] = {}
+
+    def timed(matrix: Any, rows: Any) -> Any:
+        start = time.perf_counter()
+        out = product(matrix, rows)
+        spent[0] += time.perf_counter() - start
+        columns.append(int(rows.shape[0]))
+        return out
+
+    def replayed(matrix: Any, rows: Any) -> Any:
+        # a cheap key (hashing the rows would add to what is measured); the rows of one
+        # sweep are distinct unit vectors, so first and last entries tell them apart
+        key = (rows.shape, float(rows[0, 0]), float(rows[-1, -1]))
+        if key not in stored:
+            stored[key] = product(matrix, rows)
+        return stored[key]
+
+    out: dict[str, float] = {}
+    try:
+        out["api"] = _median_us(lambda: dc.sweep("gmmr", q, x, K, VALUES), args.rounds)
+        out["input checks"] = _median_us(lambda: prepare_inputs(q, x, K), args.rounds)
+        _common.product_with_rows = timed
+        gmmr_sweep(prep, VALUES)
+        per_call = list(columns)
+        spent[0] = 0.0
+        _median_us(lambda: gmmr_sweep(prep, VALUES), args.rounds)
+        out["products"] = spent[0] / args.rounds * 1e6
+        _common.product_with_rows = replayed
+        gmmr_sweep(prep, VALUES)
+        out["per-step work"] = _median_us(lambda: gmmr_sweep(prep, VALUES), args.rounds)
+    finally:
+        _common.product_with_rows = product
+    try:
+        import pyversity
+    except ImportError:
+        print("(pyversity not installed: peer skipped)")
+    else:
+        rel = x @ q
+        out["pyversity.mmr"] = _median_us(
+            lambda: pyversity.mmr(x, rel, K, diversity=0.5), args.rounds
+        )
+    print(f"gMMR sweep of {len(VALUES)} values, n={args.n}, d={args.d}, k={K}; "
+          f"columns per product: {per_call} ({sum(per_call)} in all)")
+    for name, value in out.items():
+        print(f"{name:>15s}: {value:8.0f} us")
+    if "pyversity.mmr" in out:
+        print(f"{'api / pyversity':>15s}: {out['api'] / out['pyversity.mmr']:8.2f}")
+
+
+if __name__ == "__main__":
+    main()
