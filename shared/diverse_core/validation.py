@@ -30,7 +30,6 @@ __all__ = [
 ]
 
 FloatArray = NDArray[np.float64]
-_TINY64 = float(np.finfo(np.float64).tiny)
 
 #: Tie tolerance (relative) when the candidates are float64.
 TIE_RTOL_FLOAT64 = 1e-12
@@ -255,12 +254,9 @@ _SAFE_NORMS = tuple(
 )
 
 
-def _unit_copy(arr: NDArray[np.floating[Any]]) -> NDArray[np.floating[Any]]:
-    """Unit-normalised rows of ``arr`` (no zero rows) in its dtype, scaled by each row's
-    largest entry first so that neither the squares nor the norm over/underflow."""
-    rows = np.asarray(arr, dtype=np.float64)
-    rows = rows / np.max(np.abs(rows), axis=1, keepdims=True)
-    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+def _unit_copy(arr: NDArray[np.floating[Any]], norms: FloatArray) -> NDArray[np.floating[Any]]:
+    """Rows of ``arr`` divided by their ``norms`` (from :func:`_row_norms`), in ``arr``'s dtype."""
+    rows = np.asarray(arr, dtype=np.float64) / norms[:, None]
     unit: NDArray[np.floating[Any]] = rows.astype(arr.dtype, copy=False)
     unit.flags.writeable = False
     return unit
@@ -288,12 +284,7 @@ def _unit_query(query: ArrayLike, cand: NDArray[np.floating[Any]]) -> NDArray[np
         raise DimensionMismatchError(
             f"query has dimension {q.shape[0]} but candidates have dimension {cand.shape[1]}"
         )
-    with np.errstate(over="ignore", under="ignore"):  # the exact path below reports those
-        squares = float(np.dot(q, q))
-    if _TINY64 < squares < math.inf:
-        q /= math.sqrt(squares)
-    else:  # a zero vector, or a square that over/underflowed: the exact path
-        q /= _row_norms(q, "query")
+    q /= _row_norms(q, "query")
     return q.astype(cand.dtype, copy=False)
 
 
@@ -327,7 +318,7 @@ def prepare_inputs(
         inv_norms = 1.0 / norms
     else:
         # Products of such rows would overflow or lose their digits: work on unit rows.
-        cand = _unit_copy(cand)
+        cand = _unit_copy(cand, norms)
         inv_norms = np.ones(cand.shape[0])
     if relevance is None:
         rel = np.asarray(cand @ q, dtype=np.float64)
