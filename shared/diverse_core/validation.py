@@ -219,16 +219,20 @@ def row_dots(arr: NDArray[np.floating[Any]]) -> NDArray[np.floating[Any]]:
     return np.asarray(np.einsum("...i,...i->...", arr, arr))
 
 
-def _row_norms(arr: NDArray[np.floating[Any]], name: str) -> FloatArray:
+def _row_norms(
+    arr: NDArray[np.floating[Any]], name: str, squares: NDArray[np.floating[Any]] | None = None
+) -> FloatArray:
     """Euclidean norms (float64) of the rows of ``arr`` (or of a 1-D ``arr``), validating as it goes.
 
     NaN/inf anywhere in a row makes its squared norm non-finite, so one pass over
     the data both checks finiteness and measures the rows; only then is the exact
     position of a bad value looked up, and rows whose squares overflow or underflow
-    are measured again after scaling by their largest entry.
+    are measured again after scaling by their largest entry. ``squares``, when
+    given, are the rows' squared norms already computed in ``arr``'s dtype.
     """
-    with np.errstate(over="ignore", under="ignore"):  # handled below, not worth a warning
-        squares = np.dot(arr, arr) if arr.ndim == 1 else row_dots(arr)
+    if squares is None:
+        with np.errstate(over="ignore", under="ignore"):  # handled below, not worth a warning
+            squares = np.dot(arr, arr) if arr.ndim == 1 else row_dots(arr)
     norms = np.sqrt(np.asarray(squares, dtype=np.float64))
     tiny = np.finfo(arr.dtype).tiny
     if norms.min() > tiny and np.isfinite(norms.max()):  # NaN fails the first test
@@ -252,6 +256,35 @@ _SAFE_NORMS = tuple(
     (2.0 * math.sqrt(float(np.finfo(t).tiny)), 0.5 * math.sqrt(float(np.finfo(t).max)))
     for t in (np.float64, np.float32)
 )
+
+
+#: Rows per block of :func:`_squares_and_products`: a block (768 KiB at d = 768,
+#: float32) stays in cache between its two passes.
+_FUSED_ROWS = 256
+#: Candidate matrices larger than this (bytes) take the blocked pass; smaller ones
+#: stay in the CPU cache between two whole passes anyway (no gain was measured at
+#: 1.5 MiB, about 20% at 3 MiB and more).
+_FUSED_MIN_BYTES = 2 * 2**20
+
+
+def _squares_and_products(
+    cand: NDArray[np.floating[Any]], q: NDArray[np.floating[Any]]
+) -> tuple[NDArray[np.floating[Any]], NDArray[np.floating[Any]]]:
+    """Squared row norms and ``cand @ q`` (both in ``cand``'s dtype), block by block.
+
+    The two are separate passes over the candidates; taking them one row block at
+    a time reads each block from memory once instead of twice, which is most of
+    what the input checks of a large pool cost.
+    """
+    n = cand.shape[0]
+    squares = np.empty(n, dtype=cand.dtype)
+    raw = np.empty(n, dtype=cand.dtype)
+    with np.errstate(over="ignore", under="ignore"):  # judged by _row_norms
+        for start in range(0, n, _FUSED_ROWS):
+            block = cand[start : start + _FUSED_ROWS]
+            squares[start : start + _FUSED_ROWS] = row_dots(block)
+            np.matmul(block, q, out=raw[start : start + _FUSED_ROWS])
+    return squares, raw
 
 
 def _unit_copy(arr: NDArray[np.floating[Any]], norms: FloatArray) -> NDArray[np.floating[Any]]:
@@ -312,7 +345,11 @@ def prepare_inputs(
     if cand.shape[0] == 0:
         raise EmptyCandidatesError("candidates is empty (shape (0, d)); need at least one candidate")
     q = _unit_query(query, cand)
-    norms = _row_norms(cand, "candidates")
+    raw: NDArray[np.floating[Any]] | None = None
+    squares: NDArray[np.floating[Any]] | None = None
+    if relevance is None and cand.nbytes > _FUSED_MIN_BYTES and cand.flags.c_contiguous:
+        squares, raw = _squares_and_products(cand, q)
+    norms = _row_norms(cand, "candidates", squares)
     limits = _SAFE_NORMS[cand.dtype == np.float32]
     if norms.min() > limits[0] and norms.max() < limits[1]:
         inv_norms = 1.0 / norms
@@ -320,8 +357,9 @@ def prepare_inputs(
         # Products of such rows would overflow or lose their digits: work on unit rows.
         cand = _unit_copy(cand, norms)
         inv_norms = np.ones(cand.shape[0])
+        raw = None
     if relevance is None:
-        rel = np.asarray(cand @ q, dtype=np.float64)
+        rel = np.asarray(cand @ q if raw is None else raw, dtype=np.float64)
         rel *= inv_norms
     else:
         rel = _as_float_array(relevance, "relevance", 1)

@@ -279,3 +279,42 @@ def test_pick_columns_store_cosines_by_slot(n: int, dtype: type) -> None:
             np.testing.assert_allclose(store.columns[slot], unit @ unit[item], atol=tol)
     assert len(set(seen.values())) == len(seen)  # distinct items, distinct slots
     assert np.all(store.columns[PickColumns.NONE] == 0.0)
+
+
+@pytest.mark.parametrize("n", [257, 700])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_large_pools_check_and_measure_block_by_block(
+    n: int, dtype: type, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # large pools take norms and relevance in one blocked pass (256-row blocks): same
+    # values, same errors (with the position of the bad value) as the plain path
+    import warnings
+
+    from diverse_core import validation
+    from diverse_core.validation import prepare_inputs
+
+    monkeypatch.setattr(validation, "_FUSED_MIN_BYTES", 0)  # small test pools take it too
+
+    rng = np.random.default_rng(n)
+    cand = (rng.normal(size=(n, 16)) * rng.uniform(0.1, 10.0, size=(n, 1))).astype(dtype)
+    q = rng.normal(size=16)
+    prep = prepare_inputs(q, cand, 3)
+    c64 = cand.astype(np.float64)
+    norms = np.linalg.norm(c64, axis=1)
+    tol = 1e-6 if dtype is np.float32 else 1e-12
+    np.testing.assert_allclose(prep.inv_norms, 1.0 / norms, rtol=tol)
+    expected = (c64 / norms[:, None]) @ (q / np.linalg.norm(q))
+    np.testing.assert_allclose(prep.relevance, expected, atol=tol)
+    bad = cand.copy()
+    bad[n - 2, 5] = np.nan
+    with pytest.raises(NonFiniteInputError, match=rf"candidates.*\[{n - 2}, 5\]"):
+        prepare_inputs(q, bad, 3)
+    bad = cand.copy()
+    bad[n - 1] = 0.0
+    with pytest.raises(ZeroVectorError, match=rf"row {n - 1}"):
+        prepare_inputs(q, bad, 3)
+    huge = cand * dtype(1e30 if dtype is np.float32 else 1e200)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # squares overflow: measured again, no warning
+        big = prepare_inputs(q, huge, 3)
+    np.testing.assert_allclose(big.relevance, expected, atol=tol)
