@@ -83,6 +83,9 @@ async def test_contextual_compression_retriever(store: InMemoryVectorStore,
         assert docs[1].metadata["selection_rank"] == 1
 
 
+# langchain-classic's EmbeddingsFilter imports langchain-community, which now warns that
+# it is being sunset; the warning is about that package, not about this composition.
+@pytest.mark.filterwarnings("ignore:`langchain-community` is being sunset:DeprecationWarning")
 def test_document_compressor_pipeline(store: InMemoryVectorStore,
                                       table_embeddings: TableEmbeddings) -> None:
     diverse = DiverseCompressor(embeddings=table_embeddings, k=3, method="gmmr")
