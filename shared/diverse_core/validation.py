@@ -279,7 +279,9 @@ def _squares_and_products(
     n = cand.shape[0]
     squares = np.empty(n, dtype=cand.dtype)
     raw = np.empty(n, dtype=cand.dtype)
-    with np.errstate(over="ignore", under="ignore"):  # judged by _row_norms
+    # NaN/inf input or over/underflow: judged by _row_norms afterwards (which raises
+    # or re-measures), so no floating-point warning here.
+    with np.errstate(all="ignore"):
         for start in range(0, n, _FUSED_ROWS):
             block = cand[start : start + _FUSED_ROWS]
             squares[start : start + _FUSED_ROWS] = row_dots(block)

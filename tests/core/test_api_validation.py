@@ -305,10 +305,15 @@ def test_large_pools_check_and_measure_block_by_block(
     np.testing.assert_allclose(prep.inv_norms, 1.0 / norms, rtol=tol)
     expected = (c64 / norms[:, None]) @ (q / np.linalg.norm(q))
     np.testing.assert_allclose(prep.relevance, expected, atol=tol)
-    bad = cand.copy()
-    bad[n - 2, 5] = np.nan
-    with pytest.raises(NonFiniteInputError, match=rf"candidates.*\[{n - 2}, 5\]"):
-        prepare_inputs(q, bad, 3)
+    for value in (np.nan, np.inf):
+        bad = cand.copy()
+        bad[n - 2, 5] = value
+        bad[n - 1] = -np.inf  # inf * 0 and inf - inf inside the products: no warning either
+        bad[n - 1, 0] = 0.0
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with pytest.raises(NonFiniteInputError, match=rf"candidates.*\[{n - 2}, 5\]"):
+                prepare_inputs(q, bad, 3)
     bad = cand.copy()
     bad[n - 1] = 0.0
     with pytest.raises(ZeroVectorError, match=rf"row {n - 1}"):

@@ -117,8 +117,11 @@ def _mmr_lazy(prep: PreparedInputs, lam: float) -> tuple[NDArray[np.int64], NDAr
                 size = max(size, int(np.count_nonzero(bound[rest] >= floor)))
             add = rest if rest.size <= size else rest[np.argpartition(bound[rest], -size)[-size:]]
             add_vec = vec[add]
-            sims = (add_vec @ unit_picks[:step].T).max(axis=1).astype(np.float64)
-            sims *= inv_norms[add]
+            if step == 1:  # one pick so far: its similarity column is at hand
+                sims = col[add]
+            else:
+                sims = (add_vec @ unit_picks[:step].T).max(axis=1).astype(np.float64)
+                sims *= inv_norms[add]
             if short.size:
                 short = np.concatenate([short, add])
                 short_vec = np.concatenate([short_vec, add_vec])
