@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from core_refs import ref_mmr
 from diverse_core import select
+from diverse_core.methods import mmr as mmr_module
 from diverse_core.methods.mmr import LAZY_MIN_N, _mmr_lazy, mmr_sweep
 from diverse_core.validation import prepare_inputs
 from hypothesis import HealthCheck, given, settings
@@ -41,6 +42,32 @@ def test_lazy_equals_eager(seed: int, n: int, d: int, k: int, centres: int, lam:
     eager_picks, eager_scores = mmr_sweep(prep, np.array([lam]))
     lazy_picks, lazy_scores = _mmr_lazy(prep, lam)
     if ref_mmr(q, c, k, lam)[2] > 1e-9:  # exact duplicates tie exactly: both go lowest index
+        assert lazy_picks.tolist() == eager_picks[0].tolist()
+        np.testing.assert_allclose(lazy_scores, eager_scores[0], atol=1e-12)
+    assert len(set(lazy_picks.tolist())) == min(k, n)
+
+
+@given(
+    st.integers(0, 2**32 - 1),
+    st.integers(LAZY_MIN_N, 80),
+    st.integers(2, 8),
+    st.integers(3, 15),
+    st.integers(1, 6),
+    st.floats(0.0, 1.0),
+    st.sampled_from([1, 2, 5]),
+)
+@SETTINGS
+def test_lazy_equals_eager_when_the_short_list_grows(
+    seed: int, n: int, d: int, k: int, centres: int, lam: float, short: int
+) -> None:
+    # a tiny first list forces the refresh path (candidates added after several picks)
+    q, c = clustered(seed, n, d, centres)
+    prep = prepare_inputs(q, c, k)
+    eager_picks, eager_scores = mmr_sweep(prep, np.array([lam]))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(mmr_module, "_SHORT_LIST", short)
+        lazy_picks, lazy_scores = _mmr_lazy(prep, lam)
+    if ref_mmr(q, c, k, lam)[2] > 1e-9:
         assert lazy_picks.tolist() == eager_picks[0].tolist()
         np.testing.assert_allclose(lazy_scores, eager_scores[0], atol=1e-12)
     assert len(set(lazy_picks.tolist())) == min(k, n)

@@ -85,52 +85,52 @@ def _mmr_lazy(prep: PreparedInputs, lam: float) -> tuple[NDArray[np.int64], NDAr
     first = argmax_first(rel, rtol)
     relevance_term = lam * rel
     penalty = 1.0 - lam
-    col = prep.cosine_rows([first])[0]
+    # cosine of every candidate to the first pick: a product in the working precision,
+    # scaled in float64 (the promotion happens in the multiply)
+    col = np.multiply(vec @ vec[first], inv_norms)
+    col *= inv_norms[first]
     bound = relevance_term - penalty * col  # exact for the second pick, a bound afterwards
     bound[first] = -np.inf
     picks = np.empty(k, dtype=np.int64)
     scores = np.empty(k, dtype=np.float64)
-    unit_picks = np.empty((k, vec.shape[1]), dtype=vec.dtype)
     picks[0], scores[0] = first, lam * rel[first]
-    np.multiply(vec[first], inv_norms[first], out=unit_picks[0], casting="same_kind")
-    # The followed candidates ("short list"), each with its exact max similarity to the picks.
-    short = np.empty(0, dtype=np.int64)
-    short_vec = np.empty((0, vec.shape[1]), dtype=vec.dtype)
-    short_base = np.empty(0)  # lambda * relevance of the listed, -inf once picked
-    short_inv = np.empty(0)
-    max_sim = np.empty(0)
-    blocked = np.empty(0)  # -inf at the list positions already picked
+    # The first short list: the `size` best bounds, from one partition of all of them;
+    # the best bound left off the list caps every other candidate (-inf: none is left).
+    size = min(_SHORT_LIST, n - 1)
+    order = np.argpartition(bound, n - 1 - size)
+    short = order[n - size :]
+    outside = float(bound[order[n - 1 - size]])
     off = np.ones(n, dtype=bool)  # not followed yet
     off[first] = False
-    outside = np.inf  # no candidate off the list scores above this, now or later
-    size = min(_SHORT_LIST, n - 1)
+    off[short] = False
+    short_vec = vec[short]
+    # Per listed candidate: lambda * relevance (-inf once picked); (1 - lambda) * its
+    # exact max similarity to the picks; (1 - lambda) / its norm.
+    short_base = relevance_term[short]
+    pen_sim = penalty * col[short]
+    short_scale = penalty * inv_norms[short]
+    size *= 2
     step = 1
     while step < k:
-        if outside < np.inf:
-            obj = short_base - penalty * max_sim
-            best = float(obj.max())
-            floor = best - rtol * max(1.0, abs(best))
-        if outside == np.inf or outside >= floor:
-            # Follow more candidates: the next `size` by their bound, exact against the picks.
+        obj = short_base - pen_sim
+        best = float(obj.max())
+        floor = best - rtol * max(1.0, abs(best))
+        if outside >= floor:
+            # Follow more candidates: at least every one that could reach the floor now
+            # (and twice as many as last time), exact against the picks so far.
             rest = off.nonzero()[0]
-            if outside < np.inf:  # at least every candidate that could reach the floor now
-                size = max(size, int(np.count_nonzero(bound[rest] >= floor)))
+            size = max(size, int(np.count_nonzero(bound[rest] >= floor)))
             add = rest if rest.size <= size else rest[np.argpartition(bound[rest], -size)[-size:]]
             add_vec = vec[add]
-            if step == 1:  # one pick so far: its similarity column is at hand
-                sims = col[add]
-            else:
-                sims = (add_vec @ unit_picks[:step].T).max(axis=1).astype(np.float64)
-                sims *= inv_norms[add]
-            if short.size:
-                short = np.concatenate([short, add])
-                short_vec = np.concatenate([short_vec, add_vec])
-                max_sim = np.concatenate([max_sim, sims])
-                blocked = np.concatenate([blocked, np.zeros(add.size)])
-            else:  # the first list: nothing to append to
-                short, short_vec, max_sim, blocked = add, add_vec, sims, np.zeros(add.size)
-            short_base = relevance_term[short] + blocked
-            short_inv = inv_norms[short]
+            done = picks[:step]
+            units = np.multiply(vec[done], inv_norms[done][:, None]).astype(vec.dtype, copy=False)
+            sims = (add_vec @ units.T).max(axis=1).astype(np.float64)
+            sims *= inv_norms[add]
+            short = np.concatenate([short, add])
+            short_vec = np.concatenate([short_vec, add_vec])
+            short_base = np.concatenate([short_base, relevance_term[add]])
+            pen_sim = np.concatenate([pen_sim, penalty * sims])
+            short_scale = np.concatenate([short_scale, penalty * inv_norms[add]])
             off[add] = False
             outside = float(bound[off].max()) if off.any() else -np.inf
             size *= 2
@@ -140,13 +140,13 @@ def _mmr_lazy(prep: PreparedInputs, lam: float) -> tuple[NDArray[np.int64], NDAr
         pos = int(tied[0]) if tied.size == 1 else int(tied[np.argmin(short[tied])])
         win = int(short[pos])
         picks[step], scores[step] = win, obj[pos]
-        blocked[pos] = short_base[pos] = -np.inf
-        np.multiply(vec[win], inv_norms[win], out=unit_picks[step], casting="same_kind")
+        short_base[pos] = -np.inf
         step += 1
         if step < k:
-            # float32 products are scaled in float64 (the promotion happens in the multiply)
-            new = np.multiply(short_vec @ unit_picks[step - 1], short_inv)
-            np.maximum(max_sim, new, out=max_sim)
+            # (1 - lambda) * cosine to the new pick, from the listed rows as stored
+            new = np.multiply(short_vec @ short_vec[pos], short_scale)
+            new *= inv_norms[win]
+            np.maximum(pen_sim, new, out=pen_sim)
     return picks, scores
 
 
