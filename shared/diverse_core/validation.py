@@ -25,6 +25,7 @@ __all__ = [
     "check_values",
     "TIE_RTOL_FLOAT32",
     "product_with_rows",
+    "product_with_vector",
     "row_dots",
     "TIE_RTOL_FLOAT64",
 ]
@@ -287,6 +288,25 @@ def _squares_and_products(
             squares[start : start + _FUSED_ROWS] = row_dots(block)
             np.matmul(block, q, out=raw[start : start + _FUSED_ROWS])
     return squares, raw
+
+
+def product_with_vector(
+    matrix: NDArray[np.floating[Any]], vector: NDArray[np.floating[Any]]
+) -> NDArray[np.floating[Any]]:
+    """``matrix @ vector`` (shape (n,)), ordered to find the matrix in cache.
+
+    Matrices large enough for the blocked input pass (:func:`prepare_inputs` reads
+    them front to back, block by block) are multiplied block by block from the last
+    block back: the blocks read last are the ones still in the CPU cache. The values
+    are those of one product up to float rounding.
+    """
+    n = matrix.shape[0]
+    if matrix.nbytes <= _FUSED_MIN_BYTES or not matrix.flags.c_contiguous:
+        return np.asarray(matrix @ vector)
+    out = np.empty(n, dtype=np.result_type(matrix, vector))
+    for start in range(((n - 1) // _FUSED_ROWS) * _FUSED_ROWS, -1, -_FUSED_ROWS):
+        np.matmul(matrix[start : start + _FUSED_ROWS], vector, out=out[start : start + _FUSED_ROWS])
+    return out
 
 
 def _unit_copy(arr: NDArray[np.floating[Any]], norms: FloatArray) -> NDArray[np.floating[Any]]:

@@ -323,3 +323,24 @@ def test_large_pools_check_and_measure_block_by_block(
         warnings.simplefilter("error")  # squares overflow: measured again, no warning
         big = prepare_inputs(q, huge, 3)
     np.testing.assert_allclose(big.relevance, expected, atol=tol)
+
+
+@pytest.mark.parametrize("n", [1, 255, 256, 257, 1000, 1025])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_product_with_vector_equals_plain_product(
+    n: int, dtype: type, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the block-by-block product from the last block back covers every row exactly once
+    from diverse_core import validation
+
+    monkeypatch.setattr(validation, "_FUSED_MIN_BYTES", 0)  # every test pool takes the blocks
+    rng = np.random.default_rng(n)
+    matrix = rng.normal(size=(n, 12)).astype(dtype)
+    vector = rng.normal(size=12).astype(dtype)
+    tol = 1e-5 if dtype is np.float32 else 1e-12
+    got = validation.product_with_vector(matrix, vector)
+    assert got.shape == (n,) and got.dtype == dtype
+    np.testing.assert_allclose(got, matrix @ vector, rtol=tol, atol=tol)
+    view = np.repeat(matrix, 2, axis=0)[::2]  # not contiguous: one plain product
+    np.testing.assert_allclose(validation.product_with_vector(view, vector), matrix @ vector,
+                               rtol=tol, atol=tol)

@@ -29,7 +29,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..registry import MethodSpec
-from ..validation import PreparedInputs, check_unit_interval
+from ..validation import PreparedInputs, check_unit_interval, product_with_vector
 from ._common import SimilarityColumns, argmax_first, argmax_rows
 
 __all__ = ["mmr_select", "mmr_sweep", "LAZY_MIN_N", "SPEC"]
@@ -87,7 +87,7 @@ def _mmr_lazy(prep: PreparedInputs, lam: float) -> tuple[NDArray[np.int64], NDAr
     penalty = 1.0 - lam
     # cosine of every candidate to the first pick: a product in the working precision,
     # scaled in float64 (the promotion happens in the multiply)
-    col = np.multiply(vec @ vec[first], inv_norms)
+    col = np.multiply(product_with_vector(vec, vec[first]), inv_norms)
     col *= inv_norms[first]
     bound = relevance_term - penalty * col  # exact for the second pick, a bound afterwards
     bound[first] = -np.inf
