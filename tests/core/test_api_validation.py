@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import diverse_core as dc
@@ -281,19 +282,21 @@ def test_pick_columns_store_cosines_by_slot(n: int, dtype: type) -> None:
     assert np.all(store.columns[PickColumns.NONE] == 0.0)
 
 
+@pytest.fixture
+def blocks_for_every_pool(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Small test pools take the blocked paths meant for matrices over 2 MiB."""
+    from diverse_core import validation
+
+    monkeypatch.setattr(validation, "_FUSED_MIN_BYTES", 0)
+
+
+@pytest.mark.usefixtures("blocks_for_every_pool")
 @pytest.mark.parametrize("n", [257, 700])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_large_pools_check_and_measure_block_by_block(
-    n: int, dtype: type, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_large_pools_check_and_measure_block_by_block(n: int, dtype: type) -> None:
     # large pools take norms and relevance in one blocked pass (256-row blocks): same
     # values, same errors (with the position of the bad value) as the plain path
-    import warnings
-
-    from diverse_core import validation
     from diverse_core.validation import prepare_inputs
-
-    monkeypatch.setattr(validation, "_FUSED_MIN_BYTES", 0)  # small test pools take it too
 
     rng = np.random.default_rng(n)
     cand = (rng.normal(size=(n, 16)) * rng.uniform(0.1, 10.0, size=(n, 1))).astype(dtype)
@@ -325,15 +328,13 @@ def test_large_pools_check_and_measure_block_by_block(
     np.testing.assert_allclose(big.relevance, expected, atol=tol)
 
 
+@pytest.mark.usefixtures("blocks_for_every_pool")
 @pytest.mark.parametrize("n", [1, 255, 256, 257, 1000, 1025])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_product_with_vector_equals_plain_product(
-    n: int, dtype: type, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_product_with_vector_equals_plain_product(n: int, dtype: type) -> None:
     # the block-by-block product from the last block back covers every row exactly once
     from diverse_core import validation
 
-    monkeypatch.setattr(validation, "_FUSED_MIN_BYTES", 0)  # every test pool takes the blocks
     rng = np.random.default_rng(n)
     matrix = rng.normal(size=(n, 12)).astype(dtype)
     vector = rng.normal(size=12).astype(dtype)
