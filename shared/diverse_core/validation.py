@@ -106,17 +106,14 @@ class PreparedInputs:
     def cosine_rows(self, indices: NDArray[np.int64] | list[int]) -> FloatArray:
         """Cosine similarity of every candidate to each of ``indices``, shape (len(indices), n).
 
-        One matrix-vector product for a single index, else one matrix product for
-        all of them, in the working precision; scaled in float64.
+        One product (:func:`product_with_rows`) in the working precision; scaled in
+        float64.
         """
         idx = np.asarray(indices, dtype=np.int64).reshape(-1)
-        if idx.shape[0] == 1:
-            raw = (self.vectors @ self.vectors[idx[0]])[None, :]
-        else:
-            raw = product_with_rows(self.vectors, self.vectors[idx]).T
-        block = np.array(raw, dtype=np.float64, order="C")
+        raw = product_with_rows(self.vectors, self.vectors[idx]).T
+        # the float64 promotion happens in the first multiply
+        block: FloatArray = np.multiply(raw, self.inv_norms, order="C")
         block *= self.inv_norms[idx][:, None]
-        block *= self.inv_norms[None, :]
         return block
 
 
@@ -134,8 +131,11 @@ def product_with_rows(
     on the project's benchmark machine (OpenBLAS handles such small blocks without
     repacking the tall operand); the values are the same up to float rounding. The
     chunks are sized so that they cover ``n`` with fewer than one chunk count of
-    rows left over (a separate small product).
+    rows left over (a separate small product). A single row is a matrix-vector
+    product (:func:`product_with_vector`).
     """
+    if rows.shape[0] == 1:
+        return product_with_vector(matrix, rows[0])[:, None]
     n, d = matrix.shape
     if n < 4 * _CHUNK or not matrix.flags.c_contiguous:
         return np.asarray(matrix @ rows.T)
@@ -268,6 +268,11 @@ _FUSED_ROWS = 256
 _FUSED_MIN_BYTES = 2 * 2**20
 
 
+def _blocked(matrix: NDArray[np.floating[Any]]) -> bool:
+    """Whether ``matrix`` is read block by block (large and C-contiguous)."""
+    return matrix.nbytes > _FUSED_MIN_BYTES and bool(matrix.flags.c_contiguous)
+
+
 def _squares_and_products(
     cand: NDArray[np.floating[Any]], q: NDArray[np.floating[Any]]
 ) -> tuple[NDArray[np.floating[Any]], NDArray[np.floating[Any]]]:
@@ -301,7 +306,7 @@ def product_with_vector(
     are those of one product up to float rounding.
     """
     n = matrix.shape[0]
-    if matrix.nbytes <= _FUSED_MIN_BYTES or not matrix.flags.c_contiguous:
+    if not _blocked(matrix):
         return np.asarray(matrix @ vector)
     out = np.empty(n, dtype=np.result_type(matrix, vector))
     for start in range(((n - 1) // _FUSED_ROWS) * _FUSED_ROWS, -1, -_FUSED_ROWS):
@@ -369,7 +374,7 @@ def prepare_inputs(
     q = _unit_query(query, cand)
     raw: NDArray[np.floating[Any]] | None = None
     squares: NDArray[np.floating[Any]] | None = None
-    if relevance is None and cand.nbytes > _FUSED_MIN_BYTES and cand.flags.c_contiguous:
+    if relevance is None and _blocked(cand):
         squares, raw = _squares_and_products(cand, q)
     norms = _row_norms(cand, "candidates", squares)
     limits = _SAFE_NORMS[cand.dtype == np.float32]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from ..validation import TIE_RTOL_FLOAT64, PreparedInputs, product_with_rows, product_with_vector
+from ..validation import TIE_RTOL_FLOAT64, PreparedInputs, product_with_rows
 
 __all__ = [
     "argmax_rows",
@@ -165,11 +165,7 @@ class PickColumns:
             self.columns = grown
         vec = self._prep.vectors
         unit = vec[missing] * self._inv[missing][:, None]
-        if missing.shape[0] == 1:  # e.g. the first pick, right after the input checks
-            product = product_with_vector(vec, unit[0])[None, :]
-        else:
-            product = product_with_rows(vec, unit).T
-        np.multiply(product, self._inv, out=self.columns[start:stop])
+        np.multiply(product_with_rows(vec, unit).T, self._inv, out=self.columns[start:stop])
         self._slot[missing] = np.arange(start, stop)
         self._used = stop
         out: NDArray[np.intp] = self._slot[idx]

@@ -29,7 +29,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..registry import MethodSpec
-from ..validation import PreparedInputs, check_unit_interval, product_with_vector
+from ..validation import PreparedInputs, check_unit_interval
 from ._common import SimilarityColumns, argmax_first, argmax_rows
 
 __all__ = ["mmr_select", "mmr_sweep", "LAZY_MIN_N", "SPEC"]
@@ -85,10 +85,7 @@ def _mmr_lazy(prep: PreparedInputs, lam: float) -> tuple[NDArray[np.int64], NDAr
     first = argmax_first(rel, rtol)
     relevance_term = lam * rel
     penalty = 1.0 - lam
-    # cosine of every candidate to the first pick: a product in the working precision,
-    # scaled in float64 (the promotion happens in the multiply)
-    col = np.multiply(product_with_vector(vec, vec[first]), inv_norms)
-    col *= inv_norms[first]
+    col = prep.cosine_rows([first])[0]
     bound = relevance_term - penalty * col  # exact for the second pick, a bound afterwards
     bound[first] = -np.inf
     picks = np.empty(k, dtype=np.int64)
@@ -123,7 +120,7 @@ def _mmr_lazy(prep: PreparedInputs, lam: float) -> tuple[NDArray[np.int64], NDAr
             add = rest if rest.size <= size else rest[np.argpartition(bound[rest], -size)[-size:]]
             add_vec = vec[add]
             done = picks[:step]
-            units = np.multiply(vec[done], inv_norms[done][:, None]).astype(vec.dtype, copy=False)
+            units = prep.unit_rows(done).astype(vec.dtype, copy=False)
             sims = (add_vec @ units.T).max(axis=1).astype(np.float64)
             sims *= inv_norms[add]
             short = np.concatenate([short, add])
