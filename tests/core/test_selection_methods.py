@@ -99,6 +99,21 @@ def test_gmmr_uses_centroid_not_max_similarity() -> None:
     np.testing.assert_allclose(sel.scores[2], 0.3 * 0.5 + 0.7 * np.sqrt(2.0))
 
 
+def test_gmmr_float32_nearly_cancelling_picks_keep_their_centroid() -> None:
+    # The two first picks nearly cancel out (|u0 + u1|^2 = 1e-6). A running update of
+    # the centroid's length from float32 products would be ~10% off here; the sweep
+    # recomputes such lengths in float64, so float32 scores follow the float64 ones.
+    q = np.array([1.0, 0.0, 0.0])
+    c = np.array(
+        [[0.0, 1.0, 0.0], [0.0, -1.0, 1e-3], [0.0, 0.3, 1.0], [0.2, 0.0, -1.0], [0.1, 0.5, 0.5]]
+    )
+    rel = [3.0, 2.0, 0.0, 0.0, 0.0]
+    exact = select("gmmr", q, c, k=5, lambda_mult=0.2, relevance=rel)
+    single = select("gmmr", q, c.astype(np.float32), k=5, lambda_mult=0.2, relevance=rel)
+    assert single.indices.tolist() == exact.indices.tolist()
+    np.testing.assert_allclose(single.scores, exact.scores, atol=1e-4)
+
+
 # --------------------------------------------------------------------------- paper examples
 
 

@@ -28,13 +28,52 @@ from ._common import PickColumns, argmax_first, argmax_rows
 
 __all__ = ["gmmr_select", "gmmr_sweep", "SPEC"]
 
-_TINY = 1e-12
+#: Squared centroid lengths below this are recomputed from the picks in float64.
+#: The running update (:func:`gmmr_sweep`) adds the rounding of one product entry
+#: (float32 for float32 input) per step, which only matters when the picks partly
+#: cancel out; a sum of unit vectors that do not has squared length >= 1.
+_EXACT_BELOW = 1.0
+#: A centroid whose squared length is below this counts as zero (the picks cancel out).
+_TINY_NORM2 = 1e-24
+
+
+def _exact_norms(
+    prep: PreparedInputs, picks: NDArray[np.int64], norm2: NDArray[np.float64], active: NDArray[np.intp]
+) -> None:
+    """Recompute in float64, in place, the entries of ``norm2`` below :data:`_EXACT_BELOW`.
+
+    ``picks`` (L, t) are each value's picks so far; only the rows in ``active`` are
+    looked at (values with ``lambda_mult = 1`` never use theirs).
+    """
+    if norm2.min() >= _EXACT_BELOW:  # the usual case: nothing cancels
+        return
+    redo = active[norm2[active] < _EXACT_BELOW]
+    if redo.size:
+        units = prep.unit_rows(picks[redo].reshape(-1)).reshape(redo.size, picks.shape[1], -1)
+        norm2[redo] = row_dots(units.sum(axis=1))
+
+
+def _distance_weights(
+    minus_two_w2: NDArray[np.float64], norm2: NDArray[np.float64], work: np.dtype[Any]
+) -> NDArray[np.floating[Any]]:
+    """``-2 (1 - lambda)^2 / ||t||`` per value as an (L, 1) column; 0 where ``t`` is zero."""
+    coef = minus_two_w2 / np.sqrt(np.maximum(norm2, _TINY_NORM2))
+    if norm2.min() <= _TINY_NORM2:
+        # zero-length centroid (the picks cancel out): distance sqrt(2) to everyone
+        coef[norm2 <= _TINY_NORM2] = 0.0
+    return coef.astype(work)[:, None]
 
 
 def gmmr_sweep(
     prep: PreparedInputs, values: NDArray[np.float64], **_: Any
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-    """gMMR for every ``lambda_mult`` in ``values`` at once; returns (L, k) picks and scores."""
+    """gMMR for every ``lambda_mult`` in ``values`` at once; returns (L, k) picks and scores.
+
+    Per value ``l`` it keeps ``dot[l, i] = <c_i, t_l>``, ``t_l`` the sum of the value's
+    unit picks, and ``norm2[l] = ||t_l||^2``, updated as
+    ``||t + u||^2 = ||t||^2 + 2 <t, u> + 1`` from the dot of the new pick; then
+    ``cos(c_i, centroid) = dot[l, i] / sqrt(norm2[l])``.
+    """
     rel, k, n = prep.relevance, prep.k, prep.n
     lam = np.asarray(values, dtype=np.float64).reshape(-1)
     n_values = lam.shape[0]
@@ -51,42 +90,37 @@ def gmmr_sweep(
     work = prep.vectors.dtype
     # Values with lambda_mult = 1 ignore the distance term: they need no columns.
     w2 = (1.0 - lam) ** 2
-    active = w2 > 0.0
-    store = PickColumns(prep, capacity=1 + int(active.sum()) * (k - 2))
+    active = np.flatnonzero(w2 > 0.0)
+    store = PickColumns(prep, capacity=1 + active.size * (k - 2))
     slots = np.full(n_values, PickColumns.NONE, dtype=np.intp)
-    slots[active] = store.slots(np.full(int(active.sum()), first))
-    # dot[l, i] = <c_i, sum of value l's unit picks>; total[l] = that sum (float64), whose
-    # norm is taken directly: the picks can nearly cancel out, and ||sum||^2 as a sum of
-    # pairwise cosines would then lose every digit.
+    slots[active] = store.slots(np.full(active.size, first))
     dot = store.columns[slots]
-    total = np.repeat(prep.unit_rows(np.array([first])), n_values, axis=0)
+    norm2 = np.ones(n_values)
     # base[l, i] = lambda_l * rel_i, or -inf once value l picked candidate i.
     base = (lam[:, None] * rel[None, :]).astype(work)
     base[:, first] = -np.inf
     # (1 - lambda) * sqrt(2 - 2 cos) = sqrt(2 w2 - 2 w2 * dot / norm), w2 = (1 - lambda)^2
     two_w2 = (2.0 * w2).astype(work)[:, None]
     minus_two_w2 = -2.0 * w2
-    coef = np.zeros(n_values)
     obj = np.empty((n_values, n), dtype=work)
+    near = np.empty((n_values, n), dtype=bool)
     for step in range(1, k):
-        norm = np.sqrt(row_dots(total))
-        # zero-length centroid (the picks cancel out): distance sqrt(2) to everyone
-        coef.fill(0.0)
-        np.divide(minus_two_w2, norm, out=coef, where=norm > _TINY)
-        np.multiply(dot, coef.astype(work)[:, None], out=obj)
+        np.multiply(dot, _distance_weights(minus_two_w2, norm2, work), out=obj)
         obj += two_w2
         # The argument is >= 0 up to rounding; |.| is as close to it as a clip at 0.
         np.abs(obj, out=obj)
         np.sqrt(obj, out=obj)
         obj += base
-        best = argmax_rows(obj, rtol)
+        best = argmax_rows(obj, rtol, near)
         picks[:, step] = best
         scores[:, step] = obj[rows, best]
         base[rows, best] = -np.inf
         if step + 1 < k:
+            norm2 += 1.0
+            norm2 += 2.0 * dot[rows, best]  # in float64
+            _exact_norms(prep, picks[:, : step + 1], norm2, active)
             slots[active] = store.slots(best[active])
             dot += store.columns[slots]
-            total += prep.unit_rows(best)  # rows with lambda = 1 never use theirs
     return picks, scores
 
 
