@@ -9,7 +9,12 @@ lambda 0.1 .. 1.0) this prints medians in microseconds of:
   (timed around ``product_with_rows``), with the number of columns per product;
 * ``per-step work``: the sweep with every product replaced by its stored result
   (a dictionary look-up), i.e. everything except the products;
-* ``pyversity.mmr``: the peer, for one value, with relevance given.
+* ``pyversity.mmr``: the peer, for one value, with relevance given;
+* ``product floor``: what the sweep's similarity columns cost at the least, i.e.
+  their multiply-adds (``columns * n * d``) at this core's float32 rate, measured
+  on one product with 64 rows (large enough to be bound by arithmetic, not memory).
+  ``floor + checks`` adds the input checks: no exact sweep built on these columns
+  can take less, whatever its per-step work.
 
 Run::
 
@@ -93,6 +98,10 @@ def main(argv: list[str] | None = None) -> None:
         out["per-step work"] = _median_us(lambda: gmmr_sweep(prep, VALUES), args.rounds)
     finally:
         _common.product_with_rows = product
+    wide = x[:64].copy()
+    rate = 2.0 * args.n * args.d * wide.shape[0] / _median_us(lambda: x @ wide.T, args.rounds)
+    out["product floor"] = 2.0 * args.n * args.d * sum(per_call) / rate
+    out["floor + checks"] = out["product floor"] + out["input checks"]
     try:
         import pyversity
     except ImportError:
@@ -105,9 +114,11 @@ def main(argv: list[str] | None = None) -> None:
     print(f"gMMR sweep of {len(VALUES)} values, n={args.n}, d={args.d}, k={K}; "
           f"columns per product: {per_call} ({sum(per_call)} in all)")
     for name, value in out.items():
-        print(f"{name:>15s}: {value:8.0f} us")
+        print(f"{name:>26s}: {value:8.0f} us")
+    print(f"float32 rate of one 64-row product: {rate / 1e3:.1f} GFLOP/s")
     if "pyversity.mmr" in out:
-        print(f"{'api / pyversity':>15s}: {out['api'] / out['pyversity.mmr']:8.2f}")
+        for name in ("api", "floor + checks"):
+            print(f"{name + ' / pyversity':>26s}: {out[name] / out['pyversity.mmr']:8.2f}")
 
 
 if __name__ == "__main__":
