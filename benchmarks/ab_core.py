@@ -6,12 +6,14 @@ and ``--base`` (any git revision, extracted with ``git archive``) under another
 name, and times both on the same inputs with interleaved calls: every round calls
 each variant once untimed (warm caches) and once timed. It prints the medians in
 microseconds, the ratio working tree / base, and checks that both pick the same
-items. Cases (random float32 unit vectors, fixed seed, k = 10, lambda 0.5):
-``checks`` (input validation and relevance alone), ``mmr``, ``gmmr`` and the
-10-value ``gmmr`` sweep, each at the given sizes. Run from the repository root::
+items. Cases (random float32 unit vectors, fixed seed, k = 10 unless ``--k``,
+lambda 0.5): ``checks`` (input validation and relevance alone), ``mmr``, ``gmmr``
+and the ``gmmr`` sweep over ``--values`` values (default 10: 0.1, 0.2, ..., 1.0),
+each at the given sizes. Run from the repository root::
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/ab_core.py --base 85384c1
     OPENBLAS_NUM_THREADS=1 python benchmarks/ab_core.py --base HEAD~1 --cell 1000 768
+    OPENBLAS_NUM_THREADS=1 python benchmarks/ab_core.py --base HEAD~1 --values 20 --k 20
 """
 
 from __future__ import annotations
@@ -34,8 +36,6 @@ import numpy as np
 
 __all__ = ["main"]
 
-K = 10
-SWEEP = np.round(np.arange(1, 11) / 10.0, 1)
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -56,13 +56,15 @@ def load_base(revision: str, into: Path) -> ModuleType:
     return importlib.import_module("diverse_core_base")
 
 
-def cases(core: Any, q: np.ndarray, x: np.ndarray) -> dict[str, Callable[[], Any]]:
+def cases(
+    core: Any, q: np.ndarray, x: np.ndarray, k: int, values: np.ndarray
+) -> dict[str, Callable[[], Any]]:
     """The timed calls for one core module."""
     return {
-        "checks": lambda: core.validation.prepare_inputs(q, x, K),
-        "mmr": lambda: core.select("mmr", q, x, K, lambda_mult=0.5).indices,
-        "gmmr": lambda: core.select("gmmr", q, x, K, lambda_mult=0.5).indices,
-        "gmmr sweep": lambda: core.sweep("gmmr", q, x, K, SWEEP).indices,
+        "checks": lambda: core.validation.prepare_inputs(q, x, k),
+        "mmr": lambda: core.select("mmr", q, x, k, lambda_mult=0.5).indices,
+        "gmmr": lambda: core.select("gmmr", q, x, k, lambda_mult=0.5).indices,
+        "gmmr sweep": lambda: core.sweep("gmmr", q, x, k, values).indices,
     }
 
 
@@ -75,11 +77,15 @@ def main(argv: list[str] | None = None) -> None:
         "--cell", type=int, nargs=2, action="append", metavar=("N", "D"),
         help="pool size and dimension (repeatable; default 1000 768 and 1000 384)",
     )
+    parser.add_argument("--k", type=int, default=10, help="items to pick (default 10)")
+    parser.add_argument("--values", type=int, default=10, help="values in the sweep (default 10)")
     args = parser.parse_args(argv)
+    values = np.round(np.arange(1, args.values + 1) / args.values, 6)
     grid = [tuple(c) for c in args.cell] if args.cell else [(1000, 768), (1000, 384)]
     with tempfile.TemporaryDirectory() as tmp:
         base = load_base(args.base, Path(tmp))
-        print(f"working tree vs {args.base}: median us over {args.rounds} interleaved rounds")
+        print(f"working tree vs {args.base}: median us over {args.rounds} interleaved rounds, "
+              f"k={args.k}, sweep of {args.values} values")
         print("| n | d | case | base | tree | tree / base | same picks |")
         print("|---:|---:|---|---:|---:|---:|---|")
         for n, d in grid:
@@ -88,7 +94,8 @@ def main(argv: list[str] | None = None) -> None:
             x /= np.linalg.norm(x, axis=1, keepdims=True)
             q = rng.normal(size=d).astype(np.float32)
             q /= np.linalg.norm(q)
-            old, new = cases(base, q, x), cases(dc, q, x)
+            old = cases(base, q, x, args.k, values)
+            new = cases(dc, q, x, args.k, values)
             for name in new:
                 same = name == "checks" or np.array_equal(old[name](), new[name]())
                 times: dict[str, list[float]] = {"base": [], "tree": []}
