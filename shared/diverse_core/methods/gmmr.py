@@ -28,10 +28,11 @@ from ._common import PickColumns, argmax_first, argmax_rows
 
 __all__ = ["gmmr_select", "gmmr_sweep", "SPEC"]
 
-#: Squared centroid lengths below this are recomputed from the picks in float64.
-#: The running update (:func:`gmmr_sweep`) adds the rounding of one product entry
-#: (float32 for float32 input) per step, which only matters when the picks partly
-#: cancel out; a sum of unit vectors that do not has squared length >= 1.
+#: Squared lengths of the sum of a value's unit picks below this are recomputed from
+#: the picks in float64. The running update (:func:`gmmr_sweep`) adds the rounding
+#: of one product entry (float32 for float32 input) per step: next to a squared
+#: length of 1 or more that stays below the tie tolerance, but not when the picks
+#: nearly cancel out. Below 1 means they partly do (two picks: cosine < -1/2).
 _EXACT_BELOW = 1.0
 #: A centroid whose squared length is below this counts as zero (the picks cancel out).
 _TINY_NORM2 = 1e-24
