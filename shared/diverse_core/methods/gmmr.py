@@ -65,6 +65,29 @@ def _distance_weights(
     return coef.astype(work)[:, None]
 
 
+def _step_picks(
+    dot: NDArray[np.floating[Any]],
+    weights: NDArray[np.floating[Any]],
+    two_w2: NDArray[np.floating[Any]],
+    base: NDArray[np.floating[Any]],
+    rtol: float,
+    obj: NDArray[np.floating[Any]],
+    near: NDArray[np.bool_],
+) -> NDArray[np.int64]:
+    """One step of every value: writes the objective into ``obj`` (L, n), returns each row's pick.
+
+    ``obj = base + sqrt(|two_w2 + weights * dot|)`` (``weights`` and ``two_w2`` are (L, 1)
+    columns), then the tolerant row-wise argmax; ``near`` is its scratch array.
+    """
+    np.multiply(dot, weights, out=obj)
+    obj += two_w2
+    # The argument is >= 0 up to rounding; |.| is as close to it as a clip at 0.
+    np.abs(obj, out=obj)
+    np.sqrt(obj, out=obj)
+    obj += base
+    return argmax_rows(obj, rtol, near)
+
+
 def gmmr_sweep(
     prep: PreparedInputs, values: NDArray[np.float64], **_: Any
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
@@ -106,13 +129,8 @@ def gmmr_sweep(
     obj = np.empty((n_values, n), dtype=work)
     near = np.empty((n_values, n), dtype=bool)
     for step in range(1, k):
-        np.multiply(dot, _distance_weights(minus_two_w2, norm2, work), out=obj)
-        obj += two_w2
-        # The argument is >= 0 up to rounding; |.| is as close to it as a clip at 0.
-        np.abs(obj, out=obj)
-        np.sqrt(obj, out=obj)
-        obj += base
-        best = argmax_rows(obj, rtol, near)
+        weights = _distance_weights(minus_two_w2, norm2, work)
+        best = _step_picks(dot, weights, two_w2, base, rtol, obj, near)
         picks[:, step] = best
         scores[:, step] = obj[rows, best]
         base[rows, best] = -np.inf
