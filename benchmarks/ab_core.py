@@ -33,6 +33,7 @@ from typing import Any
 
 import diverse_core as dc
 import numpy as np
+from microbench import unit_pool
 
 __all__ = ["main"]
 
@@ -89,11 +90,7 @@ def main(argv: list[str] | None = None) -> None:
         print("| n | d | case | base | tree | tree / base | same picks |")
         print("|---:|---:|---|---:|---:|---:|---|")
         for n, d in grid:
-            rng = np.random.default_rng(0)
-            x = rng.normal(size=(n, d)).astype(np.float32)
-            x /= np.linalg.norm(x, axis=1, keepdims=True)
-            q = rng.normal(size=d).astype(np.float32)
-            q /= np.linalg.norm(q)
+            q, x = unit_pool(n, d)
             old = cases(base, q, x, args.k, values)
             new = cases(dc, q, x, args.k, values)
             for name in new:

@@ -23,7 +23,6 @@ Run::
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import time
 from collections.abc import Callable
@@ -34,6 +33,7 @@ import numpy as np
 from diverse_core.methods import _common
 from diverse_core.methods.gmmr import gmmr_sweep
 from diverse_core.validation import prepare_inputs
+from microbench import pool_parser, print_medians, pyversity_mmr, unit_pool
 
 __all__ = ["main"]
 
@@ -52,16 +52,8 @@ def _median_us(fn: Callable[[], Any], rounds: int) -> float:
 
 def main(argv: list[str] | None = None) -> None:
     """Parse arguments, time the parts and print them."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=1000)
-    parser.add_argument("--d", type=int, default=768)
-    parser.add_argument("--rounds", type=int, default=300)
-    args = parser.parse_args(argv)
-    rng = np.random.default_rng(0)
-    x = rng.normal(size=(args.n, args.d)).astype(np.float32)
-    x /= np.linalg.norm(x, axis=1, keepdims=True)
-    q = rng.normal(size=args.d).astype(np.float32)
-    q /= np.linalg.norm(q)
+    args = pool_parser(__doc__.splitlines()[0]).parse_args(argv)
+    q, x = unit_pool(args.n, args.d)
     prep = prepare_inputs(q, x, K)
     product = _common.product_with_rows
     spent = [0.0]
@@ -102,24 +94,13 @@ def main(argv: list[str] | None = None) -> None:
     rate = 2.0 * args.n * args.d * wide.shape[0] / _median_us(lambda: x @ wide.T, args.rounds)
     out["product floor"] = 2.0 * args.n * args.d * sum(per_call) / rate
     out["floor + checks"] = out["product floor"] + out["input checks"]
-    try:
-        import pyversity
-    except ImportError:
-        print("(pyversity not installed: peer skipped)")
-    else:
-        rel = x @ q
-        out["pyversity.mmr"] = _median_us(
-            lambda: pyversity.mmr(x, rel, K, diversity=0.5), args.rounds
-        )
-    print(f"gMMR sweep of {len(VALUES)} values, n={args.n}, d={args.d}, k={K}; "
-          f"columns per product: {per_call} ({sum(per_call)} in all)")
-    for name, value in out.items():
-        print(f"{name:>26s}: {value:8.0f} us")
+    peer = pyversity_mmr(q, x, K)
+    if peer is not None:
+        out["pyversity.mmr"] = _median_us(peer, args.rounds)
+    title = (f"gMMR sweep of {len(VALUES)} values, n={args.n}, d={args.d}, k={K}; "
+             f"columns per product: {per_call} ({sum(per_call)} in all)")
+    print_medians(title, out, [("api", "pyversity.mmr"), ("floor + checks", "pyversity.mmr")])
     print(f"float32 rate of one 64-row product: {rate / 1e3:.1f} GFLOP/s")
-    if "pyversity.mmr" in out:
-        for name in ("api", "floor + checks"):
-            print(f"{name + ' / pyversity':>26s}: {out[name] / out['pyversity.mmr']:8.2f}")
-
 
 if __name__ == "__main__":
     main()

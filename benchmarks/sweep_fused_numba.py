@@ -19,7 +19,6 @@ through ``ranx``); without it the script says so and exits. Run::
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import time
 from collections.abc import Callable
@@ -28,6 +27,7 @@ from typing import Any
 import diverse_core as dc
 import numpy as np
 from diverse_core.methods import gmmr
+from microbench import pool_parser, print_medians, pyversity_mmr, unit_pool
 
 __all__ = ["main"]
 
@@ -82,20 +82,12 @@ def _timed(fn: Callable[[], Any]) -> float:
 
 def main(argv: list[str] | None = None) -> None:
     """Parse arguments, time the three calls and print them."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=1000)
-    parser.add_argument("--d", type=int, default=768)
-    parser.add_argument("--rounds", type=int, default=300)
-    args = parser.parse_args(argv)
+    args = pool_parser(__doc__.splitlines()[0]).parse_args(argv)
     fused = compiled_step()
     if fused is None:
         print("numba is not installed: nothing to compare (pip install numba)")
         return
-    rng = np.random.default_rng(0)
-    x = rng.normal(size=(args.n, args.d)).astype(np.float32)
-    x /= np.linalg.norm(x, axis=1, keepdims=True)
-    q = rng.normal(size=args.d).astype(np.float32)
-    q /= np.linalg.norm(q)
+    q, x = unit_pool(args.n, args.d)
     shipped = gmmr._step_picks
 
     def run(step: Callable[..., Any]) -> Any:
@@ -111,27 +103,18 @@ def main(argv: list[str] | None = None) -> None:
         "numpy": lambda: run(shipped),
         "fused": lambda: run(fused),
     }
-    try:
-        import pyversity
-    except ImportError:
-        print("(pyversity not installed: peer skipped)")
-    else:
-        rel = x @ q
-        calls["pyversity.mmr"] = lambda: pyversity.mmr(x, rel, K, diversity=0.5)
+    peer = pyversity_mmr(q, x, K)
+    if peer is not None:
+        calls["pyversity.mmr"] = peer
     times: dict[str, list[float]] = {name: [] for name in calls}
     for _ in range(args.rounds):
         for name, fn in calls.items():
             times[name].append(_timed(fn))
     med = {name: statistics.median(t) * 1e6 for name, t in times.items()}
-    print(f"gMMR sweep of {len(VALUES)} values, n={args.n}, d={args.d}, k={K}; "
-          f"median us over {args.rounds} interleaved rounds; same picks: {'yes' if same else 'NO'}")
-    for name, value in med.items():
-        print(f"{name:>15s}: {value:8.0f} us")
-    print(f"{'fused / numpy':>15s}: {med['fused'] / med['numpy']:8.3f}")
-    if "pyversity.mmr" in med:
-        for name in ("numpy", "fused"):
-            print(f"{name + ' / pyv':>15s}: {med[name] / med['pyversity.mmr']:8.2f}")
-
+    title = (f"gMMR sweep of {len(VALUES)} values, n={args.n}, d={args.d}, k={K}; median us over "
+             f"{args.rounds} interleaved rounds; same picks: {'yes' if same else 'NO'}")
+    ratios = [("fused", "numpy"), ("numpy", "pyversity.mmr"), ("fused", "pyversity.mmr")]
+    print_medians(title, med, ratios, width=15)
 
 if __name__ == "__main__":
     main()
