@@ -25,7 +25,6 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -33,7 +32,7 @@ from typing import Any
 
 import diverse_core as dc
 import numpy as np
-from microbench import unit_pool
+from microbench import unit_pool, warm_seconds
 
 __all__ = ["main"]
 
@@ -98,10 +97,7 @@ def main(argv: list[str] | None = None) -> None:
                 times: dict[str, list[float]] = {"base": [], "tree": []}
                 for _ in range(args.rounds):
                     for label, fn in (("base", old[name]), ("tree", new[name])):
-                        fn()
-                        start = time.perf_counter()
-                        fn()
-                        times[label].append(time.perf_counter() - start)
+                        times[label].append(warm_seconds(fn))
                 b, t = (statistics.median(times[v]) * 1e6 for v in ("base", "tree"))
                 print(f"| {n} | {d} | {name} | {b:.0f} | {t:.0f} | {t / b:.3f} | "
                       f"{'yes' if same else 'NO'} |")

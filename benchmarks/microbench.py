@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-__all__ = ["pool_parser", "unit_pool", "pyversity_mmr", "print_medians"]
+__all__ = ["pool_parser", "unit_pool", "pyversity_mmr", "warm_seconds", "print_medians"]
 
 
 def pool_parser(description: str, rounds: int = 300) -> argparse.ArgumentParser:
@@ -39,6 +40,14 @@ def pyversity_mmr(q: np.ndarray, x: np.ndarray, k: int) -> Callable[[], Any] | N
         return None
     rel = x @ q
     return lambda: pyversity.mmr(x, rel, k, diversity=0.5)
+
+
+def warm_seconds(fn: Callable[[], Any]) -> float:
+    """Seconds one call of ``fn`` takes right after an untimed call (warm caches)."""
+    fn()
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
 
 
 def print_medians(

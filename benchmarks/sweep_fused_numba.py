@@ -21,14 +21,13 @@ through ``ranx``); without it the script says so and exits. Run::
 from __future__ import annotations
 
 import statistics
-import time
 from collections.abc import Callable
 from typing import Any
 
 import diverse_core as dc
 import numpy as np
 from diverse_core.methods import gmmr
-from microbench import pool_parser, print_medians, pyversity_mmr, unit_pool
+from microbench import pool_parser, print_medians, pyversity_mmr, unit_pool, warm_seconds
 
 __all__ = ["main"]
 
@@ -74,13 +73,6 @@ def compiled_step() -> Callable[..., Any] | None:
     return step
 
 
-def _timed(fn: Callable[[], Any]) -> float:
-    fn()  # the same call untimed: warm caches, as in benchmarks/selection.py
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
-
-
 def main(argv: list[str] | None = None) -> None:
     """Parse arguments, time the three calls and print them."""
     args = pool_parser(__doc__.splitlines()[0]).parse_args(argv)
@@ -110,7 +102,7 @@ def main(argv: list[str] | None = None) -> None:
     times: dict[str, list[float]] = {name: [] for name in calls}
     for _ in range(args.rounds):
         for name, fn in calls.items():
-            times[name].append(_timed(fn))
+            times[name].append(warm_seconds(fn))
     med = {name: statistics.median(t) * 1e6 for name, t in times.items()}
     title = (f"gMMR sweep of {len(VALUES)} values, n={args.n}, d={args.d}, k={K}; median us over "
              f"{args.rounds} interleaved rounds; same picks: {'yes' if same else 'NO'}")
