@@ -16,7 +16,11 @@ from diverse_core.pipelines import Pipeline, PipelineResult
 from llama_index.core.base.base_query_engine import BaseQueryEngine
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.base.response.schema import AsyncStreamingResponse, Response, StreamingResponse
+from llama_index.core.base.response.schema import (
+    AsyncStreamingResponse,
+    Response,
+    StreamingResponse,
+)
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.llms import LLM
 from llama_index.core.prompts import BasePromptTemplate, PromptTemplate

@@ -167,8 +167,7 @@ def test_dfrag_evaluator_injection_through_the_pipeline(pool):
 
 def test_dfrag_harness_method_never_dry_runs_without_saying_so(monkeypatch):
     import numpy as np
-    from diverse_core.eval import MethodInput
-    from diverse_core.eval import pipeline_plugin
+    from diverse_core.eval import MethodInput, pipeline_plugin
     from diverse_core.eval.dfrag_plugin import dfrag_method
 
     rng = np.random.default_rng(0)

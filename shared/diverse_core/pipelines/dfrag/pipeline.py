@@ -160,7 +160,7 @@ class DFRAG(Pipeline):
         return {name: getattr(self.prompts, name) for name in self._TEMPLATES}
 
     def _set_prompt_templates(self, templates: dict[str, str]) -> None:
-        self.prompts = dataclasses.replace(self.prompts, **templates)
+        self.prompts = dataclasses.replace(self.prompts, **templates)  # type: ignore[arg-type]
 
     def answer_prompt(self, result: PipelineResult) -> tuple[str, str] | None:
         """The Generator's prompt for a retrieval-only DF-RAG result."""
