@@ -88,3 +88,4 @@ __all__ = [
 ]
 
 from . import dfrag_plugin as _dfrag_plugin  # noqa: E402,F401  (registers the "dfrag" plugin)
+from . import ambiguous as _ambiguous  # noqa: E402,F401  (registers condambigqa, situatedqa, ambignq)
