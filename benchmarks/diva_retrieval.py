@@ -40,8 +40,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
-
 from diverse_core.eval.ambiguous import load_asqa_interpreted, load_condambigqa
 from diverse_core.eval.datasets import resolve_data_dir
 from diverse_core.eval.disk_cache import DiskEmbeddingCache
@@ -54,6 +52,7 @@ from diverse_core.pipelines.diva import (
     interpretation_coverage,
     merge_hit_ids,
 )
+from numpy.typing import NDArray
 
 Picker = Callable[[int, int], NDArray[np.int64]]  # (question index, k) -> unit indices
 

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-
 from diverse_core.errors import DimensionMismatchError, InvalidParameterError
 from diverse_core.pipelines.diva import (
     DivaPrompts,
@@ -19,6 +16,8 @@ from diverse_core.pipelines.diva import (
     parse_qa_pairs,
     parse_verdict,
 )
+from hypothesis import given
+from hypothesis import strategies as st
 
 # --- interpretations -------------------------------------------------------------------
 

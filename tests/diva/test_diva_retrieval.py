@@ -4,10 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-from hypothesis.extra.numpy import arrays
-
 from diverse_core.errors import (
     DimensionMismatchError,
     EmptyCandidatesError,
@@ -16,6 +12,9 @@ from diverse_core.errors import (
     ZeroVectorError,
 )
 from diverse_core.pipelines.diva import diversify_hits, diversify_pool, merge_hit_ids
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
 
 E1, E2 = [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]
 # p0: interpretation 1 only; p1 close to it; p2: interpretation 2 only; p3 close to it (mirror
