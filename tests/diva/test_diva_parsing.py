@@ -81,7 +81,7 @@ def test_interpretation_parser_never_raises_and_respects_the_cap(text: str, cap:
         ("**Verdict:** Yes", True),
         ("Verdict: No", False),
         ("Answer: yes", True),
-        ("Response - No.", False),
+        ("Decision: No.", False),
         ("No, the passages only cover the 2018 season.", False),
         ("Yes, passage [3] names the winner.", True),
         ("Passage 2 gives the date of the first ceremony.\nVerdict: Yes", True),
@@ -91,7 +91,7 @@ def test_interpretation_parser_never_raises_and_respects_the_cap(text: str, cap:
         ("", None),
         ("Verdict: unclear", None),
         ("Nobody is named in the passages.", None),
-        ("Not really sure.", None),
+        ("Unclear from these passages.", None),
     ],
 )
 def test_yes_no_variants(reply: str, expected: bool | None) -> None:
@@ -112,6 +112,15 @@ def test_yes_no_variants(reply: str, expected: bool | None) -> None:
 )
 def test_a_quoted_passage_cannot_decide_the_verdict(reply: str, expected: bool | None) -> None:
     assert parse_verdict(reply) is expected
+
+
+def test_a_passage_quoted_verbatim_is_ignored_when_the_passages_are_given() -> None:
+    passage = "Yes, the bridge opened in 1998 to traffic."
+    reply = f"The passages say:\n{passage}"
+    assert parse_verdict(reply) is True  # without the passages the quote looks like a verdict
+    assert parse_verdict(reply, passages=[passage]) is None
+    assert parse_verdict(reply + "\nVerdict: No", passages=[passage]) is False
+    assert parse_verdict('Verdict: "Yes"') is True  # a quoted one-word verdict is the model's own
 
 
 @given(st.text(max_size=300))

@@ -5,11 +5,10 @@ None of them raises on odd text. What they cannot read is reported, never guesse
 * :func:`parse_interpretations` - the numbered rewrite list; none found gives an empty
   tuple and ``parsed=False`` (the pipeline then uses the question alone and flags it).
 * :func:`parse_verdict` - ``True`` / ``False`` / ``None`` (unreadable; the pipeline
-  counts it as yes and flags it). Only the reply's own verdict is read: a labelled
-  ``Verdict: ...`` line (the last one wins), else a bare yes/no opening the last or the
-  first line. Text in double quotes, block quotes (``>``) and passage citations
-  (``[n] ...``) is removed first, so a passage quoted in the reply that says "Yes"
-  cannot decide the verdict.
+  counts it as yes and flags it). Only the reply's own verdict is read (the shared
+  judge parser, last yes/no line wins); passages quoted in the reply, partial quotes in
+  double quotes, block quotes (``>``) and passage citations (``[n] ...``) are removed
+  first, so a passage quoted in the reply that says "Yes" cannot decide the verdict.
 * :func:`aggregate_verdicts` - Useful (all yes), PartialUseful (some), Useless (none).
 * :func:`parse_ambiguity`, :func:`parse_qa_pairs`, :func:`parse_long_answer` - the
   replies of prompts (a), (d) and (e)/(f).
@@ -28,8 +27,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
-from ...dfrag.parsing import parse_plan
+from ..dfrag.parsing import parse_plan
 from ...errors import InvalidParameterError
+from ..judge import read_yes_no
 from .prompts import AMBIGUITY_KINDS, DEFAULT_MAX_INTERPRETATIONS
 
 __all__ = [
@@ -52,12 +52,8 @@ _ITEM_PREFIX = re.compile(
     r"^(\s*(?:[-*+\u2022]\s*)?)(?:d?q|question|interpretation|disambiguation|reading)\s*(?=\d{1,2}\s*[).:\]-])",
     re.IGNORECASE,
 )
-_QUOTED = re.compile(r"\"[^\"]*\"|\u201c[^\u201d]*\u201d", re.DOTALL)
-_CITATION = re.compile(r"^\s*(?:>|\[\d+\]|passage\s*\d+\s*[:.)])", re.IGNORECASE)
-_LABEL = re.compile(
-    r"^\s*(?:final\s+)?(?:verdict|answer|response|judg(?:e)?ment|decision)\s*[:=\-]\s*(.*)$", re.IGNORECASE
-)
-_YES_NO = re.compile(r"^\s*(yes|no)\b(?![-'\u2019])", re.IGNORECASE)
+_QUOTED = re.compile(r"\"[^\"]{6,}\"|\u201c[^\u201d]{6,}\u201d", re.DOTALL)
+_CITATION = re.compile(r"^\s*(?:\[\d+\]|passage\s*\d+\s*[:.)])", re.IGNORECASE)
 _KINDS_LINE = re.compile(r"^\s*(?:kinds?|types?)\s*:\s*(.*)$", re.IGNORECASE)
 _REASON_LABEL = re.compile(r"^\s*reason\s*:\s*", re.IGNORECASE)
 _QA_LINE = re.compile(r"^\s*(?:d)?([qa])\s*(\d{1,2})\s*[:.)\-]\s*(.*)$", re.IGNORECASE)
@@ -167,37 +163,23 @@ def parse_ambiguity(text: str) -> AmbiguityParse:
     return AmbiguityParse(reason, tuple(kinds), bool(reason or kinds))
 
 
-def _unquoted_lines(text: str) -> list[str]:
-    """The reply's own lines: markdown, quoted spans, block quotes and citations removed."""
-    body = _QUOTED.sub(" ", _MD.sub("", text))
-    return [ln.strip() for ln in body.splitlines() if ln.strip() and not _CITATION.match(ln)]
-
-
-def _yes_no(text: str) -> bool | None:
-    m = _YES_NO.match(text)
-    return None if m is None else m.group(1).lower() == "yes"
-
-
-def parse_verdict(text: str) -> bool | None:
+def parse_verdict(text: str, passages: Sequence[str] = ()) -> bool | None:
     """The yes/no verdict of a verification reply; ``None`` when it cannot be read.
 
-    Order: the last labelled line (``Verdict:``, ``Answer:``, ``Response:``, ...)
-    decides, even when its value is unreadable; without one, a yes/no opening the
-    last line, then the first line. Quoted text never counts.
+    The shared judge parser (:func:`~diverse_core.pipelines.judge.read_yes_no`) reads it:
+    the last line of the reply's own text that starts with, or is labelled, yes or no;
+    lines and sentences quoted verbatim from ``passages`` and block quotes do not count.
+    Before that, DIVA also drops partial quotes: double-quoted spans of six characters
+    or more (a quoted ``"Yes"`` stays) and passage citation lines (``[2] ...``).
 
     Example:
         >>> parse_verdict("**Verdict:** Yes"), parse_verdict("No, nothing about 2019."), parse_verdict("Maybe")
         (True, False, None)
     """
-    lines = _unquoted_lines(text)
-    for line in reversed(lines):
-        m = _LABEL.match(line)
-        if m:
-            return _yes_no(m.group(1))
-    if not lines:
-        return None
-    last = _yes_no(lines[-1])
-    return last if last is not None else _yes_no(lines[0])
+    body = _QUOTED.sub(" ", text)
+    own = "\n".join(ln for ln in body.splitlines() if not _CITATION.match(_MD.sub("", ln)))
+    value = read_yes_no(own, sources=passages).value
+    return None if value is None else bool(value)
 
 
 @dataclass(frozen=True)

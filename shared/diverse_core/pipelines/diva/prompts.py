@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ...dfrag.prompts import format_passages
+from ..dfrag.prompts import format_passages
 
 __all__ = [
     "AMBIGUITY_KINDS",
