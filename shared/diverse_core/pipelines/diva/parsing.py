@@ -27,8 +27,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
-from ..dfrag.parsing import parse_plan
 from ...errors import InvalidParameterError
+from ..dfrag.parsing import parse_plan
 from ..judge import read_yes_no
 from .prompts import AMBIGUITY_KINDS, DEFAULT_MAX_INTERPRETATIONS
 
