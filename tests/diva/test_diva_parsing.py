@@ -201,3 +201,17 @@ def test_coverage_edge_cases_and_errors() -> None:
         interpretation_coverage(np.ones((1, 2)), gold)
     with pytest.raises(InvalidParameterError, match="gold_embeddings"):
         interpretation_coverage(gold, np.zeros((0, 3)))
+
+
+def test_residual_coverage_ignores_what_the_question_already_says() -> None:
+    q = np.array([1.0, 0.0, 0.0])
+    gold = np.array([[1.0, 0.3, 0.0], [1.0, 0.0, 0.3]])
+    repeated = np.array([q, q])
+    assert interpretation_coverage(repeated, gold).matched == 2  # plain cosine credits a parrot
+    assert interpretation_coverage(repeated, gold, question_embedding=q).matched == 0
+    gen = np.array([[1.0, 0.2, 0.0]])  # adds the first gold's detail only
+    c = interpretation_coverage(gen, gold, question_embedding=q)
+    assert c.pairs == ((0, 0),) and c.similarities[0] == pytest.approx(1.0)
+    assert interpretation_coverage(gen, gold, threshold=0.0, question_embedding=q).matched == 1
+    with pytest.raises(DimensionMismatchError, match="question_embedding"):
+        interpretation_coverage(gen, gold, question_embedding=np.ones(2))

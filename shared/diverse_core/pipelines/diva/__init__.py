@@ -28,7 +28,12 @@ from .parsing import (
     parse_verdict,
 )
 from .prompts import DEFAULT_MAX_INTERPRETATIONS, DivaPrompts
-from .quality import DEFAULT_MATCH_THRESHOLD, InterpretationCoverage, interpretation_coverage
+from .quality import (
+    DEFAULT_MATCH_THRESHOLD,
+    DEFAULT_PLAIN_MATCH_THRESHOLD,
+    InterpretationCoverage,
+    interpretation_coverage,
+)
 from .retrieval import (
     DEFAULT_K,
     DEFAULT_PER_INTERPRETATION_K,
@@ -44,6 +49,7 @@ __all__ = [
     "DEFAULT_PER_INTERPRETATION_K",
     "DEFAULT_MAX_INTERPRETATIONS",
     "DEFAULT_MATCH_THRESHOLD",
+    "DEFAULT_PLAIN_MATCH_THRESHOLD",
     "PRUNE_MODES",
     "DivaRetrieval",
     "diversify_pool",

@@ -6,6 +6,15 @@ interpretation used once). Recall = matched / gold, precision = matched / genera
 Used to grade generated interpretations against ASQA ``qa_pairs`` or AmbigNQ
 ``qaPairs`` questions, whatever the LLM behind them.
 
+With ``question_embedding`` the sets are compared on what each interpretation adds to the
+question: the component along the (unit) question vector is removed from every row before
+the cosine, and rows left with (almost) nothing never match. A disambiguated question is
+very close to its ambiguous original in a small sentence embedder (all-MiniLM-L6-v2:
+median cosine 0.90 on AmbigNQ dev), so plain matching credits a generator that just
+repeats the question; the residual comparison does not. Neither separates paraphrases
+from sibling interpretations well with that embedder (``benchmarks/diva_interpretation_match.py``;
+figures in ``benchmarks/RESULTS.md``, section DIVA): read the score as a rough signal.
+
 Example:
     >>> import numpy as np
     >>> gold = np.array([[1.0, 0.0], [0.0, 1.0]])
@@ -20,16 +29,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from ...errors import DimensionMismatchError, InvalidParameterError
 from ...validation import check_unit_interval
 from .retrieval import _unit_rows
 
-__all__ = ["DEFAULT_MATCH_THRESHOLD", "InterpretationCoverage", "interpretation_coverage"]
+FloatArray = NDArray[np.float64]
 
-#: Default cosine threshold for a match (all-MiniLM-L6-v2 scale; see benchmarks/diva_retrieval.py).
-DEFAULT_MATCH_THRESHOLD = 0.8
+__all__ = ["DEFAULT_MATCH_THRESHOLD", "DEFAULT_PLAIN_MATCH_THRESHOLD", "InterpretationCoverage", "interpretation_coverage"]
+
+#: Residuals shorter than this (unit rows) carry nothing beyond the question.
+_MIN_RESIDUAL = 1e-6
+#: Default threshold of the residual comparison (``question_embedding`` given), all-MiniLM-L6-v2 scale.
+DEFAULT_MATCH_THRESHOLD = 0.5
+#: Default threshold of the plain comparison (no ``question_embedding``), all-MiniLM-L6-v2 scale.
+DEFAULT_PLAIN_MATCH_THRESHOLD = 0.9
 
 
 @dataclass(frozen=True)
@@ -60,18 +75,33 @@ class InterpretationCoverage:
         return self.matched / self.n_generated if self.n_generated else 0.0
 
 
+def _residual(rows: FloatArray, question: FloatArray) -> FloatArray:
+    """Unit rows with the question's direction removed; (near-)zero residuals become zero rows."""
+    res = rows - np.outer(rows @ question, question)
+    norms = np.linalg.norm(res, axis=1)
+    out: FloatArray = np.where(norms[:, None] > _MIN_RESIDUAL, res / np.maximum(norms, 1e-300)[:, None], 0.0)
+    return out
+
+
 def interpretation_coverage(
     generated_embeddings: ArrayLike,
     gold_embeddings: ArrayLike,
-    threshold: float = DEFAULT_MATCH_THRESHOLD,
+    threshold: float | None = None,
+    question_embedding: ArrayLike | None = None,
 ) -> InterpretationCoverage:
     """Greedy one-to-one matching of generated to gold interpretations at ``cosine >= threshold``.
 
     Args:
         generated_embeddings: shape (m, d); ``m = 0`` (nothing generated) is allowed.
         gold_embeddings: shape (g, d), g >= 1.
-        threshold: minimum cosine similarity of a match, in [0, 1].
+        threshold: minimum cosine similarity of a match, in [0, 1]; default
+            :data:`DEFAULT_MATCH_THRESHOLD` (0.5) with ``question_embedding``, else
+            :data:`DEFAULT_PLAIN_MATCH_THRESHOLD` (0.9).
+        question_embedding: the ambiguous question, shape (d,); when given, rows are
+            compared on their residuals after removing the question's direction.
     """
+    if threshold is None:
+        threshold = DEFAULT_MATCH_THRESHOLD if question_embedding is not None else DEFAULT_PLAIN_MATCH_THRESHOLD
     thr = check_unit_interval(threshold, "threshold")
     gold = _unit_rows(gold_embeddings, "gold_embeddings", InvalidParameterError)
     gen_arr = np.asarray(generated_embeddings, dtype=np.float64)
@@ -82,7 +112,17 @@ def interpretation_coverage(
         raise DimensionMismatchError(
             f"generated_embeddings have dimension {gen.shape[1]} but gold_embeddings {gold.shape[1]}"
         )
+    if question_embedding is not None:
+        q = _unit_rows(np.atleast_2d(np.asarray(question_embedding, dtype=np.float64)), "question_embedding",
+                       InvalidParameterError)
+        if q.shape != (1, gold.shape[1]):
+            raise DimensionMismatchError(
+                f"question_embedding must have shape ({gold.shape[1]},); got {np.shape(question_embedding)}"
+            )
+        gen, gold = _residual(gen, q[0]), _residual(gold, q[0])
     sim = gen @ gold.T
+    sim[~np.any(gen, axis=1), :] = -1.0  # nothing beyond the question: never a match
+    sim[:, ~np.any(gold, axis=1)] = -1.0
     rows, cols = np.nonzero(sim >= thr)
     order = np.lexsort((cols, rows, -sim[rows, cols]))  # most similar first, then row, then column
     used_gen: set[int] = set()
