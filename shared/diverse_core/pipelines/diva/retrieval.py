@@ -225,6 +225,28 @@ def _union_and_prune(
     )
 
 
+def _checked(
+    k: int,
+    prune: str,
+    mmr_lambda: float,
+    candidates: ArrayLike,
+    candidates_name: str,
+    interpretations: ArrayLike,
+    relevance: ArrayLike | None,
+) -> tuple[int, float, FloatArray, FloatArray, FloatArray | None]:
+    """The validated ``k``, ``mmr_lambda``, unit candidates, unit interpretations and relevance."""
+    k = check_k(k, "k")
+    lam = _check_prune(prune, mmr_lambda)
+    cands = _unit_rows(candidates, candidates_name, EmptyCandidatesError)
+    interps = _unit_rows(interpretations, "interpretation_embeddings", InvalidParameterError)
+    if interps.shape[1] != cands.shape[1]:
+        raise DimensionMismatchError(
+            f"interpretation_embeddings have dimension {interps.shape[1]} but "
+            f"{candidates_name} have dimension {cands.shape[1]}"
+        )
+    return k, lam, cands, interps, _check_relevance(relevance, cands.shape[0])
+
+
 def diversify_pool(
     pool_embeddings: ArrayLike,
     interpretation_embeddings: ArrayLike,
@@ -261,17 +283,10 @@ def diversify_pool(
         >>> diversify_pool(pool, [[1.0, 0.0], [0.0, 1.0]], k=2, per_interpretation_k=1).indices.tolist()
         [0, 2]
     """
-    k = check_k(k, "k")
     per_k = check_k(per_interpretation_k, "per_interpretation_k")
-    lam = _check_prune(prune, mmr_lambda)
-    cands = _unit_rows(pool_embeddings, "pool_embeddings", EmptyCandidatesError)
-    interps = _unit_rows(interpretation_embeddings, "interpretation_embeddings", InvalidParameterError)
-    if interps.shape[1] != cands.shape[1]:
-        raise DimensionMismatchError(
-            f"interpretation_embeddings have dimension {interps.shape[1]} but "
-            f"pool_embeddings have dimension {cands.shape[1]}"
-        )
-    rel = _check_relevance(relevance, cands.shape[0])
+    k, lam, cands, interps, rel = _checked(
+        k, prune, mmr_lambda, pool_embeddings, "pool_embeddings", interpretation_embeddings, relevance
+    )
     sims = interps @ cands.T  # (m, n): the one matrix product over the pool
     top = min(per_k, cands.shape[0])
     hits = np.asarray(np.argsort(-sims, axis=1, kind="stable")[:, :top], dtype=np.int64)
@@ -305,15 +320,9 @@ def diversify_hits(
         >>> r.union.tolist(), r.served_by, r.indices.tolist()
         ([0, 2, 1], ((0,), (0, 1), (1,)), [2, 0])
     """
-    k = check_k(k, "k")
-    lam = _check_prune(prune, mmr_lambda)
-    cands = _unit_rows(candidate_embeddings, "candidate_embeddings", EmptyCandidatesError)
-    interps = _unit_rows(interpretation_embeddings, "interpretation_embeddings", InvalidParameterError)
-    if interps.shape[1] != cands.shape[1]:
-        raise DimensionMismatchError(
-            f"interpretation_embeddings have dimension {interps.shape[1]} but "
-            f"candidate_embeddings have dimension {cands.shape[1]}"
-        )
+    k, lam, cands, interps, rel = _checked(
+        k, prune, mmr_lambda, candidate_embeddings, "candidate_embeddings", interpretation_embeddings, relevance
+    )
     if len(hit_lists) != interps.shape[0]:
         raise DimensionMismatchError(
             f"hit_lists has {len(hit_lists)} lists but there are {interps.shape[0]} interpretations"
@@ -323,7 +332,6 @@ def diversify_hits(
     for j, h in enumerate(hit_lists):
         row = _hit_row(h, j, cands.shape[0])
         hits[j, : row.size] = row
-    rel = _check_relevance(relevance, cands.shape[0])
     return _union_and_prune(cands, interps, hits, k, prune, lam, rel)
 
 
