@@ -68,6 +68,7 @@ class Setting:
     interp_emb: list[NDArray[np.float32]]
     pools: list[tuple[NDArray[np.int64], NDArray[np.float64]]]
     rows: dict[str, dict[int, NDArray[np.float64]]] = field(default_factory=dict)
+    own: dict[str, dict[int, NDArray[np.float64]]] = field(default_factory=dict)
 
 
 def _first_stage(task: RetrievalTask, unit_emb: NDArray[np.float32], q_emb: NDArray[np.float32], fetch_k: int,
@@ -85,12 +86,21 @@ def _first_stage(task: RetrievalTask, unit_emb: NDArray[np.float32], q_emb: NDAr
 
 
 def _score(setting: Setting, name: str, pick: Picker, ks: Sequence[int]) -> None:
-    recs = setting.task.records
-    texts = setting.task.unit_texts
-    setting.rows[name] = {
-        k: np.array([mrecall_at_k([texts[u] for u in pick(i, k)], r.answer_groups, k) for i, r in enumerate(recs)])
-        for k in ks
-    }
+    """MRecall@k, and (pooled settings) recall@k of the question's own passages."""
+    task = setting.task
+    index = {d: i for i, d in enumerate(task.doc_ids)}
+    own = [{index[d] for d in r.pool_doc_ids} for r in task.records]
+    setting.rows[name], setting.own[name] = {}, {}
+    for k in ks:
+        picks = [pick(i, k) for i in range(len(task.records))]
+        setting.rows[name][k] = np.array(
+            [mrecall_at_k([task.unit_texts[u] for u in p], r.answer_groups, k)
+             for p, r in zip(picks, task.records, strict=True)]
+        )
+        setting.own[name][k] = np.array(
+            [len(set(task.unit_doc[p].tolist()) & o) / len(o) if o else np.nan
+             for p, o in zip(picks, own, strict=True)]
+        )
 
 
 def _sign_test(wins: int, losses: int) -> float:
@@ -147,6 +157,7 @@ def _report(setting: Setting, ks: Sequence[int]) -> list[dict[str, Any]]:
             row[f"mrecall@{k}"] = 100 * float(vals.mean())
             row[f"won/lost@{k}"] = f"{wins}/{losses}"
             row[f"p@{k}"] = _sign_test(wins, losses)
+            row[f"own@{k}"] = 100 * float(np.nanmean(setting.own[name][k]))
         out.append(row)
     return out
 
@@ -167,6 +178,15 @@ def _embed_sets(cache: DiskEmbeddingCache, sets: Sequence[Sequence[str]]) -> lis
     flat = cache.embed([t for s in sets for t in s])
     bounds = np.cumsum([0, *(len(s) for s in sets)])
     return [flat[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
+def _print_own(rows: list[dict[str, Any]], ks: Sequence[int]) -> None:
+    print("\nRecall of the question's own passages (ASQA: its annotators' snippets; CondAmbigQA: its 20; questions without any left out):\n")
+    print("| setting | method | " + " | ".join(f"own recall@{k}" for k in ks) + " |")
+    print("|" + "---|" * (2 + len(ks)))
+    for r in rows:
+        if r["setting"].endswith("pooled"):
+            print(f"| {r['setting']} | {r['method']} | " + " | ".join(f"{r[f'own@{k}']:.1f}" for k in ks) + " |")
 
 
 def _load_generated(path: str | None, records: Sequence[Any]) -> list[list[str]] | None:
@@ -224,6 +244,7 @@ def main(argv: list[str] | None = None) -> None:
                     f"| {100 * np.mean([c.precision for c in cov]):.1f} |"
                 )
     _print(rows, args.ks)
+    _print_own(rows, args.ks)
     if quality:
         print("\nGenerated-interpretation quality (greedy one-to-one match to the gold qa_pairs questions):\n")
         print("| setting | comparison (default threshold) | gold covered (recall %) | precision % |")
