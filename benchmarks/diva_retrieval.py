@@ -180,6 +180,23 @@ def _embed_sets(cache: DiskEmbeddingCache, sets: Sequence[Sequence[str]]) -> lis
     return [flat[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
 
 
+def _print_against_mean(settings: list[Setting], ks: Sequence[int]) -> None:
+    print("\nPruning variants against the paper's mean pruning (won/lost, sign p):\n")
+    print("| setting | variant | " + " | ".join(f"@{k}" for k in ks) + " |")
+    print("|" + "---|" * (2 + len(ks)))
+    for st in settings:
+        base = st.rows["diva-gold[mean]"]
+        for name, per_k in st.rows.items():
+            if not name.startswith("diva-gold[") or name == "diva-gold[mean]":
+                continue
+            cells = []
+            for k in ks:
+                wins = int(np.sum((per_k[k] == 1) & (base[k] == 0)))
+                losses = int(np.sum((per_k[k] == 0) & (base[k] == 1)))
+                cells.append(f"{wins}/{losses}, p={_sign_test(wins, losses):.3f}")
+            print(f"| {st.name} | {name} | " + " | ".join(cells) + " |")
+
+
 def _print_own(rows: list[dict[str, Any]], ks: Sequence[int]) -> None:
     print("\nRecall of the question's own passages (ASQA: its annotators' snippets; CondAmbigQA: its 20; questions without any left out):\n")
     print("| setting | method | " + " | ".join(f"own recall@{k}" for k in ks) + " |")
@@ -218,6 +235,7 @@ def main(argv: list[str] | None = None) -> None:
         ("asqa/pooled", build_task(asqa, "paragraphs"), False),
     ]
     rows: list[dict[str, Any]] = []
+    settings: list[Setting] = []
     quality: list[str] = []
     timing: dict[str, list[float]] = {"vanilla": [], "diva-gold[mean]": []}
     for name, task, own in specs:
@@ -233,6 +251,7 @@ def main(argv: list[str] | None = None) -> None:
             if method in timing:
                 timing[method].append(time.perf_counter() - t)
         rows += _report(setting, args.ks)
+        settings.append(setting)
         if gen is not None and name != "condambigqa/pooled":
             for label, thr, use_q in (("plain", None, False), ("residual", None, True)):
                 cov = [
@@ -245,6 +264,7 @@ def main(argv: list[str] | None = None) -> None:
                 )
     _print(rows, args.ks)
     _print_own(rows, args.ks)
+    _print_against_mean(settings, args.ks)
     if quality:
         print("\nGenerated-interpretation quality (greedy one-to-one match to the gold qa_pairs questions):\n")
         print("| setting | comparison (default threshold) | gold covered (recall %) | precision % |")
