@@ -85,7 +85,7 @@ class DivaRetrieval:
             (interpretation 0's hits, then interpretation 1's new ones, ...).
         union_scores: mean cosine similarity of each union member to all
             interpretations (Eq. 5), whatever the ``prune`` rule.
-        served_by: per union member, the interpretations (row numbers) that retrieved it.
+        served: which interpretations retrieved each union member, bool (len(union), m).
         hits: per interpretation, its hits in rank order.
         similarity: cosine similarity, shape (m interpretations, len(union)).
         prune: the pruning rule used.
@@ -101,10 +101,15 @@ class DivaRetrieval:
     scores: FloatArray
     union: IntArray
     union_scores: FloatArray
-    served_by: tuple[tuple[int, ...], ...]
+    served: NDArray[np.bool_]
     hits: tuple[IntArray, ...]
     similarity: FloatArray
     prune: str
+
+    @property
+    def served_by(self) -> tuple[tuple[int, ...], ...]:
+        """Per union member, the interpretations (row numbers) that retrieved it."""
+        return tuple(tuple(np.flatnonzero(row).tolist()) for row in self.served)
 
     @property
     def kept_served_by(self) -> tuple[tuple[int, ...], ...]:
@@ -184,12 +189,11 @@ def _union_and_prune(
     rows, cols = np.nonzero(hits >= 0)
     member[rows, hits[rows, cols]] = True
     served = member[:, union].T
-    served_by = tuple(tuple(np.flatnonzero(s).tolist()) for s in served)
     per_interp = tuple(_first_seen(h) for h in hits)
     sim: FloatArray = interps @ cands[union].T
     mean: FloatArray = sim.mean(axis=0) if union.size else np.zeros(0)
     empty = DivaRetrieval(
-        np.zeros(0, np.int64), np.zeros(0), union, mean, served_by, per_interp, sim, prune
+        np.zeros(0, np.int64), np.zeros(0), union, mean, served, per_interp, sim, prune
     )
     if union.size == 0:
         return empty
@@ -218,7 +222,7 @@ def _union_and_prune(
         scores=np.asarray(kept_scores, dtype=np.float64),
         union=union,
         union_scores=mean,
-        served_by=served_by,
+        served=served,
         hits=per_interp,
         similarity=sim,
         prune=prune,
