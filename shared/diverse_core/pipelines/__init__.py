@@ -1,0 +1,1 @@
+"""Retrieval pipelines built on the core (DR-RAG, ...)."""
