@@ -84,9 +84,15 @@ def test_cfs_takes_the_first_accepted_new_hit_and_skips_chosen() -> None:
     assert every.ids == ("a", "b", "p", "q", "r")
 
 
-def test_cfs_examines_only_m_hits() -> None:
-    sel = select_drrag(["a", "b"], [["a", "x", "y"]], k=2, k1=1, m=2, mode="cfs", scorer=pair_scorer({("a", "y")}))
-    assert sel.ids == ("a",)
+def test_cfs_examines_only_m_hits_not_chosen_yet() -> None:
+    hits = [["a", "b", "x", "y"]]
+    accept = pair_scorer({("a", "y")})
+    assert select_drrag(["a", "b"], hits, k=2, k1=1, m=1, mode="cfs", scorer=accept).ids == ("a",)
+    # "b" is not a stage-1 document here (k1=1), so it takes the one examined slot at m=1.
+    assert select_drrag(["a", "c"], hits, k=2, k1=1, m=2, mode="cfs", scorer=accept).ids == ("a",)
+    assert select_drrag(["a", "c"], hits, k=2, k1=1, m=3, mode="cfs", scorer=accept).ids == ("a", "y")
+    # The stage-1 document itself (first hit of its own search) does not use up a slot.
+    assert select_drrag(["a", "c"], [["a", "y"]], k=2, k1=1, m=1, mode="cfs", scorer=accept).ids == ("a", "y")
 
 
 def test_cis_drops_a_rejected_document() -> None:
@@ -173,7 +179,7 @@ def test_too_few_hit_rows_and_bad_scorer_output() -> None:
 # --- slow reference, written as plainly as the paper's Algorithm 1 and equations ---
 
 
-def reference(  # noqa: C901 - a deliberately literal reference
+def reference(
     ranking: list[str],
     hits: list[list[str]],
     k: int,
@@ -190,52 +196,35 @@ def reference(  # noqa: C901 - a deliberately literal reference
     stage1 = ranking[:k1][:k]
     cnt = list(stage1)
     rejected: set[str] = set()
-    if mode == "cfs":
-        for i, d in enumerate(stage1):
-            for h in hits[i][:m]:
-                if h in stage1:
-                    continue
-                if not ok(d, h):
-                    rejected.add(h)
-        for i, d in enumerate(stage1):
-            for h in hits[i][:m]:
-                if len(cnt) >= k:
-                    break
-                if h not in cnt and ok(d, h):
-                    cnt.append(h)
-                    if per_doc == "first":
-                        break
-        rejected -= set(cnt)
-    else:
-        used: set[tuple[int, int]] = set()
-        rounds = 1 if per_doc == "first" else m
-        for _ in range(rounds):
-            for i in range(len(stage1)):
-                if len(cnt) >= k:
-                    break
-                for j, h in enumerate(hits[i][:m]):
-                    if (i, j) not in used and h not in cnt and h not in stage1:
-                        used.add((i, j))
-                        cnt.append(h)
-                        break
-        if mode == "cis":
-            n1 = len(stage1)
-            keep = []
-            for x, d in enumerate(cnt):
-                if x < n1 and protect:
-                    keep.append(d)
-                    continue
-                if rule == "stage1" and x >= n1:
-                    partners = cnt[:n1]
-                else:
-                    partners = [e for e in cnt if e != d]
-                    if rule == "stage1":  # an unprotected stage-1 doc is judged against all
-                        pass
-                if any(ok(d, e) for e in partners):
-                    keep.append(d)
-                else:
-                    rejected.add(d)
-            cnt = keep
+    for i, d in enumerate(stage1):
+        if len(cnt) >= k:
+            break
+        window = [h for h in hits[i] if h not in cnt][:m]  # m hits not chosen yet
+        for h in window:
+            if mode == "cfs" and not ok(d, h):
+                rejected.add(h)
+        taken = 0
+        for h in window:
+            if len(cnt) >= k or (per_doc == "first" and taken == 1):
+                break
+            if mode != "cfs" or ok(d, h):
+                cnt.append(h)
+                taken += 1
+    rejected -= set(cnt)
+    if mode == "cis":
+        n1 = len(stage1)
+        keep = []
+        for x, d in enumerate(cnt):
+            if x < n1 and protect:
+                keep.append(d)
+                continue
+            # eq. 3 judges a stage-2 document against the stage-1 ones; otherwise all others
+            partners = cnt[:n1] if rule == "stage1" and x >= n1 else [e for e in cnt if e != d]
+            if any(ok(d, e) for e in partners):
+                keep.append(d)
+            else:
+                rejected.add(d)
+        cnt = keep
     if fill:
         for d in ranking:
             if len(cnt) >= k:
@@ -291,7 +280,7 @@ def test_matches_slow_reference_and_invariants(case) -> None:  # type: ignore[no
     for p in sel.picks:
         if p.stage == 2:
             assert p.source in ranking[:k1]
-            assert p.doc_id in hits[ranking[:k1].index(p.source)][:m]
+            assert p.doc_id in hits[ranking[:k1].index(p.source)]
             if mode == "cfs":
                 assert (p.source, p.doc_id) in accept or (p.doc_id, p.source) in accept
     if fill:

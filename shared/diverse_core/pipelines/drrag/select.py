@@ -1,13 +1,14 @@
 """DR-RAG's document selection (``dr-rag.txt`` §2.2), framework-free.
 
 Stage 1 takes the ``k1`` documents most similar to the question. Stage 2 (QDC) searches
-again with the question followed by each stage-1 document and examines the top ``m`` hits
-of each such search. This module decides, from those rankings and a pair classifier,
-which documents come back:
+again with the question followed by each stage-1 document; each stage-1 document in turn
+examines the first ``m`` hits of its search that are not chosen yet (documents already
+chosen are skipped and do not use up the ``m``). This module decides, from those rankings
+and a pair classifier, which documents come back:
 
 * ``"qdc"`` (eq. 1): each stage-1 document adds its best hit not already chosen.
 * ``"cfs"`` (eq. 4, the paper's final method): each stage-1 document ``d_i`` adds its first
-  hit ``d'`` not already chosen with ``C(q, d_i, d') >= threshold``; possibly none.
+  examined hit ``d'`` with ``C(q, d_i, d') >= threshold``; possibly none.
 * ``"cis"`` (eq. 3): start from QDC's documents and drop the stage-2 documents that no
   stage-1 document pairs with positively.
 
@@ -15,10 +16,9 @@ Where the paper is ambiguous the default follows its equations and the other rea
 option:
 
 * ``per_doc="first"`` (eqs. 1 and 4: "the first ... will be placed into Cnt"): one stage-2
-  document per stage-1 document. ``per_doc="all"``: Algorithm 1 (lines 14-19) adds every
-  accepted hit of every stage-1 document, and appendix A.2 has QDC keep adding hits "until
-  the number of retrieved documents = k"; QDC then goes round by round (each stage-1
-  document adds its next new hit) until ``k``. Both readings stop at ``k`` documents.
+  document per stage-1 document. ``per_doc="all"`` (Algorithm 1, lines 14-19, and appendix
+  A.2's "until the number of retrieved documents = k"): each stage-1 document in turn adds
+  every examined hit it accepts (QDC: every examined hit). Both readings stop at ``k``.
 * How ``k`` is split: ``k1`` (default ``ceil(k / 2)``, so that one stage-2 document per
   stage-1 document makes ``k``; the paper only states ``k1 + k2 = k``).
 * ``cis_rule="stage1"`` (eq. 3): a stage-2 document stays if the classifier accepts it with
@@ -217,11 +217,12 @@ def select_drrag(
         ranking: document ids ranked by similarity to the question, best first. The first
             ``k1`` are the stage-1 documents; the rest only serve ``fill``.
         hits: ``hits[i]``: the ranked hits of the search with the question followed by
-            ``ranking[i]`` (at least ``k1`` rows; the first ``m`` of each row are examined).
+            ``ranking[i]`` (at least ``k1`` rows). Pass ``m + k`` hits per row so that ``m``
+            remain after skipping the documents already chosen.
         k: the most documents to return.
         mode: ``"qdc"``, ``"cfs"`` (default) or ``"cis"``.
         k1: stage-1 documents, ``1 <= k1 <= k`` (default ``ceil(k / 2)``).
-        m: hits examined per concatenated search (>= 1).
+        m: hits examined per concatenated search, not counting documents already chosen.
         scorer: batched pair classifier ``(firsts, seconds) -> probabilities``; required for
             ``"cfs"`` and ``"cis"``. It is called once per selection.
         threshold: a pair is accepted when its probability is ``>= threshold`` (in [0, 1]).
@@ -264,13 +265,19 @@ def select_drrag(
     codes = _Codes()
     rank_codes = codes.encode(list(ranking))
     stage1 = rank_codes[:n1]
-    rows = [codes.encode(list(h[:m])) for h in hits[:n1]]
     hit_sim = _hit_scores(hit_scores, n1)
-    width = max((r.shape[0] for r in rows), default=0)
-    grid = np.full((n1, width), -1, dtype=np.int64)  # -1: no hit in that slot
-    for i, r in enumerate(rows):
-        grid[i, : r.shape[0]] = r
-    examinable = (grid >= 0) & ~np.isin(grid, stage1)
+    # Per stage-1 document, its hits that are not stage-1 documents, in rank order (and their
+    # position in the original row, for the similarities). A document examines the first ``m``
+    # of them not chosen yet when its turn comes, so at most m + (k - n1) can matter.
+    depth = m + max(k - n1, 0)
+    grid = np.full((n1, depth), -1, dtype=np.int64)  # -1: no hit in that slot
+    col_of = np.full((n1, depth), -1, dtype=np.int64)
+    for i in range(n1):
+        row = codes.encode(list(hits[i]))
+        keep = np.flatnonzero(~np.isin(row, stage1))[:depth]
+        grid[i, : keep.shape[0]] = row[keep]
+        col_of[i, : keep.shape[0]] = keep
+    present = grid >= 0
 
     chosen = [int(c) for c in stage1[:k]]
     picks: list[DrragPick[IdT]] = [
@@ -284,67 +291,44 @@ def select_drrag(
         )
         for i, c in enumerate(chosen)
     ]
-    rejected: set[int] = set()
 
     def sim_of(i: int, j: int) -> float | None:
-        if hit_sim is None or j >= len(hit_sim[i]):
+        col = int(col_of[i, j])
+        if hit_sim is None or col >= len(hit_sim[i]):
             return None
-        return hit_sim[i][j]
+        return hit_sim[i][col]
 
+    prob_grid = np.full(grid.shape, np.nan)
     if mode == "cfs":
-        ii, jj = np.nonzero(examinable)
-        probs = _call_scorer(
+        ii, jj = np.nonzero(present)
+        prob_grid[ii, jj] = _call_scorer(
             scorer,  # type: ignore[arg-type]
             [codes.ids[c] for c in stage1[ii]],
             [codes.ids[c] for c in grid[ii, jj]],
         )
-        prob_grid = np.full(grid.shape, np.nan)
-        prob_grid[ii, jj] = probs
-        accepted = examinable & (np.nan_to_num(prob_grid, nan=-1.0) >= threshold)
-        rejected = set(grid[examinable & ~accepted].tolist())
-        for i in range(n1):  # loop over stage-1 documents; each row is handled with arrays
-            if len(chosen) >= k:
-                break
-            free = accepted[i] & ~np.isin(grid[i], np.asarray(chosen, dtype=np.int64))
-            cols = np.flatnonzero(free)
-            if per_doc == "first":
-                cols = cols[:1]
-            for j in cols[: k - len(chosen)].tolist():
-                c = int(grid[i, j])
-                chosen.append(c)
-                picks.append(
-                    DrragPick(codes.ids[c], 2, codes.ids[int(stage1[i])], float(prob_grid[i, j]), sim_of(i, j), mode)  # type: ignore[arg-type]
-                )
-        rejected -= set(chosen)
-    else:
-        src: list[tuple[int, int]] = []
-        rounds = 1 if per_doc == "first" else width
-        taken = np.zeros(grid.shape, dtype=bool)
-        for _ in range(rounds):  # rounds of one new hit per stage-1 document
-            added = False
-            for i in range(n1):
-                if len(chosen) >= k:
-                    break
-                free = examinable[i] & ~taken[i] & ~np.isin(grid[i], np.asarray(chosen, dtype=np.int64))
-                cols = np.flatnonzero(free)
-                if cols.size == 0:
-                    continue
-                j = int(cols[0])
-                taken[i, j] = True
-                chosen.append(int(grid[i, j]))
-                src.append((i, j))
-                added = True
-            if not added or len(chosen) >= k:
-                break
-        picks.extend(
-            DrragPick(codes.ids[int(grid[i, j])], 2, codes.ids[int(stage1[i])], None, sim_of(i, j), mode)  # type: ignore[arg-type]
-            for i, j in src
+        accepted = present & (np.nan_to_num(prob_grid, nan=-1.0) >= threshold)
+    else:  # QDC (and the start of CIS) accepts every hit examined
+        accepted = present
+    rejected: set[int] = set()
+    for i in range(n1):  # loop over stage-1 documents; each row is handled with arrays
+        if len(chosen) >= k:
+            break
+        window = np.flatnonzero(present[i] & ~np.isin(grid[i], np.asarray(chosen, dtype=np.int64)))[:m]
+        rejected.update(grid[i, window[~accepted[i, window]]].tolist())
+        take = window[accepted[i, window]]
+        if per_doc == "first":
+            take = take[:1]
+        for j in take[: k - len(chosen)].tolist():
+            c = int(grid[i, j])
+            chosen.append(c)
+            prob = None if mode != "cfs" else float(prob_grid[i, j])
+            picks.append(DrragPick(codes.ids[c], 2, codes.ids[int(stage1[i])], prob, sim_of(i, j), mode))  # type: ignore[arg-type]
+    rejected -= set(chosen)
+    if mode == "cis":
+        picks, rejected = _inverse(
+            picks, chosen, len(stage1[:k]), codes, scorer, threshold, cis_rule, protect_stage1  # type: ignore[arg-type]
         )
-        if mode == "cis":
-            picks, rejected = _inverse(
-                picks, chosen, len(stage1[:k]), codes, scorer, threshold, cis_rule, protect_stage1  # type: ignore[arg-type]
-            )
-            chosen = [int(codes.index[p.doc_id]) for p in picks]
+        chosen = [int(codes.index[p.doc_id]) for p in picks]
 
     if fill and len(chosen) < k:
         blocked = np.asarray(sorted(set(chosen) | rejected), dtype=np.int64)
