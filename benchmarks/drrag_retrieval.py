@@ -128,7 +128,7 @@ def run_task(
             t_sm = time.perf_counter() - t0
             record("SM", idx[0, :k].tolist(), qi, t_sm)
             t1 = time.perf_counter()
-            hits, hit_sims = top_n(unit_emb, c_emb[qi, :k1], m)
+            hits, hit_sims = top_n(unit_emb, c_emb[qi, :k1], m + k)
             t_stage2 = time.perf_counter() - t1 + t_sm
             local = np.unique(np.concatenate([idx[0], hits.reshape(-1)]))
             gold_docs = set(task.gold[qi].tolist())

@@ -123,12 +123,17 @@ def test_cis_pairwise_rule_and_stage1_protection() -> None:
     assert un.ids == ("x", "z")
 
 
-def test_fill_tops_up_from_the_ranking_skipping_rejected() -> None:
+def test_fill_tops_up_from_the_ranking() -> None:
     ranking = ["a", "b", "x", "c", "d"]
     hits = [["a", "x"], ["b", "y"]]
     sel = select_drrag(ranking, hits, k=4, mode="cfs", scorer=pair_scorer(set()), fill=True)
-    assert sel.ids == ("a", "b", "c", "d")  # x was rejected by the classifier: not re-added
+    # x was rejected only as a partner of "a": CFS leaves it eligible for fill.
+    assert sel.ids == ("a", "b", "x", "c")
+    assert set(sel.rejected) == {"x", "y"}
     assert [p.filled for p in sel.picks] == [False, False, True, True]
+    # CIS removed x (no stage-1 document accepts it): fill does not bring it back.
+    cis = select_drrag(ranking, hits, k=4, mode="cis", scorer=pair_scorer(set()), fill=True)
+    assert cis.ids == ("a", "b", "c", "d")
     no_fill = select_drrag(ranking, hits, k=4, mode="cfs", scorer=pair_scorer(set()))
     assert no_fill.ids == ("a", "b")
     short = select_drrag(["a", "b"], hits, k=4, mode="cfs", scorer=pair_scorer(set()), fill=True)
@@ -211,6 +216,7 @@ def reference(
                 cnt.append(h)
                 taken += 1
     rejected -= set(cnt)
+    dropped: set[str] = set()
     if mode == "cis":
         n1 = len(stage1)
         keep = []
@@ -223,13 +229,13 @@ def reference(
             if any(ok(d, e) for e in partners):
                 keep.append(d)
             else:
-                rejected.add(d)
+                dropped.add(d)
         cnt = keep
     if fill:
         for d in ranking:
             if len(cnt) >= k:
                 break
-            if d not in cnt and d not in rejected:
+            if d not in cnt and d not in dropped:
                 cnt.append(d)
     return cnt
 
@@ -284,4 +290,5 @@ def test_matches_slow_reference_and_invariants(case) -> None:  # type: ignore[no
             if mode == "cfs":
                 assert (p.source, p.doc_id) in accept or (p.doc_id, p.source) in accept
     if fill:
-        assert len(ids) == min(k, len(set(ranking) - set(sel.rejected)) + len(set(ids) - set(ranking)))
+        dropped = set(sel.rejected) if mode == "cis" else set()
+        assert len(ids) >= min(k, len(set(ranking) - dropped))

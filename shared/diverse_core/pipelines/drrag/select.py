@@ -34,8 +34,9 @@ and the ``stage1`` rule, ``(earlier, later in chosen order)`` for the pairwise r
 writes the hit first; the shipped classifier is trained on both orders).
 
 ``fill=True`` (ours, not the paper's) tops the result up to ``k`` with the next documents of
-the question's own similarity ranking, skipping those already chosen and those the
-classifier rejected; the paper's CFS and CIS may return fewer than ``k``.
+the question's own similarity ranking, skipping those already chosen and those CIS removed
+(a CFS rejection only says a hit does not go with one stage-1 document, so CFS's rejected
+hits stay eligible); the paper's CFS and CIS may return fewer than ``k``.
 
 Example:
     >>> accept = {("a", "c")}
@@ -226,7 +227,7 @@ def select_drrag(
         scorer: batched pair classifier ``(firsts, seconds) -> probabilities``; required for
             ``"cfs"`` and ``"cis"``. It is called once per selection.
         threshold: a pair is accepted when its probability is ``>= threshold`` (in [0, 1]).
-        fill: top up to ``k`` from ``ranking`` (ours, not the paper's).
+        fill: top up to ``k`` from ``ranking``, skipping what CIS removed (ours, not the paper's).
         per_doc: ``"first"`` (the equations, default) or ``"all"`` (Algorithm 1 / A.2).
         cis_rule: ``"stage1"`` (eq. 3, default) or ``"pairwise"`` (the prose).
         protect_stage1: CIS never removes stage-1 documents (default True).
@@ -324,14 +325,16 @@ def select_drrag(
             prob = None if mode != "cfs" else float(prob_grid[i, j])
             picks.append(DrragPick(codes.ids[c], 2, codes.ids[int(stage1[i])], prob, sim_of(i, j), mode))  # type: ignore[arg-type]
     rejected -= set(chosen)
+    dropped: set[int] = set()  # removed by CIS: judged against every stage-1 document
     if mode == "cis":
-        picks, rejected = _inverse(
+        picks, dropped = _inverse(
             picks, chosen, len(stage1[:k]), codes, scorer, threshold, cis_rule, protect_stage1  # type: ignore[arg-type]
         )
         chosen = [int(codes.index[p.doc_id]) for p in picks]
+        rejected |= dropped
 
     if fill and len(chosen) < k:
-        blocked = np.asarray(sorted(set(chosen) | rejected), dtype=np.int64)
+        blocked = np.asarray(sorted(set(chosen) | dropped), dtype=np.int64)
         free_rank = np.flatnonzero(~np.isin(rank_codes, blocked))
         seen: set[int] = set()
         for r in free_rank.tolist():
