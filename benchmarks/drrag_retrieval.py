@@ -214,13 +214,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--perfect-only", action="store_true", help="skip the trained classifier rows")
     ap.add_argument("--embed-cost", action="store_true", help="also time MiniLM on uncached texts")
     ap.add_argument("--out", default=str(OUT))
+    ap.add_argument("--cache-dir", default=None, help="embedding cache folder (default: the eval harness's)")
     args = ap.parse_args(argv)
 
     clf = None
     if not args.perfect_only:
         clf = PairClassifier.load(args.classifier) if args.classifier else default_classifier()
     threshold = args.threshold if args.threshold is not None else (clf.threshold if clf else 0.5)
-    cache = DiskEmbeddingCache(get_default_embedder(), MODEL_NAME, progress=False)
+    cache = DiskEmbeddingCache(get_default_embedder(), MODEL_NAME, args.cache_dir, progress=False)
     rows: list[dict[str, Any]] = []
     extra: dict[str, Any] = {}
     t0 = time.perf_counter()

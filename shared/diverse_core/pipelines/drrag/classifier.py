@@ -13,7 +13,7 @@ Example:
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(200, 5)).astype(np.float32); y = (X[:, 0] > 0).astype(np.float32)
-    >>> clf = PairClassifier(kind="logreg", epochs=30).fit(X, y)
+    >>> clf = PairClassifier(kind="logreg", epochs=30, lr=0.05).fit(X, y)
     >>> bool(clf.predict_features(X[:1] * 0 + [[3, 0, 0, 0, 0]])[0] > 0.5)
     True
 """

@@ -20,7 +20,7 @@ Example:
     >>> f = pair_features(q, docs, "Who founded Acme?", ["Acme: Acme was founded by Bo.",
     ...                   "Bo: Bo was born in 1900."], np.array([0]), np.array([1]))
     >>> f.shape
-    (1, 20)
+    (1, 22)
 """
 
 from __future__ import annotations

@@ -175,13 +175,14 @@ def train(
     kinds: Sequence[str] = ("logreg", "mlp"),
     epochs: int = 15,
     dev: bool = True,
+    cache_dir: str | Path | None = None,
 ) -> tuple[PairClassifier, dict[str, Any]]:
     """Build the data, fit and compare the models; returns the chosen model and a report."""
     from ...embedders import get_default_embedder
     from ...eval.disk_cache import DiskEmbeddingCache
 
     t0 = time.perf_counter()
-    cache = DiskEmbeddingCache(get_default_embedder(), MODEL_NAME, progress=False, batch_size=128)
+    cache = DiskEmbeddingCache(get_default_embedder(), MODEL_NAME, cache_dir, progress=False, batch_size=256)
     rng = np.random.default_rng(seed)
     parts: dict[str, tuple[NDArray[np.float32], NDArray[np.float32], NDArray[np.bool_]]] = {}
     n_questions: dict[str, int] = {}
@@ -245,11 +246,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--epochs", type=int, default=15)
     ap.add_argument("--kinds", nargs="+", default=["logreg", "mlp"])
     ap.add_argument("--data-dir", default=None)
+    ap.add_argument("--cache-dir", default=None, help="embedding cache folder (default: the eval harness's)")
     ap.add_argument("--out", default=str(default_path()), help="where to write the model (.npz)")
     ap.add_argument("--report", default=None, help="also write the metrics as JSON here")
     ap.add_argument("--no-dev", action="store_true", help="skip the dev-pool metrics")
     args = ap.parse_args(argv)
-    clf, report = train(args.seed, args.distractors, args.data_dir, args.kinds, args.epochs, not args.no_dev)
+    clf, report = train(
+        args.seed, args.distractors, args.data_dir, args.kinds, args.epochs, not args.no_dev, args.cache_dir
+    )
     clf.save(args.out)
     report["artefact_bytes"] = Path(args.out).stat().st_size
     text = json.dumps(report, indent=1)
