@@ -42,6 +42,7 @@ from diverse_core.eval.disk_cache import DiskEmbeddingCache
 from diverse_core.eval.protocols import RetrievalTask, build_task
 from diverse_core.pipelines.drrag.classifier import PairClassifier, default_classifier, make_scorer
 from diverse_core.pipelines.drrag.select import default_k1, select_drrag
+from diverse_core.pipelines.drrag.train import roc_auc
 from numpy.typing import NDArray
 
 MODEL_NAME = "all-MiniLM-L6-v2"
@@ -108,6 +109,7 @@ def run_task(
     unit_titles = [titles[d] for d in task.unit_doc.tolist()]
     n_q = len(task.records)
     rows: list[dict[str, Any]] = []
+    pair_log: list[tuple[float, bool]] = []
     for k in ks:
         k1 = default_k1(k)
         stats: dict[str, dict[str, list[float]]] = {}
@@ -151,8 +153,23 @@ def run_task(
                         [unit_titles[u] for u in local],
                     )
 
-                    def scorer(a: Sequence[int], b: Sequence[int], inner: Any = inner, pos: Any = pos) -> Any:
-                        return inner([pos[x] for x in a], [pos[x] for x in b])
+                    log = pair_log if (mode == "cfs" and not fill and k == ks[0]) else None
+
+                    def scorer(
+                        a: Sequence[int],
+                        b: Sequence[int],
+                        inner: Any = inner,
+                        pos: Any = pos,
+                        log: Any = log,
+                        gold: Any = task.gold[qi],
+                    ) -> Any:
+                        probs = inner([pos[x] for x in a], [pos[x] for x in b])
+                        if log is not None:  # the CFS pairs of the first k: classifier quality on dev
+                            both = np.isin(task.unit_doc[np.asarray(a)], gold) & np.isin(
+                                task.unit_doc[np.asarray(b)], gold
+                            )
+                            log.extend(zip(probs.tolist(), both.tolist(), strict=True))
+                        return probs
 
                 sel = select_drrag(
                     idx[0].tolist(),
@@ -183,6 +200,23 @@ def run_task(
                     "ms_per_query": 1000.0 * float(np.mean(s["time"])),
                 }
             )
+    if pair_log:
+        probs = np.array([p for p, _ in pair_log])
+        labels = np.array([float(y) for _, y in pair_log])
+        rows.append(
+            {
+                "dataset": task.dataset,
+                "protocol": task.protocol,
+                "k": ks[0],
+                "method": "classifier on dev CFS pairs",
+                "pairs": len(pair_log),
+                "positives": int(labels.sum()),
+                "auc": roc_auc(probs, labels),
+                "accuracy": float(np.mean((probs >= threshold) == (labels > 0.5))),
+                "recall_pos": float(np.mean(probs[labels > 0.5] >= threshold)) if labels.sum() else math.nan,
+                "specificity": float(np.mean(probs[labels < 0.5] < threshold)),
+            }
+        )
     return rows
 
 
@@ -243,8 +277,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     out.write_text(json.dumps({"args": vars(args), "threshold": threshold, "rows": rows, **extra}, indent=1))
 
 
-def print_table(rows: Sequence[dict[str, Any]]) -> None:
+def print_table(all_rows: Sequence[dict[str, Any]]) -> None:
     """Markdown: one block per protocol and k, methods as rows, datasets as column groups."""
+    for r in all_rows:
+        if "auc" in r:
+            print(
+                f"classifier on {r['dataset']}/{r['protocol']} CFS pairs (k={r['k']}): AUC {r['auc']:.3f}, "
+                f"accuracy {r['accuracy']:.3f}, accepted gold pairs {r['recall_pos']:.3f}, "
+                f"rejected other pairs {r['specificity']:.3f} ({r['pairs']} pairs, {r['positives']} gold)"
+            )
+    rows = [r for r in all_rows if "recall" in r]
     keys = sorted({(r["protocol"], r["k"]) for r in rows}, key=lambda x: (x[0] != "paragraphs", x[0], x[1]))
     datasets = list(dict.fromkeys(r["dataset"] for r in rows))
     for protocol, k in keys:
