@@ -64,6 +64,8 @@ class PairClassifier:
         batch_size: examples per Adam step.
         seed: seeds the initialisation and the shuffling (training is deterministic).
         threshold: probability at or above which a pair counts as positive.
+        last: use only the last ``last`` feature columns (e.g. ``len(SCALAR_NAMES)`` for the
+            scalar features alone); ``0`` uses all.
 
     Example:
         >>> clf = PairClassifier(kind="mlp", hidden=8)
@@ -82,6 +84,7 @@ class PairClassifier:
         batch_size: int = 256,
         seed: int = 0,
         threshold: float = 0.5,
+        last: int = 0,
     ) -> None:
         if kind not in KINDS:
             raise InvalidParameterError(f"kind must be one of {list(KINDS)}; got kind={kind!r}")
@@ -93,6 +96,9 @@ class PairClassifier:
         self.batch_size = check_k(batch_size, "batch_size")
         self.seed = int(seed)
         self.threshold = check_unit_interval(threshold, "threshold")
+        if isinstance(last, bool) or not isinstance(last, int) or last < 0:
+            raise InvalidParameterError(f"last must be a non-negative integer; got last={last!r}")
+        self.last = last
         self.params: dict[str, Array] = {}
         self.meta: dict[str, str] = {}
 
@@ -138,7 +144,7 @@ class PairClassifier:
             y: labels (1: both documents needed).
             sample_weight: extra per-row weights (multiplied with the class balance).
         """
-        Xa = np.asarray(X, dtype=np.float32)
+        Xa = self._columns(np.asarray(X, dtype=np.float32))
         ya = np.asarray(y, dtype=np.float32).reshape(-1)
         if Xa.ndim != 2 or Xa.shape[0] != ya.shape[0] or Xa.shape[0] == 0:
             raise DimensionMismatchError(f"X has shape {Xa.shape}, y has {ya.shape[0]} labels")
@@ -171,13 +177,16 @@ class PairClassifier:
                     self.params[k] = (self.params[k] - self.lr * mh / (np.sqrt(vh) + 1e-8)).astype(np.float32)
         return self
 
+    def _columns(self, X: Array) -> Array:
+        return X[:, -self.last :] if self.last and X.ndim == 2 else X
+
     # -- inference ------------------------------------------------------------------------
 
     def predict_features(self, X: ArrayLike2D) -> Array:
         """Probabilities for feature rows ``X`` (n, f)."""
         if not self.params:
             raise InvalidParameterError("the classifier is not fitted; call fit() or load()")
-        Xa = np.asarray(X, dtype=np.float32)
+        Xa = self._columns(np.asarray(X, dtype=np.float32))
         if Xa.ndim != 2 or Xa.shape[1] != self.mean_.shape[0]:
             raise DimensionMismatchError(f"X has shape {Xa.shape}; expected (n, {self.mean_.shape[0]})")
         logit, _ = self._logits((Xa - self.mean_) / self.scale_)
@@ -225,6 +234,7 @@ class PairClassifier:
         meta = {
             "kind": self.kind,
             "hidden": str(self.hidden),
+            "last": str(self.last),
             "threshold": repr(self.threshold),
             **self.meta,
         }
@@ -242,11 +252,16 @@ class PairClassifier:
         """Read a model written by :meth:`save`."""
         with np.load(path, allow_pickle=False) as data:
             meta = dict(zip(data["meta_keys"].tolist(), data["meta_values"].tolist(), strict=True))
-            clf = cls(kind=str(meta["kind"]), hidden=int(meta["hidden"]), threshold=float(meta["threshold"]))
+            clf = cls(
+                kind=str(meta["kind"]),
+                hidden=int(meta["hidden"]),
+                threshold=float(meta["threshold"]),
+                last=int(meta.get("last", 0)),
+            )
             clf.mean_ = np.asarray(data["mean"], np.float32)
             clf.scale_ = np.asarray(data["scale"], np.float32)
             clf.params = {k[2:]: np.asarray(data[k], np.float32) for k in data.files if k.startswith("p_")}
-        clf.meta = {k: str(v) for k, v in meta.items() if k not in ("kind", "hidden", "threshold")}
+        clf.meta = {k: str(v) for k, v in meta.items() if k not in ("kind", "hidden", "threshold", "last")}
         return clf
 
 

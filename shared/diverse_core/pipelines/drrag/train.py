@@ -14,8 +14,9 @@ for a seed:
    the pairs a DR-RAG search would examine (A among the 3 paragraphs closest to the question,
    B among the 5 closest to ``q + A``) and each gold paragraph with the 2 distractors closest
    to the question, both orders;
-4. holds out 20% of the questions of each dataset, fits logistic regression and a small MLP on
-   the rest, reports accuracy and ROC AUC per dataset on the held-out part and on the dev
+4. holds out 20% of the questions of each dataset, fits logistic regression on the scalar
+   features alone, logistic regression on all features and a small MLP on all features on the
+   rest, reports accuracy and ROC AUC per dataset on the held-out part and on the dev
    pools of HotpotQA and MuSiQue (``paragraphs`` texts, dev questions are never trained or
    tuned on), and keeps the model with the better held-out AUC;
 5. picks the decision threshold that maximises balanced accuracy on the held-out TRAIN pairs
@@ -35,7 +36,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .classifier import PairClassifier, default_path
-from .features import pair_features, tokens
+from .features import SCALAR_NAMES, pair_features, tokens
 from .trainsets import TRAIN_DATASETS, TrainQuestion, load_train_questions
 
 __all__ = [
@@ -51,7 +52,7 @@ __all__ = [
 
 #: Train questions used per dataset (HotpotQA and 2Wiki are capped to keep the embedding step
 #: short on a shared 2-core CPU; MuSiQue has 349 usable ones).
-MAX_QUESTIONS = {"hotpotqa": 400, "musique": 1000, "2wiki": 300}
+MAX_QUESTIONS = {"hotpotqa": 300, "musique": 1000, "2wiki": 300}
 MODEL_NAME = "all-MiniLM-L6-v2"
 
 
@@ -173,7 +174,7 @@ def train(
     seed: int = 0,
     distractors: int = 3,
     data_dir: str | Path | None = None,
-    kinds: Sequence[str] = ("logreg", "mlp"),
+    kinds: Sequence[str] = ("logreg-scalars", "logreg", "mlp"),
     epochs: int = 15,
     dev: bool = True,
     cache_dir: str | Path | None = None,
@@ -214,10 +215,18 @@ def train(
         "models": {},
     }
     best: PairClassifier | None = None
-    best_auc = -1.0
+    best_auc, best_name = -1.0, ""
+    fitted: dict[str, PairClassifier] = {}
     for kind in kinds:
         t1 = time.perf_counter()
-        clf = PairClassifier(kind=kind, epochs=epochs, seed=seed, l2=1e-3 if kind == "logreg" else 1e-4)
+        base = kind.removesuffix("-scalars")
+        clf = PairClassifier(
+            kind=base,
+            epochs=epochs,
+            seed=seed,
+            l2=1e-3 if base == "logreg" else 1e-4,
+            last=len(SCALAR_NAMES) if kind.endswith("-scalars") else 0,
+        )
         clf.fit(X_fit, y_fit)
         fit_s = time.perf_counter() - t1
         clf.threshold = best_threshold(clf.predict_features(X_hold), y_hold)
@@ -230,11 +239,14 @@ def train(
         report["models"][kind] = entry
         auc = entry["held_out"]["all"]["auc"]
         print(f"[train] {kind}: held-out AUC {auc:.4f}, threshold {clf.threshold}, fit {fit_s:.1f}s", flush=True)
+        fitted[kind] = clf
         if auc > best_auc:
-            best, best_auc = clf, auc
+            best, best_auc, best_name = clf, auc, kind
     assert best is not None
-    best.meta = {"trained_on": "TRAIN files only (hotpotqa, musique, 2wiki)", "seed": str(seed)}
-    report["chosen"] = best.kind
+    for name, clf in fitted.items():
+        clf.meta = {"trained_on": "TRAIN files only (hotpotqa, musique, 2wiki)", "seed": str(seed), "name": name}
+    report["chosen"] = best_name
+    report["fitted"] = fitted
     report["total_seconds"] = time.perf_counter() - t0
     return best, report
 
@@ -245,18 +257,24 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--distractors", type=int, default=3)
     ap.add_argument("--epochs", type=int, default=15)
-    ap.add_argument("--kinds", nargs="+", default=["logreg", "mlp"])
+    ap.add_argument("--kinds", nargs="+", default=["logreg-scalars", "logreg", "mlp"])
     ap.add_argument("--data-dir", default=None)
     ap.add_argument("--cache-dir", default=None, help="embedding cache folder (default: the eval harness's)")
     ap.add_argument("--out", default=str(default_path()), help="where to write the model (.npz)")
     ap.add_argument("--report", default=None, help="also write the metrics as JSON here")
     ap.add_argument("--no-dev", action="store_true", help="skip the dev-pool metrics")
+    ap.add_argument("--save-all", default=None, help="also save every compared model in this folder")
     args = ap.parse_args(argv)
     clf, report = train(
         args.seed, args.distractors, args.data_dir, args.kinds, args.epochs, not args.no_dev, args.cache_dir
     )
     clf.save(args.out)
     report["artefact_bytes"] = Path(args.out).stat().st_size
+    fitted = report.pop("fitted")
+    if args.save_all:
+        Path(args.save_all).mkdir(parents=True, exist_ok=True)
+        for name, model in fitted.items():
+            model.save(Path(args.save_all) / f"drrag_{name}.npz")
     text = json.dumps(report, indent=1)
     print(text)
     if args.report:
