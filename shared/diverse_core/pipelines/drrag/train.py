@@ -14,12 +14,11 @@ for a seed:
    the pairs a DR-RAG search would examine (A among the 3 paragraphs closest to the question,
    B among the 5 closest to ``q + A``) and each gold paragraph with the 2 distractors closest
    to the question, both orders;
-4. holds out 20% of the questions of each dataset, fits logistic regression on the scalar
-   features alone, logistic regression on all features and a small MLP on all features on the
-   rest, reports accuracy and ROC AUC per dataset on the held-out part and on the dev
+4. holds out 20% of the questions of each dataset, fits logistic regression and a small MLP
+   on the scalar features alone and on all features, on the rest, reports accuracy and ROC AUC per dataset on the held-out part and on the dev
    pools of HotpotQA and MuSiQue (``paragraphs`` texts, dev questions are never trained or
    tuned on), and keeps the model with the better held-out AUC;
-5. picks the decision threshold that maximises balanced accuracy on the held-out TRAIN pairs
+5. picks the decision threshold that maximises F1 (``--criterion``) on the held-out TRAIN pairs
    and writes ``drrag_classifier.npz`` next to this module.
 """
 
@@ -35,6 +34,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ...errors import InvalidParameterError
 from .classifier import PairClassifier, default_path
 from .features import SCALAR_NAMES, pair_features, tokens
 from .trainsets import TRAIN_DATASETS, TrainQuestion, load_train_questions
@@ -118,13 +118,25 @@ def roc_auc(scores: NDArray[np.floating[Any]], labels: NDArray[np.floating[Any]]
     return float((ranks[y].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
 
 
-def best_threshold(probs: NDArray[np.floating[Any]], labels: NDArray[np.floating[Any]]) -> float:
-    """The threshold (on a 0.05 grid) with the best balanced accuracy."""
+def best_threshold(
+    probs: NDArray[np.floating[Any]], labels: NDArray[np.floating[Any]], criterion: str = "f1"
+) -> float:
+    """The threshold (on a 0.05 grid) with the best F1 (``"f1"``) or balanced accuracy (``"balanced"``).
+
+    F1 is the default: CFS keeps the *first* accepted hit of each stage-1 document, so a false
+    accept costs as much as a miss, while balanced accuracy lowers the threshold when
+    positives are rare.
+    """
     y = np.asarray(labels) > 0.5
     grid = np.round(np.arange(0.05, 0.951, 0.05), 2)
     p = np.asarray(probs)
-    bal = [0.5 * (np.mean(p[y] >= t) + np.mean(p[~y] < t)) for t in grid]
-    return float(grid[int(np.argmax(bal))])
+    if criterion == "balanced":
+        score = [0.5 * (np.mean(p[y] >= t) + np.mean(p[~y] < t)) for t in grid]
+    elif criterion == "f1":
+        score = [2 * np.sum((p >= t) & y) / max(np.sum(p >= t) + np.sum(y), 1) for t in grid]
+    else:
+        raise InvalidParameterError(f"criterion must be 'f1' or 'balanced'; got criterion={criterion!r}")
+    return float(grid[int(np.argmax(score))])
 
 
 def _metrics(clf: PairClassifier, X: NDArray[np.float32], y: NDArray[np.float32]) -> dict[str, float]:
@@ -174,10 +186,11 @@ def train(
     seed: int = 0,
     distractors: int = 3,
     data_dir: str | Path | None = None,
-    kinds: Sequence[str] = ("logreg-scalars", "logreg", "mlp"),
+    kinds: Sequence[str] = ("logreg-scalars", "mlp-scalars", "logreg", "mlp"),
     epochs: int = 15,
     dev: bool = True,
     cache_dir: str | Path | None = None,
+    criterion: str = "f1",
 ) -> tuple[PairClassifier, dict[str, Any]]:
     """Build the data, fit and compare the models; returns the chosen model and a report."""
     from ...embedders import get_default_embedder
@@ -207,6 +220,7 @@ def train(
     report: dict[str, Any] = {
         "seed": seed,
         "distractors": distractors,
+        "threshold_criterion": criterion,
         "questions": n_questions,
         "fit_pairs": int(len(y_fit)),
         "fit_positives": int(y_fit.sum()),
@@ -222,6 +236,7 @@ def train(
         base = kind.removesuffix("-scalars")
         clf = PairClassifier(
             kind=base,
+            hidden=32 if kind.endswith("-scalars") else 64,
             epochs=epochs,
             seed=seed,
             l2=1e-3 if base == "logreg" else 1e-4,
@@ -229,7 +244,7 @@ def train(
         )
         clf.fit(X_fit, y_fit)
         fit_s = time.perf_counter() - t1
-        clf.threshold = best_threshold(clf.predict_features(X_hold), y_hold)
+        clf.threshold = best_threshold(clf.predict_features(X_hold), y_hold, criterion)
         entry: dict[str, Any] = {"fit_seconds": fit_s, "threshold": clf.threshold, "held_out": {}, "dev": {}}
         for ds, (X, y, mask) in parts.items():
             entry["held_out"][ds] = _metrics(clf, X[mask], y[mask])
@@ -257,17 +272,26 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--distractors", type=int, default=3)
     ap.add_argument("--epochs", type=int, default=15)
-    ap.add_argument("--kinds", nargs="+", default=["logreg-scalars", "logreg", "mlp"])
+    ap.add_argument("--kinds", nargs="+", default=["logreg-scalars", "mlp-scalars", "logreg", "mlp"])
     ap.add_argument("--data-dir", default=None)
     ap.add_argument("--cache-dir", default=None, help="embedding cache folder (default: the eval harness's)")
     ap.add_argument("--out", default=str(default_path()), help="where to write the model (.npz)")
     ap.add_argument("--report", default=None, help="also write the metrics as JSON here")
     ap.add_argument("--no-dev", action="store_true", help="skip the dev-pool metrics")
+    ap.add_argument("--criterion", choices=["f1", "balanced"], default="f1", help="threshold choice")
     ap.add_argument("--save-all", default=None, help="also save every compared model in this folder")
     args = ap.parse_args(argv)
     clf, report = train(
-        args.seed, args.distractors, args.data_dir, args.kinds, args.epochs, not args.no_dev, args.cache_dir
+        args.seed,
+        args.distractors,
+        args.data_dir,
+        args.kinds,
+        args.epochs,
+        not args.no_dev,
+        args.cache_dir,
+        args.criterion,
     )
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     clf.save(args.out)
     report["artefact_bytes"] = Path(args.out).stat().st_size
     fitted = report.pop("fitted")
