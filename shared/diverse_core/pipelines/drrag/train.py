@@ -9,11 +9,9 @@ for a seed:
    embedded, which keeps the command short on a CPU);
 2. embeds questions and paragraphs with the packaged MiniLM through the eval harness's disk
    cache (a second run embeds nothing);
-3. builds ordered pairs per question: positives = two gold paragraphs (both orders);
-   negatives = gold + distractor and distractor + distractor pairs, weighted to the hard ones:
-   the pairs a DR-RAG search would examine (A among the 3 paragraphs closest to the question,
-   B among the 5 closest to ``q + A``) and each gold paragraph with the 2 distractors closest
-   to the question, both orders;
+3. builds every ordered pair of each question's trimmed paragraphs: positives = two gold
+   paragraphs (both orders); negatives = gold + distractor and distractor + distractor pairs,
+   the distractors being the hard ones kept in step 1;
 4. holds out 20% of the questions of each dataset, fits logistic regression and a small MLP
    on the scalar features alone and on all features, on the rest, reports accuracy and ROC AUC per dataset on the held-out part and on the dev
    pools of HotpotQA and MuSiQue (``paragraphs`` texts, dev questions are never trained or
@@ -77,29 +75,17 @@ def subsample(questions: list[TrainQuestion], limit: int, seed: int) -> list[Tra
     return [questions[i] for i in keep]
 
 
-def question_pairs(
-    q_emb: NDArray[np.float32], doc_emb: NDArray[np.float32], gold: NDArray[np.bool_], k1: int = 3, m: int = 5
-) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-    """Ordered training pairs ``(a, b)`` of one question's paragraphs (see the module docstring)."""
-    n = doc_emb.shape[0]
-    sims = doc_emb @ q_emb
-    order = np.argsort(-sims, kind="stable")
-    pairs: set[tuple[int, int]] = set()
-    g = np.flatnonzero(gold)
-    pairs.update((int(a), int(b)) for a in g for b in g if a != b)
-    for a in order[:k1]:
-        qa = doc_emb[a] + q_emb
-        s2 = doc_emb @ (qa / np.linalg.norm(qa))
-        s2[a] = -np.inf
-        pairs.update((int(a), int(b)) for b in np.argsort(-s2, kind="stable")[:m])
-    hard = [int(d) for d in order if not gold[d]][:2]
-    for a in g:
-        for d in hard:
-            pairs.update({(int(a), d), (d, int(a))})
-    if len(hard) == 2:
-        pairs.update({(hard[0], hard[1]), (hard[1], hard[0])})
-    arr = np.array(sorted(p for p in pairs if p[0] != p[1] and max(p) < n), dtype=np.int64).reshape(-1, 2)
-    return arr[:, 0], arr[:, 1]
+def question_pairs(n: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Every ordered pair ``(a, b)``, ``a != b``, of a question's ``n`` (trimmed) paragraphs.
+
+    With the pools trimmed to the gold paragraphs and a few hard distractors this holds every
+    positive in both orders and every gold + distractor and distractor + distractor pair.
+    (A first version kept only the pairs a DR-RAG search would examine plus each gold
+    paragraph with the two distractors closest to the question: held-out TRAIN AUC 0.932 for
+    the scalar MLP, against 0.942 with every pair.)
+    """
+    a, b = np.nonzero(~np.eye(n, dtype=bool))
+    return a.astype(np.int64), b.astype(np.int64)
 
 
 def roc_auc(scores: NDArray[np.floating[Any]], labels: NDArray[np.floating[Any]]) -> float:
@@ -163,7 +149,7 @@ def _featurise(
     for qi, (question, texts, titles, gold) in enumerate(items):
         de = doc_emb[start : start + len(texts)]
         start += len(texts)
-        a, b = question_pairs(q_emb[qi], de, gold)
+        a, b = question_pairs(len(texts))
         X.append(pair_features(q_emb[qi], de, question, texts, a, b, titles))
         Y.append((gold[a] & gold[b]).astype(np.float32))
         Q.append(np.full(len(a), qi, dtype=np.int64))
