@@ -40,6 +40,9 @@ def test_pair_features_shape_and_lexical_values() -> None:
     assert link["cos_q_a"] == pytest.approx(1 / np.sqrt(2), rel=1e-5)
     assert link["cos_a_b"] == pytest.approx(0.0, abs=1e-6)
     assert link["q_cov_ab"] >= link["q_cov_a"]
+    only = pair_features(q, emb, "Where?", TEXTS, np.array([0, 0]), np.array([1, 2]), interactions=False)
+    full = pair_features(q, emb, "Where?", TEXTS, np.array([0, 0]), np.array([1, 2]))
+    assert np.array_equal(only, full[:, -len(SCALAR_NAMES) :])
     with pytest.raises(DimensionMismatchError):
         pair_features(q, emb[:2], "q", TEXTS, np.array([0]), np.array([1]))
 

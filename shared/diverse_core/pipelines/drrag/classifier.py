@@ -30,7 +30,7 @@ from numpy.typing import NDArray
 
 from ...errors import DimensionMismatchError, InvalidParameterError
 from ...validation import check_k, check_positive, check_unit_interval
-from .features import pair_features
+from .features import SCALAR_NAMES, pair_features
 
 __all__ = ["KINDS", "PairClassifier", "PairFn", "default_classifier", "default_path", "make_scorer"]
 
@@ -178,7 +178,9 @@ class PairClassifier:
         return self
 
     def _columns(self, X: Array) -> Array:
-        return X[:, -self.last :] if self.last and X.ndim == 2 else X
+        if self.last and X.ndim == 2 and X.shape[1] > self.last:
+            return X[:, -self.last :]
+        return X
 
     # -- inference ------------------------------------------------------------------------
 
@@ -217,7 +219,9 @@ class PairClassifier:
         b = np.asarray(b_idx, dtype=np.int64)
         if a.size == 0:
             return np.zeros(0, np.float32)
-        return self.predict_features(pair_features(query_emb, doc_emb, question, texts, a, b, titles))
+        scalars_only = 0 < self.last <= len(SCALAR_NAMES)  # skip the unused interaction columns
+        feats = pair_features(query_emb, doc_emb, question, texts, a, b, titles, interactions=not scalars_only)
+        return self.predict_features(feats)
 
     def __call__(self, question: str, doc_a: str, doc_b: str) -> float:
         """P(both needed) for one pair of texts, embedding them with the default MiniLM."""

@@ -109,6 +109,7 @@ def pair_features(
     a_idx: NDArray[np.int64],
     b_idx: NDArray[np.int64],
     titles: Sequence[str] | None = None,
+    interactions: bool = True,
 ) -> NDArray[np.float32]:
     """Feature vectors of the pairs ``(texts[a_idx[i]], texts[b_idx[i]])`` for one question.
 
@@ -120,9 +121,11 @@ def pair_features(
         a_idx: first document of each pair, shape (p,).
         b_idx: second document of each pair, shape (p,).
         titles: one title per text (default: parsed from ``"title: text"``).
+        interactions: include the 3 x d embedding interactions (``False``: the scalars only,
+            what a model over :data:`SCALAR_NAMES` needs).
 
     Returns:
-        float32 array of shape (p, :func:`n_features`).
+        float32 array of shape (p, :func:`n_features`), or (p, len(SCALAR_NAMES)).
     """
     doc_emb = _unit(doc_emb)
     q = _unit(np.asarray(query_emb).reshape(-1))
@@ -198,4 +201,6 @@ def pair_features(
     scalars[:, 2] = (ea * eb).sum(1)
     qa = _unit(ea + q[None, :])
     scalars[:, 3] = (qa * eb).sum(1)
+    if not interactions:
+        return scalars
     return np.concatenate([ea * eb, np.abs(ea - eb), eb * q[None, :], scalars], axis=1).astype(np.float32)
