@@ -223,3 +223,7 @@ def test_harness_runs_the_test_pipeline_as_a_method(tmp_path):
     assert info["cost"]["searches"] == 2 and info["reasons"][1] == {"stage": 2, "tag": "h"}
     assert "answer" not in info
     assert run("two-search@tag=g@generate=true@llm=simulated:0").info[0]["answer"] == "answer"
+    # a real pipeline declared the same way: DR-RAG searches the pooled corpus again per stage-1 unit
+    drrag = run("drrag@mode=qdc@k1=1")
+    assert drrag.info[0]["cost"]["searches"] == 2 and drrag.info[0]["n_returned"] == 2
+    assert [r["stage"] for r in drrag.info[0]["reasons"]] == [1, 2] and drrag.mean("recall") == 1.0
