@@ -23,15 +23,13 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .errors import DimensionMismatchError, InvalidParameterError, NonFiniteInputError
+from .validation import as_real_array
 
 __all__ = ["upper_median", "argmax_upper_median", "binary_search_sample", "BinarySearchResult"]
 
 
 def _finite_vector(values: ArrayLike, name: str) -> np.ndarray:
-    try:
-        arr = np.array(values, dtype=np.float64, copy=True)
-    except (TypeError, ValueError) as exc:
-        raise InvalidParameterError(f"{name} must be numeric; got {name}={values!r}") from exc
+    arr = np.array(as_real_array(values, name, InvalidParameterError), dtype=np.float64)
     if arr.ndim != 1:
         raise DimensionMismatchError(f"{name} must be 1-D; got shape {arr.shape}")
     if arr.size == 0:
