@@ -10,10 +10,12 @@ of the library's typed errors (:class:`DiverseRAGError`) or return ``min(k, n)``
 in-range picks with finite scores and relevance; no input may change, and the library
 must emit no numpy RuntimeWarning (overflow, invalid value, discarded imaginary part).
 
-Example counts: 50 per test by default (500 in all) (derandomized under ``HYPOTHESIS_PROFILE=ci``).
-For a long run set ``DIVERSE_RAG_FUZZ`` to the number of examples per test, e.g.::
+Example counts: 50 per test by default, 500 over the ten fuzz tests (5 methods x
+``select``/``sweep``; derandomized under ``HYPOTHESIS_PROFILE=ci``). For a long run set
+``DIVERSE_RAG_FUZZ`` to the total number of examples, shared evenly by the ten tests::
 
-    DIVERSE_RAG_FUZZ=10000 python -m pytest -q tests/core/test_fuzz_select_sweep.py
+    DIVERSE_RAG_FUZZ=10000 python -m pytest -q tests/core/test_fuzz_select_sweep.py \
+        --hypothesis-show-statistics
 """
 
 from __future__ import annotations
@@ -31,13 +33,14 @@ from diverse_core.errors import DiverseRAGError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-EXAMPLES = int(os.environ.get("DIVERSE_RAG_FUZZ", "0") or 0) or 50
+METHODS = ("topk", "mmr", "gmmr", "dartboard", "vendi")
+#: Examples per fuzz test: 50, or ``DIVERSE_RAG_FUZZ`` (a total) over the ten tests.
+EXAMPLES = -(-int(os.environ.get("DIVERSE_RAG_FUZZ", "0") or 0) // (2 * len(METHODS))) or 50
 FUZZ = settings(
     max_examples=EXAMPLES,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-METHODS = ("topk", "mmr", "gmmr", "dartboard", "vendi")
 
 #: Values planted into otherwise ordinary arrays.
 SPECIALS = (0.0, 1e-300, -1e-300, 1e300, -1e300, 5e-324, -5e-324, 3e38, -3e38, 1e39,
@@ -236,9 +239,9 @@ def _snapshot(value: Any) -> Any:
     return value if value is None or isinstance(value, (str, int, float)) else repr(value)
 
 
-def _inputs_unchanged(case: dict[str, Any], before: dict[str, Any]) -> None:
+def _inputs_unchanged(case: dict[str, Any]) -> None:
     for name in ("query", "candidates", "relevance"):
-        assert _snapshot(case[name]) == before[name], f"{name} was modified"
+        assert _snapshot(case[name]) == case["before"][name], f"{name} was modified"
 
 
 def _check_picks(indices: np.ndarray, scores: np.ndarray, relevance: np.ndarray, n: int,
@@ -267,6 +270,15 @@ def _call(fn: Callable[[], Any]) -> Any:
             return None
 
 
+def _draw(data: st.DataObject, method: str) -> tuple[bool, dict[str, Any], dict[str, Any]]:
+    """(hostile, inputs, parameters) of one example."""
+    hostile = data.draw(HOSTILE, label="hostile")
+    case = data.draw(vectors(hostile), label="inputs")
+    params = data.draw(method_params(method, case["n"], hostile), label="params")
+    case["before"] = {name: _snapshot(case[name]) for name in ("query", "candidates", "relevance")}
+    return hostile, case, params
+
+
 def test_every_registered_method_is_fuzzed() -> None:
     assert set(available_methods()) <= set(METHODS)
 
@@ -275,13 +287,10 @@ def test_every_registered_method_is_fuzzed() -> None:
 @FUZZ
 @given(data=st.data())
 def test_fuzz_select_only_typed_errors_and_valid_picks(method: str, data: st.DataObject) -> None:
-    hostile = data.draw(HOSTILE, label="hostile")
-    case = data.draw(vectors(hostile), label="inputs")
-    params = data.draw(method_params(method, case["n"], hostile), label="params")
-    before = {name: _snapshot(case[name]) for name in ("query", "candidates", "relevance")}
+    _, case, params = _draw(data, method)
     sel = _call(lambda: select(method, case["query"], case["candidates"], case["k"],
                                relevance=case["relevance"], **params))
-    _inputs_unchanged(case, before)
+    _inputs_unchanged(case)
     if sel is not None:
         _check_picks(sel.indices, sel.scores, sel.relevance, case["n"], case["k"])
 
@@ -290,19 +299,16 @@ def test_fuzz_select_only_typed_errors_and_valid_picks(method: str, data: st.Dat
 @FUZZ
 @given(data=st.data())
 def test_fuzz_sweep_only_typed_errors_and_valid_picks(method: str, data: st.DataObject) -> None:
-    hostile = data.draw(HOSTILE, label="hostile")
-    case = data.draw(vectors(hostile), label="inputs")
-    params = data.draw(method_params(method, case["n"], hostile), label="params")
+    hostile, case, params = _draw(data, method)
     spec = get_method(method)
     if spec.param is not None:
         params.pop(spec.param, None)
     good = GOOD_VALUES[method]
     values = data.draw(st.one_of(good, good, BAD_VALUES) if hostile else good, label="values")
-    before = {name: _snapshot(case[name]) for name in ("query", "candidates", "relevance")}
     values_before = _snapshot(values)
     sw = _call(lambda: sweep(method, case["query"], case["candidates"], case["k"], values,
                              relevance=case["relevance"], **params))
-    _inputs_unchanged(case, before)
+    _inputs_unchanged(case)
     if isinstance(values, (list, np.ndarray)):
         assert _snapshot(values) == values_before, "values was modified"
     if sw is not None:
