@@ -33,7 +33,7 @@ from .errors import (
     InvalidParameterError,
     NonFiniteInputError,
 )
-from .validation import as_real_array, check_renyi_order, unit_rows
+from .validation import as_real_array, brief_repr, check_renyi_order, unit_rows
 
 __all__ = [
     "vendi_score",
@@ -283,7 +283,12 @@ def _ranking_pairs(
         )
     if not np.all(np.isfinite(ref)):
         raise NonFiniteInputError("reference_scores contains NaN or inf")
-    idx = np.asarray(ranking)
+    try:
+        idx = np.asarray(ranking)
+    except (TypeError, ValueError) as exc:  # ragged nesting
+        raise DimensionMismatchError(
+            f"ranking must be 1-D (candidate indices in rank order); got {brief_repr(ranking)}"
+        ) from exc
     if idx.ndim != 1:
         raise DimensionMismatchError(
             f"ranking must be 1-D (candidate indices in rank order); got shape {idx.shape}"

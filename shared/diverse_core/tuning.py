@@ -166,6 +166,8 @@ def binary_search_sample(
         if i not in cache:
             raw = score_fn(float(values[i]))
             try:
+                if isinstance(raw, (str, bytes)):  # float("1.0") would accept text
+                    raise TypeError(type(raw).__name__)
                 out = float(raw)
             except (TypeError, ValueError) as exc:
                 raise InvalidParameterError(

@@ -20,8 +20,8 @@ from diverse_core.errors import (
     NonFiniteInputError,
     NonNumericInputError,
 )
-from diverse_core.metrics import max_pairwise_distance, vendi_score
-from diverse_core.tuning import argmax_upper_median, upper_median
+from diverse_core.metrics import kendall_tau, max_pairwise_distance, spearman_rho, vendi_score
+from diverse_core.tuning import argmax_upper_median, binary_search_sample, upper_median
 
 METHODS = ("topk", "mmr", "gmmr", "dartboard", "vendi")
 RNG = np.random.default_rng(14)
@@ -261,6 +261,12 @@ def test_issue14_metrics_and_tuning_reject_complex_and_strings_with_typed_errors
         upper_median(["0.2", "0.1"])
     with pytest.raises(InvalidParameterError, match="scores"):
         argmax_upper_median([0.1, 0.2], [1 + 1j, 2.0])
+    with pytest.raises(DimensionMismatchError, match="ranking"):
+        kendall_tau([[0], [1, 2]], [0.3, 0.2, 0.1])
+    with pytest.raises(NonNumericInputError, match="reference_scores"):
+        spearman_rho([0, 1], [1j, 2.0])
+    with pytest.raises(InvalidParameterError, match="score_fn must return a number"):
+        binary_search_sample([0.1, 0.2], lambda v: "1.0")
 
 
 def test_issue14_metrics_with_huge_or_subnormal_embeddings() -> None:
