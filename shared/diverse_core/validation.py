@@ -64,10 +64,10 @@ class PreparedInputs:
 
     The caller's candidate matrix is not copied: float32 input stays float32 and
     every other real dtype is read as float64 (float32 input too when the caller's
-    relevance exceeds ``1e30`` in magnitude, which float32 work arrays cannot hold). It is held as a read-only view
-    (``vectors``) together with the inverse row norms, so cosine similarities are
-    scaled dot products and the (n, d) matrix is never rewritten. Products with the
-    matrix run in its own precision (float32 input: float32 BLAS, half the memory
+    relevance exceeds ``1e30`` in magnitude, which float32 work arrays cannot hold).
+    It is held as a read-only view (``vectors``) together with the inverse row norms,
+    so cosine similarities are scaled dot products and the (n, d) matrix is never
+    rewritten. Products with the matrix run in its own precision (float32 input: float32 BLAS, half the memory
     traffic); relevance and similarity columns are float64 (the gMMR sweep keeps its
     per-value work arrays in the working precision). Ties are judged at the working
     precision (:attr:`tie_rtol`).
@@ -340,7 +340,7 @@ def _row_norms(
     scale = np.max(np.abs(arr), axis=-1).astype(np.float64)
     safe = np.where(scale > 0.0, scale, 1.0)
     rescaled = np.asarray(arr, dtype=np.float64) / np.asarray(safe)[..., None]
-    with np.errstate(over="ignore"):  # a norm beyond the float range is inf: see _unit_rows
+    with np.errstate(over="ignore"):  # a norm beyond the float range is inf: see _scaled_unit
         norms = np.where(scale > 0.0, scale * np.linalg.norm(rescaled, axis=-1), 0.0)
     zero = np.atleast_1d(norms <= 0.0)
     if np.any(zero):
