@@ -24,6 +24,7 @@ from .errors import (
     EmptyCandidatesError,
     InvalidParameterError,
     NonFiniteInputError,
+    NonNumericInputError,
     UnknownMethodError,
     ZeroVectorError,
 )
@@ -59,6 +60,7 @@ __all__ = [
     "EmptyCandidatesError",
     "DimensionMismatchError",
     "NonFiniteInputError",
+    "NonNumericInputError",
     "ZeroVectorError",
     "UnknownMethodError",
     "vendi_score",

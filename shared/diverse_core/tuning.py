@@ -23,6 +23,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .errors import DimensionMismatchError, InvalidParameterError, NonFiniteInputError
+from .validation import as_real_array
 
 __all__ = [
     "upper_median",
@@ -34,10 +35,7 @@ __all__ = [
 
 
 def _finite_vector(values: ArrayLike, name: str) -> np.ndarray:
-    try:
-        arr = np.array(values, dtype=np.float64, copy=True)
-    except (TypeError, ValueError) as exc:
-        raise InvalidParameterError(f"{name} must be numeric; got {name}={values!r}") from exc
+    arr = np.array(as_real_array(values, name, InvalidParameterError), dtype=np.float64)
     if arr.ndim != 1:
         raise DimensionMismatchError(f"{name} must be 1-D; got shape {arr.shape}")
     if arr.size == 0:
@@ -202,6 +200,8 @@ def binary_search_sample(
         if i not in cache:
             raw = score_fn(float(values[i]))
             try:
+                if isinstance(raw, (str, bytes)):  # float("1.0") would accept text
+                    raise TypeError(type(raw).__name__)
                 out = float(raw)
             except (TypeError, ValueError) as exc:
                 raise InvalidParameterError(
