@@ -62,6 +62,11 @@ class LocalGGUFLLM:
     time), so concurrent DF-RAG evaluations gain nothing on one local model;
     ``acomplete`` runs ``complete`` in a worker thread.
 
+    The class declares ``serial = True`` with a ``serial_key`` naming the loaded model, and
+    ``native_async = False``: :class:`~diverse_core.llm.ManagedLLM` then lets one call at a
+    time reach the model (shared by every wrapper of the same file) and starts an attempt's
+    timeout only when the model is free, so queued calls never time out before they run.
+
     Example:
         >>> llm = LocalGGUFLLM(max_new_tokens=16)  # doctest: +SKIP
         >>> llm.complete("Name a colour.").text  # doctest: +SKIP
@@ -94,6 +99,14 @@ class LocalGGUFLLM:
         self._lock = threading.Lock()
         self._model: Any = None
         self._tokenizer: Any = None
+
+    serial = True
+    native_async = False
+
+    @property
+    def serial_key(self) -> tuple[str, str, str]:
+        """Instances with equal keys share one loaded model, hence one call at a time."""
+        return ("LocalGGUFLLM", os.path.abspath(self.model_path), self.backend)
 
     def _messages(self, prompt: str) -> list[dict[str, str]]:
         msgs = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
