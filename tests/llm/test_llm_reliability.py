@@ -337,6 +337,28 @@ def test_llm_accounting_max_concurrency_across_threads_and_loops(backend_cls, ti
     assert backend.peak <= 3 and u.peak_in_flight <= 3
 
 
+class Rendezvous:
+    """Every call waits until ``n`` calls are inside the backend at once."""
+
+    def __init__(self, n: int) -> None:
+        self.barrier = threading.Barrier(n, timeout=GUARD_S)
+
+    def complete(self, prompt: str, **kw: object) -> Completion:
+        if prompt != "warm-up":
+            self.barrier.wait()  # BrokenBarrierError if the calls were serialised
+        return Completion(prompt)
+
+
+def test_llm_concurrency_warm_pool_runs_calls_in_parallel():
+    llm = ManagedLLM(Rendezvous(4), timeout=GUARD_S, max_retries=0, max_concurrency=4)
+    assert llm.complete("warm-up").text == "warm-up"  # leaves one idle worker thread
+
+    async def main() -> list[Completion]:
+        return list(await asyncio.gather(*(llm.acomplete(str(i)) for i in range(4))))
+
+    assert [o.text for o in asyncio.run(main())] == ["0", "1", "2", "3"]
+
+
 def test_llm_accounting_cancelled_callers_leak_no_slot(hung):
     llm = ManagedLLM(hung, timeout=None, max_retries=0, max_concurrency=1)
 

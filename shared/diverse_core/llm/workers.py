@@ -62,14 +62,14 @@ class DaemonPool:
             if self._closed:
                 raise RuntimeError(f"{self.name}: the pool is closed")
             self._queue.append((fut, lambda: fn(*args, **kwargs), on_start))
-            if self._idle == 0 and self._threads < self.max_workers:
+            # each idle worker takes one queued job; start a thread for the rest
+            if len(self._queue) > self._idle and self._threads < self.max_workers:
                 self._threads += 1
                 worker = threading.Thread(
                     target=self._work, name=f"{self.name}-{self._threads}", daemon=True
                 )
                 worker.start()
-            else:
-                self._cond.notify()
+            self._cond.notify()
         return fut
 
     def cancel(self, fut: concurrent.futures.Future[Any]) -> bool:
