@@ -33,3 +33,8 @@ __all__ = [
 from .dfrag import DFRAGQueryEngine, DFRAGRetriever, LlamaIndexLLM  # noqa: E402
 
 __all__ += ["DFRAGQueryEngine", "DFRAGRetriever", "LlamaIndexLLM"]
+
+from .pipeline_engine import PipelineQueryEngine, PipelineRetriever  # noqa: E402
+from .sources import LlamaIndexSource  # noqa: E402
+
+__all__ += ["PipelineQueryEngine", "PipelineRetriever", "LlamaIndexSource"]
