@@ -148,10 +148,14 @@ def test_llm_timeout_hung_calls_do_not_starve_other_roles(hung):
 
 def test_llm_timeout_queued_attempt_never_starts_later(hung):
     llm = ManagedLLM(hung, timeout=0.2, max_retries=0, max_concurrency=1)
+    errors = []
     for _ in range(5):  # the first call hangs its worker; the next four wait in its queue
-        with pytest.raises(LLMTimeoutError):
+        with pytest.raises(LLMTimeoutError) as info:
             llm.complete("p")
+        errors.append(info.value)
     assert hung.started == 1
+    assert [(e.attempts, e.received) for e in errors] == [(1, 1)] + [(1, 0)] * 4
+    assert "1 attempt, 0 reaching the backend" in str(errors[-1])
     hung.release.set()
     hung.wait_finished()
     assert llm.complete("sentinel").text == "late"  # queued behind anything left (FIFO)
@@ -270,6 +274,7 @@ def test_llm_accounting_counts_exactly_what_the_backend_received(hung):
     u = llm.usage()
     assert u.attempts == hung.started, "attempts counted that the backend never received"
     assert sum(r.attempts for r in results) == 80
+    assert sum(r.received for r in results) == u.attempts - 1  # all but the sentinel's
     assert u.calls + u.failures + u.retries == u.attempts + u.not_started
 
 

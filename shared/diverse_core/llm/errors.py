@@ -25,6 +25,8 @@ class LLMError(RuntimeError):
         message: what happened.
         attempts: attempts made for the call (``None`` when raised outside ManagedLLM).
         timeout: the per-attempt timeout in force, in seconds (``None``: no limit).
+        received: how many of those attempts reached the backend (the others timed out
+            while queued behind hung calls); ``None`` outside ManagedLLM.
 
     Example:
         >>> err = LLMError("LLM call failed after 2 attempts", attempts=2, timeout=5.0)
@@ -33,11 +35,17 @@ class LLMError(RuntimeError):
     """
 
     def __init__(
-        self, message: str = "", *, attempts: int | None = None, timeout: float | None = None
+        self,
+        message: str = "",
+        *,
+        attempts: int | None = None,
+        timeout: float | None = None,
+        received: int | None = None,
     ) -> None:
         super().__init__(message)
         self.attempts = attempts
         self.timeout = timeout
+        self.received = attempts if received is None else received
 
 
 class LLMTimeoutError(LLMError, TimeoutError):

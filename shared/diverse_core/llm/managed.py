@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import logging
 import random
 import threading
@@ -69,6 +70,15 @@ class LLMUsage:
 
 class _AttemptTimeout(TimeoutError):
     """One attempt exceeded its time limit (raised by ManagedLLM, not by a backend)."""
+
+
+@dataclass
+class _Call:
+    """One call's progress: its deadline, tries so far, tries the backend received."""
+
+    deadline: float | None
+    tries: int = 0
+    received: int = 0
 
 
 # Distinct classes before Python 3.11.
@@ -283,7 +293,9 @@ class ManagedLLM:
             for key, value in delta.items():
                 self._usage[key] += value
 
-    def _count_attempt(self) -> None:
+    def _received(self, call: _Call) -> None:
+        """An attempt reached the backend (runs just before it is invoked)."""
+        call.received += 1
         self._add(attempts=1)
 
     def _enter(self) -> None:
@@ -295,8 +307,8 @@ class ManagedLLM:
         with self._lock:
             self._in_flight -= 1
 
-    def _succeed(self, out: Completion, attempt: int) -> Completion:
-        out = Completion(out.text, out.prompt_tokens, out.completion_tokens, out.latency, attempt + 1)
+    def _succeed(self, out: Completion, call: _Call) -> Completion:
+        out = Completion(out.text, out.prompt_tokens, out.completion_tokens, out.latency, call.tries)
         known = out.prompt_tokens is not None or out.completion_tokens is not None
         self._add(
             calls=1,
@@ -339,40 +351,42 @@ class ManagedLLM:
             text += f", total_timeout={self.total_timeout}s"
         return f"{text}, max_retries={self.max_retries}"
 
-    def _give_up(self, exc: BaseException, attempts: int, *, deadline: bool = False) -> LLMError:
+    def _give_up(self, exc: BaseException, call: _Call, *, deadline: bool = False) -> LLMError:
         self._add(failures=1)
         timed_out = deadline or isinstance(exc, _TIMEOUTS)
         what = "hit its total_timeout" if deadline else ("timed out" if timed_out else "failed")
-        plural = "" if attempts == 1 else "s"
+        tries = f"{call.tries} attempt{'' if call.tries == 1 else 's'}"
+        if call.received != call.tries:
+            tries += f", {call.received} reaching the backend"
         err = (LLMTimeoutError if timed_out else LLMError)(
-            f"LLM call {what} after {attempts} attempt{plural} ({self._budget()}): "
-            f"{type(exc).__name__}: {exc}",
-            attempts=attempts,
+            f"LLM call {what} after {tries} ({self._budget()}): {type(exc).__name__}: {exc}",
+            attempts=call.tries,
             timeout=self.timeout,
+            received=call.received,
         )
         err.__cause__ = exc
         return err
 
-    def _after_failure(self, exc: BaseException, attempt: int, deadline: float | None) -> float:
+    def _after_failure(self, exc: BaseException, call: _Call) -> float:
         """Account a failed attempt; return the wait before the next one, or raise the
         call's final :class:`LLMError` (from within the caller's ``except`` block)."""
         self._add(timeouts=int(isinstance(exc, _TIMEOUTS)))
-        if attempt >= self.max_retries or not is_transient(exc):
-            raise self._give_up(exc, attempt + 1)
-        delay = self._retry_delay(exc, attempt)
-        left = self._remaining(deadline)
+        if call.tries > self.max_retries or not is_transient(exc):
+            raise self._give_up(exc, call)
+        delay = self._retry_delay(exc, call.tries - 1)
+        left = self._remaining(call.deadline)
         if left is not None and delay >= left:
-            raise self._give_up(exc, attempt + 1, deadline=True)
+            raise self._give_up(exc, call, deadline=True)
         self._add(retries=1)
         _log.warning(
             "LLM attempt %d of %d failed (%s: %s); retrying in %.2fs",
-            attempt + 1, self.max_retries + 1, type(exc).__name__, exc, delay,
+            call.tries, self.max_retries + 1, type(exc).__name__, exc, delay,
         )
         return delay
 
-    def _slot_timeout(self) -> LLMError:
+    def _slot_timeout(self, call: _Call) -> LLMError:
         self._add(not_started=1)
-        return self._give_up(TimeoutError("no concurrency slot became free"), 0, deadline=True)
+        return self._give_up(TimeoutError("no concurrency slot became free"), call, deadline=True)
 
     @staticmethod
     def _release(acquired: list[Slots]) -> None:
@@ -401,12 +415,16 @@ class ManagedLLM:
     def _timed_out(self, limit: float) -> _AttemptTimeout:
         return _AttemptTimeout(f"attempt exceeded its {limit:.3g}s limit (timeout={self.timeout}s)")
 
-    def _attempt_sync(self, prompt: str, kwargs: dict[str, Any], limit: float | None) -> Completion:
+    def _attempt_sync(self, prompt: str, kwargs: dict[str, Any], call: _Call) -> Completion:
+        call.tries += 1
+        limit = self._limit(call.deadline)
         if limit is None:
-            self._count_attempt()
+            self._received(call)
             return self._call_backend(prompt, kwargs)
         pool = self._pool()
-        fut = pool.submit(self._call_backend, prompt, kwargs, on_start=self._count_attempt)
+        fut = pool.submit(
+            self._call_backend, prompt, kwargs, on_start=functools.partial(self._received, call)
+        )
         try:
             done, _ = concurrent.futures.wait([fut], timeout=limit)
         except BaseException:
@@ -419,11 +437,11 @@ class ManagedLLM:
         result: Completion = fut.result()
         return result
 
-    async def _attempt_async(
-        self, prompt: str, kwargs: dict[str, Any], limit: float | None
-    ) -> Completion:
+    async def _attempt_async(self, prompt: str, kwargs: dict[str, Any], call: _Call) -> Completion:
+        call.tries += 1
+        limit = self._limit(call.deadline)
         if self._native:
-            self._count_attempt()
+            self._received(call)
             start = time.perf_counter()
             backend: Any = self.inner  # has acomplete: checked by _native_async
             coro = backend.acomplete(prompt, **kwargs)
@@ -440,7 +458,9 @@ class ManagedLLM:
         loop = asyncio.get_running_loop()
         signal: asyncio.Future[None] = loop.create_future()
         pool = self._pool()
-        fut = pool.submit(self._call_backend, prompt, kwargs, on_start=self._count_attempt)
+        fut = pool.submit(
+            self._call_backend, prompt, kwargs, on_start=functools.partial(self._received, call)
+        )
         fut.add_done_callback(lambda _: wake_threadsafe(loop, signal))
         try:
             await asyncio.wait({signal}, timeout=limit)
@@ -462,27 +482,25 @@ class ManagedLLM:
             LLMTimeoutError: the last attempt timed out, or the total deadline passed.
             LLMError: a non-transient error, or transient errors outlasted the retries.
         """
-        deadline = self._deadline()
+        call = _Call(self._deadline())
         acquired: list[Slots] = []
         try:
             for slots in self._slots:
-                if not slots.acquire(self._remaining(deadline)):
-                    raise self._slot_timeout()
+                if not slots.acquire(self._remaining(call.deadline)):
+                    raise self._slot_timeout(call)
                 acquired.append(slots)
         except BaseException:
             self._release(acquired)
             raise
         self._enter()
         try:
-            attempt = 0
             while True:
                 try:
-                    out = self._attempt_sync(prompt, kwargs, self._limit(deadline))
+                    out = self._attempt_sync(prompt, kwargs, call)
                 except Exception as exc:  # noqa: BLE001 - classified in _after_failure
-                    time.sleep(self._after_failure(exc, attempt, deadline))
-                    attempt += 1
+                    time.sleep(self._after_failure(exc, call))
                     continue
-                return self._succeed(out, attempt)
+                return self._succeed(out, call)
         finally:
             self._leave()
             self._release(acquired)
@@ -490,27 +508,25 @@ class ManagedLLM:
     async def acomplete(self, prompt: str, **kwargs: Any) -> Completion:
         """Asynchronous :meth:`complete`: awaits the backend's native ``acomplete`` when it
         has one, else runs ``complete`` in this wrapper's own daemon worker pool."""
-        deadline = self._deadline()
+        call = _Call(self._deadline())
         acquired: list[Slots] = []
         try:
             for slots in self._slots:
-                if not await slots.aacquire(self._remaining(deadline)):
-                    raise self._slot_timeout()
+                if not await slots.aacquire(self._remaining(call.deadline)):
+                    raise self._slot_timeout(call)
                 acquired.append(slots)
         except BaseException:
             self._release(acquired)
             raise
         self._enter()
         try:
-            attempt = 0
             while True:
                 try:
-                    out = await self._attempt_async(prompt, kwargs, self._limit(deadline))
+                    out = await self._attempt_async(prompt, kwargs, call)
                 except Exception as exc:  # noqa: BLE001 - classified in _after_failure
-                    await asyncio.sleep(self._after_failure(exc, attempt, deadline))
-                    attempt += 1
+                    await asyncio.sleep(self._after_failure(exc, call))
                     continue
-                return self._succeed(out, attempt)
+                return self._succeed(out, call)
         finally:
             self._leave()
             self._release(acquired)
