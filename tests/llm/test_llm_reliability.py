@@ -30,6 +30,8 @@ from diverse_core.llm import (
     is_transient,
 )
 from diverse_core.llm.errors import retry_after
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 GUARD_S = 30.0  # hang guard for joins: far above what any call here needs
 
@@ -381,6 +383,57 @@ def test_llm_accounting_cancelled_callers_leak_no_slot(hung):
     assert hung.started == 2  # the hung call and "after"; the cancelled waiters never ran
 
 
+class Scripted:
+    """Replies from a script of outcomes: "ok", "busy" (HTTP 429), "bad" (HTTP 400)."""
+
+    def __init__(self, script: list[str]) -> None:
+        self.script, self.invocations = list(script), 0
+        self._lock = threading.Lock()
+
+    def complete(self, prompt: str, **kw: object) -> Completion:
+        with self._lock:
+            self.invocations += 1
+            outcome = self.script.pop(0) if self.script else "ok"
+        if outcome == "ok":
+            return Completion("ok")
+        err = RuntimeError(outcome)
+        err.status_code = 429 if outcome == "busy" else 400  # type: ignore[attr-defined]
+        raise err
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    script=st.lists(st.sampled_from(["ok", "busy", "bad"]), max_size=24),
+    calls=st.integers(1, 8),
+    max_retries=st.integers(0, 3),
+    mode=st.sampled_from(["sync", "async"]),
+)
+def test_llm_accounting_invariants_hold_for_any_outcome_sequence(script, calls, max_retries, mode):
+    backend = Scripted(script)
+    llm = ManagedLLM(backend, timeout=5.0, max_retries=max_retries, backoff_base=0.0)
+    errors: list[LLMError] = []
+
+    async def one_async() -> None:
+        try:
+            await llm.acomplete("p")
+        except LLMError as exc:
+            errors.append(exc)
+
+    for _ in range(calls):
+        if mode == "async":
+            asyncio.run(one_async())
+        else:
+            try:
+                llm.complete("p")
+            except LLMError as exc:
+                errors.append(exc)
+    u = llm.usage()
+    assert u.attempts == backend.invocations
+    assert u.calls + u.failures == calls and u.failures == len(errors)
+    assert u.calls + u.failures + u.retries == u.attempts + u.not_started
+    assert all(1 <= e.attempts <= max_retries + 1 and e.received == e.attempts for e in errors)
+
+
 # ---------------------------------------------------------------- 3. retry classification
 def _exc(name: str, bases: tuple[type, ...] = (Exception,), **attrs: Any) -> BaseException:
     """A look-alike of another library's error: same class name, given attributes."""
@@ -466,6 +519,17 @@ class FailOnceWith:
 
 def _rate_limited(**attrs: Any) -> BaseException:
     return _with(_exc("RateLimitError"), {"status_code": 429, **attrs})
+
+
+@given(seconds=st.floats(0, 1e6, allow_nan=False), spelled=st.sampled_from(["attr", "header", "ms"]))
+def test_llm_retry_after_reads_any_non_negative_number(seconds, spelled):
+    if spelled == "attr":
+        exc = _rate_limited(retry_after=seconds)
+    elif spelled == "header":
+        exc = _rate_limited(response=SimpleNamespace(headers={"Retry-After": repr(seconds)}))
+    else:
+        exc = _rate_limited(response=SimpleNamespace(headers={"retry-after-ms": repr(seconds * 1000)}))
+    assert retry_after(exc) == pytest.approx(seconds, rel=1e-9, abs=1e-9)
 
 
 def test_llm_retry_after_is_read_from_the_error():
