@@ -228,6 +228,50 @@ def test_llm_timeout_local_gguf_queued_calls_do_not_time_out(tmp_path):
     assert [m.usage().timeouts for m in managed] == [0, 0]
 
 
+class SlowToLoad:
+    """Loads itself on first use (like LocalGGUFLLM); the load takes longer than a call's timeout."""
+
+    def __init__(self) -> None:
+        self.loads = 0
+        self._lock = threading.Lock()
+
+    def prepare(self) -> None:
+        with self._lock:
+            if self.loads == 0:
+                time.sleep(0.4)
+                self.loads += 1
+
+    def complete(self, prompt: str, **kw: object) -> Completion:
+        self.prepare()
+        return Completion(prompt)
+
+
+@pytest.mark.parametrize("call", ["sync", "async"])
+def test_llm_timeout_does_not_count_the_model_load(call):
+    backend = SlowToLoad()
+    llm = ManagedLLM(backend, timeout=0.2, max_retries=0)
+    for prompt in ("first", "second"):
+        out = llm.complete(prompt) if call == "sync" else asyncio.run(llm.acomplete(prompt))
+        assert out.text == prompt
+    assert backend.loads == 1 and llm.usage().timeouts == 0
+
+
+def test_llm_prepare_failure_is_a_clear_llm_error():
+    class Broken:
+        def prepare(self) -> None:
+            raise ImportError("install the llm extra")
+
+        def complete(self, prompt: str, **kw: object) -> Completion:
+            raise AssertionError("never called")
+
+    llm = ManagedLLM(Broken(), max_retries=3)
+    with pytest.raises(LLMError, match="ImportError: install the llm extra") as info:
+        asyncio.run(llm.acomplete("x"))
+    assert isinstance(info.value.__cause__, ImportError)
+    u = llm.usage()
+    assert (u.attempts, u.failures, u.not_started) == (0, 1, 1)
+
+
 # ---------------------------------------------------------------- 2. exact accounting
 class FailingBackend:
     def __init__(self, status: int) -> None:

@@ -65,7 +65,8 @@ class LocalGGUFLLM:
     The class declares ``serial = True`` with a ``serial_key`` naming the loaded model, and
     ``native_async = False``: :class:`~diverse_core.llm.ManagedLLM` then lets one call at a
     time reach the model (shared by every wrapper of the same file) and starts an attempt's
-    timeout only when the model is free, so queued calls never time out before they run.
+    timeout only when the model is free, so queued calls never time out before they run;
+    loading the model (:meth:`prepare`) is not counted in any attempt's timeout either.
 
     Example:
         >>> llm = LocalGGUFLLM(max_new_tokens=16)  # doctest: +SKIP
@@ -107,6 +108,11 @@ class LocalGGUFLLM:
     def serial_key(self) -> tuple[str, str, str]:
         """Instances with equal keys share one loaded model, hence one call at a time."""
         return ("LocalGGUFLLM", os.path.abspath(self.model_path), self.backend)
+
+    def prepare(self) -> None:
+        """Load the model now (otherwise the first call does). Idempotent; ManagedLLM calls
+        it once before the first attempt, outside the attempt's timeout."""
+        self._load()
 
     def _messages(self, prompt: str) -> list[dict[str, str]]:
         msgs = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []

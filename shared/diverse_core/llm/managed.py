@@ -11,7 +11,7 @@ import random
 import threading
 import time
 import weakref
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,7 +37,8 @@ class LLMUsage:
     Every call either succeeds (``calls``) or fails (``failures``); each of its tries is an
     attempt the backend received (``attempts``) or one that timed out before any worker
     could start it (``not_started``), so ``calls + failures + retries == attempts +
-    not_started``.
+    not_started`` over calls that returned or raised (a call whose caller cancelled it
+    counts its attempts only).
 
     Attributes:
         calls: calls that returned a completion.
@@ -186,6 +187,9 @@ class ManagedLLM:
     declares ``serial = True`` (optionally ``serial_key``: backends with equal keys share
     one model, e.g. :class:`~diverse_core.llm.LocalGGUFLLM` on the same file); its calls
     then also wait, unclocked, for that backend's single slot, shared by every ManagedLLM.
+    A backend with a ``prepare()`` method (idempotent one-time set-up, e.g. loading a local
+    model) has it run once, before the first attempt and outside its clock (only
+    ``total_timeout`` bounds it).
 
     **Concurrency.** At most ``max_concurrency`` calls are in flight at once across all
     threads and event loops sharing this object, sync and async calls together.
@@ -259,6 +263,9 @@ class ManagedLLM:
         self._usage: dict[str, Any] = self._zero_usage()
         self._in_flight = 0
         self._native = _native_async(self.inner)
+        prepare = getattr(self.inner, "prepare", None)
+        self._prepare: Callable[[], object] | None = prepare if callable(prepare) else None
+        self._prepared = False
         self._slots = [
             s for s in (Slots(max_concurrency) if max_concurrency else None,
                         _serial_slots(self.inner)) if s is not None
@@ -455,24 +462,65 @@ class ManagedLLM:
             out = as_completion(raw)
             latency = time.perf_counter() - start
             return Completion(out.text, out.prompt_tokens, out.completion_tokens, latency)
-        loop = asyncio.get_running_loop()
-        signal: asyncio.Future[None] = loop.create_future()
         pool = self._pool()
         fut = pool.submit(
             self._call_backend, prompt, kwargs, on_start=functools.partial(self._received, call)
         )
-        fut.add_done_callback(lambda _: wake_threadsafe(loop, signal))
         try:
-            await asyncio.wait({signal}, timeout=limit)
+            done = await self._wait_for_job(fut, limit)
         except BaseException:  # the caller's task was cancelled
             self._abandon(pool, fut)
             raise
-        if not fut.done():
+        if not done:
             self._abandon(pool, fut)
             if not fut.done() or fut.cancelled():
                 raise self._timed_out(limit or 0.0)
         result: Completion = fut.result()
         return result
+
+    @staticmethod
+    async def _wait_for_job(fut: concurrent.futures.Future[Any], limit: float | None) -> bool:
+        """Await a pool job without blocking the loop; ``False`` when ``limit`` passed first."""
+        loop = asyncio.get_running_loop()
+        signal: asyncio.Future[None] = loop.create_future()
+        fut.add_done_callback(lambda _: wake_threadsafe(loop, signal))
+        await asyncio.wait({signal}, timeout=limit)
+        return fut.done()
+
+    # ------------------------------------------------------------------ one-time preparation
+    def _prepare_failed(self, exc: BaseException, call: _Call, *, deadline: bool = False) -> LLMError:
+        self._add(not_started=1)
+        return self._give_up(exc, call, deadline=deadline)
+
+    def _prepare_sync(self, call: _Call) -> None:
+        """Run the backend's ``prepare()`` (e.g. loading a local model) once, unclocked."""
+        if self._prepare is None or self._prepared:
+            return
+        try:
+            self._prepare()
+        except Exception as exc:  # noqa: BLE001 - reported as the call's failure
+            raise self._prepare_failed(exc, call) from exc
+        self._prepared = True
+
+    async def _prepare_async(self, call: _Call) -> None:
+        """:meth:`_prepare_sync` in a worker thread; only ``total_timeout`` bounds it."""
+        if self._prepare is None or self._prepared:
+            return
+        pool = self._pool()
+        fut = pool.submit(self._prepare)
+        try:
+            done = await self._wait_for_job(fut, self._remaining(call.deadline))
+        except BaseException:  # the caller's task was cancelled
+            pool.cancel(fut)
+            raise
+        if not done:
+            pool.cancel(fut)
+            stuck = TimeoutError("the backend's prepare() did not finish")
+            raise self._prepare_failed(stuck, call, deadline=True)
+        exc = fut.exception()
+        if exc is not None:
+            raise self._prepare_failed(exc, call) from exc
+        self._prepared = True
 
     # ------------------------------------------------------------------ public calls
     def complete(self, prompt: str, **kwargs: Any) -> Completion:
@@ -494,6 +542,7 @@ class ManagedLLM:
             raise
         self._enter()
         try:
+            self._prepare_sync(call)
             while True:
                 try:
                     out = self._attempt_sync(prompt, kwargs, call)
@@ -520,6 +569,7 @@ class ManagedLLM:
             raise
         self._enter()
         try:
+            await self._prepare_async(call)
             while True:
                 try:
                     out = await self._attempt_async(prompt, kwargs, call)
