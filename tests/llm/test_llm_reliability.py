@@ -272,6 +272,56 @@ def test_llm_prepare_failure_is_a_clear_llm_error():
     assert (u.attempts, u.failures, u.not_started) == (0, 1, 1)
 
 
+class FakeTransformersModel:
+    """Stands in for a transformers model: one step per 10 ms, honouring stopping criteria."""
+
+    def __init__(self) -> None:
+        self.steps: list[int] = []
+
+    def generate(self, input_ids: Any, max_new_tokens: int, stopping_criteria: Any, **kw: Any) -> Any:
+        import torch
+
+        ids = input_ids
+        for _ in range(max_new_tokens):
+            time.sleep(0.01)
+            ids = torch.cat([ids, torch.zeros((1, 1), dtype=torch.long)], dim=1)
+            if bool(stopping_criteria(ids, None).all()):
+                break
+        self.steps.append(int(ids.shape[1] - input_ids.shape[1]))
+        return ids
+
+
+class FakeTokenizer:
+    pad_token_id = 0
+    eos_token_id = 0
+
+    def apply_chat_template(self, messages: Any, **kw: Any) -> dict[str, Any]:
+        import torch
+
+        return {"input_ids": torch.zeros((1, 3), dtype=torch.long)}
+
+    def decode(self, ids: Any, **kw: Any) -> str:
+        return "x" * int(ids.shape[0])
+
+
+def test_llm_timeout_interrupts_abandoned_local_generation(tmp_path):
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    model_file = tmp_path / "fake.gguf"
+    model_file.write_bytes(b"")
+    local = LocalGGUFLLM(str(model_file), backend="transformers", max_new_tokens=5000)
+    model = FakeTransformersModel()
+    local._model, local._tokenizer = model, FakeTokenizer()
+    local._load = lambda: None  # type: ignore[method-assign]
+    llm = ManagedLLM(local, timeout=0.3, max_retries=0)
+    with pytest.raises(LLMTimeoutError):
+        llm.complete("long answer please")  # 5000 steps = 50 s if nobody stops it
+    assert local._lock.acquire(timeout=GUARD_S)  # the abandoned generation stopped early
+    local._lock.release()
+    assert len(model.steps) == 1 and model.steps[0] < 5000
+    assert llm.complete("short", max_new_tokens=2).text == "xx"  # the flag is cleared for the next
+
+
 # ---------------------------------------------------------------- 2. exact accounting
 class FailingBackend:
     def __init__(self, status: int) -> None:

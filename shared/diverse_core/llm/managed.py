@@ -187,7 +187,8 @@ class ManagedLLM:
     declares ``serial = True`` (optionally ``serial_key``: backends with equal keys share
     one model, e.g. :class:`~diverse_core.llm.LocalGGUFLLM` on the same file); its calls
     then also wait, unclocked, for that backend's single slot, shared by every ManagedLLM.
-    A backend with a ``prepare()`` method (idempotent one-time set-up, e.g. loading a local
+    When an attempt on a serial backend times out, its ``interrupt()`` (if any) is called
+    so the abandoned call frees the model early. A backend with a ``prepare()`` method (idempotent one-time set-up, e.g. loading a local
     model) has it run once, before the first attempt and outside its clock (only
     ``total_timeout`` bounds it).
 
@@ -263,13 +264,17 @@ class ManagedLLM:
         self._usage: dict[str, Any] = self._zero_usage()
         self._in_flight = 0
         self._native = _native_async(self.inner)
+        serial = _serial_slots(self.inner)
+        self._slots = [
+            s for s in (Slots(max_concurrency) if max_concurrency else None, serial) if s is not None
+        ]
+        interrupt = getattr(self.inner, "interrupt", None)
+        self._interrupt: Callable[[], object] | None = (
+            interrupt if callable(interrupt) and serial is not None else None
+        )
         prepare = getattr(self.inner, "prepare", None)
         self._prepare: Callable[[], object] | None = prepare if callable(prepare) else None
         self._prepared = False
-        self._slots = [
-            s for s in (Slots(max_concurrency) if max_concurrency else None,
-                        _serial_slots(self.inner)) if s is not None
-        ]
         self._executor: DaemonPool | None = None
         stacked = _client_retries(self.inner) if max_retries > 0 else None
         if stacked is not None:
@@ -415,9 +420,12 @@ class ManagedLLM:
         return Completion(out.text, out.prompt_tokens, out.completion_tokens, latency, out.attempts)
 
     def _abandon(self, pool: DaemonPool, fut: concurrent.futures.Future[Any]) -> None:
-        """Stop waiting for an attempt; one that has not started never will."""
+        """Stop waiting for an attempt; one that has not started never will, and a serial
+        backend's running one is asked to stop (its ``interrupt()``)."""
         if pool.cancel(fut):
             self._add(not_started=1)
+        elif self._interrupt is not None and not fut.done():
+            self._interrupt()
 
     def _timed_out(self, limit: float) -> _AttemptTimeout:
         return _AttemptTimeout(f"attempt exceeded its {limit:.3g}s limit (timeout={self.timeout}s)")
