@@ -714,3 +714,12 @@ def test_llm_total_timeout_bounds_the_whole_call(hung):
     still_running, box = run_guarded(lambda: asyncio.run(llm.acomplete("x")))
     assert not still_running and isinstance(box.get("error"), LLMTimeoutError)
     assert not hung.release.is_set()  # both returned while the backend was still hung
+
+
+@pytest.mark.parametrize("value", [0, -1.0, float("nan"), "5", True])
+def test_llm_total_timeout_bad_values_are_typed_errors(value):
+    from diverse_core.errors import InvalidParameterError
+
+    with pytest.raises(InvalidParameterError, match=rf"total_timeout={value!r}"):
+        ManagedLLM(lambda p: "x", total_timeout=value)
+    assert ManagedLLM(lambda p: "x", timeout=float("inf")).timeout is None  # inf = no limit

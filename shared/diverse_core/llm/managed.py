@@ -93,10 +93,12 @@ def _check_nonneg(value: float | None, name: str, allow_none: bool = False) -> N
         raise InvalidParameterError(f"{name} must be a number >= 0; got {name}={value!r}")
 
 
-def _check_positive(value: float | None, name: str) -> None:
+def _check_positive(value: float | None, name: str) -> float | None:
+    """``value`` if > 0; ``None`` for ``None`` or infinity (no limit)."""
     _check_nonneg(value, name, allow_none=True)
-    if value is not None and (value == 0 or value == float("inf")):
-        raise InvalidParameterError(f"{name} must be > 0 (finite) or None; got {name}={value!r}")
+    if value is not None and value == 0:
+        raise InvalidParameterError(f"{name} must be > 0 or None; got {name}={value!r}")
+    return None if value is None or value == float("inf") else value
 
 
 def _native_async(backend: object) -> bool:
@@ -188,9 +190,13 @@ class ManagedLLM:
     one model, e.g. :class:`~diverse_core.llm.LocalGGUFLLM` on the same file); its calls
     then also wait, unclocked, for that backend's single slot, shared by every ManagedLLM.
     When an attempt on a serial backend times out, its ``interrupt()`` (if any) is called
-    so the abandoned call frees the model early. A backend with a ``prepare()`` method (idempotent one-time set-up, e.g. loading a local
-    model) has it run once, before the first attempt and outside its clock (only
-    ``total_timeout`` bounds it).
+    so the abandoned call frees the model early. A backend's ``prepare()`` (idempotent
+    one-time set-up, e.g. loading a local model) runs once, before the first attempt and
+    outside its clock (only ``total_timeout`` bounds it).
+
+    A call abandoned inside native code may still run when the interpreter exits; daemon
+    threads do not delay the exit, but a C++ library killed mid-call can abort the process.
+    :class:`~diverse_core.llm.LocalGGUFLLM` therefore stops its generations at exit.
 
     **Concurrency.** At most ``max_concurrency`` calls are in flight at once across all
     threads and event loops sharing this object, sync and async calls together.
@@ -232,8 +238,8 @@ class ManagedLLM:
     ) -> None:
         if isinstance(llm, ManagedLLM):
             llm = llm.inner
-        _check_positive(timeout, "timeout")
-        _check_positive(total_timeout, "total_timeout")
+        timeout = _check_positive(timeout, "timeout")
+        total_timeout = _check_positive(total_timeout, "total_timeout")
         if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
             raise InvalidParameterError(
                 f"max_retries must be an integer >= 0; got max_retries={max_retries!r}"
