@@ -29,6 +29,7 @@ from langchain_core.callbacks import BaseCallbackHandler  # noqa: E402
 from langchain_core.embeddings import Embeddings  # noqa: E402
 from langchain_core.language_models import FakeListChatModel  # noqa: E402
 from langchain_core.vectorstores import InMemoryVectorStore  # noqa: E402
+
 from langchain_diverse import PipelineRetriever, create_pipeline_chain  # noqa: E402
 
 
@@ -125,6 +126,7 @@ pytest.importorskip("llama_index.core")
 from llama_index.core import Document, VectorStoreIndex  # noqa: E402
 from llama_index.core.embeddings import BaseEmbedding  # noqa: E402
 from llama_index.core.llms import MockLLM  # noqa: E402
+
 from llamaindex_diverse import PipelineQueryEngine  # noqa: E402
 from llamaindex_diverse import PipelineRetriever as LIPipelineRetriever  # noqa: E402
 
