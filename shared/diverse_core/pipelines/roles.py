@@ -178,7 +178,8 @@ class RunContext:
         try:
             out = await model.acomplete(prompt, **{**self.roles.llm_kwargs[role], **self.call_kwargs, **kwargs})
         except LLMError as exc:
-            attempts = int(getattr(exc, "attempts", 0) or model.max_retries + 1)
+            received = getattr(exc, "received", None)  # attempts that reached the backend
+            attempts = int(received if isinstance(received, int) else model.max_retries + 1)
             with self._lock:
                 self._totals["failed_calls"] += 1
                 self._totals["attempts"] += attempts
