@@ -111,12 +111,13 @@ def _reader_for(store: VectorStore) -> Reader | None:
     attrs = vars(store)
     if "index_to_docstore_id" in attrs and hasattr(getattr(store, "index", None), "reconstruct_batch"):
         return _faiss
-    if "_collection" in attrs and hasattr(attrs["_collection"], "get"):
+    module = type(store).__module__
+    if "chroma" in module and hasattr(getattr(store, "_collection", None), "get"):
         return _chroma
-    client = getattr(store, "client", None) if "collection_name" in attrs or hasattr(
-        type(store), "collection_name") else None
-    if client is not None and hasattr(client, "retrieve") and "qdrant" in type(client).__module__:
-        return _qdrant
+    if "qdrant" in module or "qdrant" in type(store).__name__.lower():
+        client = getattr(store, "client", None)
+        if hasattr(client, "retrieve") and isinstance(getattr(store, "collection_name", None), str):
+            return _qdrant
     return None
 
 

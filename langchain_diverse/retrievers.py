@@ -33,7 +33,7 @@ from .selection import (
     select_documents,
 )
 
-__all__ = ["DiverseRetriever"]
+__all__ = ["DiverseRetriever", "as_diverse_retriever"]
 
 logger = logging.getLogger(__name__)
 
@@ -433,3 +433,58 @@ def _above_threshold(
     if keep.size == len(documents):
         return documents, vectors
     return [documents[i] for i in keep.tolist()], vectors[keep]
+
+
+#: ``search_type`` names LangChain users know, mapped to a selection method.
+_SEARCH_TYPES = {"similarity": "topk", "mmr": "mmr"}
+
+
+def as_diverse_retriever(
+    store: VectorStore | BaseRetriever,
+    search_type: str | None = None,
+    search_kwargs: Mapping[str, Any] | None = None,
+    **fields: Any,
+) -> DiverseRetriever:
+    """``store.as_retriever(...)`` with diversity: the one-line swap for existing code.
+
+    Takes what ``as_retriever`` takes: ``search_type`` is ``"mmr"`` or ``"similarity"``
+    (LangChain's names) or any selection method (``"gmmr"``, ``"dartboard"``,
+    ``"vendi"``, ...); ``search_kwargs`` may hold ``k``, ``fetch_k``, ``lambda_mult``,
+    ``score_threshold`` (mapped onto :class:`DiverseRetriever`'s fields) and ``filter``
+    or other store arguments. A ``VectorStoreRetriever`` (what ``as_retriever``
+    returned) is unwrapped: its store, ``search_type`` and ``search_kwargs`` are kept
+    unless given here. Other fields of :class:`DiverseRetriever` go in ``fields``.
+
+    Example:
+        >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+        >>> from langchain_core.vectorstores import InMemoryVectorStore
+        >>> store = InMemoryVectorStore(DeterministicFakeEmbedding(size=16))
+        >>> _ = store.add_texts([f"text {i}" for i in range(30)])
+        >>> before = store.as_retriever(search_type="mmr", search_kwargs={"k": 3, "fetch_k": 10})
+        >>> after = as_diverse_retriever(store, search_type="gmmr",
+        ...                              search_kwargs={"k": 3, "fetch_k": 10, "lambda_mult": 0.6})
+        >>> len(after.invoke("text 1")), as_diverse_retriever(before).method
+        (3, 'mmr')
+    """
+    from langchain_core.vectorstores import VectorStoreRetriever
+
+    if isinstance(store, VectorStoreRetriever):
+        if search_type is None and store.search_type in _SEARCH_TYPES:
+            search_type = store.search_type
+        if search_kwargs is None:
+            search_kwargs = store.search_kwargs
+        store = store.vectorstore
+    if not isinstance(store, VectorStore):
+        raise InvalidParameterError(
+            "as_diverse_retriever takes a VectorStore or a VectorStoreRetriever; got "
+            f"{type(store).__name__} (wrap other retrievers with "
+            "DiverseRetriever(base_retriever=..., embeddings=...))"
+        )
+    if search_type is not None:
+        if "method" in fields:
+            raise InvalidParameterError(
+                f"give search_type or method, not both; got search_type={search_type!r}, "
+                f"method={fields['method']!r}"
+            )
+        fields["method"] = _SEARCH_TYPES.get(search_type, search_type)
+    return DiverseRetriever(vectorstore=store, search_kwargs=dict(search_kwargs or {}), **fields)

@@ -18,6 +18,10 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         'llamaindex_diverse needs llama-index-core: pip install "diverse-rag[llamaindex]"'
     ) from exc
 
+import logging as _logging
+
+from diverse_core import __version__
+
 from ._metadata import SELECTION_METADATA_KEYS
 from .embeddings import MiniLMEmbedding
 from .postprocessor import DiverseNodePostprocessor
@@ -28,7 +32,11 @@ __all__ = [
     "DiverseRetriever",
     "MiniLMEmbedding",
     "SELECTION_METADATA_KEYS",
+    "__version__",
 ]
+
+# Library logger: warnings for fallbacks (re-embedding); no handlers of ours.
+_logging.getLogger(__name__).addHandler(_logging.NullHandler())
 
 from .dfrag import DFRAGQueryEngine, DFRAGRetriever, LlamaIndexLLM  # noqa: E402
 
