@@ -6,25 +6,15 @@ import logging
 from collections.abc import Callable
 
 import pytest
-from li_fakes import KeyedEmbedding, unit
+from li_fakes import KeyedEmbedding
 from llama_index.core import StorageContext, VectorStoreIndex
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import Embedding
 from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from test_retriever_and_indexes import CORPUS, DUPS, QUERY
 
 from llamaindex_diverse import DiverseRetriever
-
-QUERY = unit([1.0, 0.0, 0.0, 0.0])
-CORPUS = {
-    "dup one": unit([0.9, 0.30, 0.00, 0.00]),
-    "dup two": unit([0.9, 0.31, 0.01, 0.00]),
-    "dup three": unit([0.9, 0.29, 0.00, 0.01]),
-    "aspect x": unit([0.9, 0.00, 0.40, 0.00]),
-    "aspect y": unit([0.9, 0.00, 0.00, 0.40]),
-    "aspect z": unit([0.9, -0.40, 0.00, 0.00]),
-}
-DUPS = {"dup one", "dup two", "dup three"}
 
 
 class CountingEmbedding(KeyedEmbedding):
