@@ -67,3 +67,8 @@ __all__ = [
 from .dfrag import DFRAGRetriever, LangChainLLM, create_dfrag_chain  # noqa: E402
 
 __all__ += ["DFRAGRetriever", "LangChainLLM", "create_dfrag_chain"]
+
+from .pipeline_retriever import PipelineRetriever, create_pipeline_chain  # noqa: E402
+from .sources import LangChainSource  # noqa: E402
+
+__all__ += ["PipelineRetriever", "create_pipeline_chain", "LangChainSource"]

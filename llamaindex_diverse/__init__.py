@@ -41,3 +41,8 @@ _logging.getLogger(__name__).addHandler(_logging.NullHandler())
 from .dfrag import DFRAGQueryEngine, DFRAGRetriever, LlamaIndexLLM  # noqa: E402
 
 __all__ += ["DFRAGQueryEngine", "DFRAGRetriever", "LlamaIndexLLM"]
+
+from .pipeline_engine import PipelineQueryEngine, PipelineRetriever  # noqa: E402
+from .sources import LlamaIndexSource  # noqa: E402
+
+__all__ += ["PipelineQueryEngine", "PipelineRetriever", "LlamaIndexSource"]

@@ -88,3 +88,6 @@ __all__ = [
 ]
 
 from . import dfrag_plugin as _dfrag_plugin  # noqa: E402,F401  (registers the "dfrag" plugin)
+from .pipeline_plugin import declare_pipeline_method  # noqa: E402
+
+__all__ += ["declare_pipeline_method"]
