@@ -6,7 +6,7 @@ statement costs, interpreter start-up excluded). The baselines are the framework
 modules a user of the face imports anyway (LangChain: ``langchain_core.retrievers``,
 ``vectorstores``, ``embeddings``, ``documents``; LlamaIndex: ``llama_index.core``)::
 
-    python benchmarks/faces_import_time.py            # 9 runs each
+    python benchmarks/faces_import_time.py            # 15 runs each
     python benchmarks/faces_import_time.py --runs 5
 
 Also prints whether ``import diverse_core`` pulled in ``scipy.stats``, torch or a framework.
@@ -64,16 +64,19 @@ def heavy_modules() -> list[str]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=9)
+    parser.add_argument("--runs", type=int, default=15)
     args = parser.parse_args(argv)
-    medians: list[float] = []
-    print(f"median of {args.runs} fresh processes, `python -X importtime`, top-level sum\n")
+    # Round-robin: every statement once per round, so load from other processes hits all alike.
+    samples: list[list[float]] = [[] for _ in CASES]
+    for _ in range(args.runs):
+        for i, (_, statement, _) in enumerate(CASES):
+            samples[i].append(import_seconds(statement))
+    medians = [statistics.median(s) for s in samples]
+    print(f"median of {args.runs} fresh processes each (interleaved), `python -X importtime`, "
+          "sum of the top-level imports\n")
     print("| import | seconds | ratio to its framework |")
     print("|---|---:|---:|")
-    for label, statement, base in CASES:
-        # Interleave nothing: each statement's runs back to back, medians resist load spikes.
-        median = statistics.median(import_seconds(statement) for _ in range(args.runs))
-        medians.append(median)
+    for (label, _, base), median in zip(CASES, medians, strict=True):
         ratio = f"{median / medians[base]:.2f}" if base is not None else ""
         print(f"| `{label}` | {median:.3f} | {ratio} |")
     print(f"\nheavy modules loaded by `import diverse_core`: {heavy_modules() or 'none'}")
