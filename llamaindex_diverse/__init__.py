@@ -1,6 +1,6 @@
 """LlamaIndex faces of diverse-rag: diversity-aware node postprocessing and retrieval.
 
-Requires the llamaindex extra: ``pip install "diverse-rag[llamaindex]"``.
+Requires the llamaindex extra: ``pip install -e ".[llamaindex]"`` in the repository.
 
 Example:
     >>> from llamaindex_diverse import DiverseNodePostprocessor
@@ -15,7 +15,7 @@ try:
     import llama_index.core  # noqa: F401
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
-        'llamaindex_diverse needs llama-index-core: pip install "diverse-rag[llamaindex]"'
+        'llamaindex_diverse needs llama-index-core: pip install -e ".[llamaindex]" (in the repository)'
     ) from exc
 
 import logging as _logging
