@@ -26,7 +26,6 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import stats
 
 from .errors import (
     DimensionMismatchError,
@@ -334,6 +333,8 @@ def kendall_tau(ranking: ArrayLike, reference_scores: ArrayLike) -> float:
     pos, ref = _ranking_pairs(ranking, reference_scores)
     if np.all(ref == ref[0]):
         return math.nan
+    from scipy import stats  # lazy: scipy.stats costs ~0.5 s to import
+
     return float(stats.kendalltau(pos, ref).statistic)
 
 
@@ -350,4 +351,6 @@ def spearman_rho(ranking: ArrayLike, reference_scores: ArrayLike) -> float:
     pos, ref = _ranking_pairs(ranking, reference_scores)
     if np.all(ref == ref[0]):
         return math.nan
+    from scipy import stats  # lazy: scipy.stats costs ~0.5 s to import
+
     return float(stats.spearmanr(pos, ref).statistic)
