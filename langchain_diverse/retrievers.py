@@ -37,8 +37,6 @@ __all__ = ["DiverseRetriever", "as_diverse_retriever"]
 
 logger = logging.getLogger(__name__)
 
-#: Former name of :func:`._stored.stored_vector_reader`, still imported by ``sources.py``.
-_stored_vector_lookup = stored_vector_reader
 
 #: ``search_kwargs`` keys of ``as_retriever(search_type=...)`` that map onto fields.
 _FIELD_KEYS = {"k": "k", "fetch_k": "fetch_k", "score_threshold": "score_threshold"}

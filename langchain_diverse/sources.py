@@ -17,8 +17,8 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.vectorstores import VectorStore
 from numpy.typing import NDArray
 
+from ._stored import stored_vector_reader
 from .embeddings import CachedEmbeddings, cached_embeddings
-from .retrievers import _stored_vector_lookup
 from .selection import document_texts
 
 __all__ = ["LangChainSource", "document_id"]
@@ -35,8 +35,8 @@ class LangChainSource:
     """Search a LangChain ``VectorStore`` (by the query's vector) or any ``BaseRetriever`` (by
     text), and embed the candidates through the process-wide embedding cache.
 
-    Vectors a store already holds are reused (``InMemoryVectorStore``); other candidates are
-    embedded once per process. A wrapped retriever returns its own number of documents; ``k``
+    Vectors a store already holds are read from it (InMemory, FAISS, Qdrant, Chroma), so a search
+    costs one query embedding; other stores' candidates are embedded once per process. A wrapped retriever returns its own number of documents; ``k``
     then only truncates.
 
     Args:
@@ -92,7 +92,7 @@ class LangChainSource:
         store = self.vectorstore
         if store is None or self.raw_embeddings is not store.embeddings:
             return None
-        return _stored_vector_lookup(store, documents)
+        return stored_vector_reader(store, documents)
 
     def _build(self, query: str, qv: NDArray[np.float32], docs: list[Document], vecs: Any,
                k: int | None) -> Candidates:

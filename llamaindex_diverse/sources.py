@@ -14,6 +14,7 @@ from llama_index.core.indices.vector_store.base import VectorStoreIndex
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 from numpy.typing import NDArray
 
+from ._stored import known_for, reading, stored_vectors_of
 from ._vectors import ModelBoundCache, nodes_to_embed, stack_node_vectors
 
 __all__ = ["LlamaIndexSource"]
@@ -87,25 +88,31 @@ class LlamaIndexSource:
             raise EmptyCandidatesError(f"no candidate nodes were retrieved for query={query!r}")
 
     def search(self, query: str, k: int | None = None) -> Candidates:
-        """Retrieve candidates for ``query`` and their vectors."""
-        nodes = list(self._retriever(k).retrieve(QueryBundle(query)))
+        """Retrieve candidates for ``query`` and their vectors (read from the store when it keeps
+        them: SimpleVectorStore, Qdrant, FAISS)."""
+        retriever = self._retriever(k)
+        nodes = list(retriever.retrieve(QueryBundle(query)))
         self._check(query, nodes)
         positions, texts = nodes_to_embed(nodes, MetadataMode.EMBED)
         model = self.embed_model
-        embedded = _CACHE.for_model(model).embed(texts) if positions else None
+        with reading(stored_vectors_of(retriever, self._embed_model)):
+            embedded = _CACHE.for_model(model).embed(texts, known_for(nodes, positions)) if positions else None
         vecs = stack_node_vectors(nodes, positions, embedded, model.model_name)
         qv = np.asarray(model.get_query_embedding(query), dtype=np.float64)
         return self._build(query, qv, nodes, vecs, k)
 
     async def asearch(self, query: str, k: int | None = None) -> Candidates:
         """Asynchronous :meth:`search` (``aretrieve``, the model's async embeddings)."""
-        nodes = list(await self._retriever(k).aretrieve(QueryBundle(query)))
+        retriever = self._retriever(k)
+        nodes = list(await retriever.aretrieve(QueryBundle(query)))
         self._check(query, nodes)
         positions, texts = nodes_to_embed(nodes, MetadataMode.EMBED)
         model = self.embed_model
-        embedded = (
-            await _CACHE.for_model(model).aembed(texts, model.aget_text_embedding_batch) if positions else None
-        )
+        with reading(stored_vectors_of(retriever, self._embed_model)):
+            embedded = (
+                await _CACHE.for_model(model).aembed(texts, None, known_for(nodes, positions))
+                if positions else None
+            )
         vecs = stack_node_vectors(nodes, positions, embedded, model.model_name)
         qv = np.asarray(await model.aget_query_embedding(query), dtype=np.float64)
         return self._build(query, qv, nodes, vecs, k)

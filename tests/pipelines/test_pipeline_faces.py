@@ -36,8 +36,10 @@ from langchain_diverse import PipelineRetriever, create_pipeline_chain  # noqa: 
 class HashEmbeddings(Embeddings):
     def __init__(self) -> None:
         self.queries: list[str] = []
+        self.documents = 0
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.documents += len(texts)
         return [_vec(t) for t in texts]
 
     def embed_query(self, text: str) -> list[float]:
@@ -99,6 +101,16 @@ def test_langchain_generic_face_runs_the_test_pipeline(origin, lc_store):
     assert meta["pipeline_reason"] == {"stage": 2, "tag": "lc"} and meta["pipeline_warnings"] == []
     assert meta["selection_params"]["k"] == 2 and isinstance(meta["relevance_score"], float)
     assert len(retriever.invoke(TEXTS[3], k=1)) == 1  # per-call k
+
+
+@pytest.mark.filterwarnings("ignore:.*sunset:DeprecationWarning")
+@pytest.mark.parametrize("origin", ["inmemory", "faiss"])
+def test_langchain_source_reads_stored_vectors_instead_of_re_embedding(origin, lc_store):
+    store = lc_store if origin == "inmemory" else _faiss_store()
+    emb = store.embeddings
+    emb.documents = 0
+    TwoSearchRetriever(vectorstore=store, k=2, fetch_k=6).invoke(TEXTS[2])
+    assert emb.documents == 0 and len(emb.queries) == 2  # one query embedding per search, nothing else
 
 
 def test_langchain_second_search_uses_its_own_query_text(lc_store):
