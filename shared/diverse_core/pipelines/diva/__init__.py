@@ -36,6 +36,7 @@ from .quality import (
     InterpretationCoverage,
     interpretation_coverage,
 )
+from .result import ROUTES, DivaResult
 from .retrieval import (
     DEFAULT_K,
     DEFAULT_PER_INTERPRETATION_K,
@@ -45,7 +46,6 @@ from .retrieval import (
     diversify_pool,
     merge_hit_ids,
 )
-from .result import ROUTES, DivaResult
 
 __all__ = [
     "DIVA",

@@ -34,9 +34,10 @@ import contextvars
 import dataclasses
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ...errors import InvalidParameterError
 from ...llm.errors import LLMError
@@ -223,7 +224,7 @@ class DIVA(Pipeline):
             return (question,), "fallback", amb.reason, amb.kinds
         return got.interpretations, "generated", amb.reason, amb.kinds
 
-    async def _embed(self, ctx: RunContext, source: CandidateSource, texts: Sequence[str]) -> np.ndarray:
+    async def _embed(self, ctx: RunContext, source: CandidateSource, texts: Sequence[str]) -> NDArray[Any]:
         t0 = time.perf_counter()
         vectors = np.asarray(await source.aembed(list(texts)))
         ctx.stage("embed", time.perf_counter() - t0, texts=len(texts))
@@ -232,10 +233,10 @@ class DIVA(Pipeline):
     async def _pool(self, ctx: RunContext, source: CandidateSource, question: str,
                     interps: tuple[str, ...], k: int) -> tuple[Candidates, DivaRetrieval]:
         """One first-stage pool for the question; each interpretation takes its top hits from it."""
-        found, vectors = await gather_all_or_cancel(
+        got = await gather_all_or_cancel(
             [self.search(ctx, source, question, self.fetch_k), self._embed(ctx, source, interps)]
         )
-        assert isinstance(found, Candidates)
+        found, vectors = cast(Candidates, got[0]), cast(NDArray[Any], got[1])
         retrieval = diversify_pool(
             found.embeddings, vectors, k=k, per_interpretation_k=self.per_interpretation_k,
             relevance=found.relevance, prune=self.prune, mmr_lambda=self.mmr_lambda,
@@ -247,8 +248,9 @@ class DIVA(Pipeline):
         """Each interpretation searches the source; the union is rebuilt as one candidate list."""
         searches = [self.search(ctx, source, q, self.per_interpretation_k, stage="search-interpretation")
                     for q in interps]
-        *founds, vectors = await gather_all_or_cancel([*searches, self._embed(ctx, source, (question, *interps))])
-        founds_c: list[Candidates] = [f for f in founds if isinstance(f, Candidates)]
+        got = await gather_all_or_cancel([*searches, self._embed(ctx, source, (question, *interps))])
+        founds_c = [cast(Candidates, f) for f in got[:-1]]
+        vectors = cast(NDArray[Any], got[-1])
         ids, hit_lists = merge_hit_ids([f.ids for f in founds_c])
         first: dict[Any, tuple[int, int]] = {}
         for j, f in enumerate(founds_c):
@@ -256,11 +258,12 @@ class DIVA(Pipeline):
                 first.setdefault(cid, (j, i))
         where = [first[cid] for cid in ids]
         emb = np.vstack([founds_c[j].embeddings[i] for j, i in where])
-        with_pos = all(f.positions is not None for f in founds_c)
+        pos = [founds_c[j].positions for j, _ in where]
         merged = Candidates.build(
             question, [founds_c[j].texts[i] for j, i in where], [str(c) for c in ids], emb, vectors[0],
             payloads=[founds_c[j].payloads[i] for j, i in where],
-            positions=[founds_c[j].positions[i] for j, i in where] if with_pos else None,  # type: ignore[index]
+            positions=None if any(p is None for p in pos) else [p[i] for p, (_, i) in zip(pos, where, strict=True)
+                                                                if p is not None],
         )
         retrieval = diversify_hits(hit_lists, merged.embeddings, vectors[1:], k=k, relevance=merged.relevance,
                                    prune=self.prune, mmr_lambda=self.mmr_lambda)
@@ -320,8 +323,9 @@ class DIVA(Pipeline):
         self, question: str, source: CandidateSource, ctx: RunContext, *, k: int, generate: bool
     ) -> DivaResult:
         given = _GIVEN.get()
+        kinds: tuple[str, ...] = ()
         if given is not None:
-            interps, origin, reason, kinds = given, "given", "", ()
+            interps, origin, reason = given, "given", ""
             ctx.stage("interpretations", interpretations=list(given), source="given")
         else:
             interps, origin, reason, kinds = await self._interpret(ctx, question)
@@ -338,7 +342,7 @@ class DIVA(Pipeline):
         reasons = [{"interpretations": [interps[j] for j in s], "prune_score": float(score)}
                    for s, score in zip(served, retrieval.scores.tolist(), strict=True)]
         documents: tuple[ChosenDocument, ...] = self.choose(
-            found, retrieval.indices, scores=retrieval.scores.tolist(), reasons=reasons
+            found, retrieval.indices.tolist(), scores=retrieval.scores.tolist(), reasons=reasons
         )
         passages = tuple(d.text for d in documents)
 
