@@ -61,3 +61,7 @@ from .pipeline_retriever import PipelineRetriever, create_pipeline_chain  # noqa
 from .sources import LangChainSource  # noqa: E402
 
 __all__ += ["PipelineRetriever", "create_pipeline_chain", "LangChainSource"]
+
+from .diva import DivaRetriever, create_diva_chain  # noqa: E402
+
+__all__ += ["DivaRetriever", "create_diva_chain"]

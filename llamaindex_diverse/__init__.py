@@ -38,3 +38,7 @@ from .pipeline_engine import PipelineQueryEngine, PipelineRetriever  # noqa: E40
 from .sources import LlamaIndexSource  # noqa: E402
 
 __all__ += ["PipelineQueryEngine", "PipelineRetriever", "LlamaIndexSource"]
+
+from .diva import DivaQueryEngine, DivaRetriever  # noqa: E402
+
+__all__ += ["DivaQueryEngine", "DivaRetriever"]
