@@ -77,3 +77,7 @@ __all__ += ["PipelineRetriever", "create_pipeline_chain", "LangChainSource"]
 from .drrag import DRRAGRetriever  # noqa: E402
 
 __all__ += ["DRRAGRetriever"]
+
+from .diva import DivaRetriever, create_diva_chain  # noqa: E402
+
+__all__ += ["DivaRetriever", "create_diva_chain"]

@@ -50,3 +50,7 @@ __all__ += ["PipelineQueryEngine", "PipelineRetriever", "LlamaIndexSource"]
 from .drrag import DRRAGQueryEngine, DRRAGRetriever  # noqa: E402
 
 __all__ += ["DRRAGQueryEngine", "DRRAGRetriever"]
+
+from .diva import DivaQueryEngine, DivaRetriever  # noqa: E402
+
+__all__ += ["DivaQueryEngine", "DivaRetriever"]

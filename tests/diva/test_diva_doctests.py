@@ -13,6 +13,8 @@ MODULES = [
     "diverse_core.pipelines.diva.prompts",
     "diverse_core.pipelines.diva.parsing",
     "diverse_core.pipelines.diva.quality",
+    "diverse_core.pipelines.diva.pipeline",
+    "diverse_core.pipelines.diva.result",
     "diverse_core.eval.ambiguous",
 ]
 

@@ -13,6 +13,7 @@ __all__ = ["register_pipeline", "get_pipeline", "available_pipelines"]
 _BUILTIN = {
     "dfrag": "diverse_core.pipelines.dfrag:DFRAG",
     "drrag": "diverse_core.pipelines.drrag:DRRAG",
+    "diva": "diverse_core.pipelines.diva:DIVA",
 }
 _REGISTERED: dict[str, type[Any]] = {}
 

@@ -4,6 +4,7 @@
 * :mod:`.prompts` - the six prompts (ambiguity, rewrite, verify, extract, answer, closed book).
 * :mod:`.parsing` - interpretation list, yes/no verdicts, Useful/PartialUseful/Useless.
 * :mod:`.quality` - how many gold interpretations a generated set covers.
+* :class:`DIVA` - the pipeline end to end (:mod:`.pipeline`), :class:`DivaResult` its result.
 
 Example:
     >>> import numpy as np
@@ -27,6 +28,7 @@ from .parsing import (
     parse_qa_pairs,
     parse_verdict,
 )
+from .pipeline import DIVA, SEARCH_MODES, VERIFIER_ERROR_MODES
 from .prompts import DEFAULT_MAX_INTERPRETATIONS, DivaPrompts
 from .quality import (
     DEFAULT_MATCH_THRESHOLD,
@@ -34,6 +36,7 @@ from .quality import (
     InterpretationCoverage,
     interpretation_coverage,
 )
+from .result import ROUTES, DivaResult
 from .retrieval import (
     DEFAULT_K,
     DEFAULT_PER_INTERPRETATION_K,
@@ -45,6 +48,11 @@ from .retrieval import (
 )
 
 __all__ = [
+    "DIVA",
+    "DivaResult",
+    "ROUTES",
+    "SEARCH_MODES",
+    "VERIFIER_ERROR_MODES",
     "DEFAULT_K",
     "DEFAULT_PER_INTERPRETATION_K",
     "DEFAULT_MAX_INTERPRETATIONS",
