@@ -18,7 +18,6 @@ import argparse
 import time
 
 import numpy as np
-
 from diverse_core.pipelines.drrag.classifier import default_classifier
 
 
