@@ -1,6 +1,8 @@
 """DR-RAG (``dr-rag.txt``): two-stage retrieval with query-document concatenation (QDC) and
 classifier selection (CFS / CIS), framework-free.
 
+* :class:`DRRAG`: the pipeline on the shared contract (stage 1, QDC searches, CFS/CIS, one
+  Generator call); faces ``langchain_diverse.DRRAGRetriever`` and ``llamaindex_diverse.DRRAGRetriever``.
 * :func:`select_drrag`: the selection logic over stage-1 rankings and concatenated-search hits.
 * :class:`PairClassifier` / :func:`default_classifier`: the compact (question, A, B) pair
   classifier; the shipped one is trained from TRAIN files only
@@ -15,9 +17,13 @@ Example:
 """
 
 from .classifier import PairClassifier, default_classifier, make_scorer
+from .pipeline import DRRAG, DRRAGResult, concat_query
 from .select import DrragPick, DrragSelection, default_k1, select_drrag
 
 __all__ = [
+    "DRRAG",
+    "DRRAGResult",
+    "concat_query",
     "DrragPick",
     "DrragSelection",
     "PairClassifier",
