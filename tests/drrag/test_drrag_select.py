@@ -140,6 +140,12 @@ def test_fill_tops_up_from_the_ranking() -> None:
     assert short.ids == ("a", "b")  # nothing left to fill from
 
 
+def test_repeated_ids_count_once() -> None:
+    hits = [["x", "x", "y"], ["a", "z"], ["b", "y"]]  # row 1 belongs to the repeated "a"
+    sel = select_drrag(["a", "a", "b"], hits, k=5, k1=2, m=3, mode="qdc", per_doc="all")
+    assert sel.ids == ("a", "b", "x", "y")
+
+
 def test_provenance_scores_are_carried() -> None:
     sel = select_drrag(
         ["a", "b"],

@@ -258,15 +258,17 @@ def select_drrag(
     threshold = check_unit_interval(threshold, "threshold")
     if mode != "qdc" and scorer is None:
         raise InvalidParameterError(f"mode={mode!r} needs a scorer (a pair classifier); got scorer=None")
-    n1 = min(k1, len(ranking))
-    if len(hits) < n1:
-        raise DimensionMismatchError(f"hits has {len(hits)} rows for {n1} stage-1 documents (k1={k1})")
     rank_sim = _rank_scores(ranking_scores, len(ranking))
-
     codes = _Codes()
     rank_codes = codes.encode(list(ranking))
+    rank_pos = np.sort(np.unique(rank_codes, return_index=True)[1])  # repeated ids count once
+    rank_codes = rank_codes[rank_pos]
+    n1 = min(k1, rank_codes.shape[0])
     stage1 = rank_codes[:n1]
-    hit_sim = _hit_scores(hit_scores, n1)
+    rows_of = rank_pos[:n1].tolist()  # hits[rows_of[i]] belongs to stage-1 document i
+    if n1 and len(hits) <= rows_of[-1]:
+        raise DimensionMismatchError(f"hits has {len(hits)} rows for {n1} stage-1 documents (k1={k1})")
+    hit_sim = _hit_scores(hit_scores, rows_of[-1] + 1 if n1 else 0)
     # Per stage-1 document, its hits that are not stage-1 documents, in rank order (and their
     # position in the original row, for the similarities). A document examines the first ``m``
     # of them not chosen yet when its turn comes, so at most m + (k - n1) can matter.
@@ -274,8 +276,9 @@ def select_drrag(
     grid = np.full((n1, depth), -1, dtype=np.int64)  # -1: no hit in that slot
     col_of = np.full((n1, depth), -1, dtype=np.int64)
     for i in range(n1):
-        row = codes.encode(list(hits[i]))
-        keep = np.flatnonzero(~np.isin(row, stage1))[:depth]
+        row = codes.encode(list(hits[rows_of[i]]))
+        firsts = np.sort(np.unique(row, return_index=True)[1]) if row.size else row
+        keep = firsts[~np.isin(row[firsts], stage1)][:depth]
         grid[i, : keep.shape[0]] = row[keep]
         col_of[i, : keep.shape[0]] = keep
     present = grid >= 0
@@ -287,7 +290,7 @@ def select_drrag(
             1,
             None,
             None,
-            rank_sim[i] if rank_sim is not None else None,
+            rank_sim[int(rank_pos[i])] if rank_sim is not None else None,
             mode,
         )
         for i, c in enumerate(chosen)
@@ -295,9 +298,9 @@ def select_drrag(
 
     def sim_of(i: int, j: int) -> float | None:
         col = int(col_of[i, j])
-        if hit_sim is None or col >= len(hit_sim[i]):
+        if hit_sim is None or col >= len(hit_sim[rows_of[i]]):
             return None
-        return hit_sim[i][col]
+        return float(hit_sim[rows_of[i]][col])
 
     prob_grid = np.full(grid.shape, np.nan)
     if mode == "cfs":
@@ -351,7 +354,7 @@ def select_drrag(
                     1,
                     None,
                     None,
-                    rank_sim[r] if rank_sim is not None else None,
+                    rank_sim[int(rank_pos[r])] if rank_sim is not None else None,
                     mode,
                     filled=True,
                 )

@@ -5,7 +5,7 @@ for a seed:
 
 1. loads the train questions (:mod:`.trainsets`): HotpotQA (at most ``MAX_QUESTIONS``, drawn
    with the seed), MuSiQue, 2Wiki; each question keeps its gold paragraphs and the
-   ``--distractors`` distractors sharing most words with the question (the rest are never
+   ``DISTRACTORS`` (or ``--distractors``) distractors sharing most words with the question (the rest are never
    embedded, which keeps the command short on a CPU);
 2. embeds questions and paragraphs with the packaged MiniLM through the eval harness's disk
    cache (a second run embeds nothing);
@@ -38,6 +38,7 @@ from .features import SCALAR_NAMES, pair_features, tokens
 from .trainsets import TRAIN_DATASETS, TrainQuestion, load_train_questions
 
 __all__ = [
+    "DISTRACTORS",
     "MAX_QUESTIONS",
     "trim_question",
     "subsample",
@@ -51,6 +52,8 @@ __all__ = [
 #: Train questions used per dataset (HotpotQA and 2Wiki are capped to keep the embedding step
 #: short on a shared 2-core CPU; MuSiQue has 349 usable ones).
 MAX_QUESTIONS = {"hotpotqa": 300, "musique": 1000, "2wiki": 300}
+#: Hard distractors kept per train question (the rest are never embedded).
+DISTRACTORS = {"hotpotqa": 3, "musique": 3, "2wiki": 3}
 MODEL_NAME = "all-MiniLM-L6-v2"
 
 
@@ -170,7 +173,7 @@ def _dev_items(dataset: str, data_dir: str | Path | None) -> list[tuple[str, lis
 
 def train(
     seed: int = 0,
-    distractors: int = 3,
+    distractors: int | dict[str, int] | None = None,
     data_dir: str | Path | None = None,
     kinds: Sequence[str] = ("logreg-scalars", "mlp-scalars", "logreg", "mlp"),
     epochs: int = 15,
@@ -188,7 +191,11 @@ def train(
     parts: dict[str, tuple[NDArray[np.float32], NDArray[np.float32], NDArray[np.bool_]]] = {}
     n_questions: dict[str, int] = {}
     for ds in TRAIN_DATASETS:
-        qs = [trim_question(q, distractors) for q in subsample(load_train_questions(ds, data_dir), MAX_QUESTIONS[ds], seed)]
+        n_dis = DISTRACTORS[ds] if distractors is None else (
+            distractors[ds] if isinstance(distractors, dict) else distractors
+        )
+        pool = subsample(load_train_questions(ds, data_dir), MAX_QUESTIONS[ds], seed)
+        qs = [trim_question(q, n_dis) for q in pool]
         n_questions[ds] = len(qs)
         X, y, qidx = _featurise([(q.question, q.texts, q.titles, q.gold) for q in qs], cache.embed)
         held = rng.permutation(len(qs))[: len(qs) // 5]
@@ -205,7 +212,7 @@ def train(
             dev_sets[ds] = (X_dev, y_dev)
     report: dict[str, Any] = {
         "seed": seed,
-        "distractors": distractors,
+        "distractors": distractors if distractors is not None else dict(DISTRACTORS),
         "threshold_criterion": criterion,
         "questions": n_questions,
         "fit_pairs": int(len(y_fit)),
@@ -256,7 +263,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Command line: train, compare and write the shipped classifier."""
     ap = argparse.ArgumentParser(prog="python -m diverse_core.pipelines.drrag.train", description=__doc__.split("\n")[0])
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--distractors", type=int, default=3)
+    ap.add_argument("--distractors", type=int, default=None, help="per question (default: DISTRACTORS)")
     ap.add_argument("--epochs", type=int, default=15)
     ap.add_argument("--kinds", nargs="+", default=["logreg-scalars", "mlp-scalars", "logreg", "mlp"])
     ap.add_argument("--data-dir", default=None)
