@@ -690,7 +690,8 @@ def test_llm_retry_does_not_stack_on_client_retries_silently(caplog):
     with caplog.at_level(logging.WARNING, logger="diverse_core"):
         ManagedLLM(wrapped, max_retries=1)
     assert "model.max_retries=2" in caplog.text
-    assert logging.getLogger("diverse_core").handlers == []
+    # the library configures no output: at most the NullHandler the logging HOWTO recommends
+    assert all(isinstance(h, logging.NullHandler) for h in logging.getLogger("diverse_core").handlers)
 
 
 # ---------------------------------------------------------------- 5. errors name things
