@@ -65,19 +65,31 @@ __all__ = [
     "__version__",
 ]
 
-from .dfrag import DFRAGRetriever, LangChainLLM, create_dfrag_chain  # noqa: E402
+# The LLM pipelines' faces are imported on first use (they pull in the pipelines' cores):
+# ``from langchain_diverse import DFRAGRetriever`` works as before, and importing the package stays cheap.
+_LAZY = {
+    "DFRAGRetriever": ".dfrag",
+    "LangChainLLM": ".llm",
+    "create_dfrag_chain": ".dfrag",
+    "PipelineRetriever": ".pipeline_retriever",
+    "create_pipeline_chain": ".pipeline_retriever",
+    "LangChainSource": ".sources",
+    "DRRAGRetriever": ".drrag",
+    "DivaRetriever": ".diva",
+    "create_diva_chain": ".diva",
+}
+__all__ += list(_LAZY)
 
-__all__ += ["DFRAGRetriever", "LangChainLLM", "create_dfrag_chain"]
 
-from .pipeline_retriever import PipelineRetriever, create_pipeline_chain  # noqa: E402
-from .sources import LangChainSource  # noqa: E402
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        import importlib
 
-__all__ += ["PipelineRetriever", "create_pipeline_chain", "LangChainSource"]
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-from .drrag import DRRAGRetriever  # noqa: E402
 
-__all__ += ["DRRAGRetriever"]
-
-from .diva import DivaRetriever, create_diva_chain  # noqa: E402
-
-__all__ += ["DivaRetriever", "create_diva_chain"]
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -38,19 +38,32 @@ __all__ = [
 # Library logger: warnings for fallbacks (re-embedding); no handlers of ours.
 _logging.getLogger(__name__).addHandler(_logging.NullHandler())
 
-from .dfrag import DFRAGQueryEngine, DFRAGRetriever, LlamaIndexLLM  # noqa: E402
+# The LLM pipelines' faces are imported on first use (they pull in the pipelines' cores):
+# ``from llamaindex_diverse import DFRAGRetriever`` works as before, and importing the package stays cheap.
+_LAZY = {
+    "DFRAGQueryEngine": ".dfrag",
+    "DFRAGRetriever": ".dfrag",
+    "LlamaIndexLLM": ".llm",
+    "PipelineQueryEngine": ".pipeline_engine",
+    "PipelineRetriever": ".pipeline_engine",
+    "LlamaIndexSource": ".sources",
+    "DRRAGQueryEngine": ".drrag",
+    "DRRAGRetriever": ".drrag",
+    "DivaQueryEngine": ".diva",
+    "DivaRetriever": ".diva",
+}
+__all__ += list(_LAZY)
 
-__all__ += ["DFRAGQueryEngine", "DFRAGRetriever", "LlamaIndexLLM"]
 
-from .pipeline_engine import PipelineQueryEngine, PipelineRetriever  # noqa: E402
-from .sources import LlamaIndexSource  # noqa: E402
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        import importlib
 
-__all__ += ["PipelineQueryEngine", "PipelineRetriever", "LlamaIndexSource"]
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-from .drrag import DRRAGQueryEngine, DRRAGRetriever  # noqa: E402
 
-__all__ += ["DRRAGQueryEngine", "DRRAGRetriever"]
-
-from .diva import DivaQueryEngine, DivaRetriever  # noqa: E402
-
-__all__ += ["DivaQueryEngine", "DivaRetriever"]
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
