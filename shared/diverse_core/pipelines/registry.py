@@ -12,6 +12,7 @@ __all__ = ["register_pipeline", "get_pipeline", "available_pipelines"]
 #: Built-in pipelines, imported on first use: name -> "module:class".
 _BUILTIN = {
     "dfrag": "diverse_core.pipelines.dfrag:DFRAG",
+    "vendirag": "diverse_core.pipelines.vendirag:VendiRAG",
 }
 _REGISTERED: dict[str, type[Any]] = {}
 
