@@ -61,3 +61,8 @@ from .pipeline_retriever import PipelineRetriever, create_pipeline_chain  # noqa
 from .sources import LangChainSource  # noqa: E402
 
 __all__ += ["PipelineRetriever", "create_pipeline_chain", "LangChainSource"]
+
+# -- Vendi-RAG (issue 16) --------------------------------------------------------------------
+from .vendirag import VendiRAGRetriever, create_vendirag_chain  # noqa: E402
+
+__all__ += ["VendiRAGRetriever", "create_vendirag_chain"]

@@ -38,3 +38,8 @@ from .pipeline_engine import PipelineQueryEngine, PipelineRetriever  # noqa: E40
 from .sources import LlamaIndexSource  # noqa: E402
 
 __all__ += ["PipelineQueryEngine", "PipelineRetriever", "LlamaIndexSource"]
+
+# -- Vendi-RAG (issue 16) --------------------------------------------------------------------
+from .vendirag import VendiRAGQueryEngine, VendiRAGRetriever  # noqa: E402
+
+__all__ += ["VendiRAGQueryEngine", "VendiRAGRetriever"]

@@ -200,7 +200,8 @@ class VendiRAG(Pipeline):
             if out is None or at is None:
                 return None, calls
             calls += 1
-            got = read_judgement(out.text, texts)
+            # the prompt is a source too: a model that echoes it must not score the example
+            got = read_judgement(out.text, (*texts, prompt))
             ctx.annotate(at, parsed={"attempt": attempt, "scores": got.scores, "quality": got.quality},
                          notes=got.notes)
             if got.parsed:
