@@ -91,3 +91,4 @@ from . import dfrag_plugin as _dfrag_plugin  # noqa: E402,F401  (registers the "
 from .pipeline_plugin import declare_pipeline_method  # noqa: E402
 
 __all__ += ["declare_pipeline_method"]
+from . import vendirag_plugin as _vendirag_plugin  # noqa: E402,F401  (registers the "vendirag" plugin)
