@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import CORPUS, CountingSource, hash_embed
 from diverse_core import select
 from diverse_core.errors import InvalidParameterError
 from diverse_core.eval import MethodInput, available_plugins, get_plugin, parse_method
 from diverse_core.eval.vendirag_plugin import vendirag_method
+from vendi_fakes import CORPUS, CountingSource, hash_embed
 
 QUESTION = "Which subject links passage 3 and passage 10?"
 

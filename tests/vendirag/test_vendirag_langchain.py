@@ -10,7 +10,6 @@ import pytest
 
 pytest.importorskip("langchain_core")
 
-from conftest import judge_json, role_of  # noqa: E402
 from diverse_core.errors import InvalidParameterError  # noqa: E402
 from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler  # noqa: E402
 from langchain_core.embeddings import DeterministicFakeEmbedding  # noqa: E402
@@ -18,6 +17,7 @@ from langchain_core.language_models import BaseChatModel, FakeListChatModel  # n
 from langchain_core.messages import AIMessage, BaseMessage  # noqa: E402
 from langchain_core.outputs import ChatGeneration, ChatResult  # noqa: E402
 from langchain_core.vectorstores import InMemoryVectorStore  # noqa: E402
+from vendi_fakes import judge_json, role_of  # noqa: E402
 
 from langchain_diverse import VendiRAGRetriever, create_vendirag_chain  # noqa: E402
 

@@ -10,7 +10,6 @@ import pytest
 
 pytest.importorskip("llama_index.core")
 
-from conftest import hash_vector, judge_json, role_of  # noqa: E402
 from diverse_core.errors import InvalidParameterError  # noqa: E402
 from llama_index.core import Document, VectorStoreIndex  # noqa: E402
 from llama_index.core.base.embeddings.base import BaseEmbedding  # noqa: E402
@@ -20,6 +19,7 @@ from llama_index.core.instrumentation.event_handlers import BaseEventHandler  # 
 from llama_index.core.instrumentation.events.llm import LLMCompletionStartEvent  # noqa: E402
 from llama_index.core.llms import CustomLLM, MockLLM  # noqa: E402
 from llama_index.core.llms.callbacks import llm_completion_callback  # noqa: E402
+from vendi_fakes import hash_vector, judge_json, role_of  # noqa: E402
 
 from llamaindex_diverse import VendiRAGQueryEngine, VendiRAGRetriever  # noqa: E402
 

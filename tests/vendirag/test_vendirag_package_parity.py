@@ -8,9 +8,9 @@ from collections.abc import Sequence
 
 import numpy as np
 import pytest
-from conftest import CORPUS, hash_embed
 from diverse_core.pipelines import InMemorySource
 from diverse_core.pipelines.vendirag import VendiRAG
+from vendi_fakes import CORPUS, hash_embed
 
 vendirag = pytest.importorskip("vendirag", reason="the vendirag package (bench extra) is not installed")
 

@@ -7,12 +7,19 @@ import asyncio
 
 import numpy as np
 import pytest
-from conftest import COMPLETION_TOKENS, CORPUS, PROMPT_TOKENS, CountingSource, ScriptedVendiLLM, hash_embed
 from diverse_core import mean_pairwise_similarity, select, vendi_score
 from diverse_core.errors import InvalidParameterError
 from diverse_core.llm.errors import LLMError, LLMTimeoutError
 from diverse_core.pipelines import get_pipeline
 from diverse_core.pipelines.vendirag import VendiRAG, VendiRAGResult
+from vendi_fakes import (
+    COMPLETION_TOKENS,
+    CORPUS,
+    PROMPT_TOKENS,
+    CountingSource,
+    ScriptedVendiLLM,
+    hash_embed,
+)
 
 Q = "Which subject links passage 3 and passage 10?"
 
