@@ -327,3 +327,17 @@ def test_fetch_k_limits_the_pool(source):
     search = next(e for e in res.trace if e.stage == "search")
     assert search.parsed["k"] == 6 and len(search.parsed["ids"]) == 6
     assert np.isin(res.iterations[0].chunk_ids, search.parsed["ids"]).all()
+
+
+def test_a_reply_equal_to_the_prompt_example_is_still_read(source):
+    # the prompt is a parser source (so echoing models are not scored), but a reply that only
+    # holds the same ratings as the prompt's example is the model's own verdict
+    res = run(ScriptedVendiLLM(['{"coherence": 4, "relevance": 6, "query_alignment": 5}', 9]), source)
+    assert res.quality_trajectory == pytest.approx((0.5, 0.9)) and res.ok
+
+
+def test_exclude_seen_with_an_exhausted_pool_warns(source):
+    res = run(ScriptedVendiLLM([3]), source, fetch_k=5, k=5, exclude_seen=True, rewrite=False,
+              max_iterations=2)
+    assert set(res.iterations[0].chunk_ids) == set(res.iterations[1].chunk_ids)
+    assert any("exclude_seen ignored" in w for w in res.warnings)

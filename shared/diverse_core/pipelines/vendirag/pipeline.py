@@ -353,7 +353,7 @@ class VendiRAG(Pipeline):
             ctx.warn(f"iteration {i}: not judged (no readable ratings after one retry); it cannot end "
                      f"the loop and s stayed at {record.s:g}")
         for note in record.notes:
-            if "clipped" in note or "empty" in note:
+            if any(flag in note for flag in ("clipped", "empty", "ignored")):
                 ctx.warn(f"iteration {i}: {note}")
 
     def _final(self, answered: list[IterationRecord], ctx: RunContext) -> IterationRecord:
