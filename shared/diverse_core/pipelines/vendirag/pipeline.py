@@ -213,7 +213,7 @@ class VendiRAG(Pipeline):
         return None, calls
 
     # ------------------------------------------------------------------ selection
-    def _select(self, found: Candidates, k: int, s: float, seen: set[str], i: int) -> _Step:
+    def _select(self, found: Candidates, k: int, s: float, seen: set[str]) -> _Step:
         """VRS at ``s`` over the candidates (minus the chunks already used, with ``exclude_seen``)."""
         keep = np.arange(len(found))
         notes: list[str] = []
@@ -227,6 +227,44 @@ class VendiRAG(Pipeline):
                     notes.append(f"only {unseen.size} unseen candidates; chose {unseen.size} instead of {k}")
         sel = select("vendi", found.query_embedding, found.embeddings[keep], k, s=s, objective=self.objective)
         return _Step(found, [int(keep[j]) for j in sel.indices], notes=notes)
+
+    # ------------------------------------------------------------------ the calls of an iteration
+    async def _reason_answer_judge(
+        self, ctx: RunContext, question: str, query: str, texts: tuple[str, ...], notes_so_far: list[str],
+        i: int, step: _Step,
+    ) -> tuple[str | None, str | None, Judgement | None, int]:
+        """Reasoning over the current query, the answer over the original question and every
+        note so far, then the judge: ``(reasoning, answer, judgement, judge_calls)``."""
+        out, _ = await self._call(ctx, "reasoner", self.prompts.render_reasoning(query, texts), i, step)
+        if out is None:
+            return None, None, None, 0
+        reasoning = out.text.strip()
+        notes_so_far.append(reasoning)
+        out, _ = await self._call(ctx, "answerer", self.prompts.render_answer(question, texts, notes_so_far),
+                                  i, step)
+        if out is None:
+            return reasoning, None, None, 0
+        answer = out.text.strip()
+        if not answer:
+            step.notes.append("the answer is empty")
+        if not self.use_judge:
+            return reasoning, answer, None, 0
+        judgement, judge_calls = await self._judge(ctx, question, answer, texts, i, step)
+        return reasoning, answer, judgement, judge_calls
+
+    async def _rewrite(self, ctx: RunContext, question: str, query: str, answer: str, reasoning: str,
+                       i: int, step: _Step) -> str:
+        """The next query (the current one when the call fails or its reply holds none)."""
+        prompt = self.prompts.render_rewrite(question, query, answer, reasoning)
+        out, at = await self._call(ctx, "rewriter", prompt, i, step)
+        if out is None:
+            return query
+        new = read_rewrite(out.text)
+        if not new:
+            step.failures.append("the rewrite reply held no query; the query was kept")
+        if at is not None:
+            ctx.annotate(at, parsed={"query": new or query})
+        return new or query
 
     # ------------------------------------------------------------------ the loop
     async def _arun(
@@ -243,26 +281,13 @@ class VendiRAG(Pipeline):
         for i in range(1, self.max_iterations + 1):
             before = ctx.cost()
             found = await self.search(ctx, source, query, self.fetch_k)
-            step = self._select(found, k, s, seen, i)
+            step = self._select(found, k, s, seen)
             chosen = found.take(step.local)
             seen.update(chosen.ids)
             ctx.stage("select", iteration=i, s=s, ids=list(chosen.ids))
 
-            reasoning = answer = None
-            judgement: Judgement | None = None
-            judge_calls = 0
-            out, _ = await self._call(ctx, "reasoner", self.prompts.render_reasoning(query, chosen.texts), i, step)
-            if out is not None:
-                reasoning = out.text.strip()
-                notes_so_far.append(reasoning)
-                prompt = self.prompts.render_answer(question, chosen.texts, notes_so_far)
-                out, _ = await self._call(ctx, "answerer", prompt, i, step)
-                if out is not None:
-                    answer = out.text.strip()
-                    if not answer:
-                        step.notes.append("the answer is empty")
-                    if self.use_judge:
-                        judgement, judge_calls = await self._judge(ctx, question, answer, chosen.texts, i, step)
+            reasoning, answer, judgement, judge_calls = await self._reason_answer_judge(
+                ctx, question, query, chosen.texts, notes_so_far, i, step)
 
             failed = answer is None
             quality = None if judgement is None else judgement.quality
@@ -277,16 +302,7 @@ class VendiRAG(Pipeline):
                 next_query = query
                 if self.rewrite:
                     assert answer is not None and reasoning is not None
-                    prompt = self.prompts.render_rewrite(question, query, answer, reasoning)
-                    out, at = await self._call(ctx, "rewriter", prompt, i, step)
-                    if out is not None:
-                        new = read_rewrite(out.text)
-                        if new:
-                            next_query = new
-                        else:
-                            step.failures.append("the rewrite reply held no query; the query was kept")
-                        if at is not None:
-                            ctx.annotate(at, parsed={"query": next_query})
+                    next_query = await self._rewrite(ctx, question, query, answer, reasoning, i, step)
 
             after = ctx.cost()
             record = IterationRecord(
