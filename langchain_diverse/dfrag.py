@@ -69,19 +69,15 @@ class DFRAGRetriever(PipelineRetriever):
         assert isinstance(result, DFRAGResult)
         return {
             DFRAG_LAMBDA: result.lambda_star,
-            DFRAG_SCORES: {f"{lam:g}": s for lam, s in result.lambda_scores.items()},
+            DFRAG_SCORES: result.labelled_scores(),
             DFRAG_PLAN: list(result.plan),
         }
 
     @classmethod
     def chain_fields(cls, result: PipelineResult) -> dict[str, Any]:
         assert isinstance(result, DFRAGResult)
-        return {
-            "lambda": result.lambda_star,
-            "lambda_source": result.lambda_source,
-            "scores": {f"{lam:g}": s for lam, s in result.lambda_scores.items()},
-            "plan": list(result.plan),
-        }
+        summary = result.summary()
+        return {key: summary[key] for key in ("lambda", "lambda_source", "scores", "plan")}
 
     run_dfrag = PipelineRetriever.run_pipeline
     arun_dfrag = PipelineRetriever.arun_pipeline

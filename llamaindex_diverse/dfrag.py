@@ -22,13 +22,14 @@ __all__ = ["LlamaIndexLLM", "DFRAGRetriever", "DFRAGQueryEngine", "response_meta
 def response_metadata(result: PipelineResult) -> dict[str, Any]:
     """The DF-RAG fields a query engine puts in ``Response.metadata``."""
     assert isinstance(result, DFRAGResult)
+    summary = result.summary()
     return {
         "dfrag_lambda": result.lambda_star,
         "dfrag_lambda_source": result.lambda_source,
-        "dfrag_lambda_scores": {f"{lam:g}": s for lam, s in result.lambda_scores.items()},
-        "dfrag_tied_lambdas": list(result.tied_lambdas),
-        "dfrag_plan": list(result.plan),
-        "dfrag_parse_failures": list(result.parse_failures),
+        "dfrag_lambda_scores": summary["scores"],
+        "dfrag_tied_lambdas": summary["tied_lambdas"],
+        "dfrag_plan": summary["plan"],
+        "dfrag_parse_failures": summary["parse_failures"],
         "dfrag_n_distinct_sets": result.n_distinct_sets,
         **pipeline_response_metadata(result, "dfrag"),
     }

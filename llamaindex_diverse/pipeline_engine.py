@@ -8,6 +8,7 @@ the LLM adapter, sync/async, instrumentation and node metadata are shared here.
 
 from __future__ import annotations
 
+from collections.abc import AsyncGenerator
 from typing import Any, ClassVar
 
 from diverse_core.errors import InvalidParameterError
@@ -15,13 +16,19 @@ from diverse_core.pipelines import Pipeline, PipelineResult
 from llama_index.core.base.base_query_engine import BaseQueryEngine
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.base.response.schema import Response
+from llama_index.core.base.response.schema import (
+    AsyncStreamingResponse,
+    Response,
+    StreamingResponse,
+)
 from llama_index.core.callbacks import CallbackManager
+from llama_index.core.llms import LLM
+from llama_index.core.prompts import BasePromptTemplate, PromptTemplate
 from llama_index.core.prompts.mixin import PromptMixinType
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from ._metadata import with_selection_metadata
-from .llm import as_backend
+from .llm import LlamaIndexLLM, as_backend
 from .sources import LlamaIndexSource
 
 __all__ = ["PipelineRetriever", "PipelineQueryEngine", "pipeline_response_metadata"]
@@ -164,32 +171,85 @@ class PipelineQueryEngine(BaseQueryEngine):
     nodes, ``metadata`` its warnings, cost, trace and full result (keys prefixed with the
     pipeline's name) plus the subclass's own fields.
 
+    The pipeline's prompts are exposed through LlamaIndex's ``PromptMixin``
+    (``get_prompts()`` / ``update_prompts({...})``). With ``streaming=True`` the pipeline runs
+    retrieval only and the answer call is streamed from the LlamaIndex LLM
+    (``StreamingResponse.response_gen``; pipelines that answer in one call). The streamed call
+    is not in the run's cost record (the response metadata describes the retrieval run).
+
     Subclasses set ``retriever_class``.
     """
 
     retriever_class: ClassVar[type[PipelineRetriever]]
 
-    def __init__(self, retriever: PipelineRetriever, callback_manager: CallbackManager | None = None) -> None:
+    def __init__(
+        self,
+        retriever: PipelineRetriever,
+        callback_manager: CallbackManager | None = None,
+        streaming: bool = False,
+    ) -> None:
         if not isinstance(retriever, self.retriever_class):
             raise InvalidParameterError(
                 f"retriever must be a {self.retriever_class.__name__}; got {type(retriever).__name__} "
                 f"(use {type(self).__name__}.from_args to wrap a plain retriever)"
             )
         self._pipeline_retriever = retriever
+        self._streaming = bool(streaming)
         super().__init__(callback_manager=callback_manager or retriever.callback_manager)
 
     @classmethod
-    def from_args(cls, retriever: Any, llm: Any = None, **kwargs: Any) -> Any:
+    def from_args(cls, retriever: Any, llm: Any = None, *, streaming: bool = False, **kwargs: Any) -> Any:
         """Build from a plain base retriever or index; ``kwargs`` go to the retriever class."""
-        return cls(cls.retriever_class(retriever, llm, **kwargs))
+        return cls(cls.retriever_class(retriever, llm, **kwargs), streaming=streaming)
 
     @property
     def retriever(self) -> PipelineRetriever:
         """The pipeline retriever."""
         return self._pipeline_retriever
 
+    # -- prompts (PromptMixin) -----------------------------------------------------
     def _get_prompt_modules(self) -> PromptMixinType:
         return {}
+
+    def _get_prompts(self) -> dict[str, BasePromptTemplate]:
+        templates = self._pipeline_retriever.pipeline.prompt_templates()
+        return {name: PromptTemplate(text) for name, text in templates.items()}
+
+    def _update_prompts(self, prompts_dict: dict[str, BasePromptTemplate]) -> None:
+        self._pipeline_retriever.pipeline.update_prompt_templates(
+            {name: prompt.get_template() for name, prompt in prompts_dict.items()}
+        )
+
+    # -- streaming -------------------------------------------------------------------
+    def _stream_model(self, result: PipelineResult) -> tuple[LLM, str]:
+        pipeline = self._pipeline_retriever.pipeline
+        spec = pipeline.answer_prompt(result)
+        if spec is None:
+            raise InvalidParameterError(f"{type(pipeline).__name__} writes its answer in several calls: "
+                                        "streaming=True is not supported")
+        role, prompt = spec
+        backend = pipeline.llms[role].inner
+        if not isinstance(backend, LlamaIndexLLM):
+            raise InvalidParameterError(f"streaming=True needs a LlamaIndex LLM for role {role!r}; "
+                                        f"got {type(backend).__name__}")
+        return backend.llm, prompt
+
+    def _stream(self, result: PipelineResult, nodes: list[NodeWithScore]) -> StreamingResponse:
+        llm, prompt = self._stream_model(result)
+        deltas = (chunk.delta or "" for chunk in llm.stream_complete(prompt))
+        return StreamingResponse(response_gen=deltas, source_nodes=nodes, metadata=self.response_metadata(result))
+
+    async def _astream(self, result: PipelineResult, nodes: list[NodeWithScore]) -> AsyncStreamingResponse:
+        llm, prompt = self._stream_model(result)
+        chunks = await llm.astream_complete(prompt)
+
+        async def deltas() -> AsyncGenerator[str, None]:
+            async for chunk in chunks:
+                yield chunk.delta or ""
+
+        return AsyncStreamingResponse(
+            response_gen=deltas(), source_nodes=nodes, metadata=self.response_metadata(result)
+        )
 
     def response_metadata(self, result: PipelineResult) -> dict[str, Any]:
         """``Response.metadata`` for a result (subclasses add their fields)."""
@@ -198,8 +258,12 @@ class PipelineQueryEngine(BaseQueryEngine):
     def _response(self, result: PipelineResult, nodes: list[NodeWithScore]) -> Response:
         return Response(response=result.answer, source_nodes=nodes, metadata=self.response_metadata(result))
 
-    def _query(self, query_bundle: QueryBundle) -> Response:
+    def _query(self, query_bundle: QueryBundle) -> Response | StreamingResponse:
+        if self._streaming:
+            return self._stream(*self._pipeline_retriever.run_pipeline(query_bundle, generate=False))
         return self._response(*self._pipeline_retriever.run_pipeline(query_bundle, generate=True))
 
-    async def _aquery(self, query_bundle: QueryBundle) -> Response:
+    async def _aquery(self, query_bundle: QueryBundle) -> Response | AsyncStreamingResponse:
+        if self._streaming:
+            return await self._astream(*await self._pipeline_retriever.arun_pipeline(query_bundle, generate=False))
         return self._response(*await self._pipeline_retriever.arun_pipeline(query_bundle, generate=True))

@@ -87,6 +87,7 @@ __all__ = [
     "summary_rows",
 ]
 
+from . import ambiguous as _ambiguous  # noqa: E402,F401  (registers condambigqa, situatedqa, ambignq)
 from . import dfrag_plugin as _dfrag_plugin  # noqa: E402,F401  (registers the "dfrag" plugin)
 from .pipeline_plugin import declare_pipeline_method  # noqa: E402
 

@@ -55,15 +55,7 @@ def _build(params: dict[str, Any], k: int) -> DFRAG:
 
 def _info(res: PipelineResult) -> dict[str, Any]:
     assert isinstance(res, DFRAGResult)
-    return {
-        "lambda": res.lambda_star,
-        "lambda_source": res.lambda_source,
-        "scores": {f"{lam:g}": s for lam, s in res.lambda_scores.items()},
-        "tied_lambdas": list(res.tied_lambdas),
-        "plan": list(res.plan),
-        "n_distinct_sets": res.n_distinct_sets,
-        "parse_failures": list(res.parse_failures),
-    }
+    return res.summary()
 
 
 def _dry_run(inp: MethodInput, params: dict[str, Any]) -> MethodOutput:

@@ -212,6 +212,33 @@ class Pipeline(ABC):
         """The shared result fields of a run: ``trace``, ``warnings``, ``cost``."""
         return {"trace": tuple(ctx.trace), "warnings": tuple(ctx.warnings), "cost": ctx.cost()}
 
+    # ------------------------------------------------------------------ prompts and streaming
+    def prompt_templates(self) -> dict[str, str]:
+        """The pipeline's prompt templates by name (``str.format`` templates); faces expose
+        them (e.g. LlamaIndex's ``get_prompts``). Pipelines with prompts override this."""
+        return {}
+
+    def update_prompt_templates(self, templates: Mapping[str, str]) -> None:
+        """Replace prompt templates by name.
+
+        Raises:
+            InvalidParameterError: an unknown name.
+        """
+        unknown = sorted(set(templates) - set(self.prompt_templates()))
+        if unknown:
+            raise InvalidParameterError(
+                f"unknown prompt(s) {unknown} for {type(self).__name__}; known: {sorted(self.prompt_templates())}"
+            )
+        self._set_prompt_templates(dict(templates))
+
+    def _set_prompt_templates(self, templates: dict[str, str]) -> None:
+        raise NotImplementedError  # pragma: no cover - only reached with known names
+
+    def answer_prompt(self, result: PipelineResult) -> tuple[str, str] | None:
+        """``(role, prompt)`` of the single call that writes the answer for a retrieval-only
+        ``result``, so a face can stream it; ``None`` when the answer takes several calls."""
+        return None
+
     def close(self) -> None:
         """Release the LLM worker threads."""
         self.llms.close()

@@ -30,7 +30,7 @@ _ENUM = re.compile(
     re.IGNORECASE,
 )
 _PLAN_HEADER = re.compile(r"^\s*(?:output\s+)?(?:planner\s*)?plan\s*:?\s*$", re.IGNORECASE)
-_NUM = r"(-?\d+(?:\.\d+)?)"
+_NUM = r"(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"
 _TOTAL = re.compile(r"total\s*(?:support\s*)?(?:score)?\s*(?:[:=]|is|of)\s*" + _NUM, re.IGNORECASE)
 _STEP_SCORE = re.compile(
     r"^\s*(?:[-*+\u2022]\s*)?(?:step\s*)?(\d{1,2})\s*[).:\]-]?\s*.*?\bscore\b\s*(?:[:=]|is|of)?\s*" + _NUM,

@@ -4,6 +4,7 @@ Generator, on the shared pipeline contract."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
@@ -15,7 +16,7 @@ from ...llm.errors import LLMError
 from ...tuning import argmax_upper_median, peak_search_steps, upper_median
 from ...validation import check_k
 from ..base import Pipeline, gather_all_or_cancel, run_sync
-from ..contract import Candidates, CandidateSource
+from ..contract import Candidates, CandidateSource, PipelineResult
 from ..roles import RunContext
 from ..sources import PoolSource
 from .candidates import DEFAULT_LAMBDAS, CandidateGroups, check_lambdas, sweep_candidate_sets
@@ -149,6 +150,25 @@ class DFRAG(Pipeline):
     def generator_llm(self) -> Any:
         """The Generator's wrapped model."""
         return self.llms["generator"]
+
+    # ------------------------------------------------------------------ prompts
+    _TEMPLATES = ("planner", "evaluator", "evaluator_examples", "generator", "incremental_context")
+
+    def prompt_templates(self) -> dict[str, str]:
+        """DF-RAG's templates: ``planner``, ``evaluator`` (+ its few-shot ``evaluator_examples``),
+        ``generator`` and ``incremental_context``."""
+        return {name: getattr(self.prompts, name) for name in self._TEMPLATES}
+
+    def _set_prompt_templates(self, templates: dict[str, str]) -> None:
+        self.prompts = dataclasses.replace(self.prompts, **templates)  # type: ignore[arg-type]
+
+    def answer_prompt(self, result: PipelineResult) -> tuple[str, str] | None:
+        """The Generator's prompt for a retrieval-only DF-RAG result."""
+        if not isinstance(result, DFRAGResult):
+            return None
+        steps = result.plan if self.incremental_context else None
+        prompt = self.prompts.render_generator(result.question, result.texts, steps, result.short_answer)
+        return "generator", prompt
 
     # ------------------------------------------------------------------ evaluation
     async def _evaluate(

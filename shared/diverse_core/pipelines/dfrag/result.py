@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ..contract import PipelineCost, PipelineResult
 from .parsing import EvaluationParse
@@ -99,6 +100,22 @@ class DFRAGResult(PipelineResult):
     def n_distinct_sets(self) -> int:
         """Number of distinct chunk sets over the λ grid."""
         return len(self.candidate_sets)
+
+    def labelled_scores(self) -> dict[str, float | None]:
+        """``lambda_scores`` keyed by the λ's label (``"0.1"``, ..., ``"1"``): JSON-friendly."""
+        return {f"{lam:g}": score for lam, score in self.lambda_scores.items()}
+
+    def summary(self) -> dict[str, Any]:
+        """What the faces and the harness report of a run besides the documents."""
+        return {
+            "lambda": self.lambda_star,
+            "lambda_source": self.lambda_source,
+            "scores": self.labelled_scores(),
+            "tied_lambdas": list(self.tied_lambdas),
+            "plan": list(self.plan),
+            "n_distinct_sets": self.n_distinct_sets,
+            "parse_failures": list(self.parse_failures),
+        }
 
 
 @dataclass(frozen=True)
