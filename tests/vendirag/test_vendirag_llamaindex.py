@@ -19,6 +19,7 @@ from llama_index.core.instrumentation.event_handlers import BaseEventHandler  # 
 from llama_index.core.instrumentation.events.llm import LLMCompletionStartEvent  # noqa: E402
 from llama_index.core.llms import CustomLLM, MockLLM  # noqa: E402
 from llama_index.core.llms.callbacks import llm_completion_callback  # noqa: E402
+from llama_index.core.prompts import PromptTemplate  # noqa: E402
 from vendi_fakes import hash_vector, judge_json, role_of  # noqa: E402
 
 from llamaindex_diverse import VendiRAGQueryEngine, VendiRAGRetriever  # noqa: E402
@@ -149,3 +150,17 @@ def test_bad_configuration(index):
         VendiRAGRetriever(index.as_retriever(), llm=MockLLM(), final="first")
     with pytest.raises(InvalidParameterError, match="VendiRAGRetriever"):
         VendiRAGQueryEngine(index.as_retriever())  # type: ignore[arg-type]
+
+
+def test_prompts_through_prompt_mixin_and_no_streaming(index):
+    engine = _engine(index, ScriptedLlama())
+    prompts = engine.get_prompts()
+    assert set(prompts) == {"reasoning", "answer", "judge", "judge_retry", "rewrite"}
+    new = prompts["reasoning"].get_template().replace("step by step", "carefully, step by step")
+    engine.update_prompts({"reasoning": PromptTemplate(new)})
+    assert "carefully, step by step" in engine.retriever.pipeline.prompts.reasoning
+    resp = engine.query("which fact?")
+    first = resp.metadata["vendirag_result"].llm_calls("reasoner")[0]
+    assert "carefully, step by step" in first.prompt
+    with pytest.raises(InvalidParameterError, match="several calls"):
+        _engine(index, ScriptedLlama(), streaming=True).query("which fact?")

@@ -175,6 +175,18 @@ class VendiRAG(Pipeline):
             llm_kwargs=llm_kwargs,
         )
 
+    # ------------------------------------------------------------------ prompts (faces expose them)
+    _TEMPLATES = ("reasoning", "answer", "judge", "judge_retry", "rewrite")
+
+    def prompt_templates(self) -> dict[str, str]:
+        """The loop's templates: ``reasoning``, ``answer``, ``judge``, ``judge_retry``, ``rewrite``.
+        (No single answer call can be streamed: the answers are written, and judged, inside the
+        loop, so :meth:`answer_prompt` stays ``None``.)"""
+        return {name: getattr(self.prompts, name) for name in self._TEMPLATES}
+
+    def _set_prompt_templates(self, templates: dict[str, str]) -> None:
+        self.prompts = dataclasses.replace(self.prompts, **templates)  # type: ignore[arg-type]
+
     # ------------------------------------------------------------------ one LLM call
     async def _call(self, ctx: RunContext, role: str, prompt: str, i: int,
                     step: _Step) -> tuple[Completion | None, int | None]:
