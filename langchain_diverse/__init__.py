@@ -77,6 +77,8 @@ _LAZY = {
     "DRRAGRetriever": ".drrag",
     "DivaRetriever": ".diva",
     "create_diva_chain": ".diva",
+    "VendiRAGRetriever": ".vendirag",
+    "create_vendirag_chain": ".vendirag",
 }
 __all__ += list(_LAZY)
 

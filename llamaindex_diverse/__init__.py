@@ -51,6 +51,8 @@ _LAZY = {
     "DRRAGRetriever": ".drrag",
     "DivaQueryEngine": ".diva",
     "DivaRetriever": ".diva",
+    "VendiRAGQueryEngine": ".vendirag",
+    "VendiRAGRetriever": ".vendirag",
 }
 __all__ += list(_LAZY)
 

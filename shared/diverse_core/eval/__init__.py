@@ -94,3 +94,4 @@ from .pipeline_plugin import declare_pipeline_method  # noqa: E402
 __all__ += ["declare_pipeline_method"]
 from . import diva_plugin as _diva_plugin  # noqa: E402,F401  (registers the "diva" plugin)
 from . import drrag_plugin as _drrag_plugin  # noqa: E402,F401  (registers the "drrag" method)
+from . import vendirag_plugin as _vendirag_plugin  # noqa: E402,F401  (registers the "vendirag" plugin)

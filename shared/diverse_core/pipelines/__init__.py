@@ -8,6 +8,7 @@
 - :mod:`~diverse_core.pipelines.judge`: the shared judge-output parser.
 - :class:`InMemorySource` / :class:`PoolSource`: the core's candidate sources.
 - :mod:`~diverse_core.pipelines.dfrag`: DF-RAG.
+- :mod:`~diverse_core.pipelines.vendirag`: Vendi-RAG (the iterative VRS / judge / rewrite loop).
 
 Example:
     >>> from diverse_core.pipelines import InMemorySource, PipelineResult

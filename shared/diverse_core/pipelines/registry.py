@@ -14,6 +14,7 @@ _BUILTIN = {
     "dfrag": "diverse_core.pipelines.dfrag:DFRAG",
     "drrag": "diverse_core.pipelines.drrag:DRRAG",
     "diva": "diverse_core.pipelines.diva:DIVA",
+    "vendirag": "diverse_core.pipelines.vendirag:VendiRAG",
 }
 _REGISTERED: dict[str, type[Any]] = {}
 

@@ -1,0 +1,111 @@
+"""Vendi-RAG for LangChain, declared on the generic pipeline face.
+
+* :class:`VendiRAGRetriever` - runs the Vendi-RAG loop and returns the final iteration's chunks
+  (or, with ``return_documents="union"``, every chunk the loop used).
+* :meth:`VendiRAGRetriever.as_chain` / :func:`create_vendirag_chain` - a Runnable
+  ``question -> {answer, context, iterations, s_trajectory, quality, trace, warnings, cost, result}``.
+
+The retriever needs an LLM: the judge's scores decide what later iterations retrieve, so even
+``invoke`` (retrieval only) runs the whole loop - 3 LLM calls per iteration plus a rewrite
+between iterations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from diverse_core.pipelines import PipelineResult
+from diverse_core.pipelines.vendirag import VendiPrompts, VendiRAG, VendiRAGResult
+from langchain_core.runnables import Runnable
+
+from .pipeline_retriever import PipelineRetriever, create_pipeline_chain
+
+__all__ = [
+    "VendiRAGRetriever",
+    "create_vendirag_chain",
+    "VENDIRAG_ITERATION",
+    "VENDIRAG_S_TRAJECTORY",
+    "VENDIRAG_QUALITY",
+]
+
+#: Metadata key: the iteration whose chunks (and answer) were returned.
+VENDIRAG_ITERATION = "vendirag_iteration"
+#: Metadata key: s of every iteration.
+VENDIRAG_S_TRAJECTORY = "vendirag_s_trajectory"
+#: Metadata key: the judge's quality Q_i of every iteration (``None`` where not judged).
+VENDIRAG_QUALITY = "vendirag_quality"
+
+
+class VendiRAGRetriever(PipelineRetriever):
+    """Retrieve with the Vendi-RAG loop: VRS at an adaptive ``s``, reasoning, an answer, an LLM
+    judge, a rewritten query, repeated until the judge's quality reaches ``threshold``.
+
+    Returns the chunks of the final iteration (``final="best"``: the best-judged one) or, with
+    ``return_documents="union"``, every chunk the loop used. Besides the shared metadata (see
+    :class:`PipelineRetriever`; ``selection_params`` holds ``iteration``, ``s``, ``quality``,
+    ``query`` and ``k``), documents carry ``vendirag_iteration``, ``vendirag_s_trajectory`` and
+    ``vendirag_quality``. **Needs an LLM** even for retrieval (the judge drives it).
+
+    Options (see :class:`~diverse_core.pipelines.vendirag.VendiRAG`): ``initial_s`` (0.8),
+    ``threshold`` (0.85), ``max_iterations`` (5), ``s_update`` (``"paper"``/``"relative"``/
+    ``"fixed"``), ``final`` (``"best"``/``"last"``), ``rewrite``, ``use_judge``,
+    ``exclude_seen``, ``objective``, ``return_documents``, ``on_llm_error``, ``prompts``.
+
+    Example:
+        >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+        >>> from langchain_core.language_models import FakeListLLM
+        >>> from langchain_core.vectorstores import InMemoryVectorStore
+        >>> store = InMemoryVectorStore(DeterministicFakeEmbedding(size=16))
+        >>> _ = store.add_texts([f"fact {i}" for i in range(8)])
+        >>> judge = '{"coherence": 9, "relevance": 9, "query_alignment": 9}'
+        >>> llm = FakeListLLM(responses=["1) think", "fact 3", judge])
+        >>> docs = VendiRAGRetriever(llm=llm, vectorstore=store, k=2, fetch_k=8).invoke("fact")
+        >>> len(docs), docs[0].metadata["selection_method"], docs[0].metadata["vendirag_iteration"]
+        (2, 'vendirag', 1)
+    """
+
+    pipeline_class = VendiRAG
+
+    initial_s: float = 0.8
+    threshold: float = 0.85
+    max_iterations: int = 5
+    s_update: str = "paper"
+    final: str = "best"
+    rewrite: bool = True
+    use_judge: bool = True
+    exclude_seen: bool = False
+    objective: str = "paper"
+    return_documents: str = "final"
+    on_llm_error: str = "stop"
+    prompts: VendiPrompts | None = None
+
+    @classmethod
+    def result_metadata(cls, result: PipelineResult) -> dict[str, Any]:
+        assert isinstance(result, VendiRAGResult)
+        return {
+            VENDIRAG_ITERATION: result.final_iteration,
+            VENDIRAG_S_TRAJECTORY: list(result.s_trajectory),
+            VENDIRAG_QUALITY: list(result.quality_trajectory),
+        }
+
+    @classmethod
+    def chain_fields(cls, result: PipelineResult) -> dict[str, Any]:
+        assert isinstance(result, VendiRAGResult)
+        return {
+            "iterations": [asdict(it) for it in result.iterations],
+            "final_iteration": result.final_iteration,
+            "s_trajectory": list(result.s_trajectory),
+            "quality": result.quality,
+            "stop_reason": result.stop_reason,
+        }
+
+    run_vendirag = PipelineRetriever.run_pipeline
+    arun_vendirag = PipelineRetriever.arun_pipeline
+
+
+def create_vendirag_chain(retriever: VendiRAGRetriever) -> Runnable[Any, dict[str, Any]]:
+    """A Runnable that answers a question with Vendi-RAG end to end (see
+    :func:`~langchain_diverse.pipeline_retriever.create_pipeline_chain`; adds ``iterations``,
+    ``final_iteration``, ``s_trajectory``, ``quality`` and ``stop_reason``)."""
+    return create_pipeline_chain(retriever)

@@ -1,0 +1,83 @@
+"""Reading the Vendi-RAG judge's reply: three integer ratings 1-10 -> the quality ``Q_i``.
+
+The reply goes through the shared judge parser (:mod:`diverse_core.pipelines.judge`): the last
+JSON object of the model's own text with all three keys (objects quoted from the chunks are
+ignored). Ratings outside 1..10 are clipped and flagged; non-integers are kept and flagged; a
+missing key or a value that is not a number makes the reply unreadable (``parsed=False``) -
+never a silent default score.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..judge import clip_score, read_json_object
+from .prompts import JUDGE_KEYS
+
+__all__ = ["Judgement", "read_judgement"]
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """The judge's ratings of one answer.
+
+    Attributes:
+        scores: ``{"coherence": c, "relevance": r, "query_alignment": a}`` (after clipping),
+            empty when the reply could not be read.
+        quality: ``mean(scores) / 10`` in [0.1, 1], ``None`` when unreadable.
+        parsed: whether the three ratings were read.
+        notes: what was clipped, flagged or missing.
+
+    Example:
+        >>> read_judgement('{"coherence": 8, "relevance": 9, "query_alignment": 10}').quality
+        0.9
+    """
+
+    scores: dict[str, float]
+    quality: float | None
+    parsed: bool
+    notes: tuple[str, ...] = ()
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def read_judgement(reply: str, chunks: Sequence[str] = ()) -> Judgement:
+    """Read the three ratings from ``reply`` (``chunks``: the passages the judge was shown).
+
+    Example:
+        >>> j = read_judgement('Sure: {"coherence": 12, "relevance": 5, "query_alignment": 7}')
+        >>> j.scores["coherence"], j.notes
+        (10.0, ('coherence 12 out of range 1..10; clipped',))
+        >>> read_judgement("looks fine, 9/10").parsed
+        False
+    """
+    found = read_json_object(reply, JUDGE_KEYS, sources=chunks)
+    if not found.parsed:
+        return Judgement({}, None, False, found.notes)
+    notes = list(found.notes)
+    scores: dict[str, float] = {}
+    for key in JUDGE_KEYS:
+        value = _number(found.value[key])
+        if value is None:
+            return Judgement({}, None, False, (*notes, f"{key} is not a number: {found.value[key]!r}"))
+        if value != value or value in (float("inf"), float("-inf")):
+            return Judgement({}, None, False, (*notes, f"{key} is not finite: {value!r}"))
+        if not float(value).is_integer():
+            notes.append(f"{key} {value:g} is not an integer; kept")
+        clipped, clip_notes = clip_score(value, 1.0, 10.0, key)
+        notes.extend(clip_notes)
+        scores[key] = clipped
+    quality = sum(scores.values()) / (10.0 * len(scores))
+    return Judgement(scores, quality, True, tuple(notes))

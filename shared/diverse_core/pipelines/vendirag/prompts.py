@@ -1,0 +1,170 @@
+"""Prompts of the Vendi-RAG loop (``vendi-rag.txt`` Sec. 3 and App. C), in our own words.
+
+Four calls, in the order of Algorithm 1:
+
+* reasoning - step-by-step notes over the iteration's query and its chunks (no answer yet);
+* answer - the *original* question, the chunks and every reasoning note so far -> a short
+  answer;
+* judge - the paper's three criteria (coherence, relevance, query alignment), each an integer
+  from 1 to 10, returned as one JSON object; the judge sees the question, the answer and the
+  chunks;
+* rewrite - one new search query aimed at what is still missing.
+
+Every template is a ``str.format`` string; pass your own :class:`VendiPrompts` to change them
+(keep the judge's JSON keys: the parser reads ``coherence``, ``relevance``,
+``query_alignment``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+__all__ = [
+    "REASONING_TEMPLATE",
+    "ANSWER_TEMPLATE",
+    "JUDGE_TEMPLATE",
+    "JUDGE_RETRY_NOTE",
+    "REWRITE_TEMPLATE",
+    "JUDGE_KEYS",
+    "VendiPrompts",
+    "format_chunks",
+    "format_reasoning",
+    "read_rewrite",
+]
+
+#: The judge's JSON keys (the paper's three criteria).
+JUDGE_KEYS = ("coherence", "relevance", "query_alignment")
+
+REASONING_TEMPLATE = """Work through the question below step by step, using only what the passages state. Write short numbered steps that link the facts you need, and say which facts the passages do not give. Do not write a final answer yet.
+
+Passages:
+{passages}
+
+Question: {query}
+Reasoning:"""
+
+ANSWER_TEMPLATE = """Answer the question using the passages and the reasoning notes collected so far. Reply with the shortest phrase that fully answers it, without explanation.
+
+Passages:
+{passages}
+
+Reasoning notes (every round so far):
+{reasoning}
+
+Question: {question}
+Answer:"""
+
+JUDGE_TEMPLATE = """You are grading one answer written by a retrieval-augmented question answering system. Give three ratings, each a whole number from 1 (very poor) to 10 (excellent):
+- coherence: the answer is logically consistent, with no contradictions and no gaps in its reasoning;
+- relevance: the answer addresses the question, judged against what the retrieved passages contain;
+- query_alignment: the answer matches what the question asks for, staying focused and appropriate.
+
+Question: {question}
+
+Retrieved passages:
+{passages}
+
+Answer: {answer}
+
+Reply with one JSON object and nothing else, for example {{"coherence": 4, "relevance": 6, "query_alignment": 5}}.
+Ratings (JSON):"""
+
+#: Appended to the judge prompt for the one retry after an unreadable reply.
+JUDGE_RETRY_NOTE = """
+Your previous reply could not be read. Reply with the JSON object only: {{"coherence": <1-10>, "relevance": <1-10>, "query_alignment": <1-10>}}
+Ratings (JSON):"""
+
+REWRITE_TEMPLATE = """The answer below was judged not good enough. Write one new search query that should find the information still missing; use what the reasoning and the answer uncovered (for example a name or place found along the way). Reply with the query only, on a single line.
+
+Original question: {question}
+Current query: {query}
+Answer so far: {answer}
+Reasoning: {reasoning}
+New query:"""
+
+
+def format_chunks(chunks: Sequence[str], max_chars: int | None = None) -> str:
+    """Chunks as numbered lines ``[1] text`` (each cut to ``max_chars`` when given).
+
+    Example:
+        >>> print(format_chunks(["alpha", "beta gamma"], max_chars=5))
+        [1] alpha
+        [2] beta ...
+    """
+    lines = []
+    for i, text in enumerate(chunks, start=1):
+        body = " ".join(str(text).split())
+        if max_chars is not None and len(body) > max_chars:
+            body = body[:max_chars].rstrip() + " ..."
+        lines.append(f"[{i}] {body}")
+    return "\n".join(lines)
+
+
+def format_reasoning(notes: Sequence[str]) -> str:
+    """Reasoning notes of every round, labelled by round."""
+    return "\n".join(f"(round {i}) {note.strip()}" for i, note in enumerate(notes, start=1))
+
+
+_LABEL = re.compile(r"^\s*(?:new\s+)?(?:search\s+)?query\s*[:\-]\s*", re.IGNORECASE)
+
+
+def read_rewrite(reply: str) -> str:
+    """The new query in a rewrite reply: its first non-empty line, without a ``Query:`` label,
+    list marker or quotes; ``""`` when there is none.
+
+    Example:
+        >>> read_rewrite('New query: "Who founded Acme?"\\nbecause ...')
+        'Who founded Acme?'
+    """
+    for line in reply.splitlines():
+        text = _LABEL.sub("", line.strip().lstrip("-*0123456789.) ").strip())
+        text = text.strip().strip("\"'`“”").strip()
+        if text:
+            return text
+    return ""
+
+
+@dataclass(frozen=True)
+class VendiPrompts:
+    """The four prompt templates of the loop.
+
+    Attributes:
+        reasoning / answer / judge / rewrite: ``str.format`` templates (see the module).
+        judge_retry: appended to the judge prompt when its first reply was unreadable.
+        max_chunk_chars: cut each chunk to this many characters in prompts (``None``: whole).
+
+    Example:
+        >>> p = VendiPrompts()
+        >>> p.render_judge("Q?", "A", ["chunk"]).rstrip().endswith("Ratings (JSON):")
+        True
+    """
+
+    reasoning: str = REASONING_TEMPLATE
+    answer: str = ANSWER_TEMPLATE
+    judge: str = JUDGE_TEMPLATE
+    judge_retry: str = JUDGE_RETRY_NOTE
+    rewrite: str = REWRITE_TEMPLATE
+    max_chunk_chars: int | None = None
+
+    def _chunks(self, chunks: Sequence[str]) -> str:
+        return format_chunks(chunks, self.max_chunk_chars)
+
+    def render_reasoning(self, query: str, chunks: Sequence[str]) -> str:
+        """The reasoning prompt for the iteration's query."""
+        return self.reasoning.format(query=query, passages=self._chunks(chunks))
+
+    def render_answer(self, question: str, chunks: Sequence[str], notes: Sequence[str]) -> str:
+        """The answer prompt: the original question, the chunks, every reasoning note so far."""
+        return self.answer.format(question=question, passages=self._chunks(chunks),
+                                  reasoning=format_reasoning(notes))
+
+    def render_judge(self, question: str, answer: str, chunks: Sequence[str], *, retry: bool = False) -> str:
+        """The judge prompt (with the retry note appended when ``retry``)."""
+        prompt = self.judge.format(question=question, answer=answer, passages=self._chunks(chunks))
+        return prompt + self.judge_retry.format() if retry else prompt
+
+    def render_rewrite(self, question: str, query: str, answer: str, reasoning: str) -> str:
+        """The rewrite prompt."""
+        return self.rewrite.format(question=question, query=query, answer=answer, reasoning=reasoning)
