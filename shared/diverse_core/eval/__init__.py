@@ -55,7 +55,8 @@ from .disk_cache import DiskEmbeddingCache
 from .plugins import MethodInput, MethodOutput, available_plugins, get_plugin, register_plugin
 from .protocols import PROTOCOLS, RetrievalTask, build_task
 from .records import Benchmark, Document, QARecord
-from .runner import BenchResults, SettingResult, TaskResult, run_benchmark, summary_rows
+from .results import BenchResults, SettingResult, TaskResult, summary_rows
+from .runner import run_benchmark
 
 __all__ = [
     "BenchConfig",

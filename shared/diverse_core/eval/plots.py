@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ._deps import require
-from .runner import BenchResults, SettingResult, TaskResult
+from .results import BenchResults, SettingResult, TaskResult
 
 __all__ = ["draw_all", "plot_recall_vs_lambda", "plot_jaccard", "plot_vendi_agreement", "plot_dartboard"]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import BenchConfig
-from .runner import BenchResults, TaskResult, summary_rows
+from .results import BenchResults, TaskResult, summary_rows
 
 __all__ = ["write_outputs", "summary_markdown", "results_markdown", "task_payload"]
 
