@@ -132,8 +132,9 @@ def test_plugin_hook(tmp_path: Path, fake_embedder: Any) -> None:
 def test_bad_configs_fail_clearly(tmp_path: Path, fake_embedder: Any) -> None:
     with pytest.raises(InvalidParameterError, match="fetch_k must be >= k"):
         run_benchmark(_config(tmp_path, fake_embedder, k=5, fetch_k=3))
-    with pytest.raises(InvalidParameterError, match="oracle_lambdas"):
-        run_benchmark(_config(tmp_path, fake_embedder, methods=[parse_method("gmmr=0.5,1")]))
+    # a grid without the Oracle's values runs (issue 18): the Oracle row is simply left out
+    res = run_benchmark(_config(tmp_path, fake_embedder, methods=[parse_method("gmmr=0.5,1")], out_dir=None))
+    assert [s.label for s in res.tasks[0].settings] == ["lambda_mult=0.5", "lambda_mult=1"]
     with pytest.raises(InvalidParameterError, match="unknown protocol"):
         run_benchmark(_config(tmp_path, fake_embedder, tasks=[("rgb", "sentences")]))
     with pytest.raises(UnknownMethodError):

@@ -70,11 +70,39 @@ class MethodGrid:
             return get_plugin(self.method).param
         return get_method(self.method).param
 
+    def label(self, params: Mapping[str, Any]) -> str:
+        """The parameters one setting ran with, defaults included (``-`` when it has none).
+
+        The trade-off parameter comes first (its default when the grid gives no values),
+        then every fixed parameter given with ``@key=value``; a core method without a
+        trade-off parameter shows its defaults (e.g. ``model=None`` for ``adaptive``).
+        """
+        shown: dict[str, Any] = {}
+        if self.param is not None:
+            if self.param in params:
+                shown[self.param] = params[self.param]
+            elif not self.is_plugin:
+                shown[self.param] = get_method(self.method).defaults.get(self.param)
+        elif not self.is_plugin:
+            shown.update(get_method(self.method).defaults)
+        shown.update({k: v for k, v in params.items() if k != self.param})
+        if not shown:
+            return "-"
+        return ", ".join(f"{k}={_fmt(v)}" for k, v in shown.items())
+
     def settings(self) -> list[dict[str, Any]]:
         """The parameter dicts this grid runs, one per value."""
         if not self.values:
             return [dict(self.params)]
         return [{**self.params, str(self.param): v} for v in self.values]
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, str) and ("/" in value or "\\" in value):
+        return Path(value).name  # a file path: its name is enough to tell settings apart
+    return str(value)
 
 
 def parse_values(spec: str) -> tuple[float, ...]:
@@ -180,7 +208,8 @@ class BenchConfig:
             ``data_dir`` (custom data, tests).
         embedder: ``texts -> (n, d)`` callable (default: the packaged MiniLM).
         model_name: cache key of the embedder's vectors.
-        oracle_lambdas: gMMR values the Oracle chooses from (must be in the gmmr grid).
+        oracle_lambdas: gMMR values the Oracle chooses from (empty: no Oracle; when the gmmr
+            grid lacks any of them the Oracle is skipped, see :meth:`oracle_missing`).
         agreement_methods: methods whose picks get Kendall tau / Spearman rho against
             cosine order (scipy's rank tests are slow, so not all by default).
         plots: draw PNG figures.
@@ -220,10 +249,10 @@ class BenchConfig:
             raise InvalidParameterError("tasks must name at least one (dataset, protocol)")
         if not self.methods:
             raise InvalidParameterError("methods must name at least one method")
-        gm = [g for g in self.methods if g.method == "gmmr"]
-        if gm and self.oracle_lambdas:
-            missing = [v for v in self.oracle_lambdas if not np.any(np.isclose(gm[0].values, v))]
-            if missing:
-                raise InvalidParameterError(
-                    f"oracle_lambdas {missing} are not in the gmmr grid {list(gm[0].values)}"
-                )
+
+    def oracle_missing(self) -> list[float]:
+        """The ``oracle_lambdas`` that no gmmr grid runs (the Oracle is skipped when any is missing)."""
+        ran = [v for g in self.methods if g.method == "gmmr" for v in g.values]
+        return [float(v) for v in self.oracle_lambdas if not np.any(np.isclose(ran, v))] if ran else [
+            float(v) for v in self.oracle_lambdas
+        ]

@@ -48,7 +48,7 @@ from .disk_cache import DiskEmbeddingCache
 from .metrics import mrecall_at_k, ndcg_at_k, normalize_answer
 from .plugins import MethodInput, get_plugin
 from .protocols import RetrievalTask, build_task
-from .results import METRICS, BenchResults, SettingResult, TaskResult, setting_label
+from .results import METRICS, BenchResults, SettingResult, TaskResult
 
 __all__ = ["run_benchmark", "run_task"]
 
@@ -166,7 +166,7 @@ def run_task(
                 jm = jaccard_matrix(np.stack([p[1] for p in picks]))
                 jac_sum = jm if jac_sum is None else jac_sum + jm
             for params, local, info in picks:
-                label = setting_label(grid.method, params, grid.param)
+                label = grid.label(params)
                 key = (display_name(grid.method), label)
                 if key not in settings:
                     settings[key] = SettingResult(key[0], params, label, {m: [] for m in METRICS})
@@ -224,8 +224,12 @@ def _add_oracle(result: TaskResult, config: BenchConfig, headline: str) -> None:
     lambdas = [float(v) for v in config.oracle_lambdas]
     if not lambdas:
         return
-    by_label = {s.label: s for s in result.settings if s.method == "gmmr"}
-    rows = [by_label.get(setting_label("gmmr", {"lambda_mult": v}, "lambda_mult")) for v in lambdas]
+    by_value = {
+        round(float(s.params["lambda_mult"]), 9): s
+        for s in result.settings
+        if s.method == "gmmr" and isinstance(s.params.get("lambda_mult"), float) and len(s.params) == 1
+    }
+    rows = [by_value.get(round(v, 9)) for v in lambdas]
     if any(r is None for r in rows):
         return
     found = [r for r in rows if r is not None]
