@@ -16,13 +16,6 @@ Example:
 
 from __future__ import annotations
 
-from . import methods as _methods  # noqa: F401  (registers the built-in methods)
-# --- adaptive (issue 18): the learned lambda selector, registered as method "adaptive" ---
-from . import adaptive as _adaptive  # noqa: E402
-from .registry import register_method as _register_method  # noqa: E402
-
-_register_method(_adaptive.SPEC, replace=True)
-# --- end adaptive ---
 from .api import select, sweep
 from .errors import (
     DimensionMismatchError,
@@ -80,3 +73,9 @@ __all__ = [
     "BinarySearchResult",
     "__version__",
 ]
+
+# --- adaptive (issue 18): the learned lambda selector, registered as method "adaptive" ---
+from . import adaptive as _adaptive  # noqa: E402
+
+register_method(_adaptive.SPEC, replace=True)
+# --- end adaptive ---

@@ -151,7 +151,8 @@ def test_cli_parsing_and_registration(tmp_path: Path) -> None:
     sub = top.add_subparsers(dest="command")
     register(sub)
     args = top.parse_args(["bench", "--datasets", "hotpotqa", "rgb:paragraphs", "2wiki", "--quick", "3",
-                           "--methods", "cosine", "gmmr=0:1:0.1", "--out", str(tmp_path)])
+                           "--methods", "cosine", "gmmr=0:1:0.1", "--out", str(tmp_path),
+                           "--data-dir", str(tmp_path)])
     cfg = config_from_args(args)
     assert list(cfg.tasks) == [("hotpotqa", "paragraphs"), ("hotpotqa", "chunks"), ("rgb", "paragraphs"),
                                ("2wiki", "paragraphs"), ("2wiki", "chunks")]
@@ -159,7 +160,8 @@ def test_cli_parsing_and_registration(tmp_path: Path) -> None:
     assert callable(args.func)
     plain = argparse.ArgumentParser()
     add_arguments(plain)
-    skipped = config_from_args(plain.parse_args(["--datasets", "rgb", "--protocols", "paragraphs,chunks"]))
+    skipped = config_from_args(plain.parse_args(["--datasets", "rgb", "--protocols", "paragraphs,chunks",
+                                                   "--data-dir", str(tmp_path)]))
     assert list(skipped.tasks) == [("rgb", "paragraphs")]
 
 

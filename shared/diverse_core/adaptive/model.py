@@ -157,7 +157,7 @@ def cv_pick_quality(
             continue
         w, scale = _solve(xc[train], yc[train], alpha)
         total += _picked_quality(x[test], y[test], w, scale) * int(test.sum())
-    return total / x.shape[0]
+    return float(total / x.shape[0])
 
 
 def fit_set_scorer(
@@ -187,7 +187,7 @@ def fit_set_scorer(
     if not alphas or any((not np.isfinite(a)) or a < 0 for a in alphas):
         raise InvalidParameterError(f"alphas must be non-negative finite numbers; got alphas={alphas!r}")
     cv = {float(a): cv_pick_quality(x, y, float(a), folds) for a in alphas}
-    best_alpha = max(cv, key=lambda a: (cv[a], a))  # ties: the stronger penalty
+    best_alpha = float(max(cv, key=lambda a: (cv[a], a)))  # ties: the stronger penalty
     xc, yc = _centre(x, y)
     w, scale = _solve(xc, yc, best_alpha)
     names = tuple(feature_names) if feature_names is not None else tuple(f"f{i}" for i in range(x.shape[2]))

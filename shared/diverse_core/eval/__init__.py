@@ -89,3 +89,4 @@ __all__ = [
 ]
 
 from . import dfrag_plugin as _dfrag_plugin  # noqa: E402,F401  (registers the "dfrag" plugin)
+from . import judge_sim as _judge_sim  # noqa: E402,F401  (registers "simjudge" and "simjudge_p")

@@ -200,7 +200,8 @@ class BenchConfig:
         fetch_k: candidates retrieved by cosine before selection.
         limit: keep only the first ``limit`` questions of each dataset (``--quick``).
         data_dir: benchmark data folder (default: ``$DIVERSE_RAG_DATA`` or ``../shared/data``).
-        cache_dir: embedding cache folder (default ``.cache/diverse-rag`` in the repo).
+        cache_dir: embedding cache folder (default: ``$DIVERSE_RAG_CACHE`` or the user cache folder,
+            see :func:`~diverse_core.eval.disk_cache.default_cache_dir`).
         out_dir: where results are written (``None``: nothing written).
         per_query_dir: folder for the per-query JSON (default ``<out_dir>/per_query``).
         results_md: optional path of the generated ``RESULTS.md``.
@@ -236,19 +237,39 @@ class BenchConfig:
     progress: bool = True
     command: str | None = None
 
-    def validate(self) -> None:
-        """Raise InvalidParameterError on inconsistent settings."""
+    def validate(self, require_tasks: bool = True) -> None:
+        """Raise InvalidParameterError on inconsistent settings (``require_tasks=False``: tasks may be empty)."""
         for name, val in (("k", self.k), ("fetch_k", self.fetch_k)):
             if isinstance(val, bool) or not isinstance(val, int) or val < 1:
                 raise InvalidParameterError(f"{name} must be a positive integer; got {name}={val!r}")
         if self.fetch_k < self.k:
             raise InvalidParameterError(f"fetch_k must be >= k; got fetch_k={self.fetch_k}, k={self.k}")
-        if self.limit is not None and (not isinstance(self.limit, int) or self.limit < 1):
-            raise InvalidParameterError(f"limit must be a positive integer or None; got limit={self.limit!r}")
-        if not self.tasks:
+        if self.limit is not None and (
+            isinstance(self.limit, bool) or not isinstance(self.limit, int) or self.limit < 1
+        ):
+            raise InvalidParameterError(
+                f"limit (--quick) must be a positive integer or None; got limit={self.limit!r}"
+            )
+        if require_tasks and not self.tasks:
             raise InvalidParameterError("tasks must name at least one (dataset, protocol)")
         if not self.methods:
             raise InvalidParameterError("methods must name at least one method")
+        from .protocols import PROTOCOLS
+
+        for dataset, protocol in self.tasks:
+            if protocol not in PROTOCOLS:
+                raise InvalidParameterError(
+                    f"unknown protocol {protocol!r} for dataset {dataset!r}; accepted: {', '.join(PROTOCOLS)}"
+                )
+        for grid in self.methods:  # every value of every core grid, checked before any data is read
+            if grid.is_plugin:
+                continue
+            spec = get_method(grid.method)
+            for params in grid.settings():
+                try:
+                    spec.resolve_params(params)
+                except InvalidParameterError as exc:
+                    raise InvalidParameterError(f"method {display_name(grid.method)!r}: {exc}") from None
 
     def oracle_missing(self) -> list[float]:
         """The ``oracle_lambdas`` that no gmmr grid runs (the Oracle is skipped when any is missing)."""

@@ -54,6 +54,9 @@ class MethodInput:
         relevance: cosine similarity of each candidate to the query, shape (n,).
         k: how many to choose.
         qid: the question id.
+        gold_groups: per candidate, the index of the gold passage it belongs to, or -1
+            (shape (n,)); filled by the harness for simulations and diagnostics (e.g. the
+            simulated judge). A real method must not look at it.
     """
 
     question: str
@@ -63,6 +66,7 @@ class MethodInput:
     relevance: NDArray[np.float64]
     k: int
     qid: str = ""
+    gold_groups: NDArray[np.int64] | None = None
 
 
 @dataclass(frozen=True)

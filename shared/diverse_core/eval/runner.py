@@ -50,7 +50,7 @@ from .plugins import MethodInput, get_plugin
 from .protocols import RetrievalTask, build_task
 from .results import METRICS, BenchResults, SettingResult, TaskResult
 
-__all__ = ["run_benchmark", "run_task"]
+__all__ = ["run_benchmark", "run_task", "top_candidates", "question_inputs"]
 
 def _as_embedder(config: BenchConfig) -> Callable[[list[str]], Any]:
     if config.embedder is not None:
@@ -60,7 +60,7 @@ def _as_embedder(config: BenchConfig) -> Callable[[list[str]], Any]:
     return get_default_embedder()
 
 
-def _top_candidates(
+def top_candidates(
     task: RetrievalTask, unit_emb: NDArray[np.float32], q_emb: NDArray[np.float32], fetch_k: int
 ) -> list[tuple[NDArray[np.int64], NDArray[np.float64]]]:
     """Per question: (unit indices of the fetch_k most similar, their cosine), best first."""
@@ -78,6 +78,33 @@ def _top_candidates(
         for row, cand in zip(block, part, strict=True):
             order = cand[np.lexsort((cand, -row[cand]))]  # by cosine desc, then index
             out.append((order.astype(np.int64), row[order].astype(np.float64)))
+    return out
+
+
+def question_inputs(
+    task: RetrievalTask,
+    unit_emb: NDArray[np.float32],
+    q_emb: NDArray[np.float32],
+    cands: list[tuple[NDArray[np.int64], NDArray[np.float64]]],
+    k: int,
+) -> list[MethodInput]:
+    """What every method sees for each question of ``task`` (candidates from :func:`top_candidates`)."""
+    out = []
+    for qi, rec in enumerate(task.records):
+        units, sims = cands[qi]
+        docs = task.unit_doc[units]
+        out.append(
+            MethodInput(
+                question=rec.question,
+                query_embedding=q_emb[qi],
+                texts=[task.unit_texts[u] for u in units],
+                embeddings=unit_emb[units],
+                relevance=sims,
+                k=k,
+                qid=rec.qid,
+                gold_groups=np.where(np.isin(docs, task.gold[qi]), docs, -1).astype(np.int64),
+            )
+        )
     return out
 
 
@@ -127,7 +154,7 @@ def run_task(
     q_emb = cache.embed([r.question for r in task.records])
     t_embed = time.perf_counter() - t0
     t1 = time.perf_counter()
-    cands = _top_candidates(task, unit_emb, q_emb, config.fetch_k)
+    cands = top_candidates(task, unit_emb, q_emb, config.fetch_k)
     norm_cache: dict[int, str] = {}
 
     def unit_norm(u: int) -> str:
@@ -146,18 +173,11 @@ def run_task(
         iterator = require("tqdm", "progress bars").tqdm(
             iterator, total=len(task.records), desc=f"selecting {task.name}", unit="q"
         )
+    inputs = question_inputs(task, unit_emb, q_emb, cands, config.k)
     for qi, rec in iterator:
         units, sims = cands[qi]
         emb = unit_emb[units]
-        inp = MethodInput(
-            question=rec.question,
-            query_embedding=q_emb[qi],
-            texts=[task.unit_texts[u] for u in units],
-            embeddings=emb,
-            relevance=sims,
-            k=config.k,
-            qid=rec.qid,
-        )
+        inp = inputs[qi]
         gold = set(task.gold[qi].tolist())
         answers = [normalize_answer(a) for a in rec.answers if normalize_answer(a)]
         for grid in config.methods:
