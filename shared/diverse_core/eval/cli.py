@@ -275,8 +275,9 @@ def run_from_args(args: argparse.Namespace) -> int:
         shlex.quote(a) for a in sys.argv[1:]
     )
     config = config_from_args(args, command)
-    missing = config.oracle_missing() if config.oracle_lambdas else []
-    if config.oracle_lambdas and missing:
+    has_gmmr = any(g.method == "gmmr" for g in config.methods)
+    missing = config.oracle_missing() if config.oracle_lambdas and has_gmmr else []
+    if missing:
         print(f"[bench] no oracle row: the gmmr grid does not run lambda_mult {missing} (pass gmmr=0.1:1:0.1)",
               file=sys.stderr)
     res = run_benchmark(config)
