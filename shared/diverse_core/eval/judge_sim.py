@@ -64,13 +64,27 @@ def simulated_choice(
     raise InvalidParameterError(f"sampling must be one of {list(SAMPLINGS)}; got sampling={sampling!r}")
 
 
+_LAST: dict[str, Any] = {}
+
+
+def _sets_and_truth(inp: MethodInput, lambdas: NDArray[np.float64]) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """gMMR sets and their gold recall; the last question's are reused (the runner calls every
+    setting of one question in a row)."""
+    assert inp.gold_groups is not None
+    emb = np.ascontiguousarray(inp.embeddings)
+    key = (inp.qid, inp.k, emb.shape, hash(emb.tobytes()), hash(np.asarray(inp.gold_groups).tobytes()))
+    if _LAST.get("key") != key:
+        prep = prepare_inputs(inp.query_embedding, inp.embeddings, inp.k, None)
+        sets, _ = lambda_sets(prep, lambdas)
+        _LAST.update(key=key, sets=sets, true=coverage_labels(sets, inp.gold_groups))
+    return _LAST["sets"], _LAST["true"]
+
+
 def _judge(inp: MethodInput, mode: str, quality: float, sampling: str, seed: int) -> MethodOutput:
     if inp.gold_groups is None:
         raise InvalidParameterError("the simulated judge needs the harness's gold_groups (run it in the harness)")
     lambdas = np.asarray(DEFAULT_LAMBDAS, dtype=np.float64)
-    prep = prepare_inputs(inp.query_embedding, inp.embeddings, inp.k, None)
-    sets, _ = lambda_sets(prep, lambdas)
-    true = coverage_labels(sets, inp.gold_groups)
+    sets, true = _sets_and_truth(inp, lambdas)
     rng = _rng(inp.qid, quality, seed, mode)
     if mode == "noise":
         judged = true + rng.normal(0.0, quality, size=true.shape) if quality > 0 else true.copy()

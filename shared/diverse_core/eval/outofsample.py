@@ -40,13 +40,13 @@ from .config import DEFAULT_METHODS, BenchConfig, MethodGrid, display_name
 from .datasets import load_dataset
 from .disk_cache import DiskEmbeddingCache
 from .protocols import build_task
-from .records import Benchmark
+from .records import Benchmark, QARecord
 from .results import SettingResult, TaskResult
 from .runner import question_inputs, run_task, top_candidates
 from .stats import bootstrap_ci, gap_closed, permutation_p
 from .train_data import drop_overlap, load_train, normalized_question
 
-__all__ = ["SplitConfig", "MethodRow", "SplitTask", "SplitResults", "run_split", "TUNED_METHODS"]
+__all__ = ["SplitConfig", "MethodRow", "SplitTask", "SplitResults", "run_split", "train_blocks", "TUNED_METHODS"]
 
 #: Methods whose trade-off parameter is chosen on train.
 TUNED_METHODS = ("mmr", "gmmr", "dartboard", "vendi")
@@ -62,7 +62,10 @@ class SplitConfig:
         methods: method grids run on train and dev (cosine must be among them).
         k, fetch_k: as in :class:`~diverse_core.eval.config.BenchConfig`.
         data_dir, cache_dir, embedder, model_name: as in ``BenchConfig``.
-        train_limit / dev_limit: keep only the first N train / dev questions per dataset.
+        train_limit / dev_limit: keep only the first N train / dev questions per dataset
+            (``train_limit`` may map dataset -> N).
+        train_block: questions per train block by dataset (default
+            :data:`~diverse_core.eval.train_data.TRAIN_BLOCK`).
         adaptive: train and report the learned λ selector.
         folds, alphas: cross-validation of the selector on train.
         model_dir: where the trained selector models are written (default ``out_dir/models``).
@@ -82,8 +85,9 @@ class SplitConfig:
     cache_dir: str | Path | None = None
     embedder: Any = None
     model_name: str = "all-MiniLM-L6-v2"
-    train_limit: int | None = None
+    train_limit: int | Mapping[str, int] | None = None
     dev_limit: int | None = None
+    train_block: Mapping[str, int] = field(default_factory=dict)
     adaptive: bool = True
     folds: int = 5
     alphas: Sequence[float] = (0.1, 1.0, 10.0, 100.0, 1000.0)
@@ -237,6 +241,26 @@ def _curve(pooled: dict[tuple[str, str], tuple[SettingResult, list[float]]]) -> 
     return out
 
 
+def train_blocks(name: str, cfg: SplitConfig, dev: Sequence[QARecord]) -> tuple[list[Benchmark], int]:
+    """The train blocks of ``name`` for ``cfg`` (limits applied) without any question of ``dev``.
+
+    Returns the blocks and how many train questions were dropped for sharing an id or a
+    normalised question text with ``dev`` (pass the WHOLE dev file, not a subset).
+    """
+    blocks = list(cfg.train_sets.get(name) or load_train(name, cfg.data_dir, cfg.train_block.get(name)))
+    blocks, dropped = drop_overlap(blocks, dev)
+    limit = cfg.train_limit.get(name) if isinstance(cfg.train_limit, Mapping) else cfg.train_limit
+    if limit is not None:
+        kept, left = [], limit
+        for b in blocks:
+            if left <= 0:
+                break
+            kept.append(b.subset(left))
+            left -= len(kept[-1].records)
+        blocks = kept
+    return [b for b in blocks if b.records], dropped
+
+
 def run_split(cfg: SplitConfig) -> SplitResults:
     """Run the train -> dev protocol of ``cfg`` (see the module docstring)."""
     t0 = time.perf_counter()
@@ -257,18 +281,7 @@ def run_split(cfg: SplitConfig) -> SplitResults:
     for name in cfg.datasets:
         dev = cfg.dev_sets.get(name) or load_dataset(name, cfg.data_dir)
         dev_sets[name] = dev.subset(cfg.dev_limit)
-        blocks = list(cfg.train_sets.get(name) or load_train(name, cfg.data_dir))
-        # compare against the WHOLE dev file, not only the questions kept by dev_limit
-        blocks, dropped[name] = drop_overlap(blocks, dev.records)
-        if cfg.train_limit is not None:
-            kept, left = [], cfg.train_limit
-            for b in blocks:
-                if left <= 0:
-                    break
-                kept.append(b.subset(left))
-                left -= len(kept[-1].records)
-            blocks = kept
-        train_sets[name] = [b for b in blocks if b.records]
+        train_sets[name], dropped[name] = train_blocks(name, cfg, dev.records)
 
     # 1. train runs and best fixed settings
     train_pooled: dict[tuple[str, str], dict[tuple[str, str], tuple[SettingResult, list[float]]]] = {}
@@ -371,7 +384,8 @@ def _config_dict(cfg: SplitConfig) -> dict[str, Any]:
                     for g in cfg.methods],
         "k": cfg.k,
         "fetch_k": cfg.fetch_k,
-        "train_limit": cfg.train_limit,
+        "train_limit": dict(cfg.train_limit) if isinstance(cfg.train_limit, Mapping) else cfg.train_limit,
+        "train_block": dict(cfg.train_block),
         "dev_limit": cfg.dev_limit,
         "n_boot": cfg.n_boot,
         "n_perm": cfg.n_perm,

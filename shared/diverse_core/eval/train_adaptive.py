@@ -18,7 +18,7 @@ import argparse
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -26,8 +26,8 @@ import numpy as np
 from ..adaptive import DEFAULT_MODEL, AdaptiveSelector
 from .datasets import load_dataset
 from .disk_cache import DiskEmbeddingCache
-from .outofsample import SplitConfig, _adaptive_examples
-from .train_data import TRAIN_SETS, drop_overlap, load_train
+from .outofsample import SplitConfig, _adaptive_examples, train_blocks
+from .train_data import TRAIN_SETS
 
 __all__ = ["train", "main"]
 
@@ -41,20 +41,24 @@ def train(
     cache_dir: str | Path | None = None,
     k: int = 5,
     fetch_k: int = 50,
-    train_limit: int | None = None,
+    train_limit: Mapping[str, int] | None = None,
+    train_block: Mapping[str, int] | None = None,
     progress: bool = True,
 ) -> AdaptiveSelector:
-    """Fit the selector on the train questions of ``datasets`` and save it to ``out``."""
+    """Fit the selector on the train questions of ``datasets`` and save it to ``out``.
+
+    ``train_limit`` / ``train_block`` (dataset -> N) select the first N train questions and
+    the block size, exactly as in :class:`~diverse_core.eval.outofsample.SplitConfig`.
+    """
     from ..embedders import get_default_embedder
 
     cfg = SplitConfig(datasets=list(datasets), protocols=[protocol], k=k, fetch_k=fetch_k,
-                      data_dir=data_dir, cache_dir=cache_dir, progress=progress)
+                      data_dir=data_dir, cache_dir=cache_dir, progress=progress,
+                      train_limit=dict(train_limit or {}) or None, train_block=dict(train_block or {}))
     cache = DiskEmbeddingCache(get_default_embedder(), cfg.model_name, cache_dir, progress=progress)
     xs, ys, counts = [], [], {}
     for name in datasets:
-        blocks, dropped = drop_overlap(load_train(name, data_dir), load_dataset(name, data_dir).records)
-        if train_limit is not None:
-            blocks = [b.subset(train_limit) for b in blocks[:1]]
+        blocks, dropped = train_blocks(name, cfg, load_dataset(name, data_dir).records)
         x, y = _adaptive_examples(blocks, protocol, cache, cfg)
         xs.append(x)
         ys.append(y)
@@ -83,12 +87,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", default=str(DEFAULT_MODEL), help="model file (default: the shipped model)")
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--cache-dir", default=None)
-    parser.add_argument("--train-limit", type=int, default=None, help="first N questions per train set")
+    parser.add_argument("--train-limit", nargs="*", default=[], metavar="NAME=N",
+                        help="first N train questions of a dataset (default: all)")
+    parser.add_argument("--train-block", nargs="*", default=[], metavar="NAME=N",
+                        help="questions per train block (default: diverse_core.eval.train_data.TRAIN_BLOCK)")
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     t0 = time.perf_counter()
+    pairs = [dict((k, int(v)) for k, _, v in (x.partition("=") for x in items))
+             for items in (args.train_limit, args.train_block)]
     train(args.datasets, args.protocol, args.out, data_dir=args.data_dir, cache_dir=args.cache_dir,
-          train_limit=args.train_limit)
+          train_limit=pairs[0], train_block=pairs[1])
     print(f"[train] done in {time.perf_counter() - t0:.0f} s")
     return 0
 
