@@ -14,8 +14,13 @@ Pieces:
 * :mod:`~diverse_core.eval.metrics` - EM/F1/accuracy/ROUGE-L, recall@k, all-gold,
   NDCG@k, MRecall@k (set diversity comes from :mod:`diverse_core.metrics`).
 * :mod:`~diverse_core.eval.runner` - :func:`run_benchmark`.
-* :mod:`~diverse_core.eval.report`, :mod:`~diverse_core.eval.plots`,
+* :mod:`~diverse_core.eval.results` - the result records; :mod:`~diverse_core.eval.report`,
+  :mod:`~diverse_core.eval.plots` read them (results flow one way: run -> results -> outputs);
   :mod:`~diverse_core.eval.cli` (``diverse-rag bench``).
+* :mod:`~diverse_core.eval.train_data` - the TRAIN-split loaders; :mod:`~diverse_core.eval.outofsample`
+  tunes and trains on them and reports on dev with :mod:`~diverse_core.eval.stats` intervals.
+* :mod:`~diverse_core.eval.userdata` - your own JSONL dataset (``--dataset-file``, :func:`register_dataset`).
+* :mod:`~diverse_core.eval.judge_sim` - the simulated DF-RAG Evaluator (plugins ``simjudge``, ``simjudge_p``).
 
 Plugging in another pipeline (e.g. DF-RAG with an LLM Planner/Evaluator): write a
 callable ``fn(inputs: MethodInput, **params) -> MethodOutput`` and register it::
@@ -57,6 +62,7 @@ from .protocols import PROTOCOLS, RetrievalTask, build_task
 from .records import Benchmark, Document, QARecord
 from .results import BenchResults, SettingResult, TaskResult, summary_rows
 from .runner import run_benchmark
+from .userdata import DatasetFormatError, load_jsonl_dataset, register_dataset
 
 __all__ = [
     "BenchConfig",
@@ -86,6 +92,9 @@ __all__ = [
     "TaskResult",
     "run_benchmark",
     "summary_rows",
+    "DatasetFormatError",
+    "load_jsonl_dataset",
+    "register_dataset",
 ]
 
 from . import dfrag_plugin as _dfrag_plugin  # noqa: E402,F401  (registers the "dfrag" plugin)
