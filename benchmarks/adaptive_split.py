@@ -60,7 +60,7 @@ def target_markdown(payload: dict[str, Any], protocol: str = "chunks") -> list[s
         if t["protocol"] != protocol:
             continue
         rows = {(r["method"], r["note"]): r for r in t["rows"]}
-        ad = rows.get(("adaptive", "trained on the 3 train sets"))
+        ad = next((r for (m, note), r in rows.items() if m == "adaptive" and note.startswith("trained on the")), None)
         gm = rows.get(("gmmr", "chosen on train"))
         if ad is None or gm is None:
             continue
@@ -108,7 +108,8 @@ def headline_markdown(payload: dict[str, Any], command: str) -> str:
         f"({cfg['n_perm']} permutations), `gap` = share of the cosine→Oracle gap closed. The Oracle picks the "
         "best λ per question with the gold labels (a ceiling, not a method).",
         "",
-        f"Train questions used: {cfg['train_limit']} (blocks of {cfg['train_block'] or 'default'} questions, "
+        f"Train questions used (first N per train set): {cfg['train_limit']} "
+        f"(blocks of {cfg['train_block'] or 'default'} questions, "
         "each with its own pooled corpus, like dev); the train subsets are the first questions of each train "
         "set (embedding the whole train corpora did not fit the time of this run).",
         "",
@@ -145,9 +146,8 @@ def replace_section(md_path: Path, section: str) -> None:
         _, tail = rest.split(END, 1)
         text = head + section + tail
     else:
-        marker = "\n## Headline"
-        at = text.find(marker)
-        text = (text[:at] + "\n" + section + "\n" + text[at:]) if at >= 0 else text + "\n" + section + "\n"
+        title, sep, body = text.partition("\n\n")
+        text = title + sep + section + "\n\n" + body
     md_path.write_text(text, encoding="utf-8")
 
 
@@ -162,13 +162,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache-dir", default=None)
     ap.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "split"))
     ap.add_argument("--results-md", default=None)
-    ap.add_argument("--from-json", default=None, help="only re-render RESULTS.md from a split.json")
+    ap.add_argument("--from-json", nargs="+", default=None,
+                    help="only re-render RESULTS.md from split.json files (their tasks concatenated)")
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     command = "python benchmarks/adaptive_split.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
     if args.from_json:
-        payload = json.loads(Path(args.from_json).read_text())
-        command = payload.get("command", command)
+        parts = [json.loads(Path(p).read_text()) for p in args.from_json]
+        payload = {**parts[0], "tasks": [t for part in parts for t in part["tasks"]]}
+        command = "\n".join(part.get("command", "") for part in parts)
+        payload["config"] = {**parts[0]["config"], "train_limit": [part["config"]["train_limit"] for part in parts]}
     else:
         kw: dict[str, Any] = {}
         if args.methods:

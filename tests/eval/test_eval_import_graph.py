@@ -44,3 +44,12 @@ def test_no_module_of_the_harness_reaches_itself() -> None:
         if mod == "__init__":
             continue
         assert mod not in _reachable(mod), f"import circle through {mod}"
+
+
+def test_results_md_keeps_sections_other_scripts_maintain() -> None:
+    from diverse_core.eval.report import keep_sections
+
+    old = "# T\n\nintro\n\n<!-- a:start (x.py) -->\nA\n<!-- a:end -->\n\n## H\nold"
+    new = keep_sections(old, "# T\n\nnew intro\n\n## H\nnew")
+    assert new == "# T\n\n<!-- a:start (x.py) -->\nA\n<!-- a:end -->\n\nnew intro\n\n## H\nnew"
+    assert keep_sections("", "# T\n\nbody") == "# T\n\nbody"

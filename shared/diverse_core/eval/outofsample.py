@@ -347,7 +347,8 @@ def run_split(cfg: SplitConfig) -> SplitResults:
                 rows.append(_row(method, label, train_mean, dev_pooled[(method, label)][1], cosine, oracle_mean,
                                  cfg, note="chosen on train"))
             if cfg.adaptive:
-                for tag, note in (("all", "trained on the 3 train sets"), (name, f"trained on {name} train only")):
+                pooled_note = "trained on the train sets of " + " + ".join(cfg.datasets)
+                for tag, note in (("all", pooled_note), (name, f"trained on {name} train only")):
                     key = f"{protocol}/{tag}"
                     if key not in models or (tag == name and len(cfg.datasets) == 1):
                         continue

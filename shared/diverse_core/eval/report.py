@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import platform
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ from typing import Any
 from .config import BenchConfig
 from .results import BenchResults, TaskResult, summary_rows
 
-__all__ = ["write_outputs", "summary_markdown", "results_markdown", "task_payload"]
+__all__ = ["write_outputs", "summary_markdown", "results_markdown", "task_payload", "keep_sections"]
 
 _HEADLINE_TITLE = {"recall": "recall", "ndcg": "ndcg", "mrecall": "mrecall"}
 
@@ -105,10 +106,10 @@ def _headline(results: BenchResults) -> list[str]:
     """One line per task: cosine, the best fixed value of each diversity method, the Oracle."""
     k = results.config["k"]
     out = [
-        f"## Headline (percent, metric@{k} of each task)",
+        f"## In-sample reference (percent, metric@{k} of each task; best fixed chosen on these questions)",
         "",
         "Best fixed parameter per method is picked on the same questions (in-sample), so it is an "
-        "optimistic reference, like the Oracle.",
+        "optimistic reference, like the Oracle. The out-of-sample headline (chosen on TRAIN) is above.",
         "",
         "| dataset | protocol | metric | cosine | best MMR | best gMMR | best Dartboard | best Vendi | oracle |",
         "|---|---|---|---|---|---|---|---|---|",
@@ -193,6 +194,19 @@ def results_markdown(results: BenchResults) -> str:
     return "\n".join(out)
 
 
+_SECTION = re.compile(r"<!-- ([\w-]+):start.*?-->.*?<!-- \1:end -->", re.S)
+
+
+def keep_sections(old: str, new: str) -> str:
+    """``new`` with every ``<!-- NAME:start ... -->`` ... ``<!-- NAME:end -->`` block of ``old``
+    that ``new`` lacks inserted after its title (sections other scripts maintain survive a rerun)."""
+    blocks = [m.group(0) for m in _SECTION.finditer(old) if m.group(0).split("-->")[0] not in new]
+    if not blocks:
+        return new
+    title, sep, body = new.partition("\n\n")
+    return title + sep + "\n\n".join(blocks) + "\n\n" + body
+
+
 def write_outputs(results: BenchResults, config: BenchConfig) -> None:
     """Write ``summary.json``, ``summary.md``, per-query JSON, plots and optionally RESULTS.md."""
     assert config.out_dir is not None
@@ -224,7 +238,9 @@ def write_outputs(results: BenchResults, config: BenchConfig) -> None:
     for t in results.tasks:
         (pq / f"{t.dataset}__{t.protocol}.json").write_text(json.dumps(task_payload(t)), encoding="utf-8")
     if config.results_md is not None:
-        Path(config.results_md).write_text(results_markdown(results), encoding="utf-8")
+        md = Path(config.results_md)
+        old = md.read_text(encoding="utf-8") if md.is_file() else ""
+        md.write_text(keep_sections(old, results_markdown(results)), encoding="utf-8")
     if config.plots:
         from .plots import draw_all
 
