@@ -54,9 +54,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", type=int, default=None)
     ap.add_argument("--out", default=str(REPO / "benchmarks" / "results"))
     ap.add_argument("--results-md", default=None)
+    ap.add_argument("--from-json", default=None, help="only re-render from a judge_quality.json")
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     command = "python benchmarks/judge_quality.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
+    if args.from_json:
+        out = json.loads(Path(args.from_json).read_text())
+        _plot(out, Path(args.out) / "judge_quality.png")
+        _write_md(_markdown(out), args.results_md)
+        return 0
     split = json.loads(Path(args.split_json).read_text())
     fixed = {}
     for t in split["tasks"]:
@@ -93,8 +99,13 @@ def main(argv: list[str] | None = None) -> int:
     _plot(out, Path(args.out) / "judge_quality.png")
     section = _markdown(out)
     print(section)
-    if args.results_md:
-        md = Path(args.results_md)
+    _write_md(section, args.results_md)
+    return 0
+
+
+def _write_md(section: str, results_md: str | None) -> None:
+    if results_md:
+        md = Path(results_md)
         text = md.read_text(encoding="utf-8")
         if START in text:
             head, rest = text.split(START, 1)
@@ -103,7 +114,6 @@ def main(argv: list[str] | None = None) -> int:
             anchor = "<!-- headline:end -->"
             text = text.replace(anchor, anchor + "\n\n" + section, 1) if anchor in text else text + "\n" + section
         md.write_text(text, encoding="utf-8")
-    return 0
 
 
 def _plot(out: dict[str, Any], path: Path) -> None:
