@@ -86,7 +86,7 @@ def _cell(r: dict[str, Any]) -> str:
     return f"{_pct(r['mean'])} [{_pct(lo)}, {_pct(hi)}]"
 
 
-def headline_markdown(payload: dict[str, Any], command: str) -> str:
+def headline_markdown(payload: dict[str, Any], command: str, note: str = "") -> str:
     cfg = payload["config"]
     lines = [
         START,
@@ -135,6 +135,8 @@ def headline_markdown(payload: dict[str, Any], command: str) -> str:
                 lines.append(f"| {t['dataset']} | {t['protocol']} | {NAMES.get(r['method'], r['method'])} "
                              f"({r['note']}) | {r['params']} | {_cell(r)} | {100 * r['delta_vs_cosine']:+.1f} | "
                              f"{_gap(r['gap_closed'])} |")
+    if note:
+        lines += ["", note.strip()]
     lines += ["", END]
     return "\n".join(lines)
 
@@ -162,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache-dir", default=None)
     ap.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "split"))
     ap.add_argument("--results-md", default=None)
+    ap.add_argument("--note", default=None, help="a Markdown file appended to the section (what was tried)")
     ap.add_argument("--from-json", nargs="+", default=None,
                     help="only re-render RESULTS.md from split.json files (their tasks concatenated)")
     args = ap.parse_args(argv)
@@ -187,7 +190,8 @@ def main(argv: list[str] | None = None) -> int:
         write_split(res, Path(args.out))
         Path(args.out, "split.json").write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
         print(f"[split] done in {res.seconds:.0f} s -> {args.out}/split.json")
-    section = headline_markdown(payload, command)
+    note = Path(args.note).read_text(encoding="utf-8") if args.note else ""
+    section = headline_markdown(payload, command, note)
     print(section)
     if args.results_md:
         replace_section(Path(args.results_md), section)
