@@ -127,7 +127,11 @@ def headline_markdown(payload: dict[str, Any], command: str, note: str = "") -> 
             label = "-" if r["method"] in ("cosine", "oracle") else r["params"].replace("model=adaptive_", "model: ")
             lines.append(f"| {t['dataset']} | {t['protocol']} | {NAMES.get(r['method'], r['method'])} | {label} | "
                          f"{_pct(r['train_mean'])} | {_cell(r)} | {delta} | {p} | {gap} |")
-    lines += ["", *target_markdown(payload), "Variants and in-sample references (not headline numbers):", "",
+    protocols = list(dict.fromkeys(t["protocol"] for t in payload["tasks"]))
+    lines += [""]
+    for protocol in protocols:
+        lines += target_markdown(payload, protocol)
+    lines += ["Variants and in-sample references (not headline numbers):", "",
               "| dataset | protocol | method | setting | dev recall [95% CI] | Δ cos | gap |", "|---|---|---|---|---|---|---|"]
     for t in payload["tasks"]:
         for r in t["rows"]:

@@ -156,7 +156,11 @@ def _markdown(out: dict[str, Any]) -> str:
              "calls) or only where the binary search asks (`binary`). Recall@5 in percent, mean over "
              f"{out['seeds']} seeds; `calls` = Evaluator calls per question (DF-RAG adds its Planner and Generator "
              "calls to these). Break-even: the judge quality where DF-RAG's choice falls to the train-tuned best "
-             "fixed λ (linear interpolation; `>` = never within the grid). Figure: "
+             "fixed λ (linear interpolation between grid points; `never above`: even the perfect judge does not beat "
+             "it; `beyond x`: it still beats it at the grid's worst judge). A wrong verdict (p-variant) is a uniform "
+             "random score in [0, 1], so it displaces the right set only when it happens to score higher. With binary "
+             "search a *perfect* judge can do worse than a slightly noisy one: the true recall over λ has flat "
+             "plateaus (ties), where the bisection stops on a local plateau; noise breaks those ties. Figure: "
              "`benchmarks/results/judge_quality.png`.", ""]
     for key, grid, name in (("noise", out["noise"], "σ"), ("p", out["p"], "p")):
         head = " | ".join(f"{name}={v:g}" for v in grid)
