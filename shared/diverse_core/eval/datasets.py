@@ -52,6 +52,7 @@ __all__ = [
     "load_rgb",
     "load_asqa",
     "FORMATS",
+    "DatasetFormatError",
 ]
 
 _ALL = ("pool", "paragraphs", "chunks")
@@ -289,6 +290,10 @@ DATASETS: dict[str, Callable[[str | Path | None], Benchmark]] = {
 }
 
 
+class DatasetFormatError(InvalidParameterError):
+    """A dataset file does not have the expected format (the message names file and format)."""
+
+
 #: What each built-in loader expects (named in format errors).
 FORMATS: dict[str, str] = {
     "hotpotqa": "hotpotqa/hotpot.json: JSONL of HotpotQA records {_id, question, answer, supporting_facts, context}",
@@ -309,8 +314,6 @@ def load_dataset(name: str, data_dir: str | Path | None = None) -> Benchmark:
         InvalidParameterError: unknown name. FileNotFoundError: missing folder or file.
         DatasetFormatError: a file that does not match the dataset's format (names it).
     """
-    from .userdata import DatasetFormatError
-
     if name not in DATASETS:
         raise InvalidParameterError(f"unknown dataset {name!r}; available: {sorted(DATASETS)}")
     try:

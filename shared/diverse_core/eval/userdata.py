@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidParameterError
+from .datasets import DATASETS, DatasetFormatError
 from .records import Benchmark, CorpusBuilder, QARecord
 
 __all__ = ["DatasetFormatError", "JSONL_FORMAT", "load_jsonl_dataset", "register_dataset", "parse_dataset_file"]
@@ -49,10 +50,6 @@ JSONL_FORMAT = (
     '"passages"?: [{"id"?, "title"?, "text", "gold"?: bool}], "gold"?: [passage id]} '
     'or {"passage": {"id", "title"?, "text"}} (see diverse_core.eval.userdata)'
 )
-
-
-class DatasetFormatError(InvalidParameterError):
-    """A dataset file does not have the expected format (the message names file, line and format)."""
 
 
 def _fail(path: Path, lineno: int, problem: str) -> DatasetFormatError:
@@ -146,8 +143,6 @@ def register_dataset(name: str, loader: Callable[[str | Path | None], Benchmark]
     Raises:
         InvalidParameterError: the name is taken (pass ``replace=True``) or ``loader`` is not callable.
     """
-    from .datasets import DATASETS
-
     if not callable(loader):
         raise InvalidParameterError(f"dataset loader for {name!r} must be callable; got {loader!r}")
     if name in DATASETS and not replace:
