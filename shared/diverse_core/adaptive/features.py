@@ -14,9 +14,10 @@ Example:
     >>> from diverse_core import sweep
     >>> rng = np.random.default_rng(0)
     >>> q, c = rng.normal(size=8), rng.normal(size=(30, 8))
+    >>> unit = c / np.linalg.norm(c, axis=1, keepdims=True)
+    >>> rel = unit @ (q / np.linalg.norm(q))
     >>> sw = sweep("gmmr", q, c, 5, values=[0.3, 0.7, 1.0])
-    >>> f = set_features(sw.values, sw.indices, c / np.linalg.norm(c, axis=1, keepdims=True),
-    ...                  sw.relevance[0, 0] * 0 + c @ q / np.linalg.norm(c, axis=1) / np.linalg.norm(q))
+    >>> f = set_features(sw.values, sw.indices, unit, rel)
     >>> f.shape == (3, len(FEATURE_NAMES))
     True
 """
