@@ -178,7 +178,8 @@ def main(argv: list[str] | None = None) -> int:
         parts = [json.loads(Path(p).read_text()) for p in args.from_json]
         payload = {**parts[0], "tasks": [t for part in parts for t in part["tasks"]]}
         command = "\n".join(part.get("command", "") for part in parts)
-        payload["config"] = {**parts[0]["config"], "train_limit": [part["config"]["train_limit"] for part in parts]}
+        limits = [part["config"]["train_limit"] for part in parts]
+        payload["config"] = {**parts[0]["config"], "train_limit": limits[0] if all(x == limits[0] for x in limits) else limits}
     else:
         kw: dict[str, Any] = {}
         if args.methods:
