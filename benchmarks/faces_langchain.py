@@ -26,10 +26,20 @@ For each ``fetch_k`` in {20, 50, 200} and method (mmr, gmmr) it times, per query
   previous two pay it).
 
 Calls are interleaved query by query so load from other processes hits every
-variant alike. Run::
+variant alike.
+
+A second table (``--stores``, on by default) times ours against each store's own
+``max_marginal_relevance_search`` on the same store (InMemory, FAISS, Qdrant in
+memory, Chroma in memory; each skipped when its package is missing), ``fetch_k=50``,
+``k=10``, lambda 0.5, every query new to the caches, and counts the texts handed to
+the embedding model per query: ours reads the stored vectors, so it embeds the query
+only, like the built-in MMR; ``ours, embedded`` is the same retriever with
+``use_stored_vectors=False`` (what every store but InMemory cost before).
+Run::
 
     python benchmarks/faces_langchain.py            # defaults
     python benchmarks/faces_langchain.py --quick    # smaller corpus, fewer repeats
+    python benchmarks/faces_langchain.py --no-face-table   # the store table only
 """
 
 from __future__ import annotations
@@ -64,15 +74,21 @@ DIM = 384
 
 
 class TableEmbeddings(Embeddings):
-    """Fixed vectors looked up by text (stands in for a model; nothing is inferred)."""
+    """Fixed vectors looked up by text (stands in for a model; nothing is inferred).
+
+    Counts the texts it is asked to embed (``texts_embedded``).
+    """
 
     def __init__(self, table: dict[str, np.ndarray]) -> None:
         self.table = table
+        self.texts_embedded = 0
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.texts_embedded += len(texts)
         return [self.table[t].tolist() for t in texts]
 
     def embed_query(self, text: str) -> list[float]:
+        self.texts_embedded += 1
         return self.table[text].tolist()
 
 
@@ -208,6 +224,96 @@ def to_markdown(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+STORE_FETCH_K = 50
+
+
+def _stores(emb: TableEmbeddings, texts: list[str]) -> dict[str, VectorStore]:
+    """The stores to compare on, each holding ``texts``; a store whose package is missing is left out."""
+    import uuid
+    import warnings
+
+    stores: dict[str, VectorStore] = {}
+    memory = InMemoryVectorStore(emb)
+    memory.add_texts(texts)
+    stores["InMemory"] = memory
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            from langchain_community.vectorstores import FAISS
+        stores["FAISS"] = FAISS.from_texts(texts, emb)
+    except ImportError:
+        pass
+    try:
+        from langchain_qdrant import QdrantVectorStore
+
+        emb.table.setdefault("dummy_text", np.ones(DIM, dtype=np.float32) / DIM**0.5)
+        stores["Qdrant (:memory:)"] = QdrantVectorStore.from_texts(
+            texts, emb, location=":memory:", collection_name=f"bench{uuid.uuid4().hex}")
+    except ImportError:
+        pass
+    try:
+        from chromadb.config import Settings
+        from langchain_chroma import Chroma
+
+        stores["Chroma (in memory)"] = Chroma.from_texts(
+            texts, emb, collection_name=f"bench{uuid.uuid4().hex}",
+            client_settings=Settings(anonymized_telemetry=False, is_persistent=False))
+    except ImportError:
+        pass
+    return stores
+
+
+def run_stores(n_docs: int, topics: int, n_queries: int) -> list[dict[str, Any]]:
+    """Ours vs each store's built-in MMR on the same store: ms and texts embedded per query."""
+    from langchain_diverse import clear_embedding_caches
+
+    table = make_corpus(n_docs, topics, 3 * n_queries, seed=1)
+    texts = [t for t in table if t.startswith("topic")]
+    queries = [t for t in table if t.startswith("query")]
+    rows = []
+    for name, store in _stores(TableEmbeddings(table), texts).items():
+        emb = store.embeddings
+        assert isinstance(emb, TableEmbeddings)
+        variants: dict[str, Callable[[str], Any]] = {
+            "ours": DiverseRetriever(vectorstore=store, k=K, fetch_k=STORE_FETCH_K, method="mmr",
+                                     method_params={"lambda_mult": LAMBDA}).invoke,
+            "built-in MMR": partial(store.max_marginal_relevance_search, k=K,
+                                    fetch_k=STORE_FETCH_K, lambda_mult=LAMBDA),
+            "ours, embedded": DiverseRetriever(
+                vectorstore=store, k=K, fetch_k=STORE_FETCH_K, method="mmr",
+                method_params={"lambda_mult": LAMBDA}, use_stored_vectors=False).invoke,
+        }
+        row: dict[str, Any] = {"store": name}
+        # Each variant gets queries of its own, so every query is new to every cache.
+        for v, (label, fn) in enumerate(variants.items()):
+            clear_embedding_caches()
+            own = queries[v * n_queries:(v + 1) * n_queries]
+            fn(own[0])  # warm-up (imports, first allocations)
+            emb.texts_embedded = 0
+            times = [_time(partial(fn, q)) for q in own[1:]]
+            row[label] = statistics.median(times) * 1e3
+            row[f"{label} texts"] = emb.texts_embedded / (len(own) - 1)
+        rows.append(row)
+    return rows
+
+
+def stores_markdown(rows: list[dict[str, Any]]) -> str:
+    """The store comparison as a Markdown table."""
+    lines = [
+        "| store | ours ms | built-in MMR ms | ours / built-in | texts embedded per query: "
+        "ours / built-in / ours with use_stored_vectors=False | ours, embedded ms |",
+        "|---|---:|---:|---:|---|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['store']} | {r['ours']:.2f} | {r['built-in MMR']:.2f} "
+            f"| {r['ours'] / r['built-in MMR']:.2f} | {r['ours texts']:.0f} / "
+            f"{r['built-in MMR texts']:.0f} / {r['ours, embedded texts']:.0f} "
+            f"| {r['ours, embedded']:.2f} |"
+        )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Parse arguments, run the benchmark and print the Markdown table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -218,14 +324,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--store-queries", type=int, default=10,
                         help="queries timed through InMemoryVectorStore (its search is slow)")
     parser.add_argument("--quick", action="store_true", help="1000 docs, 10 queries, 4 repeats")
+    parser.add_argument("--no-face-table", action="store_true", help="only the store table")
+    parser.add_argument("--no-stores", action="store_true", help="only the face table")
     args = parser.parse_args(argv)
     if args.quick:
         args.n_docs, args.queries, args.repeats, args.store_queries = 1000, 10, 4, 5
-    rows = run(args.n_docs, args.topics, args.queries, args.repeats, args.store_queries)
-    print(f"LangChain face, k={K}, lambda_mult={LAMBDA}, {args.n_docs} docs x {DIM}-d, "
-          f"{args.queries} queries x {args.repeats} repeats; medians per query "
-          f"({platform.processor() or platform.machine()}, {os.cpu_count()} CPUs)\n")
-    print(to_markdown(rows))
+    machine = f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs"
+    if not args.no_face_table:
+        rows = run(args.n_docs, args.topics, args.queries, args.repeats, args.store_queries)
+        print(f"LangChain face, k={K}, lambda_mult={LAMBDA}, {args.n_docs} docs x {DIM}-d, "
+              f"{args.queries} queries x {args.repeats} repeats; medians per query ({machine})\n")
+        print(to_markdown(rows))
+    if not args.no_stores:
+        n_queries = max(args.queries, 6)
+        store_rows = run_stores(args.n_docs, args.topics, n_queries)
+        print(f"\nStored vectors: ours (mmr) vs the store's own max_marginal_relevance_search, "
+              f"k={K}, fetch_k={STORE_FETCH_K}, lambda_mult={LAMBDA}, {args.n_docs} docs x "
+              f"{DIM}-d, median of {n_queries - 1} queries new to the caches ({machine})\n")
+        print(stores_markdown(store_rows))
 
 
 if __name__ == "__main__":

@@ -31,7 +31,18 @@ Table 2 (postprocessor alone vs the core on the same vectors, mmr and gmmr):
   ``embedding`` lists (what a caller who extracts node embeddings by hand would pass
   to ``select``; both sides convert Python lists to an array).
 
-Medians over interleaved rounds (every function once per round). Run::
+Medians over interleaved rounds (every function once per round).
+
+Table 3 (stored vectors, ``--no-stores`` to skip): per store (``SimpleVectorStore``,
+Qdrant in memory, FAISS; each skipped when its package is missing), 1000 documents,
+``fetch_k=50``, ``k=5``, every query new to the caches and given as text (so each
+side embeds it): ours (``DiverseRetriever.from_index``, mmr, node vectors read from
+the store) against the store's built-in MMR mode where it has one (only
+``SimpleVectorStore``; Qdrant and FAISS offer none, so their row shows the plain
+top-``k`` search instead), with the texts handed to the embedding model per query;
+``ours, embedded`` wraps the same index retriever with another embedding-model object
+(identical vectors), which cannot use the stored vectors: what every store cost before.
+Run::
 
     python benchmarks/faces_llamaindex.py            # 20 queries x 15 rounds
     python benchmarks/faces_llamaindex.py --quick    # 5 queries x 9 rounds
@@ -67,9 +78,13 @@ DIM = 384
 
 
 class TableEmbedding(BaseEmbedding):
-    """Looks vectors up in a precomputed table: excludes model inference from timings."""
+    """Looks vectors up in a precomputed table: excludes model inference from timings.
+
+    ``texts_embedded`` counts the texts and queries it was asked to embed.
+    """
 
     model_name: str = "precomputed-table"
+    texts_embedded: int = 0
     _table: dict[str, list[float]] = PrivateAttr(default_factory=dict)
 
     def __init__(self, table: dict[str, list[float]]) -> None:
@@ -81,15 +96,19 @@ class TableEmbedding(BaseEmbedding):
         return "TableEmbedding"
 
     def _get_text_embedding(self, text: str) -> Embedding:
+        self.texts_embedded += 1
         return self._table[text]
 
     def _get_text_embeddings(self, texts: list[str]) -> list[Embedding]:
+        self.texts_embedded += len(texts)
         return [self._table[t] for t in texts]
 
     def _get_query_embedding(self, query: str) -> Embedding:
+        self.texts_embedded += 1
         return self._table[query]
 
     async def _aget_query_embedding(self, query: str) -> Embedding:
+        self.texts_embedded += 1
         return self._table[query]
 
 
@@ -237,18 +256,129 @@ def _tables(results: dict[int, dict[str, float]]) -> str:
     return "\n".join(lines)
 
 
+STORE_DOCS, STORE_FETCH_K = 1000, 50
+
+
+def _store_indexes(embed: TableEmbedding, texts: list[str]) -> dict[str, VectorStoreIndex]:
+    """One index per store over ``texts``; a store whose package is missing is left out."""
+    from llama_index.core import StorageContext
+
+    def build(store: Any = None) -> VectorStoreIndex:
+        nodes = [TextNode(text=t) for t in texts]
+        if store is None:
+            return VectorStoreIndex(nodes, embed_model=embed)
+        context = StorageContext.from_defaults(vector_store=store)
+        return VectorStoreIndex(nodes, embed_model=embed, storage_context=context)
+
+    out = {"SimpleVectorStore": build()}
+    try:
+        import qdrant_client
+        from llama_index.vector_stores.qdrant import QdrantVectorStore
+
+        out["Qdrant (:memory:)"] = build(QdrantVectorStore(
+            client=qdrant_client.QdrantClient(location=":memory:"), collection_name="bench"))
+    except ImportError:
+        pass
+    try:
+        import faiss
+        from llama_index.vector_stores.faiss import FaissVectorStore
+
+        out["FAISS"] = build(FaissVectorStore(faiss_index=faiss.IndexFlatIP(DIM)))
+    except ImportError:
+        pass
+    return out
+
+
+def bench_stores(n_queries: int, seed: int = 7) -> list[dict[str, Any]]:
+    """Ours vs the store's built-in MMR (or plain search): ms and texts embedded per query."""
+    import warnings
+
+    from diverse_core.embedding_cache import clear_model_caches
+
+    rng = np.random.default_rng(seed)
+    texts, vecs = _corpus(STORE_DOCS, rng)
+    queries = [f"query {i}" for i in range(3 * (n_queries + 1))]
+    table = {t: v.tolist() for t, v in zip(texts, vecs, strict=True)}
+    table.update({q: v.tolist() for q, v in zip(queries, rng.normal(size=(len(queries), DIM)),
+                                                  strict=True)})
+    rows = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # local Qdrant's payload-index notice
+        indexes = _store_indexes(TableEmbedding(table), texts)
+    for name, index in indexes.items():
+        embed = index._embed_model
+        assert isinstance(embed, TableEmbedding)
+        twin = TableEmbedding(table)  # same vectors, another object: stored vectors unusable
+        mmr_mode = name == "SimpleVectorStore"
+        builtin = index.as_retriever(
+            similarity_top_k=K if mmr_mode else STORE_FETCH_K,
+            **({"vector_store_query_mode": VectorStoreQueryMode.MMR,
+                "vector_store_kwargs": {"mmr_threshold": LAMBDA}} if mmr_mode else {}))
+        variants: dict[str, Callable[[str], Any]] = {
+            "ours": DiverseRetriever.from_index(index, top_n=K, fetch_k=STORE_FETCH_K,
+                                                method="mmr",
+                                                method_params={"lambda_mult": LAMBDA}).retrieve,
+            "built-in": builtin.retrieve,
+            "ours, embedded": DiverseRetriever.from_index(
+                index, top_n=K, fetch_k=STORE_FETCH_K, method="mmr",
+                method_params={"lambda_mult": LAMBDA}, embed_model=twin).retrieve,
+        }
+        row: dict[str, Any] = {"store": name, "builtin": "MMR mode" if mmr_mode else
+                               f"top-{STORE_FETCH_K} search (no MMR mode)"}
+        for v, (label, fn) in enumerate(variants.items()):
+            clear_model_caches()
+            own = queries[v * (n_queries + 1):(v + 1) * (n_queries + 1)]
+            fn(own[0])  # warm-up
+            embed.texts_embedded = twin.texts_embedded = 0
+            times = []
+            for q in own[1:]:
+                start = time.perf_counter()
+                fn(q)
+                times.append(time.perf_counter() - start)
+            row[label] = 1e3 * statistics.median(times)
+            row[f"{label} texts"] = (embed.texts_embedded + twin.texts_embedded) / n_queries
+        rows.append(row)
+    return rows
+
+
+def _store_table(rows: list[dict[str, Any]]) -> str:
+    lines = [
+        f"Table 3: stored vectors, ms per query ({STORE_DOCS} docs, fetch_k={STORE_FETCH_K}, "
+        f"k={K}, lambda={LAMBDA}, queries new to the caches)",
+        "",
+        "| store | ours | built-in | built-in is | ours / built-in | texts embedded per query: "
+        "ours / built-in / ours, embedded | ours, embedded |",
+        "|---|---:|---:|---|---:|---|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['store']} | {r['ours']:.2f} | {r['built-in']:.2f} | {r['builtin']} "
+            f"| {r['ours'] / r['built-in']:.2f} | {r['ours texts']:.0f} / "
+            f"{r['built-in texts']:.0f} / {r['ours, embedded texts']:.0f} "
+            f"| {r['ours, embedded']:.2f} |"
+        )
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> dict[int, dict[str, float]]:
     """Run the benchmark, print Markdown tables and return ms per query per variant."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="5 queries x 9 rounds")
     parser.add_argument("--queries", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--no-stores", action="store_true", help="skip Table 3")
+    parser.add_argument("--stores-only", action="store_true", help="only Table 3")
     args = parser.parse_args(argv)
     n_queries, rounds = (5, 9) if args.quick else (args.queries, args.rounds)
     print(f"# LlamaIndex face timings ({platform.processor() or platform.machine()}, "
           f"python {platform.python_version()}, {n_queries} queries x {rounds} rounds)\n")
-    results = {fk: bench_fetch_k(fk, n_queries, rounds) for fk in FETCH_KS}
-    print(_tables(results))
+    results: dict[int, dict[str, float]] = {}
+    if not args.stores_only:
+        results = {fk: bench_fetch_k(fk, n_queries, rounds) for fk in FETCH_KS}
+        print(_tables(results))
+    if not args.no_stores:
+        print()
+        print(_store_table(bench_stores(max(n_queries, 5))))
     return results
 
 

@@ -24,6 +24,11 @@ from langchain_core.vectorstores import InMemoryVectorStore  # noqa: E402
 
 from langchain_diverse import DFRAGRetriever, MiniLMEmbeddings  # noqa: E402
 
+PLUMBING_NOTICE = (
+    "NOTE: the judge here is the packaged SmolLM2-135M, which only proves the plumbing offline: "
+    "its scores and answer say nothing about DF-RAG's quality. Pass a capable model as llm=."
+)
+
 CHUNKS = [
     "Ninamaninja Kalpadukal is a 1963 Malayalam film directed by N. N. Pisharady.",
     "Ninamaninja Kalpadukal stars Prem Nazir and Ambika.",
@@ -63,19 +68,25 @@ def main() -> None:
     store.add_texts(CHUNKS)
     retriever = DFRAGRetriever(
         llm=SmolLM2(), vectorstore=store, k=3, fetch_k=6, timeout=None,
-        prompts=PromptSet(evaluator_examples="", max_passage_chars=160),
+        prompts=PromptSet(max_passage_chars=160),  # few-shot evaluator: small models need the examples
     )
+    print(PLUMBING_NOTICE)
     handler = CountLLMCalls()
     out = retriever.as_chain().invoke(
         "What is the place of birth of the director of Ninamaninja Kalpadukal?",
         config={"callbacks": [handler]},
     )
-    print("lambda* =", out["lambda"], "| scores:", out["scores"])
+    print("lambda* =", out["lambda"], f"({out['lambda_source']})", "| scores:", out["scores"])
+    print("evaluations that failed or could not be parsed:", out["result"].parse_failures or "none")
+    print("warnings:", out["warnings"] or "none")
     print("plan:", out["plan"])
     for doc in out["context"]:
         print(f"  [{doc.metadata['selection_rank']}] {doc.page_content}")
     print("answer:", out["answer"])
-    print(f"LLM calls: {out['cost']['llm_calls']} (callback runs seen: {handler.calls})")
+    cost = out["cost"]
+    print(f"LLM calls: {cost['llm_calls']} (callback runs seen: {handler.calls}); "
+          f"tokens {cost['prompt_tokens']} in / {cost['completion_tokens']} out; "
+          f"{cost['llm_seconds']:.1f} s of LLM time, {cost['wall_time']:.1f} s wall")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,11 @@ from llama_index.core import Document, VectorStoreIndex  # noqa: E402
 
 from llamaindex_diverse import DFRAGQueryEngine, MiniLMEmbedding  # noqa: E402
 
+PLUMBING_NOTICE = (
+    "NOTE: the judge here is the packaged SmolLM2-135M, which only proves the plumbing offline: "
+    "its scores and answer say nothing about DF-RAG's quality. Pass a capable model as llm=."
+)
+
 CHUNKS = [
     "Titanic is a 1997 American epic romance film directed by James Cameron.",
     "Titanic won eleven Academy Awards, including Best Picture.",
@@ -39,11 +44,14 @@ def main() -> None:
         embed_model=embed,
         k=3,
         timeout=None,
-        prompts=PromptSet(evaluator_examples="", max_passage_chars=160),
+        prompts=PromptSet(max_passage_chars=160),  # few-shot evaluator: small models need the examples
     )
+    print(PLUMBING_NOTICE)
     resp = engine.query("Where was the director of Titanic born?")
     meta = resp.metadata or {}
-    print("lambda* =", meta["dfrag_lambda"], "| scores:", meta["dfrag_lambda_scores"])
+    print("lambda* =", meta["dfrag_lambda"], f"({meta['dfrag_lambda_source']})", "| scores:", meta["dfrag_lambda_scores"])
+    print("evaluations that failed or could not be parsed:", meta["dfrag_parse_failures"] or "none")
+    print("warnings:", meta["dfrag_warnings"] or "none")
     print("plan:", meta["dfrag_plan"])
     for sn in resp.source_nodes:
         print(f"  [{sn.node.metadata['selection_rank']}] {sn.node.get_content()}")

@@ -16,8 +16,13 @@ try:
     import langchain_core  # noqa: F401
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
-        'langchain_diverse needs langchain-core; install the extra: pip install "diverse-rag[langchain]"'
+        "langchain_diverse needs langchain-core; install the extra (in the repository): "
+        'pip install -e ".[langchain]"'
     ) from exc
+
+import logging as _logging
+
+from diverse_core import __version__
 
 from .compressors import DiverseCompressor
 from .embeddings import (
@@ -27,7 +32,7 @@ from .embeddings import (
     clear_embedding_caches,
 )
 from .errors import EmptyDocumentError
-from .retrievers import DiverseRetriever
+from .retrievers import DiverseRetriever, as_diverse_retriever
 from .selection import (
     METADATA_KEYS,
     RELEVANCE_SCORE,
@@ -36,9 +41,15 @@ from .selection import (
     SELECTION_RANK,
     SELECTION_SCORE,
 )
+from .selector import DiverseSelector
+
+# Library logger: warnings for fallbacks (re-embedding, ignored fetch_k); no handlers of ours.
+_logging.getLogger(__name__).addHandler(_logging.NullHandler())
 
 __all__ = [
     "DiverseRetriever",
+    "as_diverse_retriever",
+    "DiverseSelector",
     "DiverseCompressor",
     "CachedEmbeddings",
     "MiniLMEmbeddings",
@@ -51,8 +62,22 @@ __all__ = [
     "SELECTION_RANK",
     "SELECTION_METHOD",
     "SELECTION_PARAMS",
+    "__version__",
 ]
 
 from .dfrag import DFRAGRetriever, LangChainLLM, create_dfrag_chain  # noqa: E402
 
 __all__ += ["DFRAGRetriever", "LangChainLLM", "create_dfrag_chain"]
+
+from .pipeline_retriever import PipelineRetriever, create_pipeline_chain  # noqa: E402
+from .sources import LangChainSource  # noqa: E402
+
+__all__ += ["PipelineRetriever", "create_pipeline_chain", "LangChainSource"]
+
+from .drrag import DRRAGRetriever  # noqa: E402
+
+__all__ += ["DRRAGRetriever"]
+
+from .diva import DivaRetriever, create_diva_chain  # noqa: E402
+
+__all__ += ["DivaRetriever", "create_diva_chain"]

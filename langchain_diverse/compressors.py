@@ -6,12 +6,13 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
+from diverse_core.validation import check_k
 from langchain_core.callbacks import Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.embeddings import Embeddings
 from pydantic import ConfigDict, Field, PrivateAttr
 
-from .embeddings import CachedEmbeddings, cached_embeddings
+from .embeddings import DEFAULT_CACHE_SIZE, CachedEmbeddings, cached_embeddings
 from .selection import SelectionPlan, document_texts, plan_selection, select_documents
 
 __all__ = ["DiverseCompressor"]
@@ -30,6 +31,7 @@ class DiverseCompressor(BaseDocumentCompressor):
         k: documents to keep (all of them when fewer are handed in).
         method: selection method name (``topk``, ``mmr``, ``gmmr``, ``dartboard``, ``vendi``).
         method_params: the method's parameters, e.g. ``{"lambda_mult": 0.5}``.
+        cache_size: most texts kept in the process-wide embedding cache of the model.
 
     Example:
         >>> from langchain_core.documents import Document
@@ -46,10 +48,14 @@ class DiverseCompressor(BaseDocumentCompressor):
     k: int = 4
     method: str = "gmmr"
     method_params: dict[str, Any] = Field(default_factory=dict)
+    cache_size: int = DEFAULT_CACHE_SIZE
 
     _embedder_memo: tuple[Embeddings, CachedEmbeddings] | None = PrivateAttr(default=None)
 
     def __init__(self, **data: Any) -> None:
+        for name in ("k", "cache_size"):  # before pydantic turns "3" into 3
+            if name in data:
+                check_k(data[name], name)
         super().__init__(**data)
         # Outside pydantic validation so the core's typed errors reach the caller unwrapped.
         plan_selection(self.method, self.method_params, self.k)
@@ -58,7 +64,7 @@ class DiverseCompressor(BaseDocumentCompressor):
         source = self.embeddings
         memo = self._embedder_memo
         if memo is None or memo[0] is not source:  # namespace look-up once per model object
-            memo = (source, cached_embeddings(source))
+            memo = (source, cached_embeddings(source, maxsize=self.cache_size))
             self._embedder_memo = memo
         return memo[1]
 

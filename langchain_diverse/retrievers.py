@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Callable, Sequence
+import logging
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from diverse_core.errors import InvalidParameterError
+from diverse_core.errors import DimensionMismatchError, InvalidParameterError, ZeroVectorError
+from diverse_core.validation import check_k, check_unit_interval
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
     CallbackManagerForRetrieverRun,
@@ -21,7 +23,8 @@ from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
-from .embeddings import CachedEmbeddings, KnownVectors, cached_embeddings
+from ._stored import stored_vector_reader
+from .embeddings import DEFAULT_CACHE_SIZE, CachedEmbeddings, KnownVectors, cached_embeddings
 from .selection import (
     SelectionPlan,
     document_texts,
@@ -30,29 +33,49 @@ from .selection import (
     select_documents,
 )
 
-__all__ = ["DiverseRetriever"]
+__all__ = ["DiverseRetriever", "as_diverse_retriever"]
+
+logger = logging.getLogger(__name__)
 
 
-def _stored_vector_lookup(store: VectorStore, documents: Sequence[Document]) -> KnownVectors | None:
-    """Read candidate vectors a store already holds (cache misses only), or ``None``.
+#: ``search_kwargs`` keys of ``as_retriever(search_type=...)`` that map onto fields.
+_FIELD_KEYS = {"k": "k", "fetch_k": "fetch_k", "score_threshold": "score_threshold"}
 
-    Only :class:`InMemoryVectorStore` exposes its vectors cheaply (by document id);
-    other stores' candidates are embedded once per process through the cache.
+
+def _absorb_search_kwargs(data: dict[str, Any]) -> None:
+    """Move ``k``/``fetch_k``/``lambda_mult``/``score_threshold`` from ``search_kwargs`` to fields.
+
+    What ``store.as_retriever(search_type="mmr", search_kwargs={...})`` users pass is
+    accepted here; a key given both ways with different values is rejected, naming both.
+    Everything else (``filter``, ...) stays in ``search_kwargs`` for the store search.
     """
-    if not isinstance(store, InMemoryVectorStore):
-        return None
-    table = store.store
-
-    def known(texts: list[str]) -> list[Any | None]:
-        # Called on cache misses only, so the id index is built only when needed.
-        by_text = {doc.page_content: doc.id for doc in documents if doc.id is not None}
-        found: list[Any | None] = []
-        for text in texts:
-            entry = table.get(by_text[text]) if text in by_text else None
-            found.append(None if entry is None or entry.get("text") != text else entry["vector"])
-        return found
-
-    return known
+    raw = data.get("search_kwargs")
+    if raw is None:
+        return
+    if not isinstance(raw, Mapping):
+        raise InvalidParameterError(f"search_kwargs must be a dict; got search_kwargs={raw!r}")
+    rest = dict(raw)
+    for key, field in _FIELD_KEYS.items():
+        if key not in rest:
+            continue
+        value = rest.pop(key)
+        if field in data and not _same_value(data[field], value):
+            raise InvalidParameterError(
+                f"{field} given twice with different values: {field}={data[field]!r} and "
+                f"search_kwargs={{{key!r}: {value!r}}}; give it once"
+            )
+        data[field] = value
+    if "lambda_mult" in rest:
+        value = rest.pop("lambda_mult")
+        params = dict(data.get("method_params") or {})
+        if "lambda_mult" in params and not _same_value(params["lambda_mult"], value):
+            raise InvalidParameterError(
+                f"lambda_mult given twice with different values: method_params={params!r} and "
+                f"search_kwargs={{'lambda_mult': {value!r}}}; give it once"
+            )
+        params["lambda_mult"] = value
+        data["method_params"] = params
+    data["search_kwargs"] = rest
 
 
 def _accepts_keyword(fn: Callable[..., Any], name: str) -> bool:
@@ -131,8 +154,19 @@ class DiverseRetriever(BaseRetriever):
             pass it; the retriever's own settings then decide how many candidates come
             back). A retriever whose async method does not take it while its sync
             method does is run through its sync method in a worker thread.
-        use_stored_vectors: read candidate vectors from the store when it exposes
-            them (``InMemoryVectorStore``) instead of embedding their texts.
+        use_stored_vectors: read candidate vectors from the store when it holds them
+            (``InMemoryVectorStore``, FAISS, Qdrant, Chroma), so a query embeds only the
+            query; other stores' candidates are embedded once per text through the cache
+            (logged as a warning once per retriever).
+        score_threshold: drop candidates whose cosine similarity to the query is below
+            it before selecting (``search_kwargs={"score_threshold": ...}`` maps here).
+        cache_size: most texts kept in the process-wide embedding cache of the model
+            (documents and queries apart; the bound only grows when shared).
+
+    ``search_kwargs`` also takes what ``store.as_retriever(search_type="mmr")`` users
+    pass: ``k``, ``fetch_k``, ``lambda_mult`` and ``score_threshold`` are moved to the
+    fields (the same key given both ways with different values is rejected), the rest
+    (``filter``, ...) goes to the store search. See also :func:`as_diverse_retriever`.
 
     Example:
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding
@@ -158,11 +192,20 @@ class DiverseRetriever(BaseRetriever):
     search_kwargs: dict[str, Any] = Field(default_factory=dict)
     base_retriever_k_arg: str | None = "k"
     use_stored_vectors: bool = True
+    score_threshold: float | None = None
+    cache_size: int = DEFAULT_CACHE_SIZE
 
     _embedder_memo: tuple[Embeddings, CachedEmbeddings] | None = PrivateAttr(default=None)
     _plan_memo: tuple[tuple[Any, ...], SelectionPlan] | None = PrivateAttr(default=None)
+    _warned: set[str] = PrivateAttr(default_factory=set)
 
     def __init__(self, **data: Any) -> None:
+        _absorb_search_kwargs(data)
+        for name in ("k", "fetch_k", "cache_size"):  # before pydantic turns "3" into 3
+            if name in data:
+                check_k(data[name], name)
+        if data.get("score_threshold") is not None:
+            check_unit_interval(data["score_threshold"], "score_threshold")
         super().__init__(**data)
         # Checked here rather than in a pydantic validator so callers get the typed
         # errors (InvalidParameterError, UnknownMethodError) unwrapped.
@@ -178,8 +221,16 @@ class DiverseRetriever(BaseRetriever):
             )
         self._embedder()  # the store must expose embeddings when none are given
         plan_selection(self.method, self.method_params, self.k, self.fetch_k)
+        if self.base_retriever is not None:
+            self._check_fetch_reaches(self.base_retriever)
 
     # -- helpers ---------------------------------------------------------------
+    def _warn_once(self, key: str, message: str, *args: Any) -> None:
+        warned: set[str] = _private(self)["_warned"]
+        if key not in warned:
+            warned.add(key)
+            logger.warning(message, *args)
+
     def _source_embeddings(self) -> Embeddings:
         if self.embeddings is not None:
             return self.embeddings
@@ -194,8 +245,8 @@ class DiverseRetriever(BaseRetriever):
     def _embedder(self) -> CachedEmbeddings:
         source = self._source_embeddings()
         memo: tuple[Embeddings, CachedEmbeddings] | None = _private(self)["_embedder_memo"]
-        if memo is None or memo[0] is not source:  # namespace look-up once per model object
-            memo = (source, cached_embeddings(source))
+        if memo is None or memo[0] is not source:  # registry look-up once per model object
+            memo = (source, cached_embeddings(source, maxsize=self.cache_size))
             self._embedder_memo = memo
         return memo[1]
 
@@ -212,32 +263,90 @@ class DiverseRetriever(BaseRetriever):
         self._plan_memo = ((self.method, dict(self.method_params), self.k, self.fetch_k), plan)
         return plan
 
+    def _check_query(self, query_vector: NDArray[np.float32], embedder: CachedEmbeddings) -> None:
+        """Reject a zero query vector or one of another dimension before the store is searched."""
+        if not np.any(query_vector):
+            raise ZeroVectorError(
+                "the query embedding is all zeros, so no cosine similarity is defined; "
+                f"check the embeddings model ({type(embedder.embeddings).__name__})"
+            )
+        expected = _store_dimension(self.vectorstore) if self.vectorstore is not None else None
+        if expected is None:
+            expected = embedder.document_cache.dimension
+        if expected is not None and query_vector.shape[0] != expected:
+            raise DimensionMismatchError(
+                f"the query embedding has dimension {query_vector.shape[0]} but the "
+                f"{'store' if self.vectorstore is not None else 'document'} vectors have "
+                f"dimension {expected}; were both made by the same embeddings model?"
+            )
+
     def _known(self, documents: Sequence[Document]) -> KnownVectors | None:
         store = self.vectorstore
         if store is None or not self.use_stored_vectors:
             return None
         if self.embeddings is not None and self.embeddings is not store.embeddings:
-            return None  # the store's vectors come from another model
-        return _stored_vector_lookup(store, documents)
+            return None  # the store's vectors come from another model: embed with ours
+        known = stored_vector_reader(store, documents)
+        if known is None:
+            self._warn_once(
+                "re-embed",
+                "DiverseRetriever cannot read stored vectors from %s: candidates are embedded "
+                "with %s through the cache (once per text per process). Stores read directly: "
+                "InMemoryVectorStore, FAISS, Qdrant, Chroma.",
+                type(store).__name__, type(self._source_embeddings()).__name__,
+            )
+        return known
 
-    def _fetch_kwargs(self, plan: SelectionPlan, fn: Callable[..., Any]) -> dict[str, Any]:
+    # -- wrapped retrievers ----------------------------------------------------
+    def _check_fetch_reaches(self, base: BaseRetriever) -> None:
+        """Warn at construction when ``fetch_k`` cannot reach ``base`` (no keyword, no field)."""
         name = self.base_retriever_k_arg
-        if name is None or not _accepts_keyword(fn, name):
-            return {}
-        return {name: plan.fetch_k}
+        if name is None:
+            return
+        if _accepts_keyword(base._get_relevant_documents, name) or name in type(base).model_fields:
+            return
+        self._warn_once(
+            "fetch_k",
+            "%s takes no %r argument and has no %r field: fetch_k=%d is ignored and it returns "
+            "its own number of candidates (set base_retriever_k_arg to the keyword it takes, "
+            "or configure it to return fetch_k documents)",
+            type(base).__name__, name, name, self.fetch_k,
+        )
+
+    def _sized(self, base: BaseRetriever, plan: SelectionPlan, fn: Callable[..., Any]
+               ) -> tuple[BaseRetriever, dict[str, Any]]:
+        """``base`` (or a copy with its ``k`` field set) and the keyword arguments carrying fetch_k."""
+        name = self.base_retriever_k_arg
+        if name is None or plan.fetch_k is None:
+            return base, {}
+        if _accepts_keyword(fn, name):
+            return base, {name: plan.fetch_k}
+        if name in type(base).model_fields:
+            # e.g. BM25Retriever: its `k` is a field, not an argument. Set it on a shallow
+            # copy so the caller's retriever is never changed.
+            if getattr(base, name, None) == plan.fetch_k:
+                return base, {}
+            return base.model_copy(update={name: plan.fetch_k}), {}
+        return base, {}
 
     async def _afetch_from_retriever(
         self, query: str, plan: SelectionPlan, run_manager: AsyncCallbackManagerForRetrieverRun
     ) -> list[Document]:
         base = self.base_retriever
         assert base is not None
-        kwargs = self._fetch_kwargs(plan, base._aget_relevant_documents)
-        if not kwargs and self._fetch_kwargs(plan, base._get_relevant_documents):
+        target, kwargs = self._sized(base, plan, base._aget_relevant_documents)
+        if (
+            not kwargs
+            and target is base
+            and self.base_retriever_k_arg is not None
+            and _accepts_keyword(base._get_relevant_documents, self.base_retriever_k_arg)
+        ):
             # Only the sync path takes fetch_k (BaseRetriever's default async drops it).
-            sync_kwargs = self._fetch_kwargs(plan, base._get_relevant_documents)
             config: RunnableConfig = {"callbacks": run_manager.get_sync().get_child()}
-            return await asyncio.to_thread(base.invoke, query, config, **sync_kwargs)
-        return await base.ainvoke(query, config={"callbacks": run_manager.get_child()}, **kwargs)
+            return await asyncio.to_thread(
+                base.invoke, query, config, **{self.base_retriever_k_arg: plan.fetch_k}
+            )
+        return await target.ainvoke(query, config={"callbacks": run_manager.get_child()}, **kwargs)
 
     def _finish(
         self,
@@ -246,6 +355,11 @@ class DiverseRetriever(BaseRetriever):
         vectors: NDArray[np.float32],
         plan: SelectionPlan,
     ) -> list[Document]:
+        if self.score_threshold is not None:
+            documents, vectors = _above_threshold(query_vector, documents, vectors,
+                                                  self.score_threshold)
+            if not documents:
+                return []
         return select_documents(query_vector, documents, vectors, plan)
 
     # -- sync ------------------------------------------------------------------
@@ -255,16 +369,16 @@ class DiverseRetriever(BaseRetriever):
         plan = self._plan(kwargs)
         embedder = self._embedder()
         query_vector = embedder.embed_query_array(query)
+        self._check_query(query_vector, embedder)
         if self.vectorstore is not None:
             documents = self.vectorstore.similarity_search_by_vector(
                 query_vector.tolist(), k=plan.fetch_k or self.fetch_k, **self.search_kwargs
             )
         else:
             assert self.base_retriever is not None
-            fetch = self._fetch_kwargs(plan, self.base_retriever._get_relevant_documents)
-            documents = self.base_retriever.invoke(
-                query, config={"callbacks": run_manager.get_child()}, **fetch
-            )
+            base, fetch = self._sized(self.base_retriever, plan,
+                                      self.base_retriever._get_relevant_documents)
+            documents = base.invoke(query, config={"callbacks": run_manager.get_child()}, **fetch)
         if not documents:
             return []
         texts = document_texts(documents)
@@ -278,6 +392,7 @@ class DiverseRetriever(BaseRetriever):
         plan = self._plan(kwargs)
         embedder = self._embedder()
         query_vector = await embedder.aembed_query_array(query)
+        self._check_query(query_vector, embedder)
         if self.vectorstore is not None:
             documents = await self.vectorstore.asimilarity_search_by_vector(
                 query_vector.tolist(), k=plan.fetch_k or self.fetch_k, **self.search_kwargs
@@ -290,3 +405,87 @@ class DiverseRetriever(BaseRetriever):
         vectors = await embedder.aembed_documents_array(texts, known=self._known(documents))
         # The selection is CPU work: keep it off the event loop.
         return await asyncio.to_thread(self._finish, query_vector, documents, vectors, plan)
+
+
+def _store_dimension(store: VectorStore) -> int | None:
+    """The vector dimension a store declares cheaply (FAISS index, a stored in-memory vector)."""
+    index = getattr(store, "index", None)
+    d = getattr(index, "d", None)
+    if isinstance(d, int) and d > 0 and getattr(index, "ntotal", 0) > 0:
+        return d
+    if isinstance(store, InMemoryVectorStore) and store.store:
+        vector = next(iter(store.store.values())).get("vector")
+        return len(vector) if vector is not None else None
+    return None
+
+
+def _above_threshold(
+    query_vector: NDArray[np.float32],
+    documents: list[Document],
+    vectors: NDArray[np.float32],
+    threshold: float,
+) -> tuple[list[Document], NDArray[np.float32]]:
+    """The candidates whose cosine similarity to the query is at least ``threshold``."""
+    if vectors.ndim != 2 or vectors.shape[1] != query_vector.shape[0]:
+        return documents, vectors  # select_documents reports the mismatch
+    norms = np.linalg.norm(vectors, axis=1) * float(np.linalg.norm(query_vector))
+    cosine = (vectors @ query_vector) / np.where(norms > 0, norms, 1.0)
+    keep = np.flatnonzero(cosine >= threshold)
+    if keep.size == len(documents):
+        return documents, vectors
+    return [documents[i] for i in keep.tolist()], vectors[keep]
+
+
+#: ``search_type`` names LangChain users know, mapped to a selection method.
+_SEARCH_TYPES = {"similarity": "topk", "mmr": "mmr"}
+
+
+def as_diverse_retriever(
+    store: VectorStore | BaseRetriever,
+    search_type: str | None = None,
+    search_kwargs: Mapping[str, Any] | None = None,
+    **fields: Any,
+) -> DiverseRetriever:
+    """``store.as_retriever(...)`` with diversity: the one-line swap for existing code.
+
+    Takes what ``as_retriever`` takes: ``search_type`` is ``"mmr"`` or ``"similarity"``
+    (LangChain's names) or any selection method (``"gmmr"``, ``"dartboard"``,
+    ``"vendi"``, ...); ``search_kwargs`` may hold ``k``, ``fetch_k``, ``lambda_mult``,
+    ``score_threshold`` (mapped onto :class:`DiverseRetriever`'s fields) and ``filter``
+    or other store arguments. A ``VectorStoreRetriever`` (what ``as_retriever``
+    returned) is unwrapped: its store, ``search_type`` and ``search_kwargs`` are kept
+    unless given here. Other fields of :class:`DiverseRetriever` go in ``fields``.
+
+    Example:
+        >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+        >>> from langchain_core.vectorstores import InMemoryVectorStore
+        >>> store = InMemoryVectorStore(DeterministicFakeEmbedding(size=16))
+        >>> _ = store.add_texts([f"text {i}" for i in range(30)])
+        >>> before = store.as_retriever(search_type="mmr", search_kwargs={"k": 3, "fetch_k": 10})
+        >>> after = as_diverse_retriever(store, search_type="gmmr",
+        ...                              search_kwargs={"k": 3, "fetch_k": 10, "lambda_mult": 0.6})
+        >>> len(after.invoke("text 1")), as_diverse_retriever(before).method
+        (3, 'mmr')
+    """
+    from langchain_core.vectorstores import VectorStoreRetriever
+
+    if isinstance(store, VectorStoreRetriever):
+        if search_type is None and store.search_type in _SEARCH_TYPES:
+            search_type = store.search_type
+        if search_kwargs is None:
+            search_kwargs = store.search_kwargs
+        store = store.vectorstore
+    if not isinstance(store, VectorStore):
+        raise InvalidParameterError(
+            "as_diverse_retriever takes a VectorStore or a VectorStoreRetriever; got "
+            f"{type(store).__name__} (wrap other retrievers with "
+            "DiverseRetriever(base_retriever=..., embeddings=...))"
+        )
+    if search_type is not None:
+        if "method" in fields:
+            raise InvalidParameterError(
+                f"give search_type or method, not both; got search_type={search_type!r}, "
+                f"method={fields['method']!r}"
+            )
+        fields["method"] = _SEARCH_TYPES.get(search_type, search_type)
+    return DiverseRetriever(vectorstore=store, search_kwargs=dict(search_kwargs or {}), **fields)

@@ -1,6 +1,6 @@
 """LlamaIndex faces of diverse-rag: diversity-aware node postprocessing and retrieval.
 
-Requires the llamaindex extra: ``pip install "diverse-rag[llamaindex]"``.
+Requires the llamaindex extra: ``pip install -e ".[llamaindex]"`` in the repository.
 
 Example:
     >>> from llamaindex_diverse import DiverseNodePostprocessor
@@ -15,8 +15,12 @@ try:
     import llama_index.core  # noqa: F401
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
-        'llamaindex_diverse needs llama-index-core: pip install "diverse-rag[llamaindex]"'
+        'llamaindex_diverse needs llama-index-core: pip install -e ".[llamaindex]" (in the repository)'
     ) from exc
+
+import logging as _logging
+
+from diverse_core import __version__
 
 from ._metadata import SELECTION_METADATA_KEYS
 from .embeddings import MiniLMEmbedding
@@ -28,8 +32,25 @@ __all__ = [
     "DiverseRetriever",
     "MiniLMEmbedding",
     "SELECTION_METADATA_KEYS",
+    "__version__",
 ]
+
+# Library logger: warnings for fallbacks (re-embedding); no handlers of ours.
+_logging.getLogger(__name__).addHandler(_logging.NullHandler())
 
 from .dfrag import DFRAGQueryEngine, DFRAGRetriever, LlamaIndexLLM  # noqa: E402
 
 __all__ += ["DFRAGQueryEngine", "DFRAGRetriever", "LlamaIndexLLM"]
+
+from .pipeline_engine import PipelineQueryEngine, PipelineRetriever  # noqa: E402
+from .sources import LlamaIndexSource  # noqa: E402
+
+__all__ += ["PipelineQueryEngine", "PipelineRetriever", "LlamaIndexSource"]
+
+from .drrag import DRRAGQueryEngine, DRRAGRetriever  # noqa: E402
+
+__all__ += ["DRRAGQueryEngine", "DRRAGRetriever"]
+
+from .diva import DivaQueryEngine, DivaRetriever  # noqa: E402
+
+__all__ += ["DivaQueryEngine", "DivaRetriever"]

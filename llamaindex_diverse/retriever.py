@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -13,9 +14,12 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.prompts.mixin import PromptMixinType
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
+from ._stored import reading, stored_vectors_of
 from .postprocessor import DiverseNodePostprocessor
 
 __all__ = ["DiverseRetriever"]
+
+logger = logging.getLogger(__name__)
 
 
 def _declared_fetch_k(retriever: BaseRetriever) -> int | None:
@@ -120,6 +124,7 @@ class DiverseRetriever(BaseRetriever):
         self._retriever = retriever
         self._postprocessor = postprocessor
         self._fetch_k = fetch_k
+        self._warned = False
 
     @classmethod
     def from_index(
@@ -170,10 +175,38 @@ class DiverseRetriever(BaseRetriever):
     def _get_prompt_modules(self) -> PromptMixinType:
         return {"retriever": self._retriever}
 
+    def _stored_reader(self, nodes: list[NodeWithScore]) -> Any:
+        """The stored-vector reader for this call; warns once when nodes must be embedded."""
+        read = stored_vectors_of(self._retriever, self._postprocessor.embed_model)
+        if read is None and not self._warned and any(n.node.embedding is None for n in nodes):
+            self._warned = True
+            logger.warning(
+                "DiverseRetriever cannot read stored vectors behind %s: node texts are embedded "
+                "with the embed model through the cache (once per text per process). Read "
+                "directly: index.as_retriever() over SimpleVectorStore, Qdrant or FAISS.",
+                type(self._retriever).__name__,
+            )
+        return read
+
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         nodes = self._retriever.retrieve(query_bundle)
-        return self._postprocessor.postprocess_nodes(nodes, query_bundle=query_bundle)
+        with reading(self._stored_reader(nodes)):
+            return self._postprocessor.postprocess_nodes(nodes, query_bundle=query_bundle)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        # A vector index retriever's async path embeds the query into a bundle of its
+        # own, so the postprocessor would embed it a second time: embed it here, once.
+        model = getattr(self._retriever, "_embed_model", None)
+        store = getattr(self._retriever, "_vector_store", None)
+        if (
+            query_bundle.embedding is None
+            and isinstance(model, BaseEmbedding)
+            and getattr(store, "is_embedding_query", False)
+            and query_bundle.embedding_strs
+        ):
+            query_bundle.embedding = await model.aget_agg_embedding_from_queries(
+                query_bundle.embedding_strs
+            )
         nodes = await self._retriever.aretrieve(query_bundle)
-        return await self._postprocessor.apostprocess_nodes(nodes, query_bundle=query_bundle)
+        with reading(self._stored_reader(nodes)):
+            return await self._postprocessor.apostprocess_nodes(nodes, query_bundle=query_bundle)

@@ -16,6 +16,10 @@ Example:
 
 from __future__ import annotations
 
+import logging as _logging
+
+from . import methods as _methods  # noqa: F401  (registers the built-in methods)
+from ._version import __version__
 from .api import select, sweep
 from .errors import (
     DimensionMismatchError,
@@ -23,6 +27,7 @@ from .errors import (
     EmptyCandidatesError,
     InvalidParameterError,
     NonFiniteInputError,
+    NonNumericInputError,
     UnknownMethodError,
     ZeroVectorError,
 )
@@ -40,7 +45,9 @@ from .registry import MethodSpec, available_methods, get_method, register_method
 from .result import Selection, Sweep
 from .tuning import BinarySearchResult, argmax_upper_median, binary_search_sample, upper_median
 
-__version__ = "0.1.0"
+# The library logs (warnings for fallbacks it takes on its own) but never configures
+# logging: applications attach handlers to "diverse_core" if they want the records.
+_logging.getLogger(__name__).addHandler(_logging.NullHandler())
 
 __all__ = [
     "select",
@@ -58,6 +65,7 @@ __all__ = [
     "EmptyCandidatesError",
     "DimensionMismatchError",
     "NonFiniteInputError",
+    "NonNumericInputError",
     "ZeroVectorError",
     "UnknownMethodError",
     "vendi_score",

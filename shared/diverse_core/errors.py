@@ -12,6 +12,7 @@ __all__ = [
     "InvalidParameterError",
     "EmptyCandidatesError",
     "DimensionMismatchError",
+    "NonNumericInputError",
     "NonFiniteInputError",
     "ZeroVectorError",
     "UnknownMethodError",
@@ -32,6 +33,14 @@ class EmptyCandidatesError(DiverseRAGError):
 
 class DimensionMismatchError(DiverseRAGError):
     """Query, candidates or relevance scores have incompatible shapes."""
+
+
+class NonNumericInputError(DimensionMismatchError):
+    """An input array is not made of real numbers (strings, complex numbers, objects).
+
+    A :class:`DimensionMismatchError` subclass: such inputs were reported as one
+    before this class existed, so callers catching that keep working.
+    """
 
 
 class NonFiniteInputError(DiverseRAGError):

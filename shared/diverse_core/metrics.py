@@ -26,14 +26,13 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import stats
 
 from .errors import (
     DimensionMismatchError,
     InvalidParameterError,
     NonFiniteInputError,
-    ZeroVectorError,
 )
+from .validation import as_real_array, brief_repr, check_renyi_order, unit_rows
 
 __all__ = [
     "vendi_score",
@@ -51,16 +50,9 @@ FloatArray = NDArray[np.float64]
 _EIG_TOL = 1e-12
 
 
-def _unit_embeddings(
-    embeddings: ArrayLike, name: str = "embeddings", min_rows: int = 1
-) -> FloatArray:
-    """Validated (n, d) float64 copy of ``embeddings`` with unit-length rows."""
-    try:
-        arr = np.array(embeddings, dtype=np.float64, copy=True)
-    except (TypeError, ValueError) as exc:
-        raise DimensionMismatchError(
-            f"{name} must be a numeric array; got {type(embeddings).__name__}"
-        ) from exc
+def _float_rows(embeddings: ArrayLike, name: str, min_rows: int) -> FloatArray:
+    """Validated (n, d) float64 copy of ``embeddings`` (real, finite, n >= ``min_rows``, d >= 1)."""
+    arr = np.array(as_real_array(embeddings, name), dtype=np.float64, copy=True)
     if arr.ndim != 2:
         raise DimensionMismatchError(f"{name} must have shape (n, d); got shape {arr.shape}")
     if arr.shape[0] < min_rows:
@@ -72,14 +64,14 @@ def _unit_embeddings(
     if not np.all(np.isfinite(arr)):
         bad = np.argwhere(~np.isfinite(arr))[0].tolist()
         raise NonFiniteInputError(f"{name} contains NaN or inf (first at index {bad})")
-    norms = np.linalg.norm(arr, axis=1, keepdims=True)
-    zero = norms[:, 0] <= np.finfo(np.float64).tiny
-    if np.any(zero):
-        raise ZeroVectorError(
-            f"{name} contains a zero vector (row {int(np.argmax(zero))}); cosine similarity is undefined"
-        )
-    out: FloatArray = arr / norms
-    return out
+    return arr
+
+
+def _unit_embeddings(
+    embeddings: ArrayLike, name: str = "embeddings", min_rows: int = 1
+) -> FloatArray:
+    """Validated (n, d) float64 copy of ``embeddings`` with unit-length rows."""
+    return unit_rows(_float_rows(embeddings, name, min_rows), name)
 
 
 def vendi_score(embeddings: ArrayLike, order: float = 1.0) -> float:
@@ -91,7 +83,7 @@ def vendi_score(embeddings: ArrayLike, order: float = 1.0) -> float:
         q = 1:    exp(-sum_i w_i log w_i)          (the paper's definition)
         q = inf:  1 / max_i w_i
         q = 0:    number of non-zero eigenvalues  (numerical rank of K)
-        else:     (sum_i w_i ** q) ** (1 / (1 - q))
+        else:     (sum_i w_i ** q) ** (1 / (1 - q))   (q within 1e-12 of 1: as q = 1)
 
     It ranges from 1 (all items identical) to ``n`` (pairwise orthogonal items).
     The eigenvalues come from the singular values of the unit-normalised
@@ -113,11 +105,7 @@ def vendi_score(embeddings: ArrayLike, order: float = 1.0) -> float:
         >>> round(vendi_score(np.array([[1.0, 0.0], [1.0, 0.0]])), 6)
         1.0
     """
-    if isinstance(order, bool) or not isinstance(order, (int, float, np.integer, np.floating)):
-        raise InvalidParameterError(f"order must be a number >= 0; got order={order!r}")
-    q = float(order)
-    if math.isnan(q) or q < 0.0:
-        raise InvalidParameterError(f"order must be >= 0 (or math.inf); got order={order!r}")
+    q = check_renyi_order(order, "order", allow_zero=True)
     x = _unit_embeddings(embeddings)
     n = x.shape[0]
     if n == 1:
@@ -172,25 +160,20 @@ def max_pairwise_distance(
         np.fill_diagonal(sim, np.inf)
         return float(max(0.0, 1.0 - float(sim.min())))
     if metric == "euclidean":
-        try:
-            raw = np.array(embeddings, dtype=np.float64, copy=True)
-        except (TypeError, ValueError) as exc:
-            raise DimensionMismatchError(
-                f"embeddings must be a numeric array; got {type(embeddings).__name__}"
-            ) from exc
-        if raw.ndim != 2:
-            raise DimensionMismatchError(
-                f"embeddings must have shape (n, d); got shape {raw.shape}"
-            )
-        if raw.shape[0] < 2:
-            raise InvalidParameterError(
-                f"embeddings needs at least 2 row(s); got {raw.shape[0]} (shape {raw.shape})"
-            )
-        if not np.all(np.isfinite(raw)):
-            raise NonFiniteInputError("embeddings contains NaN or inf")
+        raw = _float_rows(embeddings, "embeddings", 2)
+        # measured on rows scaled by the largest magnitude, so squares never overflow
+        scale = float(np.abs(raw).max()) or 1.0
+        raw /= scale
         sq = np.einsum("ij,ij->i", raw, raw)
         d2 = sq[:, None] + sq[None, :] - 2.0 * (raw @ raw.T)
-        return float(math.sqrt(max(0.0, float(d2.max()))))
+        unit_dist = math.sqrt(max(0.0, float(d2.max())))
+        with np.errstate(over="ignore"):
+            out = float(np.float64(scale) * unit_dist)
+        if not math.isfinite(out):
+            raise NonFiniteInputError(
+                f"the largest distance ({scale:g} x {unit_dist:g}) exceeds the float64 range"
+            )
+        return out
     raise InvalidParameterError(f"metric must be 'cosine' or 'euclidean'; got metric={metric!r}")
 
 
@@ -292,14 +275,19 @@ def _ranking_pairs(
     ranking: ArrayLike, reference_scores: ArrayLike
 ) -> tuple[FloatArray, FloatArray]:
     """(negated positions, reference scores) of the ranked items, validated."""
-    ref = np.array(reference_scores, dtype=np.float64, copy=True)
+    ref = np.array(as_real_array(reference_scores, "reference_scores"), dtype=np.float64)
     if ref.ndim != 1:
         raise DimensionMismatchError(
             f"reference_scores must be 1-D (one score per candidate); got shape {ref.shape}"
         )
     if not np.all(np.isfinite(ref)):
         raise NonFiniteInputError("reference_scores contains NaN or inf")
-    idx = np.asarray(ranking)
+    try:
+        idx = np.asarray(ranking)
+    except (TypeError, ValueError) as exc:  # ragged nesting
+        raise DimensionMismatchError(
+            f"ranking must be 1-D (candidate indices in rank order); got {brief_repr(ranking)}"
+        ) from exc
     if idx.ndim != 1:
         raise DimensionMismatchError(
             f"ranking must be 1-D (candidate indices in rank order); got shape {idx.shape}"
@@ -345,6 +333,8 @@ def kendall_tau(ranking: ArrayLike, reference_scores: ArrayLike) -> float:
     pos, ref = _ranking_pairs(ranking, reference_scores)
     if np.all(ref == ref[0]):
         return math.nan
+    from scipy import stats  # lazy: scipy.stats costs ~0.5 s to import
+
     return float(stats.kendalltau(pos, ref).statistic)
 
 
@@ -361,4 +351,6 @@ def spearman_rho(ranking: ArrayLike, reference_scores: ArrayLike) -> float:
     pos, ref = _ranking_pairs(ranking, reference_scores)
     if np.all(ref == ref[0]):
         return math.nan
+    from scipy import stats  # lazy: scipy.stats costs ~0.5 s to import
+
     return float(stats.spearmanr(pos, ref).statistic)

@@ -16,22 +16,26 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from .errors import DimensionMismatchError, InvalidParameterError, NonFiniteInputError
+from .validation import as_real_array
 
-__all__ = ["upper_median", "argmax_upper_median", "binary_search_sample", "BinarySearchResult"]
+__all__ = [
+    "upper_median",
+    "argmax_upper_median",
+    "binary_search_sample",
+    "peak_search_steps",
+    "BinarySearchResult",
+]
 
 
 def _finite_vector(values: ArrayLike, name: str) -> np.ndarray:
-    try:
-        arr = np.array(values, dtype=np.float64, copy=True)
-    except (TypeError, ValueError) as exc:
-        raise InvalidParameterError(f"{name} must be numeric; got {name}={values!r}") from exc
+    arr = np.array(as_real_array(values, name, InvalidParameterError), dtype=np.float64)
     if arr.ndim != 1:
         raise DimensionMismatchError(f"{name} must be 1-D; got shape {arr.shape}")
     if arr.size == 0:
@@ -116,6 +120,34 @@ class BinarySearchResult:
         return len(self.evaluated)
 
 
+def peak_search_steps(n: int) -> Generator[tuple[int, int], tuple[float, float], int]:
+    """The bisection of :func:`binary_search_sample` as a generator, for any driver (sync or async).
+
+    It yields the pair of grid positions ``(mid, mid + 1)`` to score and expects their scores
+    sent back; its return value (``StopIteration.value``) is the peak's position.
+
+    Example:
+        >>> scores = [1, 3, 7, 4]
+        >>> steps = peak_search_steps(4)
+        >>> pair = next(steps)
+        >>> try:
+        ...     while True:
+        ...         pair = steps.send((scores[pair[0]], scores[pair[1]]))
+        ... except StopIteration as stop:
+        ...     stop.value
+        2
+    """
+    lo, hi = 0, n - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        left, right = yield (mid, mid + 1)
+        if left < right:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
 def binary_search_sample(
     grid: Sequence[float] | ArrayLike, score_fn: Callable[[float], float]
 ) -> BinarySearchResult:
@@ -168,6 +200,8 @@ def binary_search_sample(
         if i not in cache:
             raw = score_fn(float(values[i]))
             try:
+                if isinstance(raw, (str, bytes)):  # float("1.0") would accept text
+                    raise TypeError(type(raw).__name__)
                 out = float(raw)
             except (TypeError, ValueError) as exc:
                 raise InvalidParameterError(
@@ -181,15 +215,16 @@ def binary_search_sample(
             order.append(i)
         return cache[i]
 
-    lo, hi = 0, values.size - 1
-    if lo == hi:
+    if values.size == 1:
         score(0)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if score(mid) < score(mid + 1):
-            lo = mid + 1
-        else:
-            hi = mid
+    steps = peak_search_steps(values.size)
+    lo = 0
+    try:
+        pair = next(steps)
+        while True:
+            pair = steps.send((score(pair[0]), score(pair[1])))
+    except StopIteration as stop:
+        lo = int(stop.value)
     evaluated = tuple(float(values[i]) for i in order)
     scores = tuple(cache[i] for i in order)
     return BinarySearchResult(

@@ -10,19 +10,27 @@ from numpy.typing import ArrayLike, NDArray
 
 from .errors import (
     DimensionMismatchError,
+    DiverseRAGError,
     EmptyCandidatesError,
     InvalidParameterError,
     NonFiniteInputError,
+    NonNumericInputError,
     ZeroVectorError,
 )
 
 __all__ = [
     "PreparedInputs",
     "prepare_inputs",
+    "as_real_array",
+    "brief_repr",
+    "unit_rows",
     "check_k",
     "check_unit_interval",
     "check_positive",
     "check_values",
+    "check_renyi_order",
+    "RELEVANCE_MAX",
+    "ORDER_ONE_ATOL",
     "TIE_RTOL_FLOAT32",
     "product_with_rows",
     "product_with_vector",
@@ -36,16 +44,30 @@ FloatArray = NDArray[np.float64]
 TIE_RTOL_FLOAT64 = 1e-12
 #: Tie tolerance (relative) when the candidates are float32 and products run in float32.
 TIE_RTOL_FLOAT32 = 1e-5
+#: Largest accepted relevance magnitude. The methods take differences of relevance
+#: values (range normalisation, marginal gains) and sums over the picks; within
+#: ``±1e300`` those stay finite in float64 for any realistic ``k``, beyond it they
+#: overflow to inf (duplicate picks, NaN scores).
+RELEVANCE_MAX = 1e300
+#: Relevance magnitudes above this make float32 work arrays (gMMR's objective) overflow
+#: or lose every digit of the similarity terms: such calls work in float64.
+_FLOAT32_RELEVANCE_MAX = 1e30
+#: A Rényi order within this distance of 1 is order 1 (Shannon): the closed form
+#: ``log(sum w^q) / (1 - q)`` is 0/0 there and its rounding error grows as ``1 / |1 - q|``.
+ORDER_ONE_ATOL = 1e-12
+#: dtype kinds read as real numbers: bool, signed and unsigned integers, floats.
+_REAL_KINDS = frozenset("biuf")
 
 
 class PreparedInputs:
     """Validated inputs of one selection call.
 
     The caller's candidate matrix is not copied: float32 input stays float32 and
-    every other real dtype is read as float64. It is held as a read-only view
-    (``vectors``) together with the inverse row norms, so cosine similarities are
-    scaled dot products and the (n, d) matrix is never rewritten. Products with the
-    matrix run in its own precision (float32 input: float32 BLAS, half the memory
+    every other real dtype is read as float64 (float32 input too when the caller's
+    relevance exceeds ``1e30`` in magnitude, which float32 work arrays cannot hold).
+    It is held as a read-only view (``vectors``) together with the inverse row norms,
+    so cosine similarities are scaled dot products and the (n, d) matrix is never
+    rewritten. Products with the matrix run in its own precision (float32 input: float32 BLAS, half the memory
     traffic); relevance and similarity columns are float64 (the gMMR sweep keeps its
     per-value work arrays in the working precision). Ties are judged at the working
     precision (:attr:`tie_rtol`).
@@ -160,11 +182,40 @@ def product_with_rows(
     return out
 
 
-def _as_float_array(value: ArrayLike, name: str, ndim: int) -> FloatArray:
+def brief_repr(value: object, limit: int = 80) -> str:
+    """``repr(value)`` cut to ``limit`` characters, for error messages."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def as_real_array(
+    value: ArrayLike, name: str, error: type[DiverseRAGError] | None = None
+) -> NDArray[Any]:
+    """``np.asarray(value)`` (no copy for an array), checked to hold real numbers.
+
+    Raises:
+        DimensionMismatchError: nested sequences of unequal lengths (ragged).
+        NonNumericInputError: strings, complex numbers, objects (dtype kind not b/i/u/f).
+        ``error`` instead of either, when given.
+    """
     try:
-        arr = np.array(value, dtype=np.float64, copy=True)
+        arr = np.asarray(value)
     except (TypeError, ValueError) as exc:
-        raise DimensionMismatchError(f"{name} must be a numeric array; got {type(value).__name__}") from exc
+        raise (error or DimensionMismatchError)(
+            f"{name} must be a numeric array of one shape (no ragged rows); "
+            f"got {type(value).__name__}: {exc}"
+        ) from exc
+    if arr.dtype.kind not in _REAL_KINDS:
+        shown = "" if isinstance(value, np.ndarray) else f" ({name}={brief_repr(value)})"
+        raise (error or NonNumericInputError)(
+            f"{name} must hold real numbers; got {type(value).__name__} of dtype {arr.dtype}"
+            f"{shown}"
+        )
+    return arr
+
+
+def _as_float_array(value: ArrayLike, name: str, ndim: int) -> FloatArray:
+    arr = np.array(as_real_array(value, name), dtype=np.float64, copy=True)
     if arr.ndim != ndim:
         raise DimensionMismatchError(
             f"{name} must have {ndim} dimension(s); got shape {arr.shape}"
@@ -205,14 +256,50 @@ def check_positive(value: object, name: str) -> float:
     return out
 
 
-def check_values(values: ArrayLike, name: str) -> FloatArray:
-    """Validate a 1-D, non-empty grid of parameter values (range checks are the caller's)."""
-    arr = np.array(values, dtype=np.float64, copy=True).reshape(-1)
-    if arr.size == 0:
-        raise InvalidParameterError(f"{name} must contain at least one value; got {name}={values!r}")
-    if not np.all(np.isfinite(arr)):
-        raise InvalidParameterError(f"{name} must be finite; got {name}={values!r}")
-    return arr
+def check_values(values: object, name: str) -> FloatArray:
+    """Validate a non-empty grid of parameter values (range checks are the caller's).
+
+    ``values`` must be a number or a sequence/array of real numbers (not bools, strings,
+    dicts, generators or other objects); it is returned as a 1-D float64 copy.
+
+    Raises:
+        InvalidParameterError: anything else, an empty grid, NaN or inf.
+    """
+    try:
+        arr = np.asarray(values)
+    except (TypeError, ValueError) as exc:
+        raise InvalidParameterError(
+            f"{name} must be a sequence of numbers; got {name}={brief_repr(values)}"
+        ) from exc
+    if arr.dtype.kind not in _REAL_KINDS or arr.dtype.kind == "b":
+        raise InvalidParameterError(
+            f"{name} must be a sequence of numbers; got {name}={brief_repr(values)}"
+            f" (dtype {arr.dtype})"
+        )
+    out = np.array(arr, dtype=np.float64, copy=True).reshape(-1)
+    if out.size == 0:
+        raise InvalidParameterError(
+            f"{name} must contain at least one value; got {name}={brief_repr(values)}"
+        )
+    if not np.all(np.isfinite(out)):
+        raise InvalidParameterError(f"{name} must be finite; got {name}={brief_repr(values)}")
+    return out
+
+
+def check_renyi_order(value: object, name: str = "order", *, allow_zero: bool = False) -> float:
+    """A Rényi order: a number > 0 (``>= 0`` with ``allow_zero``) or ``math.inf``.
+
+    Orders within :data:`ORDER_ONE_ATOL` of 1 are returned as exactly ``1.0`` (the
+    Shannon limit), where the general formula would divide rounding noise by ``1 - q``.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise InvalidParameterError(f"{name} must be a number; got {name}={value!r}")
+    out = float(value)
+    if math.isnan(out) or out < 0.0 or (out == 0.0 and not allow_zero):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise InvalidParameterError(f"{name} must be {bound} (or math.inf); got {name}={value!r}")
+    # (plus one rounding unit, so that a typed ``1 + 1e-12`` counts as within)
+    return 1.0 if abs(out - 1.0) <= ORDER_ONE_ATOL + 2.0**-52 else out
 
 
 def _raise_non_finite(arr: NDArray[np.floating[Any]], name: str) -> None:
@@ -253,7 +340,8 @@ def _row_norms(
     scale = np.max(np.abs(arr), axis=-1).astype(np.float64)
     safe = np.where(scale > 0.0, scale, 1.0)
     rescaled = np.asarray(arr, dtype=np.float64) / np.asarray(safe)[..., None]
-    norms = np.where(scale > 0.0, scale * np.linalg.norm(rescaled, axis=-1), 0.0)
+    with np.errstate(over="ignore"):  # a norm beyond the float range is inf: see _scaled_unit
+        norms = np.where(scale > 0.0, scale * np.linalg.norm(rescaled, axis=-1), 0.0)
     zero = np.atleast_1d(norms <= 0.0)
     if np.any(zero):
         loc = f" (row {int(np.argmax(zero))})" if arr.ndim == 2 else ""
@@ -324,22 +412,46 @@ def product_with_vector(
     return out
 
 
-def _unit_copy(arr: NDArray[np.floating[Any]], norms: FloatArray) -> NDArray[np.floating[Any]]:
-    """Rows of ``arr`` divided by their ``norms`` (from :func:`_row_norms`), in ``arr``'s dtype."""
-    rows = np.asarray(arr, dtype=np.float64) / norms[:, None]
-    unit: NDArray[np.floating[Any]] = rows.astype(arr.dtype, copy=False)
+def _scaled_unit(arr: NDArray[np.floating[Any]]) -> FloatArray:
+    """Unit-length float64 copies of the rows of ``arr`` (or of a 1-D ``arr``), no zero rows.
+
+    Each row is divided by its largest magnitude before its norm is taken, so rows
+    whose norm is beyond the float range (entries near ``1e308``) or whose squares
+    underflow (subnormal entries) come out exact, not as zeros or infs.
+    """
+    rows = np.array(arr, dtype=np.float64, copy=True)
+    rows /= np.max(np.abs(rows), axis=-1, keepdims=True)
+    rows /= np.linalg.norm(rows, axis=-1, keepdims=True)
+    return rows
+
+
+def unit_rows(arr: NDArray[np.floating[Any]], name: str) -> FloatArray:
+    """Unit-length float64 copies of the rows of the 2-D ``arr``.
+
+    Raises:
+        NonFiniteInputError: NaN or inf in ``arr``.
+        ZeroVectorError: a zero row.
+    """
+    norms = _row_norms(arr, name)
+    low, high = _SAFE_NORMS[0]
+    if norms.min() > low and norms.max() < high:
+        out: FloatArray = np.asarray(arr, dtype=np.float64) / norms[:, None]
+        return out
+    return _scaled_unit(arr)
+
+
+def _unit_copy(arr: NDArray[np.floating[Any]]) -> NDArray[np.floating[Any]]:
+    """Read-only unit rows of ``arr`` (see :func:`_scaled_unit`), in ``arr``'s dtype."""
+    unit: NDArray[np.floating[Any]] = _scaled_unit(arr).astype(arr.dtype, copy=False)
     unit.flags.writeable = False
     return unit
 
 
 def _read_only_matrix(value: ArrayLike, name: str) -> NDArray[np.floating[Any]]:
     """The candidates as a read-only view: float32 kept as is, anything else as float64."""
-    try:
-        arr = np.asarray(value)
-        if arr.dtype != np.float32:
-            arr = np.asarray(arr, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise DimensionMismatchError(f"{name} must be a numeric array; got {type(value).__name__}") from exc
+    arr = as_real_array(value, name)
+    if arr.dtype != np.float32:
+        arr = np.asarray(arr, dtype=np.float64)
     if arr.ndim != 2:
         raise DimensionMismatchError(f"{name} must have 2 dimension(s); got shape {arr.shape}")
     view: NDArray[np.floating[Any]] = arr.view()
@@ -354,8 +466,29 @@ def _unit_query(query: ArrayLike, cand: NDArray[np.floating[Any]]) -> NDArray[np
         raise DimensionMismatchError(
             f"query has dimension {q.shape[0]} but candidates have dimension {cand.shape[1]}"
         )
-    q /= _row_norms(q, "query")
+    norm = float(_row_norms(q, "query"))
+    low, high = _SAFE_NORMS[0]
+    if low < norm < high:
+        q /= norm
+    else:  # the norm is subnormal or beyond the float range
+        q = _scaled_unit(q)
     return q.astype(cand.dtype, copy=False)
+
+
+def _relevance(value: ArrayLike, n: int) -> FloatArray:
+    """Caller-supplied relevance as a float64 copy, checked for shape, finiteness and magnitude."""
+    rel = _as_float_array(value, "relevance", 1)
+    if rel.shape[0] != n:
+        raise DimensionMismatchError(
+            f"relevance has {rel.shape[0]} entries but there are {n} candidates"
+        )
+    top = int(np.abs(rel).argmax())
+    if abs(rel[top]) > RELEVANCE_MAX:
+        raise InvalidParameterError(
+            f"relevance values must lie within ±{RELEVANCE_MAX:g} (their differences and sums "
+            f"must stay finite); got relevance[{top}]={float(rel[top])!r}"
+        )
+    return rel
 
 
 def prepare_inputs(
@@ -374,17 +507,31 @@ def prepare_inputs(
             when omitted, cosine similarity to the query is used.
 
     Raises:
-        EmptyCandidatesError, DimensionMismatchError, NonFiniteInputError,
-        ZeroVectorError, InvalidParameterError.
+        EmptyCandidatesError: no candidates.
+        DimensionMismatchError: wrong shapes, ragged nesting, vectors of length 0.
+        NonNumericInputError: strings, complex numbers or objects instead of real numbers.
+        NonFiniteInputError: NaN or inf anywhere.
+        ZeroVectorError: a zero query or candidate vector.
+        InvalidParameterError: a bad ``k``, or relevance beyond ``±RELEVANCE_MAX``.
     """
     k_int = check_k(k)
     cand = _read_only_matrix(candidates, "candidates")
     if cand.shape[0] == 0:
         raise EmptyCandidatesError("candidates is empty (shape (0, d)); need at least one candidate")
+    if cand.shape[1] == 0:
+        raise DimensionMismatchError(
+            f"candidates have dimension 0 (shape {cand.shape}); need vectors of length >= 1"
+        )
+    rel: FloatArray | None = None
+    if relevance is not None:
+        rel = _relevance(relevance, cand.shape[0])
+        if cand.dtype == np.float32 and np.abs(rel).max() > _FLOAT32_RELEVANCE_MAX:
+            # float32 work arrays cannot hold such relevance: the call works in float64
+            cand = _read_only_matrix(cand.astype(np.float64), "candidates")
     q = _unit_query(query, cand)
     raw: NDArray[np.floating[Any]] | None = None
     squares: NDArray[np.floating[Any]] | None = None
-    if relevance is None and _blocked(cand):
+    if rel is None and _blocked(cand):
         squares, raw = _squares_and_products(cand, q)
     norms = _row_norms(cand, "candidates", squares)
     limits = _SAFE_NORMS[cand.dtype == np.float32]
@@ -392,18 +539,12 @@ def prepare_inputs(
         inv_norms = 1.0 / norms
     else:
         # Products of such rows would overflow or lose their digits: work on unit rows.
-        cand = _unit_copy(cand, norms)
+        cand = _unit_copy(cand)
         inv_norms = np.ones(cand.shape[0])
         raw = None
-    if relevance is None:
+    if rel is None:
         rel = np.asarray(cand @ q if raw is None else raw, dtype=np.float64)
         rel *= inv_norms
-    else:
-        rel = _as_float_array(relevance, "relevance", 1)
-        if rel.shape[0] != cand.shape[0]:
-            raise DimensionMismatchError(
-                f"relevance has {rel.shape[0]} entries but there are {cand.shape[0]} candidates"
-            )
     return PreparedInputs(
         query=q, vectors=cand, inv_norms=inv_norms, relevance=rel, k=min(k_int, cand.shape[0])
     )

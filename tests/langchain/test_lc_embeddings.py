@@ -61,12 +61,13 @@ def test_known_vectors_of_another_dimension_are_an_error() -> None:
                                                        for t in texts])
 
 
-def test_process_wide_cache_is_shared_by_equal_configurations() -> None:
+def test_process_wide_cache_is_keyed_on_the_model_object() -> None:
     a, b = DeterministicFakeEmbedding(size=8), DeterministicFakeEmbedding(size=8)
-    assert cached_embeddings(a) is cached_embeddings(b)
-    assert cached_embeddings(a) is not cached_embeddings(DeterministicFakeEmbedding(size=16))
+    assert cached_embeddings(a).document_cache is cached_embeddings(a).document_cache
+    # Equal configuration is not proof of equal vectors (issue 14 item 8): not shared.
+    assert cached_embeddings(a).document_cache is not cached_embeddings(b).document_cache
     t1, t2 = TableEmbeddings(), TableEmbeddings()  # plain objects: identified by identity
-    assert cached_embeddings(t1) is not cached_embeddings(t2)
+    assert cached_embeddings(t1).query_cache is not cached_embeddings(t2).query_cache
     wrapped = CachedEmbeddings(t1)
     assert cached_embeddings(wrapped) is wrapped
     with pytest.raises(TypeError, match="Embeddings"):
@@ -83,4 +84,5 @@ def test_minilm_embeddings_offline() -> None:
     np.testing.assert_allclose(np.linalg.norm(arr, axis=1), 1.0, atol=1e-5)
     sims = arr @ np.asarray(query)
     assert sims[0] > sims[2] and sims[1] > sims[2]
-    assert cached_embeddings(MiniLMEmbeddings()) is cached_embeddings(emb)  # one namespace
+    # Same packaged weights: MiniLMEmbeddings declares a cache key, so instances share.
+    assert cached_embeddings(MiniLMEmbeddings()).document_cache is cached_embeddings(emb).document_cache

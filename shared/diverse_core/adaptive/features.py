@@ -108,7 +108,8 @@ def set_features(
         lambdas: the ``lambda_mult`` of each set, shape (L,).
         sets: candidate indices of each set in pick order, shape (L, k).
         unit: unit-length candidate embeddings, shape (n, d).
-        relevance: relevance of each candidate to the query, shape (n,).
+        relevance: relevance of each candidate to the query, shape (n,) (cosine by default;
+            scores beyond [-1, 1] are divided by their largest magnitude first).
 
     Returns:
         Array of shape (L, len(FEATURE_NAMES)), float64.
@@ -117,6 +118,9 @@ def set_features(
     idx = np.asarray(sets, dtype=np.int64)
     u = np.asarray(unit, dtype=np.float64)
     rel = np.asarray(relevance, dtype=np.float64).reshape(-1)
+    top = float(np.max(np.abs(rel))) if rel.size else 0.0
+    if top > 1.0:  # scores on another scale (e.g. cross-encoder logits): into [-1, 1], as cosine
+        rel = rel / top
     n_sets, k = idx.shape
     n = u.shape[0]
     sim = u @ u.T  # (n, n)

@@ -97,5 +97,11 @@ __all__ = [
     "register_dataset",
 ]
 
+from . import ambiguous as _ambiguous  # noqa: E402,F401  (registers condambigqa, situatedqa, ambignq)
 from . import dfrag_plugin as _dfrag_plugin  # noqa: E402,F401  (registers the "dfrag" plugin)
+from .pipeline_plugin import declare_pipeline_method  # noqa: E402
+
+__all__ += ["declare_pipeline_method"]
+from . import diva_plugin as _diva_plugin  # noqa: E402,F401  (registers the "diva" plugin)
+from . import drrag_plugin as _drrag_plugin  # noqa: E402,F401  (registers the "drrag" method)
 from . import judge_sim as _judge_sim  # noqa: E402,F401  (registers "simjudge" and "simjudge_p")

@@ -1,23 +1,12 @@
-"""DF-RAG as a method of the benchmark harness (plugin ``dfrag``), plus its measurements.
+"""DF-RAG as a harness method (``--methods dfrag@llm=...@sampling=binary``), declared on the
+generic pipeline plugin (:mod:`~diverse_core.eval.pipeline_plugin`), plus its measurements.
 
-Registered on import of :mod:`diverse_core.eval`. For every question the harness hands
-over the ``fetch_k`` cosine candidates; DF-RAG chooses ``k`` of them with its LLM
-Planner/Evaluator over the gMMR λ grid (retrieval only unless ``@generate=true``).
-Per-query info (λ*, score per λ, plan, distinct sets, parse failures, cost) lands in
-the harness's per-query JSON.
-
-Fixed parameters (``--methods dfrag@key=value@...``):
-
-* ``llm``: ``auto`` (default: an OpenAI-compatible endpoint when
-  ``DIVERSE_RAG_LLM_MODEL`` is set - with ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` -
-  else the packaged local SmolLM2), ``openai``, ``local``, ``none`` (dry run: no LLM;
-  counts distinct candidate sets and returns the upper-median λ's set, i.e. what an
-  all-tied evaluation picks) or ``simulated:SECONDS`` (a stand-in endpoint that sleeps
-  that long per call and scores every set equally - for scheduling/latency studies only).
-* ``sampling`` (``uniform``/``binary``), ``max_concurrency``, ``incremental_context``,
-  ``generate``, ``score_from``, ``timeout``, ``max_retries``, ``max_new_tokens``
-  (local model), ``max_tokens`` (endpoint), ``zero_shot`` (drop the evaluator's examples),
-  ``max_passage_chars``.
+Options: ``sampling`` (``uniform``/``binary``), ``max_concurrency``, ``incremental_context``,
+``score_from``, ``timeout``, ``max_retries``, ``zero_shot`` (drop the evaluator's examples),
+``max_passage_chars``; the harness keys ``llm``, ``generate``, ``max_new_tokens``, ``max_tokens``.
+``llm=none`` is an explicit, labelled dry run (``dry_run: true`` in the per-query info): no
+LLM, the upper-median λ's set, i.e. what an all-tied evaluation picks. Without ``@llm=`` the
+method uses ``auto`` and fails with a one-line error when no LLM is available.
 
 One command benchmarks any OpenAI-compatible endpoint against cosine, fixed-λ gMMR and
 the Oracle (which the harness adds when the gMMR grid covers 0.1..1.0)::
@@ -34,134 +23,53 @@ sequential vs concurrent evaluation).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
-import threading
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict
 from typing import Any
 
 import numpy as np
 
-from ..dfrag import DEFAULT_LAMBDAS, DFRAG, PromptSet, sweep_candidate_sets
-from ..errors import InvalidParameterError
-from ..llm import Completion, LocalGGUFLLM, OpenAILLM
+from ..pipelines import PipelineResult
+from ..pipelines.dfrag import DEFAULT_LAMBDAS, DFRAG, DFRAGResult, PromptSet, sweep_candidate_sets
 from ..tuning import upper_median
-from .plugins import MethodInput, MethodOutput, register_plugin
+from .pipeline_plugin import SimulatedEndpoint, declare_pipeline_method, resolve_llm
+from .plugins import MethodInput, MethodOutput
 
 __all__ = ["dfrag_method", "resolve_llm", "SimulatedEndpoint", "main"]
 
-_PIPELINES: dict[tuple[Any, ...], DFRAG] = {}
-_LOCK = threading.Lock()
+_OPTIONS = {"sampling", "max_concurrency", "incremental_context", "score_from", "timeout",
+            "max_retries", "zero_shot", "max_passage_chars"}
 
 
-class SimulatedEndpoint:
-    """A stand-in for a remote endpoint: sleeps ``latency`` seconds per call, then replies
-    with a fixed plan / equal scores / a fixed answer. Only for latency and scheduling
-    measurements; it says nothing about retrieval quality."""
-
-    def __init__(self, latency: float) -> None:
-        self.latency = float(latency)
-
-    def complete(self, prompt: str, **kw: Any) -> Completion:  # pragma: no cover - sync path unused
-        return asyncio.run(self.acomplete(prompt))
-
-    async def acomplete(self, prompt: str, **kw: Any) -> Completion:
-        await asyncio.sleep(self.latency)
-        tail = prompt.rstrip()
-        if tail.endswith("Plan:"):
-            return Completion("1) step one\n2) step two")
-        if tail.endswith("Evaluation:"):
-            return Completion("1. Score: 3\n2. Score: 3\nTotal Score: 6")
-        return Completion("answer")
+def _build(params: dict[str, Any], k: int) -> DFRAG:
+    params = dict(params)
+    zero_shot = params.pop("zero_shot", False) is True
+    max_chars = params.pop("max_passage_chars", None)
+    prompts = PromptSet(
+        evaluator_examples="" if zero_shot else PromptSet().evaluator_examples,
+        max_passage_chars=int(max_chars) if max_chars else None,
+    )
+    return DFRAG(params.pop("llm"), k=k, prompts=prompts, **params)
 
 
-def resolve_llm(spec: str = "auto", *, max_new_tokens: int = 64, max_tokens: int = 256) -> Any:
-    """The backend named by ``spec`` (see the module docstring)."""
-    spec = str(spec)
-    if spec == "auto":
-        spec = "openai" if os.environ.get("DIVERSE_RAG_LLM_MODEL") else "local"
-    if spec == "openai":
-        return OpenAILLM(max_tokens=max_tokens)
-    if spec == "local":
-        return LocalGGUFLLM(max_new_tokens=max_new_tokens)
-    if spec.startswith("simulated:"):
-        return SimulatedEndpoint(float(spec.split(":", 1)[1]))
-    raise InvalidParameterError(
-        f"llm must be auto, openai, local, none or simulated:SECONDS; got llm={spec!r}"
+def _info(res: PipelineResult) -> dict[str, Any]:
+    assert isinstance(res, DFRAGResult)
+    return res.summary()
+
+
+def _dry_run(inp: MethodInput, params: dict[str, Any]) -> MethodOutput:
+    groups = sweep_candidate_sets(inp.query_embedding, inp.embeddings, inp.k, DEFAULT_LAMBDAS)
+    lam = upper_median(DEFAULT_LAMBDAS)
+    return MethodOutput(
+        [int(i) for i in groups.indices[DEFAULT_LAMBDAS.index(lam)]],
+        {"lambda": lam, "n_distinct_sets": len(groups.groups), "dry_run": True,
+         "warnings": ["dry run: no LLM was called; this is the upper-median lambda's gMMR set"]},
     )
 
 
-def _truthy(value: Any) -> bool:
-    return value is True or str(value).lower() in {"1", "true", "yes"}
-
-
-def _pipeline(params: dict[str, Any], k: int) -> DFRAG:
-    key = (k, *sorted((str(a), str(b)) for a, b in params.items()))
-    with _LOCK:
-        if key not in _PIPELINES:
-            prompts = PromptSet(
-                evaluator_examples="" if _truthy(params.get("zero_shot", False)) else PromptSet().evaluator_examples,
-                max_passage_chars=int(params["max_passage_chars"]) if params.get("max_passage_chars") else None,
-            )
-            llm = resolve_llm(
-                str(params.get("llm", "auto")),
-                max_new_tokens=int(params.get("max_new_tokens", 64)),
-                max_tokens=int(params.get("max_tokens", 256)),
-            )
-            _PIPELINES[key] = DFRAG(
-                llm,
-                k=k,
-                sampling=str(params.get("sampling", "uniform")),
-                incremental_context=_truthy(params.get("incremental_context", False)),
-                max_concurrency=int(params.get("max_concurrency", 4)),
-                timeout=float(params["timeout"]) if params.get("timeout") not in (None, "none") else None,
-                max_retries=int(params.get("max_retries", 3)),
-                score_from=str(params.get("score_from", "total")),
-                prompts=prompts,
-            )
-        return _PIPELINES[key]
-
-
-_KNOWN = {
-    "llm", "sampling", "max_concurrency", "incremental_context", "generate", "score_from",
-    "timeout", "max_retries", "max_new_tokens", "max_tokens", "zero_shot", "max_passage_chars",
-}
-
-
-def dfrag_method(inp: MethodInput, **params: Any) -> MethodOutput:
-    """The harness plugin: DF-RAG's chosen chunk set for one question."""
-    unknown = set(params) - _KNOWN
-    if unknown:
-        raise InvalidParameterError(f"unknown dfrag parameter(s) {sorted(unknown)}; known: {sorted(_KNOWN)}")
-    if params.get("llm", "auto") is None or str(params.get("llm")).lower() == "none":
-        groups = sweep_candidate_sets(inp.query_embedding, inp.embeddings, inp.k, DEFAULT_LAMBDAS)
-        lam = upper_median(DEFAULT_LAMBDAS)
-        return MethodOutput(
-            [int(i) for i in groups.indices[DEFAULT_LAMBDAS.index(lam)]],
-            {"lambda": lam, "n_distinct_sets": len(groups.groups), "dry_run": True},
-        )
-    pipe = _pipeline(params, inp.k)
-    res = pipe.run(
-        inp.question, list(inp.texts), inp.query_embedding, inp.embeddings,
-        generate=_truthy(params.get("generate", False)),
-    )
-    info = {
-        "lambda": res.lambda_star,
-        "scores": {f"{lam:g}": s for lam, s in res.lambda_scores.items()},
-        "tied_lambdas": list(res.tied_lambdas),
-        "plan": list(res.plan),
-        "n_distinct_sets": res.n_distinct_sets,
-        "parse_failures": list(res.parse_failures),
-        "cost": asdict(res.cost),
-    }
-    if res.answer is not None:
-        info["answer"] = res.answer
-    return MethodOutput(list(res.indices), info)
-
-
-register_plugin("dfrag", dfrag_method, replace=True)
+#: The harness plugin: DF-RAG's chosen chunk set for one question.
+dfrag_method = declare_pipeline_method("dfrag", _build, options=_OPTIONS, info=_info, dry_run=_dry_run)
 
 
 # ---------------------------------------------------------------------------- measurements
@@ -231,3 +139,4 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     (_sets if args.cmd == "sets" else _timing)(args)
     return 0
+

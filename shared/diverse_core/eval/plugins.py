@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -57,6 +58,9 @@ class MethodInput:
         gold_groups: per candidate, the index of the gold passage it belongs to, or -1
             (shape (n,)); filled by the harness for simulations and diagnostics (e.g. the
             simulated judge). A real method must not look at it.
+        units: the candidates' unit indices in the task's corpus (``None`` outside the runner).
+        source_factory: builds the question's :class:`~diverse_core.pipelines.CandidateSource`
+            (the task's pooled corpus, or the question's own pool; ids are unit indices).
     """
 
     question: str
@@ -67,14 +71,33 @@ class MethodInput:
     k: int
     qid: str = ""
     gold_groups: NDArray[np.int64] | None = None
+    units: NDArray[np.int64] | None = None
+    source_factory: Callable[[], Any] | None = None
+
+    @cached_property
+    def source(self) -> Any:
+        """The question's candidate source (built on first use), or ``None``."""
+        return None if self.source_factory is None else self.source_factory()
+
+    def local_indices(self, units: Sequence[int]) -> list[int]:
+        """Positions in ``texts`` of the given corpus units (-1 for units outside the candidates)."""
+        if self.units is None:
+            return [int(u) for u in units]
+        where = {int(u): i for i, u in enumerate(self.units.tolist())}
+        return [where.get(int(u), -1) for u in units]
 
 
 @dataclass(frozen=True)
 class MethodOutput:
-    """A plugin's answer: candidate indices in pick order and free-form info (JSON-able)."""
+    """A plugin's answer: candidate indices in pick order and free-form info (JSON-able).
+
+    Pipelines that search the whole corpus also give ``units``: the chosen corpus unit indices
+    (then they, not ``indices``, are scored).
+    """
 
     indices: Sequence[int]
     info: Mapping[str, Any] = field(default_factory=dict)
+    units: Sequence[int] | None = None
 
 
 PluginFn = Callable[..., MethodOutput]

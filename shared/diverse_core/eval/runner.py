@@ -81,6 +81,12 @@ def top_candidates(
     return out
 
 
+def _gold_groups(task: RetrievalTask, qi: int, units: NDArray[np.int64]) -> NDArray[np.int64]:
+    """Per candidate unit: its source passage's index when that passage is gold, else -1."""
+    docs = task.unit_doc[units]
+    return np.where(np.isin(docs, task.gold[qi]), docs, -1).astype(np.int64)
+
+
 def question_inputs(
     task: RetrievalTask,
     unit_emb: NDArray[np.float32],
@@ -92,7 +98,6 @@ def question_inputs(
     out = []
     for qi, rec in enumerate(task.records):
         units, sims = cands[qi]
-        docs = task.unit_doc[units]
         out.append(
             MethodInput(
                 question=rec.question,
@@ -102,7 +107,8 @@ def question_inputs(
                 relevance=sims,
                 k=k,
                 qid=rec.qid,
-                gold_groups=np.where(np.isin(docs, task.gold[qi]), docs, -1).astype(np.int64),
+                units=units,
+                gold_groups=_gold_groups(task, qi, units),
             )
         )
     return out
@@ -111,20 +117,49 @@ def question_inputs(
 def _picks_for_grid(
     grid: MethodGrid,
     inp: MethodInput,
-) -> list[tuple[dict[str, Any], NDArray[np.int64], dict[str, Any]]]:
-    """Run one method grid on one question: [(params, local indices, info)]."""
+) -> list[tuple[dict[str, Any], NDArray[np.int64], dict[str, Any], NDArray[np.int64] | None]]:
+    """Run one method grid on one question: [(params, local indices, info, corpus units or None)]."""
     if grid.is_plugin:
         plugin = get_plugin(grid.method)
         rows = []
         for params in grid.settings():
             res = plugin.fn(inp, **params)
-            rows.append((params, np.asarray(res.indices, dtype=np.int64), dict(res.info)))
+            units = None if res.units is None else np.asarray(res.units, dtype=np.int64)
+            rows.append((params, np.asarray(res.indices, dtype=np.int64), dict(res.info), units))
         return rows
     if grid.values and grid.param is not None:
         sw = sweep(grid.method, inp.query_embedding, inp.embeddings, inp.k, grid.values, **grid.params)
-        return [({**grid.params, grid.param: float(v)}, sw.indices[i], {}) for i, v in enumerate(sw.values)]
+        return [({**grid.params, grid.param: float(v)}, sw.indices[i], {}, None) for i, v in enumerate(sw.values)]
     sel = select(grid.method, inp.query_embedding, inp.embeddings, inp.k, **grid.params)
-    return [(dict(grid.params), sel.indices, {})]
+    return [(dict(grid.params), sel.indices, {}, None)]
+
+
+def _source_factory(
+    task: RetrievalTask, qi: int, unit_emb: NDArray[np.float32], q_emb: NDArray[np.float32],
+    cache: DiskEmbeddingCache, config: BenchConfig, shared: dict[str, Any],
+) -> Callable[[], Any]:
+    """A builder of question ``qi``'s candidate source: the task's pooled corpus (one source per
+    task) or the question's own pool; ids are unit indices, new texts go through the disk cache."""
+    from ..pipelines import InMemorySource
+
+    def build() -> Any:
+        question = task.records[qi].question
+        if task.pools is None:
+            if "corpus" not in shared:
+                shared["corpus"] = InMemorySource(
+                    list(task.unit_texts), cache.embed, ids=[str(u) for u in range(len(task.unit_texts))],
+                    embeddings=unit_emb, default_k=config.fetch_k,
+                    query_vectors={r.question: q_emb[i] for i, r in enumerate(task.records)},
+                )
+            return shared["corpus"]
+        pool = task.pools[qi]
+        return InMemorySource(
+            [task.unit_texts[u] for u in pool.tolist()], cache.embed, ids=[str(u) for u in pool.tolist()],
+            embeddings=unit_emb[pool], default_k=min(config.fetch_k, len(pool)),
+            query_vectors={question: q_emb[qi]},
+        )
+
+    return build
 
 
 def _set_metrics(
@@ -162,6 +197,7 @@ def run_task(
             norm_cache[u] = f" {normalize_answer(task.unit_texts[u])} "
         return norm_cache[u]
 
+    shared_sources: dict[str, Any] = {}
     settings: dict[tuple[str, str], SettingResult] = {}
     order: list[tuple[str, str]] = []
     gm_grid = next((g for g in config.methods if g.method == "gmmr" and len(g.values) > 1), None)
@@ -173,11 +209,21 @@ def run_task(
         iterator = require("tqdm", "progress bars").tqdm(
             iterator, total=len(task.records), desc=f"selecting {task.name}", unit="q"
         )
-    inputs = question_inputs(task, unit_emb, q_emb, cands, config.k)
     for qi, rec in iterator:
         units, sims = cands[qi]
         emb = unit_emb[units]
-        inp = inputs[qi]
+        inp = MethodInput(
+            question=rec.question,
+            query_embedding=q_emb[qi],
+            texts=[task.unit_texts[u] for u in units],
+            embeddings=emb,
+            relevance=sims,
+            k=config.k,
+            qid=rec.qid,
+            units=units,
+            source_factory=_source_factory(task, qi, unit_emb, q_emb, cache, config, shared_sources),
+            gold_groups=_gold_groups(task, qi, units),
+        )
         gold = set(task.gold[qi].tolist())
         answers = [normalize_answer(a) for a in rec.answers if normalize_answer(a)]
         for grid in config.methods:
@@ -185,14 +231,14 @@ def run_task(
             if grid is gm_grid and len(picks) > 1:
                 jm = jaccard_matrix(np.stack([p[1] for p in picks]))
                 jac_sum = jm if jac_sum is None else jac_sum + jm
-            for params, local, info in picks:
+            for params, local, info, picked in picks:
                 label = grid.label(params)
                 key = (display_name(grid.method), label)
                 if key not in settings:
                     settings[key] = SettingResult(key[0], params, label, {m: [] for m in METRICS})
                     order.append(key)
                 res = settings[key]
-                chosen = units[local]
+                chosen = units[local] if picked is None else picked
                 docs = task.unit_doc[chosen]
                 ranked_docs = list(dict.fromkeys(docs.tolist()))
                 vals: dict[str, float] = {m: math.nan for m in METRICS}
@@ -206,7 +252,13 @@ def run_task(
                     vals["answer_hit"] = float(
                         any(f" {a} " in unit_norm(int(u)) for u in chosen for a in answers)
                     )
-                vals.update(_set_metrics(emb, local, sims, grid.method in config.agreement_methods))
+                agree = grid.method in config.agreement_methods
+                if picked is None:
+                    vals.update(_set_metrics(emb, local, sims, agree))
+                else:
+                    picked_emb = unit_emb[picked]
+                    picked_rel = (picked_emb @ q_emb[qi]).astype(np.float64)
+                    vals.update(_set_metrics(picked_emb, np.arange(picked.size), picked_rel, agree))
                 for m in METRICS:
                     res.per_query[m].append(vals[m])
                 res.picks.append([task.doc_ids[d] for d in ranked_docs])

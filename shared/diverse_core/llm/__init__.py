@@ -1,7 +1,9 @@
 """A small, framework-neutral LLM layer for DF-RAG.
 
 - :class:`TextLLM`: the protocol (``complete(prompt, **kw) -> Completion``, optional ``acomplete``).
-- :class:`ManagedLLM`: timeout, retries with backoff, concurrency limit, accounting.
+- :class:`ManagedLLM`: timeouts that bound a call (its own daemon workers for sync backends),
+  retries with backoff or the server's ``Retry-After``, a concurrency limit shared by
+  threads and event loops, exact accounting (:class:`LLMUsage`).
 - :class:`OpenAILLM`: any OpenAI-compatible endpoint; :class:`LocalGGUFLLM`: offline GGUF model.
 - LangChain / LlamaIndex models: ``langchain_diverse.dfrag.LangChainLLM`` and
   ``llamaindex_diverse.dfrag.LlamaIndexLLM`` (the core never imports those frameworks).
@@ -15,7 +17,7 @@ Example:
 from __future__ import annotations
 
 from .base import AsyncTextLLM, CallableLLM, Completion, TextLLM, as_completion, ensure_llm
-from .errors import LLMError, LLMTimeoutError, TransientLLMError, is_transient
+from .errors import LLMError, LLMTimeoutError, TransientLLMError, is_transient, retry_after
 from .local import LocalGGUFLLM, default_gguf_path
 from .managed import LLMUsage, ManagedLLM
 from .openai_llm import OpenAILLM
@@ -31,6 +33,7 @@ __all__ = [
     "LLMTimeoutError",
     "TransientLLMError",
     "is_transient",
+    "retry_after",
     "ManagedLLM",
     "LLMUsage",
     "OpenAILLM",

@@ -102,6 +102,12 @@ class CallableLLM:
         except (TypeError, ValueError):  # builtins without a signature
             self._takes_kwargs = False
 
+    @property
+    def native_async(self) -> bool:
+        """Whether :meth:`acomplete` awaits ``fn`` (``False``: it runs a sync ``fn`` in a thread,
+        so :class:`~diverse_core.llm.ManagedLLM` runs it in its own workers instead)."""
+        return self._is_async
+
     def _kw(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         return kwargs if self._takes_kwargs else {}
 

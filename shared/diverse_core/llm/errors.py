@@ -1,19 +1,55 @@
-"""Errors raised by the LLM layer, and the rule that decides which failures are retried."""
+"""Errors raised by the LLM layer, the rule that decides which failures are retried, and
+the server's ``Retry-After`` hint.
+
+Neither function imports an HTTP client: errors are recognised by their attributes
+(``status_code``, ``status``, ``code``, ``response``) and by class names along their MRO, so
+``requests``, ``httpx``, ``aiohttp``, ``openai`` and look-alikes are all understood.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import email.utils
+import time
+from collections.abc import Mapping
+from typing import Any
 
-__all__ = ["LLMError", "LLMTimeoutError", "TransientLLMError", "is_transient"]
+__all__ = ["LLMError", "LLMTimeoutError", "TransientLLMError", "is_transient", "retry_after"]
 
 
 class LLMError(RuntimeError):
-    """An LLM call failed (after any retries). ``__cause__`` holds the last backend error."""
+    """An LLM call failed (after any retries). ``__cause__`` holds the last backend error.
+
+    Args:
+        message: what happened.
+        attempts: attempts made for the call (``None`` when raised outside ManagedLLM).
+        timeout: the per-attempt timeout in force, in seconds (``None``: no limit).
+        received: how many of those attempts reached the backend (the others timed out
+            while queued behind hung calls); ``None`` outside ManagedLLM.
+
+    Example:
+        >>> err = LLMError("LLM call failed after 2 attempts", attempts=2, timeout=5.0)
+        >>> err.attempts, err.timeout
+        (2, 5.0)
+    """
+
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        attempts: int | None = None,
+        timeout: float | None = None,
+        received: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.attempts = attempts
+        self.timeout = timeout
+        self.received = attempts if received is None else received
 
 
 class LLMTimeoutError(LLMError, TimeoutError):
-    """An LLM call did not finish within its per-call timeout (after any retries)."""
+    """An LLM call did not finish within its timeout (after any retries)."""
 
 
 class TransientLLMError(LLMError):
@@ -21,42 +57,144 @@ class TransientLLMError(LLMError):
 
 
 _TRANSIENT_STATUS = {408, 409, 425, 429}
+# Class names (anywhere in the MRO) of retryable errors of common clients.
 _TRANSIENT_NAMES = {
-    "RateLimitError",
-    "APITimeoutError",
-    "APIConnectionError",
-    "InternalServerError",
+    # openai / anthropic style
+    "RateLimitError", "APITimeoutError", "APIConnectionError", "InternalServerError",
     "ServiceUnavailableError",
-    "Timeout",
-    "ReadTimeout",
-    "ConnectTimeout",
-    "ConnectError",
-    "RemoteProtocolError",
+    # requests
+    "ConnectionError", "Timeout", "ConnectTimeout", "ReadTimeout", "ChunkedEncodingError",
+    # httpx
+    "TimeoutException", "ConnectError", "ReadError", "WriteError", "WriteTimeout", "PoolTimeout",
+    "NetworkError", "RemoteProtocolError",
+    # aiohttp
+    "ClientConnectionError", "ClientConnectorError", "ClientOSError", "ServerDisconnectedError",
+    "ServerTimeoutError", "ServerConnectionError", "ClientPayloadError",
+}
+# Subclasses of the above that retrying cannot fix (TLS/certificate, malformed URL).
+_PERMANENT_NAMES = {
+    "SSLError", "ClientSSLError", "ClientConnectorSSLError", "ClientConnectorCertificateError",
+    "InvalidURL", "InvalidSchema", "MissingSchema", "InvalidURLClientError",
+    "UnsupportedProtocol", "LocalProtocolError",
 }
 
 
+def _as_status(value: object) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return None
+
+
 def _status_code(exc: BaseException) -> int | None:
-    for attr in ("status_code", "status", "http_status"):
-        value = getattr(exc, attr, None)
-        if isinstance(value, int):
-            return value
-    response = getattr(exc, "response", None)
-    value = getattr(response, "status_code", None)
-    return value if isinstance(value, int) else None
+    """An HTTP status read from the error or its ``response`` (int or numeric string)."""
+    for owner in (exc, getattr(exc, "response", None)):
+        if owner is None:
+            continue
+        for attr in ("status_code", "status", "http_status", "code"):
+            status = _as_status(getattr(owner, attr, None))
+            if status is not None and 100 <= status < 600:
+                return status
+    return None
+
+
+def _mro_names(exc: BaseException) -> set[str]:
+    return {cls.__name__ for cls in type(exc).__mro__}
 
 
 def is_transient(exc: BaseException) -> bool:
-    """Whether ``exc`` looks like a retryable failure: timeouts, connection errors,
-    HTTP 408/409/425/429 and any 5xx (read from ``status_code``/``status``/``response``).
+    """Whether ``exc`` looks like a retryable failure.
+
+    Retryable: timeouts, connection errors (builtin ``ConnectionError`` and the connection /
+    timeout errors of ``requests``, ``httpx``, ``aiohttp``, ``openai``, matched by class name
+    along the MRO, so subclasses count), and HTTP 408/409/425/429 or any 5xx, read from
+    ``status_code`` / ``status`` / ``http_status`` / ``code`` (int or numeric string) on the
+    error or on its ``response``. TLS/certificate and malformed-URL errors are never retried.
 
     Example:
-        >>> is_transient(TimeoutError()), is_transient(ValueError("bad prompt"))
-        (True, False)
+        >>> class RateLimited(Exception):
+        ...     code = "429"
+        >>> is_transient(RateLimited()), is_transient(TimeoutError()), is_transient(ValueError())
+        (True, True, False)
     """
+    names = _mro_names(exc)
+    if names & _PERMANENT_NAMES:
+        return False
     if isinstance(exc, (TransientLLMError, TimeoutError, asyncio.TimeoutError,
                         concurrent.futures.TimeoutError, ConnectionError)):
         return True
     status = _status_code(exc)
     if status is not None:
         return status in _TRANSIENT_STATUS or 500 <= status < 600
-    return type(exc).__name__ in _TRANSIENT_NAMES
+    return bool(names & _TRANSIENT_NAMES)
+
+
+def _header(headers: object, name: str) -> object:
+    if headers is None:
+        return None
+    getter = getattr(headers, "get", None)
+    if callable(getter):  # httpx/requests/aiohttp headers are case-insensitive mappings
+        value = getter(name)
+        if value is not None:
+            return value
+    if isinstance(headers, Mapping):
+        for key, value in headers.items():
+            if isinstance(key, str) and key.lower() == name:
+                return value
+    return None
+
+
+def _seconds(value: object, now: float) -> float | None:
+    """Seconds from a number, a numeric string, or an HTTP date."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        seconds = float(value)
+    elif isinstance(value, str):
+        text = value.strip()
+        try:
+            seconds = float(text)
+        except ValueError:
+            try:
+                when = email.utils.parsedate_to_datetime(text)
+            except (TypeError, ValueError, IndexError):
+                return None
+            if when.tzinfo is None:
+                return None
+            seconds = when.timestamp() - now
+    else:
+        return None
+    if seconds != seconds or seconds == float("inf"):  # NaN / inf
+        return None
+    return max(0.0, seconds)
+
+
+def retry_after(exc: BaseException, *, now: float | None = None) -> float | None:
+    """The wait, in seconds, that the server asked for with ``exc``, or ``None``.
+
+    Read from an attribute ``retry_after`` (seconds), else from the error's
+    ``response.headers``: ``retry-after-ms`` (milliseconds, sent by OpenAI) or ``retry-after``
+    (seconds or an HTTP date). Header names are matched case-insensitively.
+
+    Args:
+        exc: the backend's error.
+        now: the current POSIX time (for HTTP dates; defaults to ``time.time()``).
+
+    Example:
+        >>> class Busy(Exception):
+        ...     retry_after = 3
+        >>> retry_after(Busy()), retry_after(ValueError())
+        (3.0, None)
+    """
+    now = time.time() if now is None else now
+    direct = _seconds(getattr(exc, "retry_after", None), now)
+    if direct is not None:
+        return direct
+    headers: Any = getattr(getattr(exc, "response", None), "headers", None)
+    millis = _seconds(_header(headers, "retry-after-ms"), now)
+    if millis is not None:
+        return millis / 1000.0
+    return _seconds(_header(headers, "retry-after"), now)

@@ -6,6 +6,7 @@ otherwise with transformers' GGUF loader (needs ``transformers``, ``gguf``, ``to
 from __future__ import annotations
 
 import asyncio
+import atexit
 import importlib.util
 import os
 import threading
@@ -25,6 +26,41 @@ _DEFAULT_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 # Loaded models shared by every LocalGGUFLLM of the process: (path, backend) -> (model, tokenizer, lock).
 _LOADED: dict[tuple[str, str], tuple[Any, Any, threading.Lock]] = {}
 _LOADED_LOCK = threading.Lock()
+# One "stop the running generation" flag per model file and backend (see interrupt()).
+_STOPS: dict[tuple[str, str], threading.Event] = {}
+_EXIT_GRACE_S = 5.0
+
+
+def _stop_flag(key: tuple[str, str]) -> threading.Event:
+    with _LOADED_LOCK:
+        return _STOPS.setdefault(key, threading.Event())
+
+
+@atexit.register
+def _stop_all_at_exit() -> None:
+    """Stop generations still running in abandoned (timed-out) daemon threads and let them
+    return before the interpreter finalises: a thread killed inside torch aborts the process."""
+    with _LOADED_LOCK:
+        stops = list(_STOPS.values())
+        locks = [lock for _, _, lock in _LOADED.values()]
+    for stop in stops:
+        stop.set()
+    deadline = time.monotonic() + _EXIT_GRACE_S
+    for lock in locks:
+        if lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
+            lock.release()
+
+
+def _stopping_criteria(transformers: Any, stop: threading.Event) -> Any:
+    """A transformers stopping criterion that ends generation once ``stop`` is set."""
+    import torch
+
+    class _StopWhenSet(transformers.StoppingCriteria):  # type: ignore[misc]
+        def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+            return torch.full((input_ids.shape[0],), stop.is_set(), dtype=torch.bool,
+                              device=input_ids.device)
+
+    return transformers.StoppingCriteriaList([_StopWhenSet()])
 
 
 def default_gguf_path() -> str:
@@ -62,6 +98,12 @@ class LocalGGUFLLM:
     time), so concurrent DF-RAG evaluations gain nothing on one local model;
     ``acomplete`` runs ``complete`` in a worker thread.
 
+    The class declares ``serial = True`` with a ``serial_key`` naming the loaded model, and
+    ``native_async = False``: :class:`~diverse_core.llm.ManagedLLM` then lets one call at a
+    time reach the model (shared by every wrapper of the same file) and starts an attempt's
+    timeout only when the model is free, so queued calls never time out before they run;
+    loading the model (:meth:`prepare`) is not counted in any attempt's timeout either.
+
     Example:
         >>> llm = LocalGGUFLLM(max_new_tokens=16)  # doctest: +SKIP
         >>> llm.complete("Name a colour.").text  # doctest: +SKIP
@@ -92,8 +134,34 @@ class LocalGGUFLLM:
             backend = "llama_cpp" if importlib.util.find_spec("llama_cpp") else "transformers"
         self.backend = backend
         self._lock = threading.Lock()
+        self._stop = _stop_flag(self._key())
         self._model: Any = None
         self._tokenizer: Any = None
+
+    serial = True
+    native_async = False
+
+    @property
+    def serial_key(self) -> tuple[str, str, str]:
+        """Instances with equal keys share one loaded model, hence one call at a time."""
+        return ("LocalGGUFLLM", *self._key())
+
+    def _key(self) -> tuple[str, str]:
+        return (os.path.abspath(self.model_path), self.backend)
+
+    def interrupt(self) -> None:
+        """Ask the generation running on this model (if any) to stop at its next token.
+
+        :class:`~diverse_core.llm.ManagedLLM` calls it when an attempt on this (serial)
+        backend times out, so the abandoned generation frees the model instead of running
+        to ``max_new_tokens``. Honoured by the transformers backend; llama.cpp finishes its
+        generation."""
+        self._stop.set()
+
+    def prepare(self) -> None:
+        """Load the model now (otherwise the first call does). Idempotent; ManagedLLM calls
+        it once before the first attempt, outside the attempt's timeout."""
+        self._load()
 
     def _messages(self, prompt: str) -> list[dict[str, str]]:
         msgs = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
@@ -102,7 +170,7 @@ class LocalGGUFLLM:
     def _load(self) -> None:
         if self._model is not None:
             return
-        key = (os.path.abspath(self.model_path), self.backend)
+        key = self._key()
         with _LOADED_LOCK:
             if key not in _LOADED:
                 self._load_fresh()
@@ -161,6 +229,7 @@ class LocalGGUFLLM:
                 latency=time.perf_counter() - start,
             )
         import torch
+        import transformers
 
         tok = self._tokenizer
         enc = tok.apply_chat_template(
@@ -172,6 +241,7 @@ class LocalGGUFLLM:
                 max_new_tokens=max_new_tokens,
                 do_sample=False,
                 pad_token_id=tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id,
+                stopping_criteria=_stopping_criteria(transformers, self._stop),
             )
         n_prompt = int(enc["input_ids"].shape[1])
         new = out_ids[0][n_prompt:]
@@ -187,6 +257,7 @@ class LocalGGUFLLM:
         limit = int(kwargs.get("max_new_tokens", kwargs.get("max_tokens", self.max_new_tokens)))
         self._load()
         with self._lock:
+            self._stop.clear()  # an interrupt() meant for the previous generation
             return self._generate(prompt, limit)
 
     async def acomplete(self, prompt: str, **kwargs: Any) -> Completion:

@@ -40,7 +40,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..errors import DimensionMismatchError, InvalidParameterError
 from ..registry import MethodSpec
-from ..validation import PreparedInputs, check_k, check_positive
+from ..validation import PreparedInputs, as_real_array, check_k, check_positive
 from ._common import argmax_rows
 
 __all__ = ["QUERY", "PairScorer", "dartboard_select", "dartboard_sweep", "SPEC"]
@@ -53,10 +53,18 @@ PairScorer = Callable[[Sequence[tuple[int, int]]], ArrayLike]
 _VARIANTS = ("cosine", "crossencoder", "hybrid")
 _DUPLICATE_COS = 1.0 - 1e-12
 _LOG_SQRT_2PI = 0.5 * np.log(2.0 * np.pi)
+#: ``sigma`` below ``distance * this`` makes ``(distance / sigma)^2 / 2`` overflow float64.
+_MIN_SIGMA_PER_DISTANCE = 1e-154
+#: Pair log-densities are kept at or above this (density ``exp(-1e300)`` = 0 either way), so
+#: that differences of two of them are never ``-inf - (-inf)``.
+_LOG_FLOOR = -1e300
 
 
 def _scores(scorer: PairScorer, pairs: list[tuple[int, int]]) -> NDArray[np.float64]:
-    out = np.asarray(scorer(pairs), dtype=np.float64).reshape(-1)
+    out = np.asarray(
+        as_real_array(scorer(pairs), "scores returned by scorer", InvalidParameterError),
+        dtype=np.float64,
+    ).reshape(-1)
     if out.shape[0] != len(pairs):
         raise DimensionMismatchError(
             f"scorer returned {out.shape[0]} scores for {len(pairs)} pairs"
@@ -89,9 +97,39 @@ def _similarities(
 
 
 def _log_gauss(dist: NDArray[np.float64], sigma: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Log density of N(0, sigma) at ``dist``; ``sigma`` broadcasts over leading axes."""
-    out: NDArray[np.float64] = -np.log(sigma) - _LOG_SQRT_2PI - dist**2 / (2.0 * sigma**2)
-    return out
+    """Log density of N(0, sigma) at ``dist``; ``sigma`` broadcasts over leading axes.
+
+    Written as ``(dist / sigma)^2`` so that no ``sigma^2`` underflows (``sigma`` below
+    ``1e-154``: 0/0 at distance 0); an exponent beyond the float range is ``-inf``
+    (density 0), raised as an error only where it leaves nothing (see
+    :func:`_check_query_kernel`).
+    """
+    with np.errstate(over="ignore"):
+        z = dist / sigma
+        z *= z
+    z *= -0.5
+    z -= np.log(sigma) + _LOG_SQRT_2PI
+    return z
+
+
+def _check_query_kernel(
+    log_q: NDArray[np.float64], sigma: NDArray[np.float64], q_sim: NDArray[np.float64]
+) -> None:
+    """Raise when some ``sigma`` gives every candidate density 0 under the query kernel.
+
+    Then every Dartboard score is ``log 0 = -inf`` in float64: no pick is better than
+    another and no score is finite.
+    """
+    dead = ~np.isfinite(log_q.max(axis=1))
+    if np.any(dead):
+        bad = float(sigma[int(np.argmax(dead)), 0])
+        closest = float(np.abs(1.0 - q_sim).min())
+        raise InvalidParameterError(
+            f"sigma={bad!r} is too small for these distances (the closest candidate is at "
+            f"distance 1 - relevance = {closest:.3g}): exp(-distance^2 / (2 sigma^2)) is 0 in "
+            f"float64 for every candidate, so every score would be -inf; use "
+            f"sigma >= {closest * _MIN_SIGMA_PER_DISTANCE:.3g}"
+        )
 
 
 def _logsumexp(
@@ -155,7 +193,9 @@ def dartboard_sweep(
     n_values = sigma.shape[0]
     rows = np.arange(n_values)
     log_q = _log_gauss(1.0 - q_sim[None, :], sigma)  # (L, K)
+    _check_query_kernel(log_q, sigma, q_sim)
     log_d = _log_gauss(1.0 - pair_sim[None, :, :], sigma[:, :, None])  # (L, K, K)
+    np.maximum(log_d, _LOG_FLOOR, out=log_d)
     duplicate = cosine >= _DUPLICATE_COS  # (K, K) exact duplicates by embedding
 
     picks = np.empty((n_values, k), dtype=np.int64)
@@ -199,7 +239,7 @@ def dartboard_select(
 def _check(params: dict[str, Any]) -> dict[str, Any]:
     params["sigma"] = check_positive(params["sigma"], "sigma")
     variant = params["variant"]
-    if variant not in _VARIANTS:
+    if not isinstance(variant, str) or variant not in _VARIANTS:
         raise InvalidParameterError(f"variant must be one of {_VARIANTS}; got variant={variant!r}")
     scorer = params["scorer"]
     if scorer is not None and not callable(scorer):

@@ -8,7 +8,8 @@ Objective of a set ``T`` (``|T| = N``), maximised greedily one item at a time
 * ``VS(T) = exp(-sum_i l_i log l_i)``: the Vendi score of order 1 (Eq. 1), with
   ``l_i`` the eigenvalues of ``K / N`` and ``K`` the cosine kernel of ``T`` (unit
   diagonal). ``VS`` lies in ``[1, N]`` (1: all identical, ``N``: all orthogonal).
-  ``order=q != 1`` uses the Rényi form ``(sum_i l_i ** q) ** (1 / (1 - q))``.
+  ``order=q != 1`` uses the Rényi form ``(sum_i l_i ** q) ** (1 / (1 - q))``; an
+  ``order`` within ``1e-12`` of 1 is order 1 (the Rényi form is 0/0 there).
 * ``VS~(T) = (VS(T) - 1) / (N - 1)``, rescaled to ``[0, 1]``; ``0`` when ``N = 1``
   (a single item has ``VS = 1``, so the first pick is decided by relevance).
 * ``SS~(q, T) = mean_{t in T} r~_t`` with the pool-normalised relevance
@@ -61,7 +62,7 @@ from numpy.typing import NDArray
 
 from ..errors import InvalidParameterError
 from ..registry import MethodSpec
-from ..validation import PreparedInputs, check_positive, check_unit_interval
+from ..validation import PreparedInputs, check_renyi_order, check_unit_interval
 from ._common import cosine_block
 
 __all__ = ["OBJECTIVES", "vendi_select", "vendi_sweep", "vendi_upper_bound", "SPEC"]
@@ -354,11 +355,7 @@ def _check(params: dict[str, Any]) -> dict[str, Any]:
         raise InvalidParameterError(
             f"objective must be one of {list(OBJECTIVES)}; got objective={objective!r}"
         )
-    order = params["order"]
-    if isinstance(order, (float, np.floating)) and math.isinf(order) and order > 0:
-        params["order"] = math.inf
-    else:
-        params["order"] = check_positive(order, "order")
+    params["order"] = check_renyi_order(params["order"], "order")
     return params
 
 

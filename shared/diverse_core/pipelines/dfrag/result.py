@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from ..contract import PipelineCost, PipelineResult
 from .parsing import EvaluationParse
 
 __all__ = ["CandidateSet", "DFRAGCost", "DFRAGResult", "OracleResult"]
@@ -42,42 +43,22 @@ class CandidateSet:
         return self.error is not None or (self.evaluation is not None and not self.evaluation.parsed)
 
 
-@dataclass(frozen=True)
-class DFRAGCost:
-    """What one DF-RAG run cost.
+#: DF-RAG's cost record is the shared one: ``calls`` per role (planner, evaluator, generator);
+#: ``cost.planner_calls`` etc. read it.
+DFRAGCost = PipelineCost
+
+
+@dataclass(frozen=True, kw_only=True)
+class DFRAGResult(PipelineResult):
+    """Everything one DF-RAG run decided (the shared :class:`PipelineResult` plus DF-RAG's fields).
 
     Attributes:
-        llm_calls: successful LLM calls (planner + evaluator + generator).
-        planner_calls / evaluator_calls / generator_calls: per stage.
-        failed_calls: calls that raised after their retries.
-        retries: extra attempts after transient errors.
-        prompt_tokens / completion_tokens: summed where the backend reports them.
-        llm_seconds: summed latency of the successful calls (exceeds ``wall_time``
-            when calls overlap).
-        wall_time: seconds from start to result.
-    """
-
-    llm_calls: int = 0
-    planner_calls: int = 0
-    evaluator_calls: int = 0
-    generator_calls: int = 0
-    failed_calls: int = 0
-    retries: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    llm_seconds: float = 0.0
-    wall_time: float = 0.0
-
-
-@dataclass(frozen=True)
-class DFRAGResult:
-    """Everything one DF-RAG run decided.
-
-    Attributes:
-        question: the query.
-        answer: the Generator's answer (``None`` when generation was skipped).
         lambda_star: the chosen λ (Eq. 5 plus the upper-median tie gate).
-        indices: chosen chunk indices (into the texts given to the pipeline), pick order.
+        lambda_source: ``"evaluator"`` when λ* is the Evaluator's choice, ``"fallback"`` when
+            every evaluation failed or was unparseable (λ* is then the grid's upper median,
+            and ``warnings`` says so).
+        indices: chosen chunk indices, pick order: positions in the pool given to
+            :meth:`DFRAG.run` (or in the candidates the source returned).
         texts: the chosen chunks' texts, same order.
         plan: the Planner's steps.
         plan_parsed: ``False`` when the Planner reply had no list (the question was used).
@@ -89,7 +70,6 @@ class DFRAGResult:
         short_answer: the Evaluator's short answer for the chosen set, if it gave one.
         sampling: ``"uniform"`` or ``"binary"``.
         incremental_context: whether the plan and short answer went to the Generator.
-        cost: a :class:`DFRAGCost`.
         raw_plan: the Planner's raw reply.
 
     Example:
@@ -99,9 +79,9 @@ class DFRAGResult:
         0.5
     """
 
-    question: str
-    answer: str | None
+    pipeline: str = "dfrag"
     lambda_star: float
+    lambda_source: str = "evaluator"
     indices: tuple[int, ...]
     texts: tuple[str, ...]
     plan: tuple[str, ...]
@@ -114,7 +94,6 @@ class DFRAGResult:
     short_answer: str | None = None
     sampling: str = "uniform"
     incremental_context: bool = False
-    cost: DFRAGCost = field(default_factory=DFRAGCost)
     raw_plan: str = ""
 
     @property
@@ -122,11 +101,21 @@ class DFRAGResult:
         """Number of distinct chunk sets over the λ grid."""
         return len(self.candidate_sets)
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-friendly dict (λ keys become strings)."""
-        out = asdict(self)
-        out["lambda_scores"] = {f"{k:g}": v for k, v in self.lambda_scores.items()}
-        return out
+    def labelled_scores(self) -> dict[str, float | None]:
+        """``lambda_scores`` keyed by the λ's label (``"0.1"``, ..., ``"1"``): JSON-friendly."""
+        return {f"{lam:g}": score for lam, score in self.lambda_scores.items()}
+
+    def summary(self) -> dict[str, Any]:
+        """What the faces and the harness report of a run besides the documents."""
+        return {
+            "lambda": self.lambda_star,
+            "lambda_source": self.lambda_source,
+            "scores": self.labelled_scores(),
+            "tied_lambdas": list(self.tied_lambdas),
+            "plan": list(self.plan),
+            "n_distinct_sets": self.n_distinct_sets,
+            "parse_failures": list(self.parse_failures),
+        }
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from collections.abc import Callable, Collection, Sequence
 
 from numpy.typing import ArrayLike
 
-from ..tuning import argmax_upper_median
+from ...tuning import argmax_upper_median
 from .candidates import DEFAULT_LAMBDAS, check_lambdas, sweep_candidate_sets
 from .result import CandidateSet, OracleResult
 
@@ -23,7 +23,7 @@ ScoreFn = Callable[[tuple[int, ...], tuple[str, ...]], float]
 
 def normalize_answer(text: str) -> str:
     """SQuAD-style answer normalisation (the harness's :func:`diverse_core.eval.metrics.normalize_answer`)."""
-    from ..eval.metrics import normalize_answer as _normalize  # lazy: eval imports dfrag
+    from ...eval.metrics import normalize_answer as _normalize  # lazy: eval imports dfrag
 
     return _normalize(text)
 
@@ -35,7 +35,7 @@ def answer_f1(prediction: str, golds: str | Sequence[str]) -> float:
         >>> answer_f1("The Eiffel Tower", ["Eiffel Tower"])
         1.0
     """
-    from ..eval.metrics import f1_score  # lazy: eval imports dfrag
+    from ...eval.metrics import f1_score  # lazy: eval imports dfrag
 
     return f1_score(prediction, golds)
 

@@ -1,5 +1,10 @@
 """Tolerant parsers for Planner and Evaluator output.
 
+The Evaluator's reply is read through the shared judge parser's :func:`own_text` first: lines it
+quotes from the passages it was shown (a passage saying ``Total Score: 10`` or ``Answer: ...``)
+are not its verdict. The format is pinned: the last ``Total Score`` and the last ``Short Answer``
+of the model's own text count; several different totals are flagged as ambiguous.
+
 Real LLM output wraps the requested format in prose, markdown (``**Score:** 4``),
 bullets or headings, skips the total, or goes past the scale. The parsers never
 raise on such text: a plan falls back to the question itself, an evaluation that
@@ -9,7 +14,10 @@ yields no score at all is reported as unparsed (the pipeline scores it 0 and fla
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+from ..judge import own_text
 
 __all__ = ["parse_plan", "parse_evaluation", "EvaluationParse", "PlanParse", "MAX_STEP_SCORE"]
 
@@ -22,7 +30,7 @@ _ENUM = re.compile(
     re.IGNORECASE,
 )
 _PLAN_HEADER = re.compile(r"^\s*(?:output\s+)?(?:planner\s*)?plan\s*:?\s*$", re.IGNORECASE)
-_NUM = r"(-?\d+(?:\.\d+)?)"
+_NUM = r"(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"
 _TOTAL = re.compile(r"total\s*(?:support\s*)?(?:score)?\s*(?:[:=]|is|of)\s*" + _NUM, re.IGNORECASE)
 _STEP_SCORE = re.compile(
     r"^\s*(?:[-*+\u2022]\s*)?(?:step\s*)?(\d{1,2})\s*[).:\]-]?\s*.*?\bscore\b\s*(?:[:=]|is|of)?\s*" + _NUM,
@@ -99,6 +107,9 @@ class EvaluationParse:
         short_answer: the ``Short Answer:`` line, if any.
         parsed: ``False`` when no score could be read (then ``score`` is 0).
         notes: what was repaired (clipping, missing total, ...).
+        ambiguous: the model's own text stated different totals or short answers (the last
+            one was used).
+        clipped: a score was out of range and clipped.
     """
 
     score: float
@@ -108,19 +119,24 @@ class EvaluationParse:
     short_answer: str | None
     parsed: bool
     notes: tuple[str, ...] = field(default=())
+    ambiguous: bool = False
+    clipped: bool = False
 
 
 def _clip(value: float, hi: float) -> float:
     return min(max(value, 0.0), hi)
 
 
-def parse_evaluation(text: str, n_steps: int, prefer: str = "total") -> EvaluationParse:
+def parse_evaluation(
+    text: str, n_steps: int, prefer: str = "total", passages: Sequence[str] = ()
+) -> EvaluationParse:
     """Read per-step scores and the ``Total Score`` from an Evaluator reply.
 
     Rules: step scores are clipped to ``0..5`` (only the first ``n_steps`` count); the
     stated total (the last ``Total Score: N``) is clipped to ``0..5 * n_steps``; a
     missing total is replaced by the sum of the step scores. With ``prefer="steps"``
-    the sum of the step scores (Eq. 4) is used whenever step scores were found.
+    the sum of the step scores (Eq. 4) is used whenever step scores were found. Text quoted
+    from ``passages`` is ignored (see the module docstring).
 
     Example:
         >>> r = parse_evaluation("1. Score: 4. ok\\n2. **Score:** 7. too high", n_steps=2)
@@ -134,13 +150,16 @@ def parse_evaluation(text: str, n_steps: int, prefer: str = "total") -> Evaluati
     steps: list[float] = []
     short: str | None = None
     stated: float | None = None
-    for raw in text.splitlines():
+    totals: set[float] = set()
+    answers: set[str] = set()
+    for raw in own_text(text, passages).splitlines():
         line = _clean(raw)
         if not line:
             continue
         total_m = _TOTAL.search(line)
         if total_m:
             stated = float(total_m.group(1))
+            totals.add(stated)
             continue
         step_m = _STEP_SCORE.match(line) or _BARE_SCORE.match(line)
         if step_m and len(steps) < n_steps:
@@ -150,8 +169,12 @@ def parse_evaluation(text: str, n_steps: int, prefer: str = "total") -> Evaluati
             steps.append(_clip(value, MAX_STEP_SCORE))
             continue
         sa = _SHORT_ANSWER.match(line)
-        if sa and short is None:
-            short = sa.group(1).strip() or None
+        if sa and sa.group(1).strip():
+            short = sa.group(1).strip()
+            answers.add(short.lower())
+    ambiguous = len(totals) > 1 or len(answers) > 1
+    if ambiguous:
+        notes.append("ambiguous: different totals or short answers; the last was used")
     hi = MAX_STEP_SCORE * n_steps
     if stated is not None and not 0.0 <= stated <= hi:
         notes.append(f"total clipped to 0..{hi:g}")
@@ -160,9 +183,16 @@ def parse_evaluation(text: str, n_steps: int, prefer: str = "total") -> Evaluati
         if total is None:
             notes.append("no total; summed step scores")
         return EvaluationParse(
-            float(sum(steps)), tuple(steps), stated, "steps", short, True, tuple(notes)
+            float(sum(steps)), tuple(steps), stated, "steps", short, True, tuple(notes),
+            ambiguous, _was_clipped(notes),
         )
     if total is not None:
-        return EvaluationParse(total, tuple(steps), stated, "total", short, True, tuple(notes))
+        return EvaluationParse(
+            total, tuple(steps), stated, "total", short, True, tuple(notes), ambiguous, _was_clipped(notes)
+        )
     notes.append("no score found")
-    return EvaluationParse(0.0, (), None, "none", short, False, tuple(notes))
+    return EvaluationParse(0.0, (), None, "none", short, False, tuple(notes), ambiguous)
+
+
+def _was_clipped(notes: Sequence[str]) -> bool:
+    return any("clipped" in n for n in notes)

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ..api import sweep
-from ..errors import DimensionMismatchError, InvalidParameterError
-from ..validation import check_k, check_values
+from ...api import sweep
+from ...errors import DimensionMismatchError, InvalidParameterError
+from ...validation import check_k, check_values
 
 __all__ = ["DEFAULT_LAMBDAS", "check_lambdas", "CandidateGroups", "sweep_candidate_sets"]
 

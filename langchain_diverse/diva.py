@@ -1,0 +1,97 @@
+"""DIVA for LangChain, declared on the generic pipeline face.
+
+* :class:`DivaRetriever` - the ``k`` passages DIVA keeps for an ambiguous question: each
+  LLM-written interpretation takes its top hits from one first-stage pool (or searches the
+  store itself), the union is pruned by mean similarity to all interpretations. Each document
+  says which interpretations it serves.
+* :meth:`DivaRetriever.as_chain` / :func:`create_diva_chain` - a Runnable
+  ``question -> {answer, context, interpretations, verdicts, usefulness, route, trace, warnings,
+  cost, result}`` that also verifies the passages and answers (with them, or closed book when
+  they are useless).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from diverse_core.pipelines import PipelineResult
+from diverse_core.pipelines.diva import (
+    DEFAULT_MAX_INTERPRETATIONS,
+    DEFAULT_PER_INTERPRETATION_K,
+    DIVA,
+    DivaPrompts,
+    DivaResult,
+)
+from langchain_core.runnables import Runnable
+
+from .pipeline_retriever import PipelineRetriever, create_pipeline_chain
+
+__all__ = ["DivaRetriever", "create_diva_chain", "DIVA_INTERPRETATIONS", "DIVA_USEFULNESS"]
+
+#: Metadata key: every interpretation of the question (the document's own are in
+#: ``pipeline_reason["interpretations"]``).
+DIVA_INTERPRETATIONS = "diva_interpretations"
+#: Metadata key: the verification grade (``None`` unless ``verify_in_retrieval=True``).
+DIVA_USEFULNESS = "diva_usefulness"
+
+
+class DivaRetriever(PipelineRetriever):
+    """Retrieve for an ambiguous question with DIVA (``diva.txt``): the pruned, diversified set.
+
+    The LLM first names the question's ambiguity and rewrites it into at most
+    ``max_interpretations`` unambiguous questions (two calls per query, also when only
+    retrieving); no LLM call is made for the retrieval itself. With
+    ``verify_in_retrieval=True`` the retriever also runs one yes/no verification call per
+    interpretation and reports the grade. The chain (:meth:`as_chain`) always verifies and
+    answers: ``2 + m + 2`` LLM calls (passages useful) or ``2 + m + 1`` (closed book).
+
+    Besides the shared metadata (see :class:`PipelineRetriever`; ``pipeline_reason`` and
+    ``selection_params`` hold ``interpretations`` - the interpretations this passage was
+    retrieved for - and ``prune_score``), documents carry ``diva_interpretations`` and
+    ``diva_usefulness``.
+
+    Options (see :class:`~diverse_core.pipelines.diva.DIVA`): ``per_interpretation_k``,
+    ``max_interpretations``, ``search`` (``"pool"``/``"source"``), ``prune``, ``mmr_lambda``,
+    ``verify_in_retrieval``, ``on_verifier_error``, ``prompts``. ``fetch_k`` is the first-stage
+    pool.
+
+    Example:
+        >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+        >>> from langchain_core.language_models import FakeListLLM
+        >>> from langchain_core.vectorstores import InMemoryVectorStore
+        >>> store = InMemoryVectorStore(DeterministicFakeEmbedding(size=16))
+        >>> _ = store.add_texts([f"fact {i}" for i in range(8)])
+        >>> llm = FakeListLLM(responses=["Reason: the year.\\nKinds: [Time]", "1: In 2018?\\n2: In 2019?"])
+        >>> docs = DivaRetriever(llm=llm, vectorstore=store, k=2, fetch_k=8).invoke("Who won?")
+        >>> len(docs), docs[0].metadata["diva_interpretations"]
+        (2, ['In 2018?', 'In 2019?'])
+    """
+
+    pipeline_class = DIVA
+
+    per_interpretation_k: int = DEFAULT_PER_INTERPRETATION_K
+    max_interpretations: int = DEFAULT_MAX_INTERPRETATIONS
+    search: str = "pool"
+    prune: str = "mean"
+    mmr_lambda: float = 0.5
+    verify_in_retrieval: bool = False
+    on_verifier_error: str = "count_yes"
+    prompts: DivaPrompts | None = None
+
+    @classmethod
+    def result_metadata(cls, result: PipelineResult) -> dict[str, Any]:
+        assert isinstance(result, DivaResult)
+        return {DIVA_INTERPRETATIONS: list(result.interpretations), DIVA_USEFULNESS: result.usefulness}
+
+    @classmethod
+    def chain_fields(cls, result: PipelineResult) -> dict[str, Any]:
+        assert isinstance(result, DivaResult)
+        summary = result.summary()
+        return {key: summary[key] for key in ("interpretations", "verdicts", "usefulness", "route")}
+
+
+def create_diva_chain(retriever: DivaRetriever) -> Runnable[Any, dict[str, Any]]:
+    """A Runnable that answers an ambiguous question with DIVA end to end (see
+    :func:`~langchain_diverse.pipeline_retriever.create_pipeline_chain`; adds
+    ``interpretations``, ``verdicts``, ``usefulness`` and ``route``)."""
+    return create_pipeline_chain(retriever)

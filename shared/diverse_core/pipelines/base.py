@@ -1,0 +1,247 @@
+"""The base class every LLM pipeline derives from: ``run``/``arun`` over a candidate source."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Mapping, Sequence
+from concurrent.futures import Future
+from typing import Any, ClassVar, TypeVar
+
+from ..errors import InvalidParameterError
+from ..validation import check_k
+from .contract import Candidates, CandidateSource, ChosenDocument, PipelineResult
+from .roles import LLMRoles, RunContext
+
+__all__ = ["Pipeline", "run_sync", "gather_all_or_cancel"]
+
+T = TypeVar("T")
+
+
+def run_sync(coro: Any) -> Any:
+    """Run a coroutine to completion from sync code, even inside a running event loop
+    (then it runs on a fresh loop in a helper thread)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    box: Future[Any] = Future()
+
+    def target() -> None:
+        try:
+            box.set_result(asyncio.run(coro))
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            box.set_exception(exc)
+
+    thread = threading.Thread(target=target, name="diverse-rag-pipeline")
+    thread.start()
+    thread.join()
+    return box.result()
+
+
+async def gather_all_or_cancel(aws: Sequence[Awaitable[T]]) -> list[T]:
+    """Await every awaitable; on the first failure cancel the rest, wait for them, and raise
+    that one error (no sibling error is left unretrieved or logged)."""
+    tasks = [asyncio.ensure_future(a) for a in aws]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+
+
+class Pipeline(ABC):
+    """An LLM pipeline: a question and a :class:`CandidateSource` in, a :class:`PipelineResult` out.
+
+    A subclass declares its ``name`` and LLM ``roles`` and implements :meth:`_arun`; it makes every
+    LLM call through the run's :class:`RunContext` (``await ctx.ask(role, prompt)``) and every
+    search through :meth:`search`, so trace, cost and the retry/timeout policy come for free,
+    and the framework faces and the benchmark harness can run it with no code of its own.
+
+    Args:
+        llm: the model for every role (``None`` for pipelines that can run without one, in
+            retrieval-only mode): anything with ``complete(prompt, **kw)``, a plain callable,
+            a ``ManagedLLM``; LangChain / LlamaIndex models are adapted by their faces.
+        role_llms: per-role models overriding ``llm``.
+        k: documents to choose.
+        timeout / max_retries / backoff_base / max_concurrency: the per-call policy.
+        llm_kwargs: extra keyword arguments per role.
+
+    Example:
+        >>> class Echo(Pipeline):
+        ...     name, roles = "echo", ("writer",)
+        ...     async def _arun(self, question, source, ctx, *, k, generate):
+        ...         found = await self.search(ctx, source, question, k)
+        ...         answer = (await ctx.ask("writer", question)).text if generate else None
+        ...         return PipelineResult(pipeline=self.name, question=question, answer=answer,
+        ...                               documents=self.choose(found, range(len(found))),
+        ...                               **self.finish(ctx))
+        >>> from diverse_core.pipelines import InMemorySource
+        >>> src = InMemorySource(["x y", "y z"], embedder=lambda ts: [[t.count("x"), 1.0] for t in ts])
+        >>> Echo(lambda p: "hi", k=1).run("x", src).answer
+        'hi'
+    """
+
+    name: ClassVar[str] = "pipeline"
+    roles: ClassVar[tuple[str, ...]] = ()
+    requires_llm: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        llm: object = None,
+        *,
+        role_llms: Mapping[str, object | None] | None = None,
+        k: int = 5,
+        timeout: float | None = 120.0,
+        max_retries: int = 3,
+        backoff_base: float = 0.5,
+        max_concurrency: int = 4,
+        llm_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> None:
+        self.k = check_k(k, "k")
+        if llm is None and self.requires_llm:
+            raise InvalidParameterError(f"{type(self).__name__} needs an LLM; got llm=None")
+        self.llms = LLMRoles(
+            self.roles,
+            llm,
+            overrides=role_llms,
+            timeout=timeout,
+            max_retries=max_retries,
+            backoff_base=backoff_base,
+            max_concurrency=max_concurrency,
+            llm_kwargs=llm_kwargs,
+        )
+        self.max_concurrency = max_concurrency
+
+    # ------------------------------------------------------------------ the contract
+    @abstractmethod
+    async def _arun(
+        self, question: str, source: CandidateSource, ctx: RunContext, *, k: int, generate: bool
+    ) -> PipelineResult:
+        """The algorithm: search ``source``, call LLM roles through ``ctx``, build the result."""
+
+    async def arun(
+        self,
+        question: str,
+        source: CandidateSource,
+        *,
+        generate: bool = True,
+        k: int | None = None,
+        call_kwargs: Mapping[str, Any] | None = None,
+    ) -> PipelineResult:
+        """Run the pipeline for one question (async).
+
+        Args:
+            question: the question.
+            source: where candidates come from (see :class:`CandidateSource`).
+            generate: write an answer (``False``: retrieval only; pipelines whose retrieval
+                needs no LLM then make no LLM call).
+            k: documents to choose for this call (default: the pipeline's ``k``).
+            call_kwargs: keyword arguments for every LLM call of this run (e.g. a framework
+                adapter's ``callbacks=``).
+        """
+        if not isinstance(question, str) or not question.strip():
+            raise InvalidParameterError(f"question must be a non-empty string; got question={question!r}")
+        if not isinstance(source, CandidateSource):
+            raise InvalidParameterError(
+                f"source must be a CandidateSource (search/asearch/embed/aembed); got {type(source).__name__}"
+            )
+        k = self.k if k is None else check_k(k, "k")
+        if generate and self.llms.default is None:
+            raise InvalidParameterError(f"{type(self).__name__} has no LLM: pass llm= or generate=False")
+        ctx = RunContext(self.llms, call_kwargs)
+        return await self._arun(question, source, ctx, k=k, generate=generate)
+
+    def run(
+        self,
+        question: str,
+        source: CandidateSource,
+        *,
+        generate: bool = True,
+        k: int | None = None,
+        call_kwargs: Mapping[str, Any] | None = None,
+    ) -> PipelineResult:
+        """Synchronous :meth:`arun` (safe to call inside a running event loop)."""
+        result: PipelineResult = run_sync(
+            self.arun(question, source, generate=generate, k=k, call_kwargs=call_kwargs)
+        )
+        return result
+
+    # ------------------------------------------------------------------ helpers for subclasses
+    @staticmethod
+    async def search(ctx: RunContext, source: CandidateSource, query: str, k: int | None,
+                     *, stage: str = "search") -> Candidates:
+        """Search ``source`` (async), recording the search in the trace and the cost."""
+        t0 = time.perf_counter()
+        found = await source.asearch(query, k)
+        ctx.count_search()
+        ctx.stage(stage, time.perf_counter() - t0, query=query, k=k, ids=list(found.ids))
+        return found
+
+    @staticmethod
+    def choose(
+        found: Candidates,
+        order: Sequence[int],
+        *,
+        scores: Sequence[float | None] | None = None,
+        reasons: Sequence[Mapping[str, Any]] | None = None,
+    ) -> tuple[ChosenDocument, ...]:
+        """:class:`ChosenDocument` records for the candidates at ``order`` (local indices)."""
+        out = []
+        for rank, i in enumerate(int(j) for j in order):
+            out.append(
+                ChosenDocument(
+                    id=found.ids[i],
+                    text=found.texts[i],
+                    rank=rank,
+                    relevance=float(found.relevance[i]),
+                    score=None if scores is None else scores[rank],
+                    reason=dict(reasons[rank]) if reasons is not None else {},
+                    payload=found.payloads[i] if found.payloads else None,
+                    position=None if found.positions is None else found.positions[i],
+                )
+            )
+        return tuple(out)
+
+    @staticmethod
+    def finish(ctx: RunContext) -> dict[str, Any]:
+        """The shared result fields of a run: ``trace``, ``warnings``, ``cost``."""
+        return {"trace": tuple(ctx.trace), "warnings": tuple(ctx.warnings), "cost": ctx.cost()}
+
+    # ------------------------------------------------------------------ prompts and streaming
+    def prompt_templates(self) -> dict[str, str]:
+        """The pipeline's prompt templates by name (``str.format`` templates); faces expose
+        them (e.g. LlamaIndex's ``get_prompts``). Pipelines with prompts override this."""
+        return {}
+
+    def update_prompt_templates(self, templates: Mapping[str, str]) -> None:
+        """Replace prompt templates by name.
+
+        Raises:
+            InvalidParameterError: an unknown name.
+        """
+        unknown = sorted(set(templates) - set(self.prompt_templates()))
+        if unknown:
+            raise InvalidParameterError(
+                f"unknown prompt(s) {unknown} for {type(self).__name__}; known: {sorted(self.prompt_templates())}"
+            )
+        self._set_prompt_templates(dict(templates))
+
+    def _set_prompt_templates(self, templates: dict[str, str]) -> None:
+        raise NotImplementedError  # pragma: no cover - only reached with known names
+
+    def answer_prompt(self, result: PipelineResult) -> tuple[str, str] | None:
+        """``(role, prompt)`` of the single call that writes the answer for a retrieval-only
+        ``result``, so a face can stream it; ``None`` when the answer takes several calls."""
+        return None
+
+    def close(self) -> None:
+        """Release the LLM worker threads."""
+        self.llms.close()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(k={self.k}, roles={self.roles})"

@@ -1,0 +1,415 @@
+"""The DF-RAG pipeline (``df-rag.txt`` Sec. 3.4): Planner, gMMR λ sweep, Evaluator, tie gate,
+Generator, on the shared pipeline contract."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from ...errors import DimensionMismatchError, InvalidParameterError
+from ...llm.errors import LLMError
+from ...tuning import argmax_upper_median, peak_search_steps, upper_median
+from ...validation import check_k
+from ..base import Pipeline, gather_all_or_cancel, run_sync
+from ..contract import Candidates, CandidateSource, PipelineResult
+from ..roles import RunContext
+from ..sources import PoolSource
+from .candidates import DEFAULT_LAMBDAS, CandidateGroups, check_lambdas, sweep_candidate_sets
+from .parsing import parse_evaluation, parse_plan
+from .prompts import PromptSet
+from .result import CandidateSet, DFRAGResult
+
+__all__ = ["DFRAG", "run_sync"]
+
+class DFRAG(Pipeline):
+    """Query-adaptive diversity (DF-RAG): pick gMMR's λ per query with an LLM judge.
+
+    For a question and its candidate chunks: the Planner writes a plan while the gMMR
+    sweep builds one chunk set per λ (both at once); every *distinct* set is scored by
+    the Evaluator against the plan (concurrently, at most ``max_concurrency`` calls);
+    λ* is the best-scoring λ, ties resolved by the upper median of the tied λ values;
+    the Generator answers from λ*'s chunks (optionally with the Incremental Context:
+    the plan plus the Evaluator's short answer). When every evaluation failed or could not
+    be parsed, λ* is the grid's upper median and the result says it is a fallback.
+
+    Args:
+        llm: the model for all three roles: any object with ``complete(prompt, **kw)``
+            (optionally ``acomplete``) returning a ``Completion`` or ``str``, or a plain
+            callable. LangChain/LlamaIndex models: wrap with ``LangChainLLM`` /
+            ``LlamaIndexLLM`` (or use the framework faces).
+        planner_llm / evaluator_llm / generator_llm: per-role overrides.
+        lambdas: the λ grid (strictly increasing, in [0, 1]); default 0.1, 0.2, ..., 1.0.
+        k: chunks per set.
+        fetch_k: candidates asked of the source (``None`` = the source's default pool;
+            with a fixed pool, all of it).
+        sampling: ``"uniform"`` (score every distinct set) or ``"binary"`` (binary-search
+            sampling, App. B.3; O(log L) evaluations, the two of each step concurrently).
+        incremental_context: append plan + the Evaluator's short answer to the Generator's context.
+        max_concurrency: most LLM calls in flight at once.
+        timeout / max_retries / backoff_base: per-call timeout and retry policy
+            (see :class:`~diverse_core.llm.ManagedLLM`); ignored for models passed
+            already wrapped in a ``ManagedLLM``.
+        prompts: a :class:`PromptSet` (our default prompts otherwise).
+        score_from: ``"total"`` (the model's ``Total Score``; step sum when missing) or
+            ``"steps"`` (always the sum of step scores, Eq. 4, when present).
+        on_evaluator_error: ``"score_zero"`` (a call that fails after retries scores 0 and
+            is flagged) or ``"raise"``.
+        llm_kwargs: extra keyword arguments per role, e.g.
+            ``{"planner": {"max_tokens": 128}, "generator": {"max_tokens": 32}}``.
+
+    Example:
+        >>> import numpy as np
+        >>> def fake(prompt):
+        ...     if "Plan:" in prompt and "Passages:" not in prompt:
+        ...         return "1) Find the capital"
+        ...     if "Evaluation:" in prompt:
+        ...         return "1. Score: 5. Reason: stated\\nTotal Score: 5"
+        ...     return "Paris"
+        >>> rng = np.random.default_rng(0)
+        >>> texts = [f"chunk {i}" for i in range(8)]
+        >>> res = DFRAG(fake, k=3).run("Capital of France?", texts,
+        ...                            rng.normal(size=4), rng.normal(size=(8, 4)))
+        >>> res.answer, len(res.indices), res.lambda_source
+        ('Paris', 3, 'evaluator')
+    """
+
+    name = "dfrag"
+    roles = ("planner", "evaluator", "generator")
+
+    def __init__(
+        self,
+        llm: object,
+        *,
+        planner_llm: object | None = None,
+        evaluator_llm: object | None = None,
+        generator_llm: object | None = None,
+        lambdas: ArrayLike = DEFAULT_LAMBDAS,
+        k: int = 5,
+        fetch_k: int | None = None,
+        sampling: str = "uniform",
+        incremental_context: bool = False,
+        max_concurrency: int = 4,
+        timeout: float | None = 120.0,
+        max_retries: int = 3,
+        backoff_base: float = 0.5,
+        prompts: PromptSet | None = None,
+        score_from: str = "total",
+        on_evaluator_error: str = "score_zero",
+        llm_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> None:
+        self.lambdas = check_lambdas(lambdas)
+        self.fetch_k = None if fetch_k is None else check_k(fetch_k, "fetch_k")
+        if sampling not in {"uniform", "binary"}:
+            raise InvalidParameterError(f"sampling must be 'uniform' or 'binary'; got sampling={sampling!r}")
+        if score_from not in {"total", "steps"}:
+            raise InvalidParameterError(f"score_from must be 'total' or 'steps'; got score_from={score_from!r}")
+        if on_evaluator_error not in {"score_zero", "raise"}:
+            raise InvalidParameterError(
+                f"on_evaluator_error must be 'score_zero' or 'raise'; got on_evaluator_error={on_evaluator_error!r}"
+            )
+        if llm is None:
+            raise TypeError("llm must have a complete(prompt, **kw) method or be a callable; got None")
+        super().__init__(
+            llm,
+            role_llms={"planner": planner_llm, "evaluator": evaluator_llm, "generator": generator_llm},
+            k=k,
+            timeout=timeout,
+            max_retries=max_retries,
+            backoff_base=backoff_base,
+            max_concurrency=max_concurrency,
+            llm_kwargs=llm_kwargs,
+        )
+        self.sampling = sampling
+        self.incremental_context = bool(incremental_context)
+        self.prompts = prompts or PromptSet()
+        self.score_from = score_from
+        self.on_evaluator_error = on_evaluator_error
+
+    # The models per role (kept for callers of the first API).
+    @property
+    def llm(self) -> Any:
+        """The default (wrapped) model."""
+        return self.llms.default
+
+    @property
+    def planner_llm(self) -> Any:
+        """The Planner's wrapped model."""
+        return self.llms["planner"]
+
+    @property
+    def evaluator_llm(self) -> Any:
+        """The Evaluator's wrapped model."""
+        return self.llms["evaluator"]
+
+    @property
+    def generator_llm(self) -> Any:
+        """The Generator's wrapped model."""
+        return self.llms["generator"]
+
+    # ------------------------------------------------------------------ prompts
+    _TEMPLATES = ("planner", "evaluator", "evaluator_examples", "generator", "incremental_context")
+
+    def prompt_templates(self) -> dict[str, str]:
+        """DF-RAG's templates: ``planner``, ``evaluator`` (+ its few-shot ``evaluator_examples``),
+        ``generator`` and ``incremental_context``."""
+        return {name: getattr(self.prompts, name) for name in self._TEMPLATES}
+
+    def _set_prompt_templates(self, templates: dict[str, str]) -> None:
+        self.prompts = dataclasses.replace(self.prompts, **templates)  # type: ignore[arg-type]
+
+    def answer_prompt(self, result: PipelineResult) -> tuple[str, str] | None:
+        """The Generator's prompt for a retrieval-only DF-RAG result."""
+        if not isinstance(result, DFRAGResult):
+            return None
+        steps = result.plan if self.incremental_context else None
+        prompt = self.prompts.render_generator(result.question, result.texts, steps, result.short_answer)
+        return "generator", prompt
+
+    # ------------------------------------------------------------------ evaluation
+    async def _evaluate(
+        self,
+        ctx: RunContext,
+        question: str,
+        steps: tuple[str, ...],
+        key: tuple[int, ...],
+        groups: CandidateGroups,
+        found: Candidates,
+        pos: Sequence[int],
+        gate: asyncio.Semaphore,
+    ) -> CandidateSet:
+        order = groups.order[key]
+        passages = [found.texts[i] for i in order]
+        prompt = self.prompts.render_evaluator(question, steps, passages)
+        lams = groups.groups[key]
+        global_order = tuple(pos[i] for i in order)
+        async with gate:
+            try:
+                out, at = await ctx.ask_traced("evaluator", prompt, stage="evaluate")
+            except LLMError as exc:
+                if self.on_evaluator_error == "raise":
+                    raise
+                return CandidateSet(lams, global_order, 0.0, None, None, f"{type(exc).__name__}: {exc}")
+        parsed = parse_evaluation(out.text, len(steps), prefer=self.score_from, passages=passages)
+        ctx.annotate(at, parsed={"lambdas": list(lams), "score": parsed.score, "source": parsed.source,
+                                 "short_answer": parsed.short_answer}, notes=parsed.notes)
+        if parsed.clipped or parsed.ambiguous:
+            ctx.warn(f"evaluator reply for lambda={lams[0]:g}: {'; '.join(parsed.notes)}")
+        return CandidateSet(lams, global_order, parsed.score, parsed, out.text, None)
+
+    async def _binary(
+        self,
+        score: Callable[[float], Awaitable[float]],
+        evaluated: dict[tuple[int, ...], CandidateSet],
+        groups: CandidateGroups,
+    ) -> tuple[list[float], list[float], float]:
+        """Binary-search sampling (App. B.3), each step's two sets scored concurrently."""
+        grid = list(self.lambdas)
+        order: list[int] = []
+
+        async def value(i: int) -> float:
+            if i not in order:
+                order.append(i)
+            return await score(grid[i])
+
+        steps = peak_search_steps(len(grid))
+        if len(grid) == 1:
+            await value(0)
+        try:
+            pair = next(steps)
+            while True:
+                left, right = await gather_all_or_cancel([value(pair[0]), value(pair[1])])
+                pair = steps.send((left, right))
+        except StopIteration:
+            pass
+        scored = [grid[i] for i in order]
+        scores = [float(evaluated[groups.key_of(lam)].score or 0.0) for lam in scored]
+        return scored, scores, float(argmax_upper_median(scored, scores))
+
+    # ------------------------------------------------------------------ main flow
+    async def _arun(
+        self, question: str, source: CandidateSource, ctx: RunContext, *, k: int, generate: bool
+    ) -> DFRAGResult:
+        plan_task = asyncio.ensure_future(
+            ctx.ask("planner", self.prompts.render_planner(question), stage="plan")
+        )
+        try:
+            found = await self.search(ctx, source, question, self.fetch_k)
+            groups = await asyncio.to_thread(
+                sweep_candidate_sets, found.query_embedding, found.embeddings, k, self.lambdas
+            )
+            ctx.stage("sweep", lambdas=list(self.lambdas), distinct_sets=len(groups.groups))
+            plan_out = await plan_task
+        except BaseException:
+            plan_task.cancel()
+            await asyncio.gather(plan_task, return_exceptions=True)
+            raise
+        pos = found.positions if found.positions is not None else tuple(range(len(found)))
+        plan = parse_plan(plan_out.text, question)
+        if not plan.parsed:
+            ctx.warn("planner reply had no list of steps; the question itself was used as the plan")
+        steps = plan.steps
+        gate = asyncio.Semaphore(self.llms.max_concurrency)
+        evaluated: dict[tuple[int, ...], CandidateSet] = {}
+        locks: dict[tuple[int, ...], asyncio.Lock] = {}
+
+        async def score(lam: float) -> float:
+            key = groups.key_of(lam)
+            lock = locks.setdefault(key, asyncio.Lock())
+            async with lock:
+                if key not in evaluated:
+                    evaluated[key] = await self._evaluate(ctx, question, steps, key, groups, found, pos, gate)
+            return float(evaluated[key].score or 0.0)
+
+        if self.sampling == "uniform":
+            scored = list(self.lambdas)
+            scores = await gather_all_or_cancel([score(lam) for lam in scored])
+            lambda_star = argmax_upper_median(scored, scores)
+        else:
+            scored, scores, lambda_star = await self._binary(score, evaluated, groups)
+
+        failures = [lam for lam, key in zip(self.lambdas, groups.keys, strict=True)
+                    if key in evaluated and evaluated[key].failed]
+        lambda_source = "evaluator"
+        if evaluated and all(cs.failed for cs in evaluated.values()):
+            lambda_source = "fallback"
+            lambda_star = upper_median(list(self.lambdas))
+            ctx.warn(
+                f"evaluator: all {len(evaluated)} evaluations failed or were unparseable; "
+                f"lambda={lambda_star:g} (the grid's upper median) is a fallback, not the Evaluator's choice"
+            )
+        elif failures:
+            ctx.warn(f"evaluator: {len(failures)} of {len(self.lambdas)} lambda values failed or were "
+                     f"unparseable and scored 0: {failures}")
+
+        best = max(scores)
+        tied = tuple(lam for lam, s in zip(scored, scores, strict=True) if s == best)
+        star_local = [int(i) for i in groups.indices[self.lambdas.index(lambda_star)]]
+        chosen_texts = tuple(found.texts[i] for i in star_local)
+        star_set = evaluated.get(groups.key_of(lambda_star))
+        short_answer = star_set.evaluation.short_answer if star_set and star_set.evaluation else None
+
+        answer: str | None = None
+        if generate:
+            prompt = self.prompts.render_generator(
+                question, chosen_texts, steps if self.incremental_context else None, short_answer
+            )
+            answer = (await ctx.ask("generator", prompt, stage="generate")).text.strip()
+            if not answer:
+                ctx.warn("generator: the answer is empty")
+
+        candidate_sets = tuple(
+            evaluated.get(key, CandidateSet(lams, tuple(pos[i] for i in groups.order[key])))
+            for key, lams in groups.groups.items()
+        )
+        lambda_scores: dict[float, float | None] = {
+            lam: (evaluated[key].score if key in evaluated else None)
+            for lam, key in zip(self.lambdas, groups.keys, strict=True)
+        }
+        set_score = None if star_set is None else star_set.score
+        reason = {"lambda_mult": float(lambda_star), "lambda_source": lambda_source}
+        return DFRAGResult(
+            question=question,
+            answer=answer,
+            documents=self.choose(found, star_local, scores=[set_score] * len(star_local),
+                                  reasons=[reason] * len(star_local)),
+            lambda_star=float(lambda_star),
+            lambda_source=lambda_source,
+            indices=tuple(pos[i] for i in star_local),
+            texts=chosen_texts,
+            plan=steps,
+            plan_parsed=plan.parsed,
+            lambdas=self.lambdas,
+            lambda_scores=lambda_scores,
+            candidate_sets=candidate_sets,
+            tied_lambdas=tied,
+            parse_failures=tuple(failures),
+            short_answer=short_answer,
+            sampling=self.sampling,
+            incremental_context=self.incremental_context,
+            raw_plan=plan_out.text,
+            **self.finish(ctx),
+        )
+
+    # ------------------------------------------------------------------ entry points
+    def _source(
+        self, question: str, source: Any, query_embedding: ArrayLike | None, candidate_embeddings: ArrayLike | None
+    ) -> CandidateSource:
+        """A source, or the first API's fixed pool (texts + query and candidate embeddings)."""
+        if isinstance(source, CandidateSource):
+            if query_embedding is not None or candidate_embeddings is not None:
+                raise InvalidParameterError("pass either a source or texts + embeddings, not both")
+            return source
+        if query_embedding is None or candidate_embeddings is None:
+            raise InvalidParameterError(
+                "pass a CandidateSource, or texts with query_embedding and candidate_embeddings"
+            )
+        if not isinstance(question, str) or not question.strip():
+            raise InvalidParameterError(f"question must be a non-empty string; got question={question!r}")
+        texts = list(source)
+        n = int(np.shape(candidate_embeddings)[0]) if np.ndim(candidate_embeddings) >= 1 else 0
+        if len(texts) != n:
+            raise DimensionMismatchError(f"texts has {len(texts)} entries but candidate_embeddings has {n} rows")
+        return PoolSource(question, texts, candidate_embeddings, query_embedding)
+
+    async def arun(
+        self,
+        question: str,
+        source: CandidateSource | Sequence[str],
+        query_embedding: ArrayLike | None = None,
+        candidate_embeddings: ArrayLike | None = None,
+        *,
+        generate: bool = True,
+        k: int | None = None,
+        call_kwargs: Mapping[str, Any] | None = None,
+    ) -> DFRAGResult:
+        """Run DF-RAG for one question (async).
+
+        Args:
+            question: the query.
+            source: a :class:`~diverse_core.pipelines.CandidateSource` searched once with the
+                question for ``fetch_k`` candidates; or (the first API) the candidate texts,
+                with ``query_embedding`` (d,) and ``candidate_embeddings`` (n, d).
+            generate: run the Generator (``False`` = retrieval only: choose λ* and stop).
+            k: chunks to choose for this call (default: the pipeline's ``k``).
+            call_kwargs: keyword arguments passed to every LLM call of this run (e.g. a
+                framework adapter's ``callbacks=``).
+
+        Raises:
+            InvalidParameterError / DimensionMismatchError: bad inputs.
+            LLMError / LLMTimeoutError: the Planner or Generator failed after retries
+                (or an Evaluator call, with ``on_evaluator_error="raise"``).
+        """
+        src = self._source(question, source, query_embedding, candidate_embeddings)
+        result = await super().arun(question, src, generate=generate, k=k, call_kwargs=call_kwargs)
+        assert isinstance(result, DFRAGResult)
+        return result
+
+    def run(
+        self,
+        question: str,
+        source: CandidateSource | Sequence[str],
+        query_embedding: ArrayLike | None = None,
+        candidate_embeddings: ArrayLike | None = None,
+        *,
+        generate: bool = True,
+        k: int | None = None,
+        call_kwargs: Mapping[str, Any] | None = None,
+    ) -> DFRAGResult:
+        """Synchronous :meth:`arun` (safe to call inside a running event loop)."""
+        result: DFRAGResult = run_sync(
+            self.arun(question, source, query_embedding, candidate_embeddings,
+                      generate=generate, k=k, call_kwargs=call_kwargs)
+        )
+        return result
+
+    def __repr__(self) -> str:
+        return (
+            f"DFRAG(k={self.k}, fetch_k={self.fetch_k}, lambdas={list(self.lambdas)}, "
+            f"sampling={self.sampling!r}, incremental_context={self.incremental_context}, "
+            f"max_concurrency={self.max_concurrency})"
+        )

@@ -1,0 +1,445 @@
+"""The DIVA pipeline (``diva.txt`` Alg. 1): diversify, verify, adapt, on the shared contract.
+
+Per question, with ``m`` interpretations:
+
+1. **Interpretations** (2 LLM calls, role ``interpreter``): name the kind of ambiguity and
+   why (prompt a), then rewrite the question into at most ``max_interpretations`` unambiguous
+   questions (prompt b). When no question can be read from the rewrite reply, the original
+   question alone drives retrieval and the result says so (a warning).
+2. **Retrieval diversification** (no LLM): the interpretations are embedded with the source's
+   own embedder (``source.aembed``); with ``search="pool"`` one first-stage pool of ``fetch_k``
+   is searched for the original question and each interpretation takes its top
+   ``per_interpretation_k`` from it (:func:`~.retrieval.diversify_pool`); with
+   ``search="source"`` each interpretation searches the source itself
+   (:func:`~.retrieval.diversify_hits`). The hits are united and pruned to ``k`` by mean
+   cosine similarity to all interpretations (Eq. 5).
+3. **Verification** (``m`` calls, role ``verifier``, concurrent up to ``max_concurrency``): does
+   the kept passage set answer each interpretation? All yes: Useful; some: PartialUseful;
+   none: Useless. Unreadable replies (and, by default, calls that failed after their retries)
+   count as yes and are flagged.
+4. **Adaptive generation** (role ``generator``): Useful / PartialUseful - extract one short
+   answer per interpretation from the passages, then write the long answer (2 calls); Useless -
+   answer from the model's own knowledge (1 call).
+
+LLM calls per query: ``2 + m + 2`` (passages route) or ``2 + m + 1`` (closed book). Retrieval
+only (``generate=False``, what the retriever faces run) stops after pruning: 2 calls
+(interpretations), or ``2 + m`` with ``verify_in_retrieval=True``; 0 calls when the
+interpretations are given to :meth:`DIVA.run`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import dataclasses
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ...errors import InvalidParameterError
+from ...llm.errors import LLMError
+from ...validation import check_k, check_unit_interval
+from ..base import Pipeline, gather_all_or_cancel, run_sync
+from ..contract import Candidates, CandidateSource, ChosenDocument
+from ..roles import RunContext
+from .parsing import (
+    aggregate_verdicts,
+    parse_ambiguity,
+    parse_interpretations,
+    parse_long_answer,
+    parse_qa_pairs,
+    parse_verdict,
+)
+from .prompts import DEFAULT_MAX_INTERPRETATIONS, DivaPrompts
+from .result import DivaResult
+from .retrieval import (
+    DEFAULT_PER_INTERPRETATION_K,
+    PRUNE_MODES,
+    DivaRetrieval,
+    diversify_hits,
+    diversify_pool,
+    merge_hit_ids,
+)
+
+__all__ = ["DIVA", "SEARCH_MODES", "VERIFIER_ERROR_MODES"]
+
+#: Where each interpretation's hits come from.
+SEARCH_MODES = ("pool", "source")
+#: What a verification call that failed after its retries counts as.
+VERIFIER_ERROR_MODES = ("count_yes", "raise")
+
+# Interpretations given to one run (e.g. the gold ones), seen by ``_arun`` of that run only.
+_GIVEN: contextvars.ContextVar[tuple[str, ...] | None] = contextvars.ContextVar("diva_given", default=None)
+
+
+def _check_interpretations(value: Sequence[str]) -> tuple[str, ...]:
+    if isinstance(value, str) or not all(isinstance(v, str) and v.strip() for v in value) or not value:
+        raise InvalidParameterError(
+            f"interpretations must be a non-empty sequence of non-empty strings; got interpretations={value!r}"
+        )
+    return tuple(v.strip() for v in value)
+
+
+class DIVA(Pipeline):
+    """Diversify-verify-adapt RAG for ambiguous questions (``diva.txt``).
+
+    Args:
+        llm: the model for every role (``interpreter``, ``verifier``, ``generator``): anything
+            with ``complete(prompt, **kw)`` (optionally ``acomplete``), a plain callable, or a
+            ``ManagedLLM``. May be ``None`` only for retrieval-only runs with given
+            interpretations.
+        interpreter_llm / verifier_llm / generator_llm: per-role overrides.
+        k: passages kept after pruning (the paper's K = 5).
+        fetch_k: first-stage pool size for the question (``search="pool"``; ``None`` = the
+            source's default pool).
+        per_interpretation_k: hits each interpretation takes before the union.
+        max_interpretations: most interpretations asked for and kept.
+        search: ``"pool"`` (one first-stage search, the paper's setting) or ``"source"``
+            (each interpretation searches the source: m searches).
+        prune: ``"mean"`` (Eq. 5), ``"max"``, ``"round_robin"`` or ``"mmr"`` (see
+            :mod:`~diverse_core.pipelines.diva.retrieval`).
+        mmr_lambda: ``lambda_mult`` of ``prune="mmr"``.
+        verify_in_retrieval: also run the verification calls in retrieval-only runs (the
+            retriever faces); the verdicts then appear in the documents' metadata.
+        on_verifier_error: ``"count_yes"`` (a verification call that fails after its retries
+            counts as yes and is flagged, like an unreadable reply) or ``"raise"``.
+        prompts: a :class:`DivaPrompts` (our default prompts otherwise).
+        max_concurrency / timeout / max_retries / backoff_base / llm_kwargs: the per-call policy
+            (see :class:`~diverse_core.pipelines.Pipeline`).
+
+    Raises (from ``run``): ``LLMError`` / ``LLMTimeoutError`` when an interpretation or
+    generation call fails after its retries (or a verification call, with
+    ``on_verifier_error="raise"``).
+
+    Example:
+        >>> from diverse_core.pipelines import InMemorySource
+        >>> def fake(prompt):
+        ...     if prompt.rstrip().endswith("Reason:"):
+        ...         return "The year is not fixed.\\nKinds: [Time]"
+        ...     if prompt.rstrip().endswith("Unambiguous questions:"):
+        ...         return "1: Who won in 2018?\\n2: Who won in 2019?"
+        ...     if "Verdict:" in prompt:
+        ...         return "Verdict: Yes"
+        ...     if "Readings:" in prompt:
+        ...         return "A1: Ann\\nA2: Bob"
+        ...     return "Answer: Ann won in 2018 and Bob in 2019."
+        >>> emb = lambda ts: [[t.count("2018"), t.count("2019"), 0.5] for t in ts]
+        >>> src = InMemorySource(["Ann won in 2018.", "Bob won in 2019.", "Cats."], embedder=emb)
+        >>> res = DIVA(fake, k=2).run("Who won?", src)
+        >>> res.interpretations, res.usefulness, res.route, res.cost.llm_calls
+        (('Who won in 2018?', 'Who won in 2019?'), 'Useful', 'passages', 6)
+        >>> [d.text for d in res.documents]
+        ['Ann won in 2018.', 'Bob won in 2019.']
+    """
+
+    name = "diva"
+    roles = ("interpreter", "verifier", "generator")
+    requires_llm = False
+
+    def __init__(
+        self,
+        llm: object = None,
+        *,
+        interpreter_llm: object | None = None,
+        verifier_llm: object | None = None,
+        generator_llm: object | None = None,
+        k: int = 5,
+        fetch_k: int | None = None,
+        per_interpretation_k: int = DEFAULT_PER_INTERPRETATION_K,
+        max_interpretations: int = DEFAULT_MAX_INTERPRETATIONS,
+        search: str = "pool",
+        prune: str = "mean",
+        mmr_lambda: float = 0.5,
+        verify_in_retrieval: bool = False,
+        on_verifier_error: str = "count_yes",
+        prompts: DivaPrompts | None = None,
+        max_concurrency: int = 4,
+        timeout: float | None = 120.0,
+        max_retries: int = 3,
+        backoff_base: float = 0.5,
+        llm_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> None:
+        self.fetch_k = None if fetch_k is None else check_k(fetch_k, "fetch_k")
+        self.per_interpretation_k = check_k(per_interpretation_k, "per_interpretation_k")
+        self.max_interpretations = check_k(max_interpretations, "max_interpretations")
+        for name, value, allowed in (("search", search, SEARCH_MODES), ("prune", prune, PRUNE_MODES),
+                                     ("on_verifier_error", on_verifier_error, VERIFIER_ERROR_MODES)):
+            if value not in allowed:
+                raise InvalidParameterError(f"{name} must be one of {list(allowed)}; got {name}={value!r}")
+        if prompts is not None and not isinstance(prompts, DivaPrompts):
+            raise InvalidParameterError(f"prompts must be a DivaPrompts; got {type(prompts).__name__}")
+        super().__init__(
+            llm,
+            role_llms={"interpreter": interpreter_llm, "verifier": verifier_llm, "generator": generator_llm},
+            k=k,
+            timeout=timeout,
+            max_retries=max_retries,
+            backoff_base=backoff_base,
+            max_concurrency=max_concurrency,
+            llm_kwargs=llm_kwargs,
+        )
+        self.search_mode = search
+        self.prune = prune
+        self.mmr_lambda = check_unit_interval(mmr_lambda, "mmr_lambda")
+        self.verify_in_retrieval = bool(verify_in_retrieval)
+        self.on_verifier_error = on_verifier_error
+        self.prompts = prompts or DivaPrompts()
+
+    # ------------------------------------------------------------------ prompts
+    _TEMPLATES = ("ambiguity", "rewrite", "verify", "extract", "answer", "closed_book")
+
+    def prompt_templates(self) -> dict[str, str]:
+        """DIVA's six templates: ``ambiguity``, ``rewrite``, ``verify``, ``extract``, ``answer``,
+        ``closed_book``."""
+        return {name: getattr(self.prompts, name) for name in self._TEMPLATES}
+
+    def _set_prompt_templates(self, templates: dict[str, str]) -> None:
+        self.prompts = dataclasses.replace(self.prompts, **templates)  # type: ignore[arg-type]
+
+    # ------------------------------------------------------------------ stages
+    def _need_llm(self, role: str, why: str) -> None:
+        try:
+            self.llms[role]
+        except InvalidParameterError as exc:
+            raise InvalidParameterError(f"DIVA needs an LLM {why}: pass llm= (or {role}_llm=)") from exc
+
+    async def _interpret(self, ctx: RunContext, question: str) -> tuple[tuple[str, ...], str, str,
+                                                                          tuple[str, ...]]:
+        """(interpretations, source, reason, kinds) from the two interpretation calls."""
+        self._need_llm("interpreter", "to write interpretations (or pass interpretations= to run)")
+        out, at = await ctx.ask_traced("interpreter", self.prompts.render_ambiguity(question), stage="ambiguity")
+        amb = parse_ambiguity(out.text)
+        ctx.annotate(at, parsed={"reason": amb.reason, "kinds": list(amb.kinds)},
+                     notes=() if amb.parsed else ("no reason or kind found",))
+        prompt = self.prompts.render_rewrite(question, amb.reason, self.max_interpretations)
+        out, at = await ctx.ask_traced("interpreter", prompt, stage="rewrite")
+        got = parse_interpretations(out.text, self.max_interpretations)
+        ctx.annotate(at, parsed={"interpretations": list(got.interpretations)}, notes=got.notes)
+        if not got.parsed:
+            ctx.warn("interpreter: no interpretation could be read from the rewrite reply; "
+                     "the original question alone drove retrieval")
+            return (question,), "fallback", amb.reason, amb.kinds
+        return got.interpretations, "generated", amb.reason, amb.kinds
+
+    async def _embed(self, ctx: RunContext, source: CandidateSource, texts: Sequence[str]) -> NDArray[Any]:
+        t0 = time.perf_counter()
+        vectors = np.asarray(await source.aembed(list(texts)))
+        ctx.stage("embed", time.perf_counter() - t0, texts=len(texts))
+        return vectors
+
+    async def _pool(self, ctx: RunContext, source: CandidateSource, question: str,
+                    interps: tuple[str, ...], k: int) -> tuple[Candidates, DivaRetrieval]:
+        """One first-stage pool for the question; each interpretation takes its top hits from it."""
+        got = await gather_all_or_cancel(
+            [self.search(ctx, source, question, self.fetch_k), self._embed(ctx, source, interps)]
+        )
+        found, vectors = cast(Candidates, got[0]), cast(NDArray[Any], got[1])
+        retrieval = diversify_pool(
+            found.embeddings, vectors, k=k, per_interpretation_k=self.per_interpretation_k,
+            relevance=found.relevance, prune=self.prune, mmr_lambda=self.mmr_lambda,
+        )
+        return found, retrieval
+
+    async def _per_source(self, ctx: RunContext, source: CandidateSource, question: str,
+                          interps: tuple[str, ...], k: int) -> tuple[Candidates, DivaRetrieval]:
+        """Each interpretation searches the source; the union is rebuilt as one candidate list."""
+        searches = [self.search(ctx, source, q, self.per_interpretation_k, stage="search-interpretation")
+                    for q in interps]
+        got = await gather_all_or_cancel([*searches, self._embed(ctx, source, (question, *interps))])
+        founds_c = [cast(Candidates, f) for f in got[:-1]]
+        vectors = cast(NDArray[Any], got[-1])
+        ids, hit_lists = merge_hit_ids([f.ids for f in founds_c])
+        first: dict[Any, tuple[int, int]] = {}
+        for j, f in enumerate(founds_c):
+            for i, cid in enumerate(f.ids):
+                first.setdefault(cid, (j, i))
+        where = [first[cid] for cid in ids]
+        emb = np.vstack([founds_c[j].embeddings[i] for j, i in where])
+        pos = [founds_c[j].positions for j, _ in where]
+        merged = Candidates.build(
+            question, [founds_c[j].texts[i] for j, i in where], [str(c) for c in ids], emb, vectors[0],
+            payloads=[founds_c[j].payloads[i] for j, i in where],
+            positions=None if any(p is None for p in pos) else [p[i] for p, (_, i) in zip(pos, where, strict=True)
+                                                                if p is not None],
+        )
+        retrieval = diversify_hits(hit_lists, merged.embeddings, vectors[1:], k=k, relevance=merged.relevance,
+                                   prune=self.prune, mmr_lambda=self.mmr_lambda)
+        return merged, retrieval
+
+    async def _verify(self, ctx: RunContext, interps: tuple[str, ...],
+                      passages: tuple[str, ...]) -> tuple[bool | None, ...]:
+        """One yes/no call per interpretation over the kept passages (concurrent)."""
+        self._need_llm("verifier", "to verify the passages")
+        gate = asyncio.Semaphore(self.llms.max_concurrency)
+
+        async def one(j: int, interp: str) -> tuple[bool | None, str | None]:
+            async with gate:
+                try:
+                    out, at = await ctx.ask_traced("verifier", self.prompts.render_verify(interp, passages),
+                                                   stage="verify")
+                except LLMError as exc:
+                    if self.on_verifier_error == "raise":
+                        raise
+                    return None, f"{type(exc).__name__}: {exc}"
+            verdict = parse_verdict(out.text, passages)
+            ctx.annotate(at, parsed={"interpretation": j, "verdict": verdict},
+                         notes=() if verdict is not None else ("no yes/no verdict; counted as yes",))
+            return verdict, None
+
+        got = await gather_all_or_cancel([one(j, q) for j, q in enumerate(interps)])
+        failed = [j for j, (_, err) in enumerate(got) if err is not None]
+        unreadable = [j for j, (v, err) in enumerate(got) if v is None and err is None]
+        if failed:
+            ctx.warn(f"verifier: the call(s) for interpretation(s) {failed} failed after their retries "
+                     f"and were counted as yes ({got[failed[0]][1]})")
+        if unreadable:
+            ctx.warn(f"verifier: the reply(ies) for interpretation(s) {unreadable} had no yes/no verdict "
+                     "and were counted as yes")
+        return tuple(v for v, _ in got)
+
+    async def _generate(self, ctx: RunContext, question: str, interps: tuple[str, ...],
+                        passages: tuple[str, ...], useless: bool) -> tuple[str, str, tuple[tuple[str, str], ...]]:
+        """(answer, route, qa_pairs): closed book when the passages are useless, else the two calls."""
+        if useless:
+            out = await ctx.ask("generator", self.prompts.render_closed_book(question), stage="closed_book")
+            return parse_long_answer(out.text), "closed_book", ()
+        out, at = await ctx.ask_traced("generator", self.prompts.render_extract(question, interps, passages),
+                                       stage="extract")
+        qa = parse_qa_pairs(out.text, interps)
+        ctx.annotate(at, parsed={"qa_pairs": [list(p) for p in qa.pairs], "missing": list(qa.missing)})
+        if not qa.pairs:
+            ctx.warn("generator: the extraction reply had no answer lines; the long answer was written "
+                     "from the passages without question-answer pairs")
+        elif qa.missing:
+            ctx.warn(f"generator: no short answer was extracted for interpretation(s) {list(qa.missing)}")
+        out = await ctx.ask("generator", self.prompts.render_answer(question, qa.pairs, passages), stage="answer")
+        return parse_long_answer(out.text), "passages", qa.pairs
+
+    # ------------------------------------------------------------------ main flow
+    async def _arun(
+        self, question: str, source: CandidateSource, ctx: RunContext, *, k: int, generate: bool
+    ) -> DivaResult:
+        given = _GIVEN.get()
+        kinds: tuple[str, ...] = ()
+        if given is not None:
+            interps, origin, reason = given, "given", ""
+            ctx.stage("interpretations", interpretations=list(given), source="given")
+        else:
+            interps, origin, reason, kinds = await self._interpret(ctx, question)
+
+        diversify = self._pool if self.search_mode == "pool" else self._per_source
+        found, retrieval = await diversify(ctx, source, question, interps, k)
+        union_ids = tuple(found.ids[int(i)] for i in retrieval.union)
+        hits = tuple(tuple(found.ids[int(i)] for i in h) for h in retrieval.hits)
+        ctx.stage("diversify", prune=self.prune, union=list(union_ids), hits=[list(h) for h in hits],
+                  kept=[found.ids[int(i)] for i in retrieval.indices],
+                  kept_scores=retrieval.scores.tolist())
+
+        served = retrieval.kept_served_by
+        reasons = [{"interpretations": [interps[j] for j in s], "prune_score": float(score)}
+                   for s, score in zip(served, retrieval.scores.tolist(), strict=True)]
+        documents: tuple[ChosenDocument, ...] = self.choose(
+            found, retrieval.indices.tolist(), scores=retrieval.scores.tolist(), reasons=reasons
+        )
+        passages = tuple(d.text for d in documents)
+
+        verdicts: tuple[bool | None, ...] = ()
+        usefulness: str | None = None
+        if generate or self.verify_in_retrieval:
+            verdicts = await self._verify(ctx, interps, passages)
+            summary = aggregate_verdicts(verdicts, unreadable_as=True)
+            usefulness = summary.grade.value
+            ctx.stage("grade", usefulness=usefulness, counted=list(summary.counted))
+
+        answer: str | None = None
+        route: str | None = None
+        qa_pairs: tuple[tuple[str, str], ...] = ()
+        if generate:
+            answer, route, qa_pairs = await self._generate(
+                ctx, question, interps, passages, useless=usefulness == "Useless"
+            )
+            if not answer:
+                ctx.warn("generator: the answer is empty")
+
+        return DivaResult(
+            question=question,
+            answer=answer,
+            documents=documents,
+            interpretations=interps,
+            interpretations_source=origin,
+            ambiguity_reason=reason,
+            ambiguity_kinds=kinds,
+            search=self.search_mode,
+            prune=self.prune,
+            hits=hits,
+            union=union_ids,
+            prune_scores=dict(zip(union_ids, retrieval.union_scores.tolist(), strict=True)),
+            verdicts=verdicts,
+            usefulness=usefulness,
+            route=route,
+            qa_pairs=qa_pairs,
+            **self.finish(ctx),
+        )
+
+    # ------------------------------------------------------------------ entry points
+    async def arun(
+        self,
+        question: str,
+        source: CandidateSource,
+        *,
+        generate: bool = True,
+        k: int | None = None,
+        call_kwargs: Mapping[str, Any] | None = None,
+        interpretations: Sequence[str] | None = None,
+    ) -> DivaResult:
+        """Run DIVA for one question (async).
+
+        Args:
+            question: the (possibly ambiguous) question.
+            source: a :class:`~diverse_core.pipelines.CandidateSource`.
+            generate: verify and write the answer (``False``: stop after pruning; the two
+                interpretation calls still run unless ``interpretations`` is given).
+            k: passages to keep for this call (default: the pipeline's ``k``).
+            call_kwargs: keyword arguments for every LLM call of this run.
+            interpretations: use these questions instead of generating them (e.g. a dataset's
+                gold interpretations): no interpretation call, all of them used (no cap).
+
+        Raises:
+            InvalidParameterError: bad input, or an LLM is needed and none was given.
+            LLMError / LLMTimeoutError: an interpretation or generation call failed after its
+                retries (or a verification call, with ``on_verifier_error="raise"``).
+        """
+        token = _GIVEN.set(None if interpretations is None else _check_interpretations(interpretations))
+        try:
+            result = await super().arun(question, source, generate=generate, k=k, call_kwargs=call_kwargs)
+        finally:
+            _GIVEN.reset(token)
+        assert isinstance(result, DivaResult)
+        return result
+
+    def run(
+        self,
+        question: str,
+        source: CandidateSource,
+        *,
+        generate: bool = True,
+        k: int | None = None,
+        call_kwargs: Mapping[str, Any] | None = None,
+        interpretations: Sequence[str] | None = None,
+    ) -> DivaResult:
+        """Synchronous :meth:`arun` (safe to call inside a running event loop)."""
+        result: DivaResult = run_sync(
+            self.arun(question, source, generate=generate, k=k, call_kwargs=call_kwargs,
+                      interpretations=interpretations)
+        )
+        return result
+
+    def __repr__(self) -> str:
+        return (
+            f"DIVA(k={self.k}, fetch_k={self.fetch_k}, per_interpretation_k={self.per_interpretation_k}, "
+            f"max_interpretations={self.max_interpretations}, search={self.search_mode!r}, "
+            f"prune={self.prune!r}, verify_in_retrieval={self.verify_in_retrieval})"
+        )

@@ -1,0 +1,254 @@
+"""The DR-RAG pipeline (``dr-rag.txt``) on the shared contract: stage-1 retrieval, query-document
+concatenation (QDC) searches, classifier selection (CFS / CIS), one Generator call."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ...errors import InvalidParameterError
+from ...validation import check_k, check_unit_interval
+from ..base import Pipeline
+from ..contract import Candidates, CandidateSource, PipelineResult
+from ..roles import RunContext
+from .classifier import PairClassifier, default_classifier, make_scorer
+from .select import CIS_RULES, MODES, PER_DOC, DrragSelection, default_k1, select_drrag
+
+__all__ = ["DRRAG", "DRRAGResult", "concat_query", "GENERATOR_TEMPLATE"]
+
+#: The Generator's prompt (our wording): answer from the passages, briefly.
+GENERATOR_TEMPLATE = """Use the passages to answer the question. Several passages may each hold one part of the answer: connect them. Reply with the answer only, in a few words.
+
+Passages:
+{passages}
+
+Question: {question}
+Answer:"""
+
+
+def concat_query(question: str, document: str) -> str:
+    """The text of a stage-2 search: the question followed by a stage-1 document (QDC)."""
+    return f"{question} {document}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class DRRAGResult(PipelineResult):
+    """A DR-RAG run: the shared result plus the selection's details.
+
+    Attributes:
+        mode: ``"qdc"``, ``"cfs"`` or ``"cis"``.
+        k1: stage-1 documents used.
+        stage2_queries: the concatenated search texts, one per stage-1 document.
+        rejected: ids the classifier examined and never accepted.
+        pairs_scored: classifier calls (pairs) made.
+    """
+
+    pipeline: str = "drrag"
+    mode: str = "cfs"
+    k1: int = 0
+    stage2_queries: tuple[str, ...] = ()
+    rejected: tuple[str, ...] = ()
+    pairs_scored: int = 0
+
+
+PairFn = Callable[[str, str, str], float]
+
+
+class DRRAG(Pipeline):
+    """DR-RAG: find the documents a question alone does not retrieve, with one LLM call.
+
+    Stage 1 takes the ``k1`` documents most similar to the question (default ``ceil(k/2)``);
+    stage 2 searches the source again with the question followed by each stage-1 document
+    (concurrently) and examines each search's first ``m`` new hits; the ``mode`` decides what
+    comes back (see :func:`~diverse_core.pipelines.drrag.select_drrag` for the paper's readings
+    and their options). A Generator answers from the chosen documents (``generate=False``:
+    retrieval only, no LLM call at all).
+
+    Args:
+        llm: the Generator's model (``None`` for retrieval only).
+        k: documents to return (CFS/CIS may return fewer unless ``fill=True``).
+        k1: stage-1 documents (default ``ceil(k / 2)``).
+        m: hits examined per concatenated search.
+        mode: ``"cfs"`` (default, the paper's final method), ``"cis"`` or ``"qdc"``.
+        classifier: a :class:`PairClassifier` (default: the shipped one, trained on MiniLM
+            features of TRAIN questions only; its scalar features work with any embedder, but it
+            is calibrated on MiniLM) or any ``(question, doc_a, doc_b) -> probability`` callable.
+        threshold: accept a pair at this probability (default: the classifier's own threshold,
+            chosen on held-out TRAIN pairs; 0.5 for a callable).
+        fill: top the result up to ``k`` from the question's ranking (ours, not the paper's).
+        per_doc / cis_rule / protect_stage1: the paper's ambiguous readings (see ``select_drrag``).
+        fetch_k: stage-1 search size (the source's default when ``None``; at least ``k``).
+        prompt: the Generator's template (``{passages}``, ``{question}``).
+
+    Example:
+        >>> from diverse_core.pipelines import InMemorySource
+        >>> src = InMemorySource(["Ann wrote Tales.", "Tales is a book.", "Bo lives in Oslo."],
+        ...                      embedder=lambda ts: [[t.count("Ann"), t.count("Tales"), 1.0] for t in ts])
+        >>> res = DRRAG(k=2, mode="qdc").run("Who wrote Tales?", src, generate=False)
+        >>> [d.reason["stage"] for d in res.documents]
+        [1, 2]
+    """
+
+    name = "drrag"
+    roles = ("generator",)
+    requires_llm = False
+
+    def __init__(
+        self,
+        llm: object = None,
+        *,
+        k: int = 4,
+        k1: int | None = None,
+        m: int = 5,
+        mode: str = "cfs",
+        classifier: PairClassifier | PairFn | None = None,
+        threshold: float | None = None,
+        fill: bool = False,
+        per_doc: str = "first",
+        cis_rule: str = "stage1",
+        protect_stage1: bool = True,
+        fetch_k: int | None = None,
+        prompt: str = GENERATOR_TEMPLATE,
+        timeout: float | None = 120.0,
+        max_retries: int = 3,
+        backoff_base: float = 0.5,
+        max_concurrency: int = 4,
+        llm_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> None:
+        super().__init__(
+            llm, k=k, timeout=timeout, max_retries=max_retries, backoff_base=backoff_base,
+            max_concurrency=max_concurrency, llm_kwargs=llm_kwargs,
+        )
+        for name, value, allowed in (("mode", mode, MODES), ("per_doc", per_doc, PER_DOC),
+                                     ("cis_rule", cis_rule, CIS_RULES)):
+            if value not in allowed:
+                raise InvalidParameterError(f"{name} must be one of {list(allowed)}; got {name}={value!r}")
+        self.k1 = None if k1 is None else check_k(k1, "k1")
+        if self.k1 is not None and self.k1 > self.k:
+            raise InvalidParameterError(f"k1 must be <= k={self.k}; got k1={k1!r}")
+        self.m = check_k(m, "m")
+        self.threshold = None if threshold is None else check_unit_interval(threshold, "threshold")
+        if classifier is not None and not callable(classifier):
+            raise InvalidParameterError(f"classifier must be a PairClassifier or a callable; got {classifier!r}")
+        self.mode, self.per_doc, self.cis_rule = mode, per_doc, cis_rule
+        self.classifier = classifier
+        self.fill = bool(fill)
+        self.protect_stage1 = bool(protect_stage1)
+        self.fetch_k = None if fetch_k is None else check_k(fetch_k, "fetch_k")
+        self.prompt = prompt
+
+    # ------------------------------------------------------------------ prompts
+    def prompt_templates(self) -> dict[str, str]:
+        """The Generator's template."""
+        return {"generator": self.prompt}
+
+    def _set_prompt_templates(self, templates: dict[str, str]) -> None:
+        self.prompt = templates.get("generator", self.prompt)
+
+    def render(self, question: str, texts: Sequence[str]) -> str:
+        """The Generator prompt for the chosen passages."""
+        passages = "\n".join(f"[{i + 1}] {t}" for i, t in enumerate(texts))
+        return self.prompt.format(passages=passages, question=question.strip())
+
+    def answer_prompt(self, result: PipelineResult) -> tuple[str, str] | None:
+        """The Generator's prompt for a retrieval-only result (for streaming faces)."""
+        return "generator", self.render(result.question, [d.text for d in result.documents])
+
+    # ------------------------------------------------------------------ the algorithm
+    def _classifier(self) -> PairClassifier | PairFn:
+        return self.classifier if self.classifier is not None else default_classifier()
+
+    def _select(self, question: str, first: Candidates, hits: Sequence[Candidates], k: int, k1: int
+                ) -> tuple[DrragSelection[int], list[str], list[str], np.ndarray, np.ndarray, int]:
+        """Pool every candidate once (by id), then run the selection over pool indices."""
+        ids: list[str] = []
+        index: dict[str, int] = {}
+        rows: list[tuple[Candidates, int]] = []
+        for found in (first, *hits):
+            for i, cid in enumerate(found.ids):
+                if cid not in index:
+                    index[cid] = len(ids)
+                    ids.append(cid)
+                    rows.append((found, i))
+        texts = [found.texts[i] for found, i in rows]
+        emb = np.stack([np.asarray(found.embeddings[i], dtype=np.float64) for found, i in rows])
+        q = np.asarray(first.query_embedding, dtype=np.float64)
+        norms = np.linalg.norm(emb, axis=1) * max(float(np.linalg.norm(q)), 1e-300)
+        relevance = np.divide(emb @ q, norms, out=np.zeros(len(ids)), where=norms > 0)
+        calls = {"pairs": 0}
+        scorer = None
+        if self.mode != "qdc":
+            clf = self._classifier()
+            base = make_scorer(clf, question, texts, q, emb)
+
+            def scorer(a: Sequence[int], b: Sequence[int]) -> Any:
+                calls["pairs"] += len(a)
+                return base(a, b)
+
+        threshold = self.threshold
+        if threshold is None:
+            threshold = float(getattr(self._classifier(), "threshold", 0.5)) if self.mode != "qdc" else 0.5
+        selection = select_drrag(
+            [index[c] for c in first.ids],
+            [[index[c] for c in h.ids] for h in hits],
+            k,
+            mode=self.mode, k1=k1, m=self.m, scorer=scorer, threshold=threshold, fill=self.fill,
+            per_doc=self.per_doc, cis_rule=self.cis_rule, protect_stage1=self.protect_stage1,
+            ranking_scores=first.relevance.tolist(), hit_scores=[h.relevance.tolist() for h in hits],
+        )
+        return selection, ids, texts, emb, relevance, calls["pairs"]
+
+    async def _arun(
+        self, question: str, source: CandidateSource, ctx: RunContext, *, k: int, generate: bool
+    ) -> DRRAGResult:
+        k1 = min(self.k1 if self.k1 is not None else default_k1(k), k)
+        first = await self.search(ctx, source, question, self.fetch_k if self.fetch_k else max(k, self.m + k))
+        stage1 = first.texts[:k1]
+        queries = [concat_query(question, text) for text in stage1]
+        hits = await asyncio.gather(
+            *(self.search(ctx, source, qtext, self.m + k, stage="search-qdc") for qtext in queries)
+        )
+        selection, ids, texts, emb, relevance, pairs = await asyncio.to_thread(
+            self._select, question, first, hits, k, k1
+        )
+        ctx.stage("select", mode=self.mode, k1=k1, chosen=[ids[i] for i in selection.ids],
+                  rejected=[ids[i] for i in selection.rejected], pairs_scored=pairs)
+        if self.mode != "qdc" and len(selection) < k and not self.fill:
+            ctx.stage("note", message=f"{self.mode} returned {len(selection)} of k={k} documents (fill=False)")
+        payloads = {cid: (found, i) for found in (first, *hits) for i, cid in enumerate(found.ids)}
+        documents = []
+        for rank, pick in enumerate(selection.picks):
+            found, i = payloads[ids[pick.doc_id]]
+            reason = {
+                "stage": pick.stage,
+                "via": None if pick.source is None else ids[pick.source],
+                "probability": pick.probability,
+                "mode": pick.mode,
+                "filled": pick.filled,
+            }
+            (doc,) = self.choose(found, [i], scores=[pick.probability], reasons=[reason])
+            documents.append(type(doc)(**{**doc.__dict__, "rank": rank, "relevance": float(relevance[pick.doc_id])}))
+        answer = None
+        if generate:
+            prompt = self.render(question, [d.text for d in documents])
+            answer = (await ctx.ask("generator", prompt, stage="generate")).text.strip()
+            if not answer:
+                ctx.warn("generator: the answer is empty")
+        return DRRAGResult(
+            question=question,
+            answer=answer,
+            documents=tuple(documents),
+            mode=self.mode,
+            k1=k1,
+            stage2_queries=tuple(queries),
+            rejected=tuple(ids[i] for i in selection.rejected),
+            pairs_scored=pairs,
+            **self.finish(ctx),
+        )
+
+    def __repr__(self) -> str:
+        return f"DRRAG(k={self.k}, k1={self.k1}, m={self.m}, mode={self.mode!r}, fill={self.fill})"
