@@ -81,3 +81,9 @@ __all__ = [
     "BinarySearchResult",
     "__version__",
 ]
+
+# --- adaptive (issue 18): the learned lambda selector, registered as method "adaptive" ---
+from . import adaptive as _adaptive  # noqa: E402
+
+register_method(_adaptive.SPEC, replace=True)
+# --- end adaptive ---

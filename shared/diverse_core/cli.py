@@ -18,7 +18,11 @@ def _run_demo(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every sub-command registered."""
-    parser = argparse.ArgumentParser(prog="diverse-rag", description="Diversity-aware retrieval tools")
+    from . import __version__
+    from .eval.cli import OneLineParser
+
+    parser = OneLineParser(prog="diverse-rag", description="Diversity-aware retrieval tools")
+    parser.add_argument("--version", action="version", version=f"diverse-rag {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="offline side-by-side demo of every selection method")
     demo.add_argument("--k", type=int, default=4, help="chunks each method picks (default 4)")
@@ -32,9 +36,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``diverse-rag`` console script."""
+    from .eval.cli import cli_errors
+
     parser = build_parser()
     args = parser.parse_args(argv)
-    return int(args.func(args) or 0)
+    return cli_errors(args.func, args, f"diverse-rag {args.command}")
 
 
 if __name__ == "__main__":  # pragma: no cover

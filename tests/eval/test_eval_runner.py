@@ -132,8 +132,9 @@ def test_plugin_hook(tmp_path: Path, fake_embedder: Any) -> None:
 def test_bad_configs_fail_clearly(tmp_path: Path, fake_embedder: Any) -> None:
     with pytest.raises(InvalidParameterError, match="fetch_k must be >= k"):
         run_benchmark(_config(tmp_path, fake_embedder, k=5, fetch_k=3))
-    with pytest.raises(InvalidParameterError, match="oracle_lambdas"):
-        run_benchmark(_config(tmp_path, fake_embedder, methods=[parse_method("gmmr=0.5,1")]))
+    # a grid without the Oracle's values runs (issue 18): the Oracle row is simply left out
+    res = run_benchmark(_config(tmp_path, fake_embedder, methods=[parse_method("gmmr=0.5,1")], out_dir=None))
+    assert [s.label for s in res.tasks[0].settings] == ["lambda_mult=0.5", "lambda_mult=1"]
     with pytest.raises(InvalidParameterError, match="unknown protocol"):
         run_benchmark(_config(tmp_path, fake_embedder, tasks=[("rgb", "sentences")]))
     with pytest.raises(UnknownMethodError):
@@ -150,7 +151,8 @@ def test_cli_parsing_and_registration(tmp_path: Path) -> None:
     sub = top.add_subparsers(dest="command")
     register(sub)
     args = top.parse_args(["bench", "--datasets", "hotpotqa", "rgb:paragraphs", "2wiki", "--quick", "3",
-                           "--methods", "cosine", "gmmr=0:1:0.1", "--out", str(tmp_path)])
+                           "--methods", "cosine", "gmmr=0:1:0.1", "--out", str(tmp_path),
+                           "--data-dir", str(tmp_path)])
     cfg = config_from_args(args)
     assert list(cfg.tasks) == [("hotpotqa", "paragraphs"), ("hotpotqa", "chunks"), ("rgb", "paragraphs"),
                                ("2wiki", "paragraphs"), ("2wiki", "chunks")]
@@ -158,7 +160,8 @@ def test_cli_parsing_and_registration(tmp_path: Path) -> None:
     assert callable(args.func)
     plain = argparse.ArgumentParser()
     add_arguments(plain)
-    skipped = config_from_args(plain.parse_args(["--datasets", "rgb", "--protocols", "paragraphs,chunks"]))
+    skipped = config_from_args(plain.parse_args(["--datasets", "rgb", "--protocols", "paragraphs,chunks",
+                                                   "--data-dir", str(tmp_path)]))
     assert list(skipped.tasks) == [("rgb", "paragraphs")]
 
 

@@ -14,8 +14,13 @@ Pieces:
 * :mod:`~diverse_core.eval.metrics` - EM/F1/accuracy/ROUGE-L, recall@k, all-gold,
   NDCG@k, MRecall@k (set diversity comes from :mod:`diverse_core.metrics`).
 * :mod:`~diverse_core.eval.runner` - :func:`run_benchmark`.
-* :mod:`~diverse_core.eval.report`, :mod:`~diverse_core.eval.plots`,
+* :mod:`~diverse_core.eval.results` - the result records; :mod:`~diverse_core.eval.report`,
+  :mod:`~diverse_core.eval.plots` read them (results flow one way: run -> results -> outputs);
   :mod:`~diverse_core.eval.cli` (``diverse-rag bench``).
+* :mod:`~diverse_core.eval.train_data` - the TRAIN-split loaders; :mod:`~diverse_core.eval.outofsample`
+  tunes and trains on them and reports on dev with :mod:`~diverse_core.eval.stats` intervals.
+* :mod:`~diverse_core.eval.userdata` - your own JSONL dataset (``--dataset-file``, :func:`register_dataset`).
+* :mod:`~diverse_core.eval.judge_sim` - the simulated DF-RAG Evaluator (plugins ``simjudge``, ``simjudge_p``).
 
 Plugging in another pipeline (e.g. DF-RAG with an LLM Planner/Evaluator): write a
 callable ``fn(inputs: MethodInput, **params) -> MethodOutput`` and register it::
@@ -55,7 +60,9 @@ from .disk_cache import DiskEmbeddingCache
 from .plugins import MethodInput, MethodOutput, available_plugins, get_plugin, register_plugin
 from .protocols import PROTOCOLS, RetrievalTask, build_task
 from .records import Benchmark, Document, QARecord
-from .runner import BenchResults, SettingResult, TaskResult, run_benchmark, summary_rows
+from .results import BenchResults, SettingResult, TaskResult, summary_rows
+from .runner import run_benchmark
+from .userdata import DatasetFormatError, load_jsonl_dataset, register_dataset
 
 __all__ = [
     "BenchConfig",
@@ -85,6 +92,9 @@ __all__ = [
     "TaskResult",
     "run_benchmark",
     "summary_rows",
+    "DatasetFormatError",
+    "load_jsonl_dataset",
+    "register_dataset",
 ]
 
 from . import ambiguous as _ambiguous  # noqa: E402,F401  (registers condambigqa, situatedqa, ambignq)
@@ -94,4 +104,5 @@ from .pipeline_plugin import declare_pipeline_method  # noqa: E402
 __all__ += ["declare_pipeline_method"]
 from . import diva_plugin as _diva_plugin  # noqa: E402,F401  (registers the "diva" plugin)
 from . import drrag_plugin as _drrag_plugin  # noqa: E402,F401  (registers the "drrag" method)
+from . import judge_sim as _judge_sim  # noqa: E402,F401  (registers "simjudge" and "simjudge_p")
 from . import vendirag_plugin as _vendirag_plugin  # noqa: E402,F401  (registers the "vendirag" plugin)

@@ -21,4 +21,4 @@ def require(module: str, purpose: str) -> ModuleType:
         return importlib.import_module(module)
     except ImportError as exc:
         top = module.split(".")[0]
-        raise ImportError(f"{top} is needed for {purpose}; {_HINT}") from exc
+        raise ImportError(f"{top} is needed for {purpose} (import failed: {exc}); {_HINT}") from exc

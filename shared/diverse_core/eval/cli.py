@@ -5,6 +5,14 @@ committed reproduction (HotpotQA, MuSiQue, 2Wiki x paragraphs/chunks, RGB paragr
 with the default method grid and writes into ``benchmarks/results``; ``RESULTS.md`` is
 written only when ``--results-md`` is given.
 
+Bring your own data and methods: ``--dataset-file PATH[:NAME]`` reads a JSONL file in
+the format of :mod:`diverse_core.eval.userdata`; ``--plugin module:function`` runs your
+``fn(inp, **params) -> MethodOutput`` as method ``function`` (``--plugin module``
+imports a module that registers its plugins itself).
+
+Every input mistake prints one line naming the bad value and what is accepted, before
+any data is loaded or embedded (``-v`` shows the traceback).
+
 Example:
     python -m diverse_core.eval.cli --datasets hotpotqa:paragraphs --quick 20 --out /tmp/bench
 """
@@ -12,21 +20,39 @@ Example:
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
+import inspect
 import os
 import shlex
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-from .config import DEFAULT_METHODS, DEFAULT_TASKS, BenchConfig, parse_method, parse_task
+from ..errors import DiverseRAGError, InvalidParameterError
+from .config import (
+    DEFAULT_METHODS,
+    DEFAULT_TASKS,
+    ORACLE_LAMBDAS,
+    BenchConfig,
+    parse_method,
+    parse_task,
+)
 from .protocols import PROTOCOLS
 
-__all__ = ["register", "add_arguments", "config_from_args", "run_from_args", "main"]
+__all__ = ["register", "add_arguments", "config_from_args", "run_from_args", "main", "load_plugin", "cli_errors", "OneLineParser"]
 
 _DEFAULT_METHOD_SPECS = " ".join(
     ("cosine" if g.method == "topk" else g.method) + ("=" + ",".join(f"{v:g}" for v in g.values) if g.values else "")
     for g in DEFAULT_METHODS
 )
+
+
+def _version() -> str:
+    from .. import __version__
+
+    return f"diverse-rag {__version__}"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,10 +61,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--datasets",
         nargs="+",
         metavar="NAME[:PROTOCOLS]",
-        help="datasets (hotpotqa musique 2wiki 2wiki_sampled rgb asqa), optionally with protocols, "
-        "e.g. rgb:paragraphs hotpotqa:pool,chunks (default: the committed reproduction: "
+        help="datasets (hotpotqa musique 2wiki 2wiki_sampled rgb asqa, or a --dataset-file name), optionally "
+        "with protocols, e.g. rgb:paragraphs hotpotqa:pool,chunks (default: the committed reproduction: "
         + " ".join(f"{d}:{p}" for d, p in DEFAULT_TASKS)
         + ")",
+    )
+    parser.add_argument(
+        "--dataset-file",
+        action="append",
+        default=[],
+        metavar="PATH[:NAME]",
+        help="your own JSONL dataset (format: diverse_core.eval.userdata); repeatable; runs it on --protocols "
+        "unless --datasets names it",
+    )
+    parser.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="MODULE[:FUNCTION]",
+        help="import MODULE (which registers its plugins) or register MODULE:FUNCTION as method FUNCTION; "
+        "its first keyword parameter with a default is the swept one",
     )
     parser.add_argument(
         "--protocols",
@@ -55,29 +97,110 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--k", type=int, default=5, help="passages chosen per question (default 5)")
     parser.add_argument("--fetch-k", type=int, default=50, help="cosine candidates before selection (default 50)")
     parser.add_argument("--quick", type=int, default=None, metavar="N", help="only the first N questions per dataset")
+    parser.add_argument("--no-oracle", action="store_true", help="do not add the per-question gMMR Oracle row")
     parser.add_argument("--data-dir", default=None, help="benchmark data folder (default $DIVERSE_RAG_DATA or ../shared/data)")
-    parser.add_argument("--cache-dir", default=None, help="embedding cache folder (default .cache/diverse-rag)")
+    parser.add_argument(
+        "--cache-dir", default=None,
+        help="embedding cache folder (default $DIVERSE_RAG_CACHE, else the user cache folder, e.g. ~/.cache/diverse-rag)",
+    )
     parser.add_argument("--out", default="benchmarks/results", help="output folder (default benchmarks/results)")
     parser.add_argument("--per-query-dir", default=None, help="per-query JSON folder (default OUT/per_query)")
     parser.add_argument("--results-md", default=None, help="also write this RESULTS.md")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG figures")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.add_argument("-v", "--verbose", action="store_true", help="show the traceback of an error")
+    parser.add_argument("--version", action="version", version=_version())
+
+
+def _first_param(fn: Any) -> str | None:
+    """The first parameter after the input that has a default (the plugin's swept one)."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())[1:]
+    except (TypeError, ValueError):
+        return None
+    for p in params:
+        if p.default is not inspect.Parameter.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
+            return p.name
+    return None
+
+
+def load_plugin(spec: str) -> str | None:
+    """``module`` (imported; it registers itself) or ``module:function`` (registered as ``function``).
+
+    Returns the registered name (``None`` for a bare module).
+
+    Raises:
+        InvalidParameterError: the module cannot be imported or has no such callable.
+    """
+    from .plugins import register_plugin
+
+    module_name, _, attr = spec.partition(":")
+    if not module_name:
+        raise InvalidParameterError(f"--plugin must be MODULE or MODULE:FUNCTION; got {spec!r}")
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # like `python -m`: modules in the current folder are found
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise InvalidParameterError(f"--plugin {spec!r}: cannot import {module_name!r} ({exc})") from exc
+    if not attr:
+        return None
+    fn = getattr(module, attr, None)
+    if not callable(fn):
+        raise InvalidParameterError(f"--plugin {spec!r}: module {module_name!r} has no callable {attr!r}")
+    register_plugin(attr, fn, param=_first_param(fn), replace=True)
+    return attr
+
+
+def _check_extras(config: BenchConfig) -> None:
+    """Fail before loading anything when an optional dependency the run needs is missing."""
+    needs = []
+    if config.embedder is None:
+        needs.append(("sentence_transformers", "the packaged MiniLM embedder", "embeddings"))
+    if config.progress:
+        needs.append(("tqdm", "progress bars (or pass --no-progress)", "bench"))
+    if config.plots:
+        needs.append(("matplotlib", "the PNG figures (or pass --no-plots)", "bench"))
+    for module, purpose, extra in needs:
+        if importlib.util.find_spec(module) is None:
+            raise ImportError(f"{module} is needed for {purpose}; install the {extra} extra: "
+                              f'pip install "diverse-rag[{extra}]"')
 
 
 def config_from_args(args: argparse.Namespace, command: str | None = None) -> BenchConfig:
-    """Build a :class:`BenchConfig` from parsed arguments."""
-    from .datasets import load_dataset  # noqa: F401  (fail early on a broken install)
+    """Build and validate a :class:`BenchConfig` from parsed arguments (nothing is loaded yet)."""
+    from .datasets import DATASETS, SUPPORTED_PROTOCOLS
+    from .userdata import load_jsonl_dataset, parse_dataset_file
 
-    protocols = [p for p in args.protocols.split(",") if p]
-    if args.datasets:
-        tasks: list[tuple[str, str]] = []
-        for spec in args.datasets:
-            tasks.extend(parse_task(spec, protocols))
-        tasks = _supported(tasks, explicit={s for s in args.datasets if ":" in s})
-    else:
-        tasks = list(DEFAULT_TASKS)
+    for spec in getattr(args, "plugin", []) or []:
+        load_plugin(spec)
+    protocols = [p.strip() for p in args.protocols.split(",") if p.strip()]
+    for p in protocols:
+        if p not in PROTOCOLS:
+            raise InvalidParameterError(f"unknown protocol {p!r} in --protocols; accepted: {', '.join(PROTOCOLS)}")
     methods = [parse_method(s) for s in args.methods] if args.methods else list(DEFAULT_METHODS)
-    return BenchConfig(
+    custom: dict[str, Any] = {}
+    file_specs = [parse_dataset_file(s) for s in getattr(args, "dataset_file", []) or []]
+    for path, _name in file_specs:
+        if not path.is_file():
+            raise FileNotFoundError(f"--dataset-file: no such file: {path}")
+    known = set(DATASETS) | {name for _, name in file_specs}
+    tasks: list[tuple[str, str]] = []
+    if args.datasets:
+        for spec in args.datasets:
+            for d, p in parse_task(spec, protocols):
+                if d not in known:
+                    raise InvalidParameterError(
+                        f"unknown dataset {d!r}; accepted: {', '.join(sorted(known))} (or --dataset-file PATH[:NAME])"
+                    )
+                if p not in PROTOCOLS:
+                    raise InvalidParameterError(f"unknown protocol {p!r} in {spec!r}; accepted: {', '.join(PROTOCOLS)}")
+                tasks.append((d, p))
+        tasks = _supported(tasks, explicit={s for s in args.datasets if ":" in s}, supported=SUPPORTED_PROTOCOLS)
+    named = {t[0] for t in tasks}
+    if not args.datasets and not file_specs:
+        tasks = list(DEFAULT_TASKS)
+    config = BenchConfig(
         tasks=tasks,
         methods=methods,
         k=args.k,
@@ -91,17 +214,52 @@ def config_from_args(args: argparse.Namespace, command: str | None = None) -> Be
         plots=not args.no_plots,
         progress=not args.no_progress,
         command=command,
+        oracle_lambdas=() if getattr(args, "no_oracle", False) else ORACLE_LAMBDAS,
     )
+    config.validate(require_tasks=False)  # k, fetch_k, --quick, grids and their parameter values
+    _check_paths(config, needs_data_dir=any(d not in {n for _, n in file_specs} for d, _ in config.tasks))
+    _check_extras(config)
+    for path, name in file_specs:  # small user files: read now, so a format error shows before any embedding
+        bench = load_jsonl_dataset(path, name)
+        custom[name] = bench
+        if name not in named:
+            config.tasks = [*config.tasks, *((name, p) for p in protocols if p in bench.protocols)]
+    config.benchmarks = {**config.benchmarks, **custom}
+    if not config.tasks:
+        raise InvalidParameterError(
+            f"no (dataset, protocol) to run: the dataset files support {sorted({p for b in custom.values() for p in b.protocols})}, "
+            f"--protocols gave {protocols}"
+        )
+    return config
 
 
-def _supported(tasks: list[tuple[str, str]], explicit: set[str]) -> list[tuple[str, str]]:
+def _check_paths(config: BenchConfig, needs_data_dir: bool) -> None:
+    from .datasets import resolve_data_dir
+
+    if needs_data_dir:
+        resolve_data_dir(config.data_dir)
+    if config.results_md is not None:
+        parent = Path(config.results_md).parent
+        if not parent.is_dir():
+            raise FileNotFoundError(f"--results-md: folder {str(parent)!r} does not exist (for {config.results_md})")
+        if Path(config.results_md).is_dir():
+            raise InvalidParameterError(f"--results-md must be a file path; {config.results_md!r} is a folder")
+        if not os.access(parent, os.W_OK):
+            raise PermissionError(f"--results-md: cannot write into {str(parent)!r}")
+
+
+def _supported(
+    tasks: list[tuple[str, str]], explicit: set[str], supported: dict[str, tuple[str, ...]]
+) -> list[tuple[str, str]]:
     """Drop pairs a dataset does not support unless the protocol was named for that dataset."""
-    from .datasets import SUPPORTED_PROTOCOLS
-
     named = {spec.partition(":")[0] for spec in explicit}
     out = []
     for d, p in tasks:
-        if d in SUPPORTED_PROTOCOLS and d not in named and p not in SUPPORTED_PROTOCOLS[d]:
+        if d in supported and p not in supported[d]:
+            if d in named:
+                raise InvalidParameterError(
+                    f"dataset {d!r} does not support protocol {p!r}; accepted: {', '.join(supported[d])}"
+                )
             print(f"[bench] skipping {d}:{p} (protocol not supported by this dataset)", file=sys.stderr)
             continue
         out.append((d, p))
@@ -117,6 +275,11 @@ def run_from_args(args: argparse.Namespace) -> int:
         shlex.quote(a) for a in sys.argv[1:]
     )
     config = config_from_args(args, command)
+    has_gmmr = any(g.method == "gmmr" for g in config.methods)
+    missing = config.oracle_missing() if config.oracle_lambdas and has_gmmr else []
+    if missing:
+        print(f"[bench] no oracle row: the gmmr grid does not run lambda_mult {missing} (pass gmmr=0.1:1:0.1)",
+              file=sys.stderr)
     res = run_benchmark(config)
     print(
         f"[bench] done in {res.seconds['total']:.1f} s "
@@ -125,6 +288,22 @@ def run_from_args(args: argparse.Namespace) -> int:
         + (f", {config.results_md}" if config.results_md else "")
     )
     return 0
+
+
+#: Exceptions shown as one line (anything else is a bug and keeps its traceback).
+_USER_ERRORS = (DiverseRAGError, FileNotFoundError, PermissionError, ImportError, ValueError)
+
+
+def cli_errors(func: Any, args: argparse.Namespace, prog: str) -> int:
+    """Run ``func(args)``; an input error prints ``prog: error: ...`` on one line and returns 2."""
+    try:
+        return int(func(args) or 0)
+    except _USER_ERRORS as exc:
+        if getattr(args, "verbose", False):
+            raise
+        message = " ".join(str(exc).split()) or type(exc).__name__
+        print(f"{prog}: error: {message}", file=sys.stderr)
+        return 2
 
 
 def register(subparsers: Any) -> argparse.ArgumentParser:
@@ -137,14 +316,22 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     return parser
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line (``prog: error: ...``), no usage dump."""
+
+    def error(self, message: str) -> Any:  # noqa: D102
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Stand-alone entry point: ``python -m diverse_core.eval.cli [options]``."""
-    parser = argparse.ArgumentParser(prog="python -m diverse_core.eval.cli", description=__doc__.split("\n")[0])
+    prog = "python -m diverse_core.eval.cli"
+    parser = OneLineParser(prog=prog, description=(__doc__ or "").split("\n")[0])
     add_arguments(parser)
     args = parser.parse_args(argv)
     raw = list(sys.argv[1:] if argv is None else argv)
-    args.command_line = "python -m diverse_core.eval.cli " + " ".join(shlex.quote(a) for a in raw)
-    return run_from_args(args)
+    args.command_line = prog + " " + " ".join(shlex.quote(a) for a in raw)
+    return cli_errors(run_from_args, args, prog)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -70,11 +70,39 @@ class MethodGrid:
             return get_plugin(self.method).param
         return get_method(self.method).param
 
+    def label(self, params: Mapping[str, Any]) -> str:
+        """The parameters one setting ran with, defaults included (``-`` when it has none).
+
+        The trade-off parameter comes first (its default when the grid gives no values),
+        then every fixed parameter given with ``@key=value``; a core method without a
+        trade-off parameter shows its defaults (e.g. ``model=None`` for ``adaptive``).
+        """
+        shown: dict[str, Any] = {}
+        if self.param is not None:
+            if self.param in params:
+                shown[self.param] = params[self.param]
+            elif not self.is_plugin:
+                shown[self.param] = get_method(self.method).defaults.get(self.param)
+        elif not self.is_plugin:
+            shown.update(get_method(self.method).defaults)
+        shown.update({k: v for k, v in params.items() if k != self.param})
+        if not shown:
+            return "-"
+        return ", ".join(f"{k}={_fmt(v)}" for k, v in shown.items())
+
     def settings(self) -> list[dict[str, Any]]:
         """The parameter dicts this grid runs, one per value."""
         if not self.values:
             return [dict(self.params)]
         return [{**self.params, str(self.param): v} for v in self.values]
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, str) and ("/" in value or "\\" in value):
+        return Path(value).name  # a file path: its name is enough to tell settings apart
+    return str(value)
 
 
 def parse_values(spec: str) -> tuple[float, ...]:
@@ -172,7 +200,8 @@ class BenchConfig:
         fetch_k: candidates retrieved by cosine before selection.
         limit: keep only the first ``limit`` questions of each dataset (``--quick``).
         data_dir: benchmark data folder (default: ``$DIVERSE_RAG_DATA`` or ``../shared/data``).
-        cache_dir: embedding cache folder (default ``.cache/diverse-rag`` in the repo).
+        cache_dir: embedding cache folder (default: ``$DIVERSE_RAG_CACHE`` or the user cache folder,
+            see :func:`~diverse_core.eval.disk_cache.default_cache_dir`).
         out_dir: where results are written (``None``: nothing written).
         per_query_dir: folder for the per-query JSON (default ``<out_dir>/per_query``).
         results_md: optional path of the generated ``RESULTS.md``.
@@ -180,7 +209,8 @@ class BenchConfig:
             ``data_dir`` (custom data, tests).
         embedder: ``texts -> (n, d)`` callable (default: the packaged MiniLM).
         model_name: cache key of the embedder's vectors.
-        oracle_lambdas: gMMR values the Oracle chooses from (must be in the gmmr grid).
+        oracle_lambdas: gMMR values the Oracle chooses from (empty: no Oracle; when the gmmr
+            grid lacks any of them the Oracle is skipped, see :meth:`oracle_missing`).
         agreement_methods: methods whose picks get Kendall tau / Spearman rho against
             cosine order (scipy's rank tests are slow, so not all by default).
         plots: draw PNG figures.
@@ -207,23 +237,43 @@ class BenchConfig:
     progress: bool = True
     command: str | None = None
 
-    def validate(self) -> None:
-        """Raise InvalidParameterError on inconsistent settings."""
+    def validate(self, require_tasks: bool = True) -> None:
+        """Raise InvalidParameterError on inconsistent settings (``require_tasks=False``: tasks may be empty)."""
         for name, val in (("k", self.k), ("fetch_k", self.fetch_k)):
             if isinstance(val, bool) or not isinstance(val, int) or val < 1:
                 raise InvalidParameterError(f"{name} must be a positive integer; got {name}={val!r}")
         if self.fetch_k < self.k:
             raise InvalidParameterError(f"fetch_k must be >= k; got fetch_k={self.fetch_k}, k={self.k}")
-        if self.limit is not None and (not isinstance(self.limit, int) or self.limit < 1):
-            raise InvalidParameterError(f"limit must be a positive integer or None; got limit={self.limit!r}")
-        if not self.tasks:
+        if self.limit is not None and (
+            isinstance(self.limit, bool) or not isinstance(self.limit, int) or self.limit < 1
+        ):
+            raise InvalidParameterError(
+                f"limit (--quick) must be a positive integer or None; got limit={self.limit!r}"
+            )
+        if require_tasks and not self.tasks:
             raise InvalidParameterError("tasks must name at least one (dataset, protocol)")
         if not self.methods:
             raise InvalidParameterError("methods must name at least one method")
-        gm = [g for g in self.methods if g.method == "gmmr"]
-        if gm and self.oracle_lambdas:
-            missing = [v for v in self.oracle_lambdas if not np.any(np.isclose(gm[0].values, v))]
-            if missing:
+        from .protocols import PROTOCOLS
+
+        for dataset, protocol in self.tasks:
+            if protocol not in PROTOCOLS:
                 raise InvalidParameterError(
-                    f"oracle_lambdas {missing} are not in the gmmr grid {list(gm[0].values)}"
+                    f"unknown protocol {protocol!r} for dataset {dataset!r}; accepted: {', '.join(PROTOCOLS)}"
                 )
+        for grid in self.methods:  # every value of every core grid, checked before any data is read
+            if grid.is_plugin:
+                continue
+            spec = get_method(grid.method)
+            for params in grid.settings():
+                try:
+                    spec.resolve_params(params)
+                except InvalidParameterError as exc:
+                    raise InvalidParameterError(f"method {display_name(grid.method)!r}: {exc}") from None
+
+    def oracle_missing(self) -> list[float]:
+        """The ``oracle_lambdas`` that no gmmr grid runs (the Oracle is skipped when any is missing)."""
+        ran = [v for g in self.methods if g.method == "gmmr" for v in g.values]
+        return [float(v) for v in self.oracle_lambdas if not np.any(np.isclose(ran, v))] if ran else [
+            float(v) for v in self.oracle_lambdas
+        ]

@@ -51,6 +51,8 @@ __all__ = [
     "load_2wiki_sampled",
     "load_rgb",
     "load_asqa",
+    "FORMATS",
+    "DatasetFormatError",
 ]
 
 _ALL = ("pool", "paragraphs", "chunks")
@@ -288,8 +290,39 @@ DATASETS: dict[str, Callable[[str | Path | None], Benchmark]] = {
 }
 
 
+class DatasetFormatError(InvalidParameterError):
+    """A dataset file does not have the expected format (the message names file and format)."""
+
+
+#: What each built-in loader expects (named in format errors).
+FORMATS: dict[str, str] = {
+    "hotpotqa": "hotpotqa/hotpot.json: JSONL of HotpotQA records {_id, question, answer, supporting_facts, context}",
+    "musique": "musique/musique.json: JSONL of MuSiQue records {id, question, answer, paragraphs[{title, "
+    "paragraph_text, is_supporting}]}",
+    "2wiki": "2wikimultihopqa/test.json (JSON array {id, question, answer, supporting_facts: [title]}) and "
+    "2wikimultihopqa_corpus.json (JSON array {title, text})",
+    "2wiki_sampled": "2wikimultihopqa/sampled_ds.json: pandas column-oriented JSON {id, _1, question, context, ...}",
+    "rgb": "rgb/en_fact.json: JSONL {id, query, answer, positive: [str], negative: [str]}",
+    "asqa": "asqa/asqa_dev.json: JSON array {id, question, qa_pairs, annotations[{knowledge}]}",
+}
+
+
 def load_dataset(name: str, data_dir: str | Path | None = None) -> Benchmark:
-    """Load a benchmark by name (one of :data:`DATASETS`)."""
+    """Load a benchmark by name (one of :data:`DATASETS`, built in or registered).
+
+    Raises:
+        InvalidParameterError: unknown name. FileNotFoundError: missing folder or file.
+        DatasetFormatError: a file that does not match the dataset's format (names it).
+    """
     if name not in DATASETS:
         raise InvalidParameterError(f"unknown dataset {name!r}; available: {sorted(DATASETS)}")
-    return DATASETS[name](data_dir)
+    try:
+        return DATASETS[name](data_dir)
+    except (KeyError, TypeError, IndexError, AttributeError, ValueError) as exc:
+        if isinstance(exc, InvalidParameterError):
+            raise
+        what = FORMATS.get(name, "the format its loader documents")
+        raise DatasetFormatError(
+            f"dataset {name!r} in {resolve_data_dir(data_dir)} does not match the expected format "
+            f"({type(exc).__name__}: {str(exc)[:120]}); expected {what}"
+        ) from exc

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import sys
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -28,9 +29,27 @@ EmbedFn = Callable[[list[str]], "NDArray[np.floating] | Sequence[Sequence[float]
 ProgressFn = Callable[[int, int], None]
 
 
+#: Environment variable naming the embedding cache folder.
+CACHE_ENV = "DIVERSE_RAG_CACHE"
+
+
 def default_cache_dir() -> Path:
-    """``.cache/diverse-rag`` under the repository root (git-ignored)."""
-    return Path(__file__).resolve().parents[3] / ".cache" / "diverse-rag"
+    """``$DIVERSE_RAG_CACHE`` if set, else the user's cache folder + ``diverse-rag``.
+
+    The user's cache folder: ``$XDG_CACHE_HOME`` or ``~/.cache`` on Linux,
+    ``~/Library/Caches`` on macOS, ``%LOCALAPPDATA%`` on Windows. Never a path inside
+    the installed package.
+    """
+    env = os.environ.get(CACHE_ENV)
+    if env:
+        return Path(env).expanduser()
+    if sys.platform == "win32":
+        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Caches"
+    else:
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "diverse-rag"
 
 
 def text_key(text: str) -> str:
@@ -92,6 +111,7 @@ class DiskEmbeddingCache:
         self._blocks: list[NDArray[np.float32]] = []
         self._matrix: NDArray[np.float32] | None = None
         self._loaded = False
+        self._own: set[Path] = set()  # shards this object has read or written (the only ones it may merge away)
         self.embedded = 0
         self.hits = 0
         self.embed_seconds = 0.0
@@ -108,6 +128,7 @@ class DiskEmbeddingCache:
             return
         self._loaded = True
         for path in self._shards():
+            self._own.add(path)
             with np.load(path) as data:
                 self._add(
                     [k.decode("ascii") for k in data["keys"].tolist()],
@@ -137,11 +158,17 @@ class DiskEmbeddingCache:
         name = f"shard-{time.time_ns():020d}-{uuid.uuid4().hex[:8]}"
         tmp = self.folder / f"{name}.tmp.npz"
         np.savez(tmp, keys=np.array(keys, dtype="S40"), vectors=vectors)
-        os.replace(tmp, self.folder / f"{name}.npz")
+        final = self.folder / f"{name}.npz"
+        os.replace(tmp, final)
+        self._own.add(final)
 
     def _merge(self) -> None:
-        """Rewrite every shard as one file (keeps the folder small)."""
-        shards = self._shards()
+        """Rewrite the shards this object knows as one file (keeps the folder small).
+
+        Only shards it read or wrote itself are removed: another process sharing the
+        folder may have written shards since, and their vectors are not in memory here.
+        """
+        shards = [p for p in self._shards() if p in self._own]
         if len(shards) <= self.merge_above:
             return
         matrix = self._matrix_view()
@@ -149,6 +176,7 @@ class DiskEmbeddingCache:
         self._write(keys, matrix[[self._rows[k] for k in keys]])
         for path in shards:
             path.unlink(missing_ok=True)
+            self._own.discard(path)
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """Vectors for ``texts`` in order, shape (len(texts), d); only unseen texts are embedded."""

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ._deps import require
-from .runner import BenchResults, SettingResult, TaskResult
+from .results import BenchResults, SettingResult, TaskResult
 
 __all__ = ["draw_all", "plot_recall_vs_lambda", "plot_jaccard", "plot_vendi_agreement", "plot_dartboard"]
 
@@ -30,9 +30,11 @@ def _pyplot() -> Any:
 
 def _curve(task: TaskResult, method: str, metric: str) -> tuple[list[float], list[float]]:
     xs, ys = [], []
+    param = {"gmmr": "lambda_mult", "mmr": "lambda_mult", "dartboard": "sigma", "vendi": "s"}.get(method)
     for s in task.settings:
-        if s.method == method and "=" in s.label:
-            xs.append(float(s.label.split("=", 1)[1]))
+        value = s.params.get(param) if param else None
+        if s.method == method and isinstance(value, (int, float)):
+            xs.append(float(value))
             ys.append(s.mean(metric))
     return xs, ys
 

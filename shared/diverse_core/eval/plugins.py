@@ -55,6 +55,9 @@ class MethodInput:
         relevance: cosine similarity of each candidate to the query, shape (n,).
         k: how many to choose.
         qid: the question id.
+        gold_groups: per candidate, the index of the gold passage it belongs to, or -1
+            (shape (n,)); filled by the harness for simulations and diagnostics (e.g. the
+            simulated judge). A real method must not look at it.
         units: the candidates' unit indices in the task's corpus (``None`` outside the runner).
         source_factory: builds the question's :class:`~diverse_core.pipelines.CandidateSource`
             (the task's pooled corpus, or the question's own pool; ids are unit indices).
@@ -67,6 +70,7 @@ class MethodInput:
     relevance: NDArray[np.float64]
     k: int
     qid: str = ""
+    gold_groups: NDArray[np.int64] | None = None
     units: NDArray[np.int64] | None = None
     source_factory: Callable[[], Any] | None = None
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -49,63 +48,9 @@ from .disk_cache import DiskEmbeddingCache
 from .metrics import mrecall_at_k, ndcg_at_k, normalize_answer
 from .plugins import MethodInput, get_plugin
 from .protocols import RetrievalTask, build_task
+from .results import METRICS, BenchResults, SettingResult, TaskResult
 
-__all__ = ["SettingResult", "TaskResult", "BenchResults", "run_benchmark", "run_task", "setting_label", "summary_rows", "METRICS"]
-
-METRICS = ("recall", "all_gold", "ndcg", "mrecall", "answer_hit", "diversity", "vendi", "tau", "rho")
-
-
-def setting_label(method: str, params: dict[str, Any], param: str | None) -> str:
-    """Human-readable parameter label, e.g. ``lambda_mult=0.5`` (``-`` when none)."""
-    if param is not None and param in params:
-        v = params[param]
-        return f"{param}={v:g}" if isinstance(v, float) else f"{param}={v}"
-    return "-"
-
-
-@dataclass
-class SettingResult:
-    """One method at one parameter value on one task: per-query values and their means."""
-
-    method: str
-    params: dict[str, Any]
-    label: str
-    per_query: dict[str, list[float]] = field(default_factory=dict)
-    picks: list[list[str]] = field(default_factory=list)
-    info: list[dict[str, Any]] = field(default_factory=list)
-
-    def mean(self, metric: str) -> float:
-        """Mean of ``metric`` over the questions where it is defined (NaN if nowhere)."""
-        vals = np.asarray(self.per_query.get(metric, []), dtype=np.float64)
-        vals = vals[~np.isnan(vals)]
-        return float(vals.mean()) if vals.size else math.nan
-
-
-@dataclass
-class TaskResult:
-    """Everything measured on one ``(dataset, protocol)`` task."""
-
-    dataset: str
-    protocol: str
-    metric: str
-    qids: list[str]
-    n_units: int
-    settings: list[SettingResult]
-    jaccard_values: list[float] = field(default_factory=list)
-    jaccard: list[list[float]] = field(default_factory=list)
-    oracle_lambdas: list[float] = field(default_factory=list)
-    seconds: dict[str, float] = field(default_factory=dict)
-
-
-@dataclass
-class BenchResults:
-    """All task results of one :func:`run_benchmark` call plus timings."""
-
-    config: dict[str, Any]
-    tasks: list[TaskResult]
-    seconds: dict[str, float]
-    texts_embedded: int
-
+__all__ = ["run_benchmark", "run_task", "top_candidates", "question_inputs"]
 
 def _as_embedder(config: BenchConfig) -> Callable[[list[str]], Any]:
     if config.embedder is not None:
@@ -115,7 +60,7 @@ def _as_embedder(config: BenchConfig) -> Callable[[list[str]], Any]:
     return get_default_embedder()
 
 
-def _top_candidates(
+def top_candidates(
     task: RetrievalTask, unit_emb: NDArray[np.float32], q_emb: NDArray[np.float32], fetch_k: int
 ) -> list[tuple[NDArray[np.int64], NDArray[np.float64]]]:
     """Per question: (unit indices of the fetch_k most similar, their cosine), best first."""
@@ -133,6 +78,39 @@ def _top_candidates(
         for row, cand in zip(block, part, strict=True):
             order = cand[np.lexsort((cand, -row[cand]))]  # by cosine desc, then index
             out.append((order.astype(np.int64), row[order].astype(np.float64)))
+    return out
+
+
+def _gold_groups(task: RetrievalTask, qi: int, units: NDArray[np.int64]) -> NDArray[np.int64]:
+    """Per candidate unit: its source passage's index when that passage is gold, else -1."""
+    docs = task.unit_doc[units]
+    return np.where(np.isin(docs, task.gold[qi]), docs, -1).astype(np.int64)
+
+
+def question_inputs(
+    task: RetrievalTask,
+    unit_emb: NDArray[np.float32],
+    q_emb: NDArray[np.float32],
+    cands: list[tuple[NDArray[np.int64], NDArray[np.float64]]],
+    k: int,
+) -> list[MethodInput]:
+    """What every method sees for each question of ``task`` (candidates from :func:`top_candidates`)."""
+    out = []
+    for qi, rec in enumerate(task.records):
+        units, sims = cands[qi]
+        out.append(
+            MethodInput(
+                question=rec.question,
+                query_embedding=q_emb[qi],
+                texts=[task.unit_texts[u] for u in units],
+                embeddings=unit_emb[units],
+                relevance=sims,
+                k=k,
+                qid=rec.qid,
+                units=units,
+                gold_groups=_gold_groups(task, qi, units),
+            )
+        )
     return out
 
 
@@ -211,7 +189,7 @@ def run_task(
     q_emb = cache.embed([r.question for r in task.records])
     t_embed = time.perf_counter() - t0
     t1 = time.perf_counter()
-    cands = _top_candidates(task, unit_emb, q_emb, config.fetch_k)
+    cands = top_candidates(task, unit_emb, q_emb, config.fetch_k)
     norm_cache: dict[int, str] = {}
 
     def unit_norm(u: int) -> str:
@@ -244,6 +222,7 @@ def run_task(
             qid=rec.qid,
             units=units,
             source_factory=_source_factory(task, qi, unit_emb, q_emb, cache, config, shared_sources),
+            gold_groups=_gold_groups(task, qi, units),
         )
         gold = set(task.gold[qi].tolist())
         answers = [normalize_answer(a) for a in rec.answers if normalize_answer(a)]
@@ -253,7 +232,7 @@ def run_task(
                 jm = jaccard_matrix(np.stack([p[1] for p in picks]))
                 jac_sum = jm if jac_sum is None else jac_sum + jm
             for params, local, info, picked in picks:
-                label = setting_label(grid.method, params, grid.param)
+                label = grid.label(params)
                 key = (display_name(grid.method), label)
                 if key not in settings:
                     settings[key] = SettingResult(key[0], params, label, {m: [] for m in METRICS})
@@ -317,8 +296,12 @@ def _add_oracle(result: TaskResult, config: BenchConfig, headline: str) -> None:
     lambdas = [float(v) for v in config.oracle_lambdas]
     if not lambdas:
         return
-    by_label = {s.label: s for s in result.settings if s.method == "gmmr"}
-    rows = [by_label.get(setting_label("gmmr", {"lambda_mult": v}, "lambda_mult")) for v in lambdas]
+    by_value = {
+        round(float(s.params["lambda_mult"]), 9): s
+        for s in result.settings
+        if s.method == "gmmr" and isinstance(s.params.get("lambda_mult"), float) and len(s.params) == 1
+    }
+    rows = [by_value.get(round(v, 9)) for v in lambdas]
     if any(r is None for r in rows):
         return
     found = [r for r in rows if r is not None]
@@ -390,22 +373,3 @@ def _config_dict(config: BenchConfig) -> dict[str, Any]:
         "oracle_lambdas": list(config.oracle_lambdas),
         "command": config.command,
     }
-
-
-def summary_rows(results: BenchResults) -> list[dict[str, Any]]:
-    """One row per task x setting with the mean of every metric."""
-    rows = []
-    for t in results.tasks:
-        for s in t.settings:
-            row: dict[str, Any] = {
-                "dataset": t.dataset,
-                "protocol": t.protocol,
-                "method": s.method,
-                "params": s.label,
-                "n": len(t.qids),
-            }
-            for m in METRICS:
-                row[m] = s.mean(m)
-            rows.append(row)
-    return rows
-

@@ -1,0 +1,76 @@
+"""LLM-free adaptive diversity: a learned choice of gMMR's ``lambda_mult`` per query.
+
+Importing this package registers the core method ``"adaptive"``, so
+``diverse_core.select("adaptive", query, candidates, k)`` (and every framework face
+that takes a method name) runs gMMR over the λ grid and keeps the set the shipped
+model prefers. ``select(..., model="path.npz")`` uses a model you trained with
+:meth:`AdaptiveSelector.fit`; :meth:`AdaptiveSelector.choose` also returns the chosen λ.
+
+Example:
+    >>> import numpy as np
+    >>> import diverse_core as dc
+    >>> rng = np.random.default_rng(0)
+    >>> dc.select("adaptive", rng.normal(size=8), rng.normal(size=(30, 8)), k=3).indices.shape
+    (3,)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..errors import InvalidParameterError
+from ..registry import MethodSpec
+from ..validation import PreparedInputs
+from .features import FEATURE_NAMES, set_features
+from .model import SetScorer, fit_set_scorer
+from .selector import (
+    DEFAULT_LAMBDAS,
+    DEFAULT_MODEL,
+    AdaptiveChoice,
+    AdaptiveSelector,
+    coverage_labels,
+    lambda_sets,
+    load_selector,
+    query_features,
+)
+
+__all__ = [
+    "AdaptiveChoice",
+    "AdaptiveSelector",
+    "SetScorer",
+    "fit_set_scorer",
+    "set_features",
+    "query_features",
+    "lambda_sets",
+    "coverage_labels",
+    "load_selector",
+    "FEATURE_NAMES",
+    "DEFAULT_LAMBDAS",
+    "DEFAULT_MODEL",
+    "SPEC",
+]
+
+
+def _run(prep: PreparedInputs, *, model: Any = None, **_: Any) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    choice = load_selector(model).choose_prepared(prep)
+    return choice.indices, choice.scores
+
+
+def _check(params: dict[str, Any]) -> dict[str, Any]:
+    model = params["model"]
+    if model is not None and not isinstance(model, (str, Path, AdaptiveSelector)):
+        raise InvalidParameterError(
+            f"model must be None (the shipped model), a path to a saved model or an AdaptiveSelector; "
+            f"got model={model!r}"
+        )
+    if isinstance(model, (str, Path)) and not Path(model).is_file():
+        raise InvalidParameterError(f"model file not found: model={str(model)!r}")
+    return params
+
+
+#: The ``adaptive`` selection method (registered by ``import diverse_core``).
+SPEC = MethodSpec(name="adaptive", run=_run, defaults={"model": None}, check=_check, param=None)

@@ -1,0 +1,106 @@
+"""Train the shipped adaptive λ selector: ``python -m diverse_core.eval.train_adaptive``.
+
+One command, TRAIN questions only (HotpotQA, MuSiQue, 2Wiki train files, any question
+shared with a dev file removed), ``chunks`` protocol, k=5, fetch_k=50, the packaged
+MiniLM: builds every train question's candidate pool, the gMMR set of each λ in
+0.1..1.0 and its features, labels each set with its gold recall (the harness's Oracle
+labels), fits the ridge scorer (penalty by 5-fold cross-validation on train) and writes
+``diverse_core/adaptive/models/gmmr_chunks.npz``. Deterministic: the same data give the
+same file. Embeddings come from the disk cache (the first run embeds the train corpora).
+
+Example:
+    python -m diverse_core.eval.train_adaptive --protocol chunks --out /tmp/my_model.npz
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ..adaptive import DEFAULT_MODEL, AdaptiveSelector
+from .datasets import load_dataset
+from .disk_cache import DiskEmbeddingCache
+from .outofsample import SplitConfig, _adaptive_examples, train_blocks
+from .train_data import TRAIN_SETS
+
+__all__ = ["train", "main"]
+
+
+def train(
+    datasets: Sequence[str] = TRAIN_SETS,
+    protocol: str = "chunks",
+    out: str | Path = DEFAULT_MODEL,
+    *,
+    data_dir: str | Path | None = None,
+    cache_dir: str | Path | None = None,
+    k: int = 5,
+    fetch_k: int = 50,
+    train_limit: Mapping[str, int] | None = None,
+    train_block: Mapping[str, int] | None = None,
+    progress: bool = True,
+) -> AdaptiveSelector:
+    """Fit the selector on the train questions of ``datasets`` and save it to ``out``.
+
+    ``train_limit`` / ``train_block`` (dataset -> N) select the first N train questions and
+    the block size, exactly as in :class:`~diverse_core.eval.outofsample.SplitConfig`.
+    """
+    from ..embedders import get_default_embedder
+
+    cfg = SplitConfig(datasets=list(datasets), protocols=[protocol], k=k, fetch_k=fetch_k,
+                      data_dir=data_dir, cache_dir=cache_dir, progress=progress,
+                      train_limit=dict(train_limit or {}) or None, train_block=dict(train_block or {}))
+    cache = DiskEmbeddingCache(get_default_embedder(), cfg.model_name, cache_dir, progress=progress)
+    xs, ys, counts = [], [], {}
+    for name in datasets:
+        blocks, dropped = train_blocks(name, cfg, load_dataset(name, data_dir).records)
+        x, y = _adaptive_examples(blocks, protocol, cache, cfg)
+        xs.append(x)
+        ys.append(y)
+        counts[name] = int(x.shape[0])
+        if progress:
+            print(f"[train] {name}/{protocol}: {x.shape[0]} questions ({dropped} dropped: shared with dev)",
+                  flush=True)
+    sel = AdaptiveSelector.fit_features(
+        np.concatenate(xs), np.concatenate(ys),
+        info={"protocol": protocol, "train_sets": counts, "k": k, "fetch_k": fetch_k,
+              "embedder": cfg.model_name},
+    )
+    path = sel.save(out)
+    if progress:
+        print(f"[train] alpha={sel.scorer.alpha:g} cv={sel.scorer.info['cv_pick_quality']} -> {path} "
+              f"({path.stat().st_size} bytes)", flush=True)
+    return sel
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command-line entry point."""
+    parser = argparse.ArgumentParser(prog="python -m diverse_core.eval.train_adaptive",
+                                     description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--datasets", nargs="+", default=list(TRAIN_SETS), choices=list(TRAIN_SETS))
+    parser.add_argument("--protocol", default="chunks", choices=["chunks", "paragraphs"])
+    parser.add_argument("--out", default=str(DEFAULT_MODEL), help="model file (default: the shipped model)")
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--cache-dir", default=None)
+    parser.add_argument("--train-limit", nargs="*", default=[], metavar="NAME=N",
+                        help="first N train questions of a dataset (default: all)")
+    parser.add_argument("--train-block", nargs="*", default=[], metavar="NAME=N",
+                        help="questions per train block (default: diverse_core.eval.train_data.TRAIN_BLOCK)")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    t0 = time.perf_counter()
+    pairs = [dict((k, int(v)) for k, _, v in (x.partition("=") for x in items))
+             for items in (args.train_limit, args.train_block)]
+    train(args.datasets, args.protocol, args.out, data_dir=args.data_dir, cache_dir=args.cache_dir,
+          train_limit=pairs[0], train_block=pairs[1])
+    print(f"[train] done in {time.perf_counter() - t0:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
