@@ -211,7 +211,8 @@ def test_harness_runs_the_test_pipeline_as_a_method(tmp_path):
     )
     b = CorpusBuilder()
     ids = [b.add(f"T{i}", t) for i, t in enumerate(TEXTS)]
-    recs = tuple(QARecord(f"q{i}", TEXTS[i], ("river",), (ids[i],), ()) for i in range(4))
+    recs = tuple(QARecord(f"q{i}", TEXTS[i], ("river",), (ids[i],), (), (("answer",), ("lake",)))
+                 for i in range(4))
     bench = Benchmark("toy", recs, b.docs, ("paragraphs",), "recall")
 
     def embed(texts: list[str]) -> np.ndarray:  # one-hot of the fact's number, plus a constant
@@ -234,7 +235,10 @@ def test_harness_runs_the_test_pipeline_as_a_method(tmp_path):
     info = retrieval.info[0]
     assert info["cost"]["searches"] == 2 and info["reasons"][1] == {"stage": 2, "tag": "h"}
     assert "answer" not in info
-    assert run("two-search@tag=g@generate=true@llm=simulated:0").info[0]["answer"] == "answer"
+    generated = run("two-search@tag=g@generate=true@llm=simulated:0")
+    assert generated.info[0]["answer"] == "answer"
+    # str-EM: one of the two answer groups ("answer", "lake") occurs in the generated answer
+    assert generated.mean("str_em") == 0.5 and np.isnan(retrieval.mean("str_em"))
     # a real pipeline declared the same way: DR-RAG searches the pooled corpus again per stage-1 unit
     drrag = run("drrag@mode=qdc@k1=1")
     assert drrag.info[0]["cost"]["searches"] == 2 and drrag.info[0]["n_returned"] == 2

@@ -245,6 +245,23 @@ def mrecall_at_k(texts: Sequence[str], answer_groups: Sequence[Sequence[str]], k
     return float(covered >= min(len(groups), k))
 
 
+def str_em(answer: str, answer_groups: Sequence[Sequence[str]]) -> float:
+    """str-EM (ASQA / ALCE): the share of interpretations (groups of acceptable short answers)
+    whose answer occurs (normalised, word-bounded) in a generated long ``answer``.
+
+    The reader-based DR score (sqrt(Disambig-F1 x ROUGE-L)) needs a QA reader model we cannot
+    run here; str-EM is what the harness reports for generated answers instead.
+
+    Example:
+        >>> str_em("Ali Daei holds the men's record.", [["Ali Daei"], ["Christine Sinclair"]])
+        0.5
+    """
+    groups = [list(g) for g in answer_groups if g]
+    if not groups:
+        raise InvalidParameterError("answer_groups must hold at least one non-empty group of answers")
+    return float(sum(answer_in_texts([answer], g) for g in groups) / len(groups))
+
+
 def _mean(values: Iterable[float]) -> float:
     """Mean ignoring NaN (NaN when nothing is left)."""
     arr = np.asarray(list(values), dtype=np.float64)

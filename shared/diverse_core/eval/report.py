@@ -73,14 +73,14 @@ def summary_markdown(results: BenchResults) -> str:
     """Every setting with every metric (means over questions; recall-type metrics in percent)."""
     k = results.config["k"]
     head = ["dataset", "protocol", "method", "params", "n", f"recall@{k}", f"all_gold@{k}", f"ndcg@{k}",
-            f"mrecall@{k}", "answer_hit", "diversity", "vendi", "tau", "rho"]
+            f"mrecall@{k}", "answer_hit", "diversity", "vendi", "tau", "rho", "str_em"]
     out = [
         "# Benchmark summary",
         "",
         f"k={k}, fetch_k={results.config['fetch_k']}, model={results.config['model_name']}, "
         f"limit={results.config['limit']}",
         "",
-        "Percent: recall, all_gold, ndcg, mrecall, answer_hit. diversity = 1 - mean pairwise cosine "
+        "Percent: recall, all_gold, ndcg, mrecall, answer_hit, str_em (generated answers only). diversity = 1 - mean pairwise cosine "
         "of the picks; vendi = Vendi Score; tau/rho = agreement of pick order with cosine order.",
         "",
         "| " + " | ".join(head) + " |",
@@ -90,6 +90,7 @@ def summary_markdown(results: BenchResults) -> str:
         cells = [r["dataset"], r["protocol"], r["method"], r["params"], str(r["n"])]
         cells += [_num(r[m], pct=True) for m in ("recall", "all_gold", "ndcg", "mrecall", "answer_hit")]
         cells += [_num(r[m]) for m in ("diversity", "vendi", "tau", "rho")]
+        cells.append(_num(r["str_em"], pct=True))
         out.append("| " + " | ".join(cells) + " |")
     out += ["", "## Timing", "", *_timing_lines(results), ""]
     return "\n".join(out)

@@ -12,6 +12,9 @@ once per value) and scores the picks:
 * ``ndcg``: binary NDCG@k over the distinct retrieved passages (``ranx``);
 * ``mrecall``: MRecall@k of the answer groups (ASQA);
 * ``answer_hit``: a gold answer string occurs in a chosen unit;
+* ``str_em``: for pipelines that generate (``@generate=true``), the share of the question's
+  answer groups (ASQA interpretations) whose short answer occurs in the generated answer
+  (ASQA's reader-based DR needs a QA model; str-EM is reported instead);
 * ``diversity``: one minus the mean pairwise cosine of the picks (``dartboard.txt`` Fig. 3);
 * ``vendi``: Vendi Score of the picks;
 * ``tau`` / ``rho``: Kendall / Spearman agreement of the pick order with the picks'
@@ -45,7 +48,7 @@ from ..tuning import argmax_upper_median
 from .config import BenchConfig, MethodGrid, display_name
 from .datasets import load_dataset
 from .disk_cache import DiskEmbeddingCache
-from .metrics import mrecall_at_k, ndcg_at_k, normalize_answer
+from .metrics import mrecall_at_k, ndcg_at_k, normalize_answer, str_em
 from .plugins import MethodInput, get_plugin
 from .protocols import RetrievalTask, build_task
 from .results import METRICS, BenchResults, SettingResult, TaskResult
@@ -248,6 +251,9 @@ def run_task(
                     vals["all_gold"] = float(hit == len(gold))
                 if rec.answer_groups:
                     vals["mrecall"] = mrecall_at_k([task.unit_texts[u] for u in chosen], rec.answer_groups, config.k)
+                generated = info.get("answer")
+                if rec.answer_groups and isinstance(generated, str):
+                    vals["str_em"] = str_em(generated, rec.answer_groups)
                 if answers:
                     vals["answer_hit"] = float(
                         any(f" {a} " in unit_norm(int(u)) for u in chosen for a in answers)
