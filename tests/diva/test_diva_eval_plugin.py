@@ -35,7 +35,7 @@ def _embed(texts: list[str]) -> np.ndarray:
 def _bench() -> tuple[Benchmark, dict[str, str]]:
     b = CorpusBuilder()
     ids = {pid: b.add(f"T{pid}", text) for pid, (text, _) in PASSAGES.items()}
-    rec = QARecord("q0", QUESTION, ("Ann",), (ids["p0"], ids["p2"]), ())
+    rec = QARecord("q0", QUESTION, ("Ann",), (ids["p0"], ids["p2"]), (), meta={"interpretations": [I2018, I2019]})
     return Benchmark("toy-ambig", (rec,), b.docs, ("paragraphs",), "recall"), ids
 
 
@@ -74,6 +74,13 @@ def test_runner_with_a_scripted_llm(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     answered = _run(tmp_path, "diva@llm=scripted@per_interpretation_k=3@generate=true").info[0]
     assert answered["route"] == "passages" and answered["answer"].startswith("It depends")
     assert answered["cost"]["llm_calls"] == 6 and answered["verdicts"] == [True, True]
+
+
+def test_runner_with_the_gold_interpretations_needs_no_llm(tmp_path: Path) -> None:
+    info = _run(tmp_path, "diva@interpretations=gold@per_interpretation_k=3").info[0]
+    assert info["interpretations"] == [I2018, I2019] and info["interpretations_source"] == "given"
+    assert [r["interpretations"] for r in info["reasons"]] == [[I2018, I2019], [I2018], [I2019]]
+    assert info["cost"]["llm_calls"] == 0
 
 
 def test_runner_with_the_simulated_endpoint(tmp_path: Path) -> None:

@@ -85,3 +85,15 @@ def test_documents_with_source_sentences_use_them() -> None:
     docs = {"0": Document("0", "T", "a b. c d", ("a b.", "c d", "e"))}
     bench = Benchmark("s", (QARecord("q", "?", (), ("0",)),), docs, ("chunks",))
     assert build_task(bench, "chunks").unit_texts == ("T: a b. c d", "T: c d e")
+
+
+def test_pool_protocol_leaves_out_questions_without_passages(caplog):
+    from diverse_core.eval.protocols import build_task
+    from diverse_core.eval.records import Benchmark, Document, QARecord
+
+    docs = {"0": Document("0", "A", "One. Two."), "1": Document("1", "B", "Three.")}
+    recs = (QARecord("q0", "?", (), ("0",), ("0", "1")), QARecord("q1", "?", (), (), ()))
+    with caplog.at_level("WARNING", logger="diverse_core"):
+        task = build_task(Benchmark("toy", recs, docs, ("pool",)), "pool")
+    assert [r.qid for r in task.records] == ["q0"] and len(task.pools) == len(task.gold) == 1
+    assert "1 of 2 questions have no passages" in caplog.text

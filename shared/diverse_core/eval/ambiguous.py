@@ -210,4 +210,6 @@ def load_ambignq(data_dir: str | Path | None = None) -> Benchmark:
 
 # Registration in the harness's dataset registry (this module is imported by diverse_core.eval).
 SUPPORTED_PROTOCOLS.update(AMBIGUOUS_DATASETS)
-DATASETS.update({"condambigqa": load_condambigqa, "situatedqa": load_situatedqa, "ambignq": load_ambignq})
+DATASETS.update({"condambigqa": load_condambigqa, "situatedqa": load_situatedqa, "ambignq": load_ambignq,
+                 # the harness's ASQA carries its gold interpretations (for diva@interpretations=gold)
+                 "asqa": load_asqa_interpreted})

@@ -5,7 +5,7 @@ Options: ``fetch_k`` (first-stage pool; default the harness's ``--fetch-k``),
 ``per_interpretation_k``, ``max_interpretations``, ``search`` (``pool``/``source``), ``prune``
 (``mean``/``max``/``round_robin``/``mmr``), ``mmr_lambda``, ``verify_in_retrieval``,
 ``on_verifier_error``, ``max_concurrency``, ``timeout``, ``max_retries``,
-``max_passage_chars``, ``interpretations`` (only ``generated``, see below); the harness keys
+``max_passage_chars``, ``interpretations`` (``generated``, or ``gold``: see below); the harness keys
 ``llm``, ``generate``, ``max_new_tokens``, ``max_tokens``.
 
 Retrieval-only runs still call the LLM twice per question (the interpretations), so the method
@@ -14,10 +14,11 @@ interpretations is plain top-k). ``llm=simulated:SECONDS`` runs offline for late
 call-count studies only: its replies carry no interpretation, so every question falls back to
 the question alone (flagged in the per-query warnings).
 
-Gold interpretations: the harness gives a method only the question and its candidates
-(:class:`~diverse_core.eval.plugins.MethodInput` has no record metadata), so
-``interpretations=gold`` cannot be served here; the gold-driven retrieval figures come from
-``benchmarks/diva_retrieval.py`` (``DIVA.run(..., interpretations=...)`` in code).
+Gold interpretations: ``interpretations=gold`` drives DIVA with the record's own disambiguated
+questions (``meta["interpretations"]``: ASQA's ``qa_pairs``, CondAmbigQA joined to them) instead
+of generated ones; retrieval-only runs then need no LLM at all (``diva@interpretations=gold``),
+which measures DIVA's retrieval the way ``benchmarks/diva_retrieval.py`` does, through the
+pipeline.
 
 Example:
     >>> from diverse_core.eval import get_plugin
@@ -33,6 +34,7 @@ from ..errors import InvalidParameterError
 from ..pipelines import PipelineResult
 from ..pipelines.diva import DIVA, DivaPrompts, DivaResult
 from .pipeline_plugin import declare_pipeline_method
+from .plugins import MethodInput
 
 __all__ = ["diva_method"]
 
@@ -41,17 +43,32 @@ _OPTIONS = {"fetch_k", "per_interpretation_k", "max_interpretations", "search", 
             "max_passage_chars", "interpretations"}
 
 
+def _interpretation_source(params: dict[str, Any]) -> str:
+    source = str(params.get("interpretations", "generated"))
+    if source not in {"generated", "gold"}:
+        raise InvalidParameterError(f"diva: interpretations must be 'generated' or 'gold'; got interpretations={source!r}")
+    return source
+
+
 def _build(params: dict[str, Any], k: int) -> DIVA:
     params = dict(params)
-    source = str(params.pop("interpretations", "generated"))
-    if source != "generated":
-        raise InvalidParameterError(
-            f"diva: interpretations={source!r} is not available in the harness (a method sees no record "
-            "metadata); only 'generated'. Gold-driven retrieval: benchmarks/diva_retrieval.py"
-        )
+    _interpretation_source(params)
+    params.pop("interpretations", None)
     max_chars = params.pop("max_passage_chars", None)
     prompts = DivaPrompts(max_passage_chars=int(max_chars) if max_chars else None)
-    return DIVA(params.pop("llm"), k=k, prompts=prompts, **params)
+    return DIVA(params.pop("llm", None), k=k, prompts=prompts, **params)
+
+
+def _run_kwargs(inp: MethodInput, params: dict[str, Any]) -> dict[str, Any]:
+    if _interpretation_source(params) != "gold":
+        return {}
+    gold = inp.meta.get("interpretations")
+    if not gold:
+        raise InvalidParameterError(
+            f"diva: interpretations=gold needs the record's meta['interpretations'] (ASQA, CondAmbigQA); "
+            f"question {inp.qid!r} has none"
+        )
+    return {"interpretations": [str(q) for q in gold]}
 
 
 def _info(res: PipelineResult) -> dict[str, Any]:
@@ -61,4 +78,7 @@ def _info(res: PipelineResult) -> dict[str, Any]:
 
 #: The harness plugin: DIVA's pruned, diversified passages for one question (and its answer
 #: with ``@generate=true``).
-diva_method = declare_pipeline_method("diva", _build, options=_OPTIONS, info=_info)
+diva_method = declare_pipeline_method(
+    "diva", _build, options=_OPTIONS, info=_info, run_kwargs=_run_kwargs,
+    needs_llm=lambda params: _interpretation_source(params) != "gold",
+)

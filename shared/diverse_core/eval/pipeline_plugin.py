@@ -50,6 +50,7 @@ HARNESS_KEYS = frozenset({"llm", "generate", "max_new_tokens", "max_tokens"})
 
 Builder = Callable[[dict[str, Any], int], Pipeline | None]
 DryRun = Callable[[MethodInput, dict[str, Any]], MethodOutput]
+RunKwargs = Callable[[MethodInput, dict[str, Any]], dict[str, Any]]
 
 
 class SimulatedEndpoint:
@@ -148,13 +149,14 @@ class _Method:
 
     def __init__(self, name: str, build: Builder, options: Collection[str],
                  info: Callable[[PipelineResult], Mapping[str, Any]] | None, dry_run: DryRun | None,
-                 needs_llm: bool) -> None:
+                 needs_llm: bool | Callable[[dict[str, Any]], bool], run_kwargs: RunKwargs | None) -> None:
         self.name = name
         self.build = build
         self.options = frozenset(options)
         self.info = info
         self.dry_run = dry_run
         self.needs_llm = needs_llm
+        self.run_kwargs = run_kwargs
         self._cache: dict[tuple[Any, ...], Pipeline] = {}
         self._lock = threading.Lock()
 
@@ -181,7 +183,8 @@ class _Method:
                 raise InvalidParameterError(f"{self.name} has no dry run: it needs an LLM (llm=none given)")
             return self.dry_run(inp, params)
         ctor = {k: coerce(v) for k, v in params.items() if k in self.options}
-        if self.needs_llm or generate:
+        needs_llm = self.needs_llm(ctor) if callable(self.needs_llm) else self.needs_llm
+        if needs_llm or generate:
             ctor["llm"] = resolve_llm(
                 spec,
                 max_new_tokens=int(params.get("max_new_tokens", 64)),
@@ -191,7 +194,8 @@ class _Method:
         source = inp.source
         if source is None:  # an input built by hand: its candidates are the pool
             source = PoolSource(inp.question, list(inp.texts), inp.embeddings, inp.query_embedding)
-        res = pipe.run(inp.question, source, generate=generate)
+        extra = self.run_kwargs(inp, ctor) if self.run_kwargs is not None else {}
+        res = pipe.run(inp.question, source, generate=generate, **extra)
         info: dict[str, Any] = trace_summary(res)
         if self.info is not None:
             info.update(self.info(res))
@@ -210,7 +214,8 @@ def declare_pipeline_method(
     options: Collection[str] = (),
     info: Callable[[PipelineResult], Mapping[str, Any]] | None = None,
     dry_run: DryRun | None = None,
-    needs_llm: bool = True,
+    needs_llm: bool | Callable[[dict[str, Any]], bool] = True,
+    run_kwargs: RunKwargs | None = None,
 ) -> Callable[..., MethodOutput]:
     """Register pipeline ``name`` as a harness method.
 
@@ -221,11 +226,14 @@ def declare_pipeline_method(
         options: the pipeline's own parameter names accepted after ``@``.
         info: extra per-query fields from a result (e.g. DF-RAG's λ*).
         dry_run: what ``llm=none`` runs (labelled as a dry run in its info); ``None``: refused.
-        needs_llm: the pipeline's retrieval needs an LLM (DF-RAG) or not (DR-RAG).
+        needs_llm: the pipeline's retrieval needs an LLM (DF-RAG) or not (DR-RAG); or a function
+            of the converted options deciding it.
+        run_kwargs: extra keyword arguments of one question's ``run`` from its input and the
+            converted options (e.g. DIVA's gold interpretations from the record's ``meta``).
 
     Returns:
         The registered plugin callable ``fn(inputs, **params) -> MethodOutput``.
     """
-    method = _Method(name, build, options, info, dry_run, needs_llm)
+    method = _Method(name, build, options, info, dry_run, needs_llm, run_kwargs)
     register_plugin(name, method, replace=True)
     return method

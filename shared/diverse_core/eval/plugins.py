@@ -55,6 +55,8 @@ class MethodInput:
         relevance: cosine similarity of each candidate to the query, shape (n,).
         k: how many to choose.
         qid: the question id.
+        meta: the record's free-form metadata (e.g. ASQA's gold interpretations in
+            ``meta["interpretations"]``); never the gold passages.
         gold_groups: per candidate, the index of the gold passage it belongs to, or -1
             (shape (n,)); filled by the harness for simulations and diagnostics (e.g. the
             simulated judge). A real method must not look at it.
@@ -71,6 +73,7 @@ class MethodInput:
     k: int
     qid: str = ""
     gold_groups: NDArray[np.int64] | None = None
+    meta: Mapping[str, Any] = field(default_factory=dict)
     units: NDArray[np.int64] | None = None
     source_factory: Callable[[], Any] | None = None
 

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,6 +26,7 @@ from .records import Benchmark, QARecord
 __all__ = ["PROTOCOLS", "RetrievalTask", "build_task"]
 
 PROTOCOLS = ("pool", "paragraphs", "chunks")
+_LOG = logging.getLogger("diverse_core")
 
 
 @dataclass(frozen=True)
@@ -93,16 +95,27 @@ def build_task(bench: Benchmark, protocol: str, window: int = 2, stride: int = 1
         texts.extend(windows)
         unit_doc.extend([i] * len(windows))
     pools: tuple[NDArray[np.int64], ...] | None = None
+    records = bench.records
     if protocol == "pool":
-        pools = tuple(
+        all_pools = [
             np.array([u for d in r.pool_doc_ids for u in units_of_doc[doc_index[d]]], dtype=np.int64)
-            for r in bench.records
-        )
-    gold = tuple(np.array([doc_index[d] for d in r.gold_doc_ids], dtype=np.int64) for r in bench.records)
+            for r in records
+        ]
+        # A question with no passages of its own has nothing to retrieve from (ASQA: 63 dev
+        # questions carry no annotator snippet): it is left out of the pool task, with a warning.
+        keep = [i for i, pool in enumerate(all_pools) if pool.size]
+        if len(keep) < len(records):
+            _LOG.warning(
+                "%s/pool: %d of %d questions have no passages of their own and are left out",
+                bench.name, len(records) - len(keep), len(records),
+            )
+        records = tuple(records[i] for i in keep)
+        pools = tuple(all_pools[i] for i in keep)
+    gold = tuple(np.array([doc_index[d] for d in r.gold_doc_ids], dtype=np.int64) for r in records)
     return RetrievalTask(
         dataset=bench.name,
         protocol=protocol,
-        records=bench.records,
+        records=records,
         unit_texts=tuple(texts),
         unit_doc=np.array(unit_doc, dtype=np.int64),
         doc_ids=doc_ids,

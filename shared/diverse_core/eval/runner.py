@@ -112,6 +112,7 @@ def question_inputs(
                 qid=rec.qid,
                 units=units,
                 gold_groups=_gold_groups(task, qi, units),
+                meta=rec.meta,
             )
         )
     return out
@@ -226,6 +227,7 @@ def run_task(
             units=units,
             source_factory=_source_factory(task, qi, unit_emb, q_emb, cache, config, shared_sources),
             gold_groups=_gold_groups(task, qi, units),
+            meta=rec.meta,
         )
         gold = set(task.gold[qi].tolist())
         answers = [normalize_answer(a) for a in rec.answers if normalize_answer(a)]
