@@ -48,7 +48,7 @@ __all__ = [
 #: Keys the generic plugin handles itself; the rest go to the pipeline.
 HARNESS_KEYS = frozenset({"llm", "generate", "max_new_tokens", "max_tokens"})
 
-Builder = Callable[[dict[str, Any], int], Pipeline | None]
+Builder = Callable[[dict[str, Any], int], Pipeline[Any] | None]
 DryRun = Callable[[MethodInput, dict[str, Any]], MethodOutput]
 RunKwargs = Callable[[MethodInput, dict[str, Any]], dict[str, Any]]
 
@@ -157,10 +157,10 @@ class _Method:
         self.dry_run = dry_run
         self.needs_llm = needs_llm
         self.run_kwargs = run_kwargs
-        self._cache: dict[tuple[Any, ...], Pipeline] = {}
+        self._cache: dict[tuple[Any, ...], Pipeline[Any]] = {}
         self._lock = threading.Lock()
 
-    def _pipeline(self, params: dict[str, Any], k: int) -> Pipeline:
+    def _pipeline(self, params: dict[str, Any], k: int) -> Pipeline[Any]:
         key = (k, *sorted((str(a), str(b)) for a, b in params.items()))
         with self._lock:
             if key not in self._cache:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Mapping, Sequence
 from concurrent.futures import Future
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from ..errors import InvalidParameterError
 from ..validation import check_k
@@ -18,6 +19,7 @@ from .roles import LLMRoles, RunContext
 __all__ = ["Pipeline", "run_sync", "gather_all_or_cancel"]
 
 T = TypeVar("T")
+R = TypeVar("R", bound=PipelineResult)
 
 
 def run_sync(coro: Any) -> Any:
@@ -54,10 +56,11 @@ async def gather_all_or_cancel(aws: Sequence[Awaitable[T]]) -> list[T]:
         raise
 
 
-class Pipeline(ABC):
+class Pipeline(ABC, Generic[R]):
     """An LLM pipeline: a question and a :class:`CandidateSource` in, a :class:`PipelineResult` out.
 
-    A subclass declares its ``name`` and LLM ``roles`` and implements :meth:`_arun`; it makes every
+    Generic in its result type (``class DFRAG(Pipeline[DFRAGResult])``). A subclass declares its
+    ``name`` and LLM ``roles`` and implements :meth:`_arun`; it makes every
     LLM call through the run's :class:`RunContext` (``await ctx.ask(role, prompt)``) and every
     search through :meth:`search`, so trace, cost and the retry/timeout policy come for free,
     and the framework faces and the benchmark harness can run it with no code of its own.
@@ -120,9 +123,25 @@ class Pipeline(ABC):
     # ------------------------------------------------------------------ the contract
     @abstractmethod
     async def _arun(
-        self, question: str, source: CandidateSource, ctx: RunContext, *, k: int, generate: bool
-    ) -> PipelineResult:
-        """The algorithm: search ``source``, call LLM roles through ``ctx``, build the result."""
+        self, question: str, source: CandidateSource, ctx: RunContext, *, k: int, generate: bool,
+        **options: Any,
+    ) -> R:
+        """The algorithm: search ``source``, call LLM roles through ``ctx``, build the result.
+        ``options`` are the pipeline's own per-run keywords (e.g. DIVA's ``interpretations``)."""
+
+    def _run_options(self) -> set[str]:
+        """The per-run options this pipeline's ``_arun`` takes (its extra keyword-only arguments)."""
+        params = inspect.signature(self._arun).parameters.values()
+        return {p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY} - {"k", "generate"}
+
+    def _no_llm_hint(self) -> str:
+        """What else lets a run go without an LLM (appended to the error)."""
+        return ""
+
+    def _needs_llm(self, generate: bool, options: Mapping[str, Any]) -> bool:
+        """Whether this run needs a model (default: when it generates). Pipelines whose
+        retrieval calls an LLM override this."""
+        return generate
 
     async def arun(
         self,
@@ -132,7 +151,8 @@ class Pipeline(ABC):
         generate: bool = True,
         k: int | None = None,
         call_kwargs: Mapping[str, Any] | None = None,
-    ) -> PipelineResult:
+        **options: Any,
+    ) -> R:
         """Run the pipeline for one question (async).
 
         Args:
@@ -143,6 +163,7 @@ class Pipeline(ABC):
             k: documents to choose for this call (default: the pipeline's ``k``).
             call_kwargs: keyword arguments for every LLM call of this run (e.g. a framework
                 adapter's ``callbacks=``).
+            **options: the pipeline's own per-run options (see its ``_arun``).
         """
         if not isinstance(question, str) or not question.strip():
             raise InvalidParameterError(f"question must be a non-empty string; got question={question!r}")
@@ -151,24 +172,20 @@ class Pipeline(ABC):
                 f"source must be a CandidateSource (search/asearch/embed/aembed); got {type(source).__name__}"
             )
         k = self.k if k is None else check_k(k, "k")
-        if generate and self.llms.default is None:
-            raise InvalidParameterError(f"{type(self).__name__} has no LLM: pass llm= or generate=False")
+        unknown = sorted(set(options) - self._run_options())
+        if unknown:
+            raise InvalidParameterError(
+                f"unknown run option(s) {unknown} for {type(self).__name__}; accepted: {sorted(self._run_options())}"
+            )
+        if self.llms.default is None and self._needs_llm(generate, options):
+            what = "pass llm=" + (" or generate=False" if generate else "") + self._no_llm_hint()
+            raise InvalidParameterError(f"{type(self).__name__} has no LLM for this run: {what}")
         ctx = RunContext(self.llms, call_kwargs)
-        return await self._arun(question, source, ctx, k=k, generate=generate)
+        return await self._arun(question, source, ctx, k=k, generate=generate, **options)
 
-    def run(
-        self,
-        question: str,
-        source: CandidateSource,
-        *,
-        generate: bool = True,
-        k: int | None = None,
-        call_kwargs: Mapping[str, Any] | None = None,
-    ) -> PipelineResult:
-        """Synchronous :meth:`arun` (safe to call inside a running event loop)."""
-        result: PipelineResult = run_sync(
-            self.arun(question, source, generate=generate, k=k, call_kwargs=call_kwargs)
-        )
+    def run(self, question: str, source: Any, *args: Any, **kwargs: Any) -> R:
+        """Synchronous :meth:`arun`, same arguments (safe to call inside a running event loop)."""
+        result: R = run_sync(self.arun(question, source, *args, **kwargs))
         return result
 
     # ------------------------------------------------------------------ helpers for subclasses

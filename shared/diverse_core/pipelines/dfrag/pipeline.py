@@ -15,7 +15,7 @@ from ...errors import DimensionMismatchError, InvalidParameterError
 from ...llm.errors import LLMError
 from ...tuning import argmax_upper_median, peak_search_steps, upper_median
 from ...validation import check_k
-from ..base import Pipeline, gather_all_or_cancel, run_sync
+from ..base import Pipeline, gather_all_or_cancel, run_sync  # noqa: F401  (run_sync re-exported)
 from ..contract import Candidates, CandidateSource, PipelineResult
 from ..roles import RunContext
 from ..sources import PoolSource
@@ -26,7 +26,7 @@ from .result import CandidateSet, DFRAGResult
 
 __all__ = ["DFRAG", "run_sync"]
 
-class DFRAG(Pipeline):
+class DFRAG(Pipeline[DFRAGResult]):
     """Query-adaptive diversity (DF-RAG): pick gMMR's λ per query with an LLM judge.
 
     For a question and its candidate chunks: the Planner writes a plan while the gMMR
@@ -231,7 +231,10 @@ class DFRAG(Pipeline):
         return scored, scores, float(argmax_upper_median(scored, scores))
 
     # ------------------------------------------------------------------ main flow
-    async def _arun(
+    def _needs_llm(self, generate: bool, options: Mapping[str, Any]) -> bool:
+        return True  # the Planner and the Evaluator choose lambda
+
+    async def _arun(  # type: ignore[override]  # per-run options: checked by Pipeline.arun
         self, question: str, source: CandidateSource, ctx: RunContext, *, k: int, generate: bool
     ) -> DFRAGResult:
         plan_task = asyncio.ensure_future(
@@ -356,7 +359,7 @@ class DFRAG(Pipeline):
             raise DimensionMismatchError(f"texts has {len(texts)} entries but candidate_embeddings has {n} rows")
         return PoolSource(question, texts, candidate_embeddings, query_embedding)
 
-    async def arun(
+    async def arun(  # type: ignore[override]  # the first API's fixed pool, positionally
         self,
         question: str,
         source: CandidateSource | Sequence[str],
@@ -385,27 +388,7 @@ class DFRAG(Pipeline):
                 (or an Evaluator call, with ``on_evaluator_error="raise"``).
         """
         src = self._source(question, source, query_embedding, candidate_embeddings)
-        result = await super().arun(question, src, generate=generate, k=k, call_kwargs=call_kwargs)
-        assert isinstance(result, DFRAGResult)
-        return result
-
-    def run(
-        self,
-        question: str,
-        source: CandidateSource | Sequence[str],
-        query_embedding: ArrayLike | None = None,
-        candidate_embeddings: ArrayLike | None = None,
-        *,
-        generate: bool = True,
-        k: int | None = None,
-        call_kwargs: Mapping[str, Any] | None = None,
-    ) -> DFRAGResult:
-        """Synchronous :meth:`arun` (safe to call inside a running event loop)."""
-        result: DFRAGResult = run_sync(
-            self.arun(question, source, query_embedding, candidate_embeddings,
-                      generate=generate, k=k, call_kwargs=call_kwargs)
-        )
-        return result
+        return await super().arun(question, src, generate=generate, k=k, call_kwargs=call_kwargs)
 
     def __repr__(self) -> str:
         return (

@@ -30,7 +30,6 @@ interpretations are given to :meth:`DIVA.run`.
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import dataclasses
 import time
 from collections.abc import Mapping, Sequence
@@ -42,7 +41,7 @@ from numpy.typing import NDArray
 from ...errors import InvalidParameterError
 from ...llm.errors import LLMError
 from ...validation import check_k, check_unit_interval
-from ..base import Pipeline, gather_all_or_cancel, run_sync
+from ..base import Pipeline, gather_all_or_cancel
 from ..contract import Candidates, CandidateSource, ChosenDocument
 from ..roles import RunContext
 from .parsing import (
@@ -71,8 +70,6 @@ SEARCH_MODES = ("pool", "source")
 #: What a verification call that failed after its retries counts as.
 VERIFIER_ERROR_MODES = ("count_yes", "raise")
 
-# Interpretations given to one run (e.g. the gold ones), seen by ``_arun`` of that run only.
-_GIVEN: contextvars.ContextVar[tuple[str, ...] | None] = contextvars.ContextVar("diva_given", default=None)
 
 
 def _check_interpretations(value: Sequence[str]) -> tuple[str, ...]:
@@ -83,7 +80,7 @@ def _check_interpretations(value: Sequence[str]) -> tuple[str, ...]:
     return tuple(v.strip() for v in value)
 
 
-class DIVA(Pipeline):
+class DIVA(Pipeline[DivaResult]):
     """Diversify-verify-adapt RAG for ambiguous questions (``diva.txt``).
 
     Args:
@@ -319,10 +316,21 @@ class DIVA(Pipeline):
         return parse_long_answer(out.text), "passages", qa.pairs
 
     # ------------------------------------------------------------------ main flow
-    async def _arun(
-        self, question: str, source: CandidateSource, ctx: RunContext, *, k: int, generate: bool
+    def _no_llm_hint(self) -> str:
+        return "; retrieval without an LLM needs the interpretations: interpretations=[...], generate=False"
+
+    def _needs_llm(self, generate: bool, options: Mapping[str, Any]) -> bool:
+        """Generating needs the LLM; so does retrieval unless the interpretations are given."""
+        return generate or options.get("interpretations") is None
+
+    async def _arun(  # type: ignore[override]  # per-run options: checked by Pipeline.arun
+        self, question: str, source: CandidateSource, ctx: RunContext, *, k: int, generate: bool,
+        interpretations: Sequence[str] | None = None,
     ) -> DivaResult:
-        given = _GIVEN.get()
+        """One DIVA run. ``interpretations``: use these questions instead of generating them (e.g. a
+        dataset's gold interpretations): no interpretation call, all of them used (no cap); with
+        ``generate=False`` the run then needs no LLM at all."""
+        given = None if interpretations is None else _check_interpretations(interpretations)
         kinds: tuple[str, ...] = ()
         if given is not None:
             interps, origin, reason = given, "given", ""
@@ -383,59 +391,6 @@ class DIVA(Pipeline):
             qa_pairs=qa_pairs,
             **self.finish(ctx),
         )
-
-    # ------------------------------------------------------------------ entry points
-    async def arun(
-        self,
-        question: str,
-        source: CandidateSource,
-        *,
-        generate: bool = True,
-        k: int | None = None,
-        call_kwargs: Mapping[str, Any] | None = None,
-        interpretations: Sequence[str] | None = None,
-    ) -> DivaResult:
-        """Run DIVA for one question (async).
-
-        Args:
-            question: the (possibly ambiguous) question.
-            source: a :class:`~diverse_core.pipelines.CandidateSource`.
-            generate: verify and write the answer (``False``: stop after pruning; the two
-                interpretation calls still run unless ``interpretations`` is given).
-            k: passages to keep for this call (default: the pipeline's ``k``).
-            call_kwargs: keyword arguments for every LLM call of this run.
-            interpretations: use these questions instead of generating them (e.g. a dataset's
-                gold interpretations): no interpretation call, all of them used (no cap).
-
-        Raises:
-            InvalidParameterError: bad input, or an LLM is needed and none was given.
-            LLMError / LLMTimeoutError: an interpretation or generation call failed after its
-                retries (or a verification call, with ``on_verifier_error="raise"``).
-        """
-        token = _GIVEN.set(None if interpretations is None else _check_interpretations(interpretations))
-        try:
-            result = await super().arun(question, source, generate=generate, k=k, call_kwargs=call_kwargs)
-        finally:
-            _GIVEN.reset(token)
-        assert isinstance(result, DivaResult)
-        return result
-
-    def run(
-        self,
-        question: str,
-        source: CandidateSource,
-        *,
-        generate: bool = True,
-        k: int | None = None,
-        call_kwargs: Mapping[str, Any] | None = None,
-        interpretations: Sequence[str] | None = None,
-    ) -> DivaResult:
-        """Synchronous :meth:`arun` (safe to call inside a running event loop)."""
-        result: DivaResult = run_sync(
-            self.arun(question, source, generate=generate, k=k, call_kwargs=call_kwargs,
-                      interpretations=interpretations)
-        )
-        return result
 
     def __repr__(self) -> str:
         return (

@@ -58,7 +58,7 @@ class DRRAGResult(PipelineResult):
 PairFn = Callable[[str, str, str], float]
 
 
-class DRRAG(Pipeline):
+class DRRAG(Pipeline[DRRAGResult]):
     """DR-RAG: find the documents a question alone does not retrieve, with one LLM call.
 
     Stage 1 takes the ``k1`` documents most similar to the question (default ``ceil(k/2)``);
@@ -202,7 +202,7 @@ class DRRAG(Pipeline):
         )
         return selection, ids, texts, emb, relevance, calls["pairs"]
 
-    async def _arun(
+    async def _arun(  # type: ignore[override]  # per-run options: checked by Pipeline.arun
         self, question: str, source: CandidateSource, ctx: RunContext, *, k: int, generate: bool
     ) -> DRRAGResult:
         k1 = min(self.k1 if self.k1 is not None else default_k1(k), k)

@@ -53,7 +53,7 @@ class _Step:
     error: LLMError | None = None
 
 
-class VendiRAG(Pipeline):
+class VendiRAG(Pipeline[VendiRAGResult]):
     """Vendi-RAG: retrieve with VRS, reason, answer, have an LLM judge score the answer, move
     the diversity weight ``s`` by that score, rewrite the query, and try again.
 
@@ -279,7 +279,7 @@ class VendiRAG(Pipeline):
         return new or query
 
     # ------------------------------------------------------------------ the loop
-    async def _arun(
+    async def _arun(  # type: ignore[override]  # per-run options: checked by Pipeline.arun
         self, question: str, source: CandidateSource, ctx: RunContext, *, k: int, generate: bool
     ) -> VendiRAGResult:
         s, query = self.initial_s, question
