@@ -21,6 +21,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 import logging as _logging
 
 from diverse_core import __version__
+from diverse_core._lazy import lazy_exports
 
 from ._metadata import SELECTION_METADATA_KEYS
 from .embeddings import MiniLMEmbedding
@@ -57,15 +58,4 @@ _LAZY = {
 __all__ += list(_LAZY)
 
 
-def __getattr__(name: str) -> object:
-    if name in _LAZY:
-        import importlib
-
-        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _LAZY)
