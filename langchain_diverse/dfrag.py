@@ -41,7 +41,8 @@ class DFRAGRetriever(PipelineRetriever):
     ``dfrag_lambda``, ``dfrag_lambda_scores`` and ``dfrag_plan``.
 
     Options (see :class:`~diverse_core.dfrag.DFRAG`): ``lambdas``, ``sampling``,
-    ``incremental_context``, ``prompts``, ``score_from``, ``on_evaluator_error``.
+    ``incremental_context``, ``prompts``, ``score_from``, ``on_evaluator_error``, ``evaluator``
+    (``"adaptive"``: λ chosen by the trained scorer, no LLM needed to retrieve), ``selector``.
 
     Example:
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding
@@ -63,6 +64,8 @@ class DFRAGRetriever(PipelineRetriever):
     prompts: PromptSet | None = None
     score_from: str = "total"
     on_evaluator_error: str = "score_zero"
+    evaluator: str = "llm"
+    selector: Any = None
 
     @classmethod
     def result_metadata(cls, result: PipelineResult) -> dict[str, Any]:

@@ -55,7 +55,13 @@ class DFRAGRetriever(PipelineRetriever):
     """
 
     pipeline_class = DFRAG
-    options = ("lambdas", "sampling", "incremental_context", "prompts", "score_from", "on_evaluator_error")
+    options = ("lambdas", "sampling", "incremental_context", "prompts", "score_from", "on_evaluator_error",
+               "evaluator", "selector")
+
+    @classmethod
+    def _llm_from_settings(cls, options: dict[str, Any]) -> bool:
+        # the LLM evaluator needs a model (Settings.llm by default); the adaptive one does not
+        return options.get("evaluator", "llm") == "llm"
 
     run_dfrag = PipelineRetriever.run_pipeline
     arun_dfrag = PipelineRetriever.arun_pipeline

@@ -97,7 +97,7 @@ class PipelineRetriever(BaseRetriever):
                 f"unknown option(s) {unknown} for {type(self).__name__}; accepted: {sorted(self.options)}"
             )
         self._source = LlamaIndexSource(retriever, embed_model=embed_model, fetch_k=fetch_k)
-        backend = as_backend(llm) if (llm is not None or self.llm_default_from_settings) else None
+        backend = as_backend(llm) if (llm is not None or self._llm_from_settings(options)) else None
         self._pipeline = self.pipeline_class(
             backend,
             k=k,
@@ -111,6 +111,11 @@ class PipelineRetriever(BaseRetriever):
         super().__init__(callback_manager=cm, verbose=verbose)
         self._retriever = retriever
         self.hide_selection_metadata = hide_selection_metadata
+
+    @classmethod
+    def _llm_from_settings(cls, options: dict[str, Any]) -> bool:
+        """Whether ``llm=None`` means LlamaIndex's ``Settings.llm`` (else: no LLM)."""
+        return cls.llm_default_from_settings
 
     @property
     def pipeline(self) -> Pipeline:

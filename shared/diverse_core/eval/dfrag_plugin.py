@@ -3,7 +3,8 @@ generic pipeline plugin (:mod:`~diverse_core.eval.pipeline_plugin`), plus its me
 
 Options: ``sampling`` (``uniform``/``binary``), ``max_concurrency``, ``incremental_context``,
 ``score_from``, ``timeout``, ``max_retries``, ``zero_shot`` (drop the evaluator's examples),
-``max_passage_chars``; the harness keys ``llm``, ``generate``, ``max_new_tokens``, ``max_tokens``.
+``max_passage_chars``, ``evaluator`` (``adaptive``: the LLM-free trained scorer chooses λ, no LLM
+needed to retrieve); the harness keys ``llm``, ``generate``, ``max_new_tokens``, ``max_tokens``.
 ``llm=none`` is an explicit, labelled dry run (``dry_run: true`` in the per-query info): no
 LLM, the upper-median λ's set, i.e. what an all-tied evaluation picks. Without ``@llm=`` the
 method uses ``auto`` and fails with a one-line error when no LLM is available.
@@ -39,7 +40,7 @@ from .plugins import MethodInput, MethodOutput
 __all__ = ["dfrag_method", "resolve_llm", "SimulatedEndpoint", "main"]
 
 _OPTIONS = {"sampling", "max_concurrency", "incremental_context", "score_from", "timeout",
-            "max_retries", "zero_shot", "max_passage_chars"}
+            "max_retries", "zero_shot", "max_passage_chars", "evaluator"}
 
 
 def _build(params: dict[str, Any], k: int) -> DFRAG:
@@ -50,7 +51,7 @@ def _build(params: dict[str, Any], k: int) -> DFRAG:
         evaluator_examples="" if zero_shot else PromptSet().evaluator_examples,
         max_passage_chars=int(max_chars) if max_chars else None,
     )
-    return DFRAG(params.pop("llm"), k=k, prompts=prompts, **params)
+    return DFRAG(params.pop("llm", None), k=k, prompts=prompts, **params)
 
 
 def _info(res: PipelineResult) -> dict[str, Any]:
@@ -69,7 +70,10 @@ def _dry_run(inp: MethodInput, params: dict[str, Any]) -> MethodOutput:
 
 
 #: The harness plugin: DF-RAG's chosen chunk set for one question.
-dfrag_method = declare_pipeline_method("dfrag", _build, options=_OPTIONS, info=_info, dry_run=_dry_run)
+dfrag_method = declare_pipeline_method(
+    "dfrag", _build, options=_OPTIONS, info=_info, dry_run=_dry_run,
+    needs_llm=lambda params: params.get("evaluator", "llm") != "adaptive",
+)
 
 
 # ---------------------------------------------------------------------------- measurements

@@ -61,6 +61,12 @@ class DFRAG(Pipeline[DFRAGResult]):
             is flagged) or ``"raise"``.
         llm_kwargs: extra keyword arguments per role, e.g.
             ``{"planner": {"max_tokens": 128}, "generator": {"max_tokens": 32}}``.
+        evaluator: ``"llm"`` (the Planner + LLM Evaluator, the paper) or ``"adaptive"`` (no LLM
+            chooses λ: the trained set scorer of :class:`~diverse_core.adaptive.AdaptiveSelector`
+            scores every λ's set; no Planner or Evaluator call, ``lambda_source="adaptive"``; the
+            LLM, if any, only writes the answer; ``llm=None`` is then allowed for retrieval only).
+        selector: the :class:`~diverse_core.adaptive.AdaptiveSelector` for ``evaluator="adaptive"``
+            (default: the shipped one; its λ grid replaces ``lambdas``).
 
     Example:
         >>> import numpy as np
@@ -80,6 +86,7 @@ class DFRAG(Pipeline[DFRAGResult]):
 
     name = "dfrag"
     roles = ("planner", "evaluator", "generator")
+    requires_llm = False  # checked in __init__: only evaluator="adaptive" runs without one
 
     def __init__(
         self,
@@ -101,7 +108,13 @@ class DFRAG(Pipeline[DFRAGResult]):
         score_from: str = "total",
         on_evaluator_error: str = "score_zero",
         llm_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
+        evaluator: str = "llm",
+        selector: Any = None,
     ) -> None:
+        if evaluator not in {"llm", "adaptive"}:
+            raise InvalidParameterError(f"evaluator must be 'llm' or 'adaptive'; got evaluator={evaluator!r}")
+        self.evaluator = evaluator
+        self.selector = selector
         self.lambdas = check_lambdas(lambdas)
         self.fetch_k = None if fetch_k is None else check_k(fetch_k, "fetch_k")
         if sampling not in {"uniform", "binary"}:
@@ -112,7 +125,7 @@ class DFRAG(Pipeline[DFRAGResult]):
             raise InvalidParameterError(
                 f"on_evaluator_error must be 'score_zero' or 'raise'; got on_evaluator_error={on_evaluator_error!r}"
             )
-        if llm is None:
+        if llm is None and evaluator == "llm":
             raise TypeError("llm must have a complete(prompt, **kw) method or be a callable; got None")
         super().__init__(
             llm,
@@ -232,11 +245,13 @@ class DFRAG(Pipeline[DFRAGResult]):
 
     # ------------------------------------------------------------------ main flow
     def _needs_llm(self, generate: bool, options: Mapping[str, Any]) -> bool:
-        return True  # the Planner and the Evaluator choose lambda
+        return generate or self.evaluator == "llm"  # the Planner and the Evaluator choose lambda
 
     async def _arun(  # type: ignore[override]  # per-run options: checked by Pipeline.arun
         self, question: str, source: CandidateSource, ctx: RunContext, *, k: int, generate: bool
     ) -> DFRAGResult:
+        if self.evaluator == "adaptive":
+            return await self._arun_adaptive(question, source, ctx, k=k, generate=generate)
         plan_task = asyncio.ensure_future(
             ctx.ask("planner", self.prompts.render_planner(question), stage="plan")
         )
@@ -335,6 +350,46 @@ class DFRAG(Pipeline[DFRAGResult]):
             sampling=self.sampling,
             incremental_context=self.incremental_context,
             raw_plan=plan_out.text,
+            **self.finish(ctx),
+        )
+
+    async def _arun_adaptive(
+        self, question: str, source: CandidateSource, ctx: RunContext, *, k: int, generate: bool
+    ) -> DFRAGResult:
+        """λ chosen by the trained set scorer (no Planner, no Evaluator); then the Generator."""
+        from ...adaptive import AdaptiveSelector
+
+        selector = self.selector if self.selector is not None else AdaptiveSelector.default()
+        found = await self.search(ctx, source, question, self.fetch_k)
+        choice = await asyncio.to_thread(selector.choose, found.query_embedding, found.embeddings, k)
+        grid = tuple(float(v) for v in choice.lambdas)
+        predicted = [float(v) for v in choice.predicted]
+        ctx.stage("adaptive", lambdas=list(grid), predicted=predicted, chosen=choice.lambda_mult)
+        pos = found.positions if found.positions is not None else tuple(range(len(found)))
+        local = [int(i) for i in choice.indices]
+        texts = tuple(found.texts[i] for i in local)
+        answer: str | None = None
+        if generate:
+            answer = (await ctx.ask("generator", self.prompts.render_generator(question, texts), stage="generate")).text.strip()
+            if not answer:
+                ctx.warn("generator: the answer is empty")
+        lam = float(choice.lambda_mult)
+        best = max(predicted)
+        reason = {"lambda_mult": lam, "lambda_source": "adaptive"}
+        return DFRAGResult(
+            question=question,
+            answer=answer,
+            documents=self.choose(found, local, reasons=[reason] * len(local)),
+            lambda_star=lam,
+            lambda_source="adaptive",
+            indices=tuple(pos[i] for i in local),
+            texts=texts,
+            plan=(),
+            plan_parsed=False,
+            lambdas=grid,
+            lambda_scores=dict(zip(grid, predicted, strict=True)),
+            tied_lambdas=tuple(v for v, p in zip(grid, predicted, strict=True) if p == best),
+            sampling=self.sampling,
             **self.finish(ctx),
         )
 

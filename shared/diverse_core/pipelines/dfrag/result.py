@@ -56,7 +56,8 @@ class DFRAGResult(PipelineResult):
         lambda_star: the chosen λ (Eq. 5 plus the upper-median tie gate).
         lambda_source: ``"evaluator"`` when λ* is the Evaluator's choice, ``"fallback"`` when
             every evaluation failed or was unparseable (λ* is then the grid's upper median,
-            and ``warnings`` says so).
+            and ``warnings`` says so), ``"adaptive"`` with the LLM-free evaluator (then
+            ``lambda_scores`` are the trained scorer's predictions and ``plan`` is empty).
         indices: chosen chunk indices, pick order: positions in the pool given to
             :meth:`DFRAG.run` (or in the candidates the source returned).
         texts: the chosen chunks' texts, same order.

@@ -1,0 +1,53 @@
+"""DF-RAG with the LLM-free evaluator: the trained set scorer chooses lambda."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import ScriptedLLM, score_reply
+from diverse_core.adaptive import AdaptiveSelector
+from diverse_core.dfrag import DFRAG
+from diverse_core.errors import InvalidParameterError
+
+
+def test_dfrag_adaptive_evaluator_needs_no_llm_to_retrieve(pool):
+    texts, query, cands = pool
+    res = DFRAG(None, k=4, evaluator="adaptive").run("q?", texts, query, cands, generate=False)
+    choice = AdaptiveSelector.default().choose(query, cands, 4)
+    assert res.lambda_source == "adaptive" and res.lambda_star == pytest.approx(choice.lambda_mult)
+    assert list(res.indices) == choice.indices.tolist() and res.cost.llm_calls == 0
+    assert res.plan == () and len(res.lambda_scores) == len(choice.lambdas)
+    assert res.documents[0].reason == {"lambda_mult": res.lambda_star, "lambda_source": "adaptive"}
+
+
+def test_dfrag_adaptive_evaluator_with_an_llm_only_generates(pool):
+    texts, query, cands = pool
+    llm = ScriptedLLM(lambda ps: score_reply(5))
+    res = DFRAG(llm, k=4, evaluator="adaptive").run("q?", texts, query, cands)
+    assert res.answer == "the answer" and llm.calls == {"planner": 0, "evaluator": 0, "generator": 1}
+    with pytest.raises(InvalidParameterError, match="no LLM"):
+        DFRAG(None, evaluator="adaptive").run("q?", texts, query, cands)
+    with pytest.raises(InvalidParameterError, match="evaluator"):
+        DFRAG(llm, evaluator="oracle")
+    assert np.isfinite(list(res.lambda_scores.values())).all()
+
+
+def test_dfrag_adaptive_evaluator_in_both_faces():
+    pytest.importorskip("langchain_core")
+    pytest.importorskip("llama_index.core")
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+    from langchain_core.vectorstores import InMemoryVectorStore
+    from llama_index.core import Document, VectorStoreIndex
+    from llama_index.core.embeddings import MockEmbedding
+
+    from langchain_diverse import DFRAGRetriever
+    from llamaindex_diverse import DFRAGRetriever as LIDFRAGRetriever
+
+    store = InMemoryVectorStore(DeterministicFakeEmbedding(size=16))
+    store.add_texts([f"fact {i}" for i in range(12)])
+    docs = DFRAGRetriever(vectorstore=store, k=3, fetch_k=12, evaluator="adaptive").invoke("fact")
+    assert len(docs) == 3 and docs[0].metadata["selection_params"]["lambda_source"] == "adaptive"
+    emb = MockEmbedding(embed_dim=8)
+    index = VectorStoreIndex.from_documents([Document(text=f"f{i}") for i in range(8)], embed_model=emb)
+    nodes = LIDFRAGRetriever(index, embed_model=emb, k=3, evaluator="adaptive").retrieve("f1")
+    assert len(nodes) == 3
