@@ -178,3 +178,10 @@ def test_real_data_quick_run(tmp_path: Path, real_data: Path, fake_embedder: Any
     cos = next(s for s in hp.settings if s.method == "cosine")
     assert all(len(p) == 5 for p in cos.picks)
     assert all(0.0 <= r <= 1.0 for r in cos.per_query["recall"])
+
+
+def test_results_markdown_without_an_oracle(tmp_path: Path, fake_embedder: Any) -> None:
+    cfg = _config(tmp_path, fake_embedder, methods=[parse_method("cosine")], oracle_lambdas=(),
+                  tasks=[("toy", "paragraphs")], plots=False)
+    run_benchmark(cfg)
+    assert "No Oracle row" in (tmp_path / "RESULTS.md").read_text()

@@ -129,6 +129,16 @@ def _headline(results: BenchResults) -> list[str]:
     return [*out, ""]
 
 
+def _oracle_sentence(grid: Any) -> str:
+    if not len(grid):
+        return "No Oracle row (run without the full gMMR grid, or with --no-oracle)."
+    return (
+        f"`oracle` picks, per question, the gMMR lambda_mult in {grid[0]:g}..{grid[-1]:g} with the best "
+        "score (ties: upper median), as in DF-RAG Sec. 3.3, but scored on the table's retrieval metric "
+        "(recall; NDCG for RGB; MRecall for ASQA) instead of answer F1."
+    )
+
+
 def results_markdown(results: BenchResults) -> str:
     """The committed ``benchmarks/RESULTS.md``: the command, then one table per headline metric."""
     k = results.config["k"]
@@ -152,9 +162,7 @@ def results_markdown(results: BenchResults) -> str:
         f"retrieves fetch_k={results.config['fetch_k']} candidates by cosine from the pooled corpus, then each "
         f"method selects k={k}. Methods and grids: {methods}. `cosine` is plain top-k. "
         "MMR uses LangChain's convention (lambda_mult=1 is pure relevance). "
-        f"`oracle` picks, per question, the gMMR lambda_mult in {results.config['oracle_lambdas'][0]:g}.."
-        f"{results.config['oracle_lambdas'][-1]:g} with the best score (ties: upper median), as in DF-RAG Sec. 3.3, "
-        "but scored on the table's retrieval metric (recall; NDCG for RGB; MRecall for ASQA) instead of answer F1.",
+        + _oracle_sentence(results.config.get("oracle_lambdas") or ()),
         "",
         "Protocols: `paragraphs` = every passage of the dataset pooled and indexed as `title: text` "
         "(identical passages merged); `chunks` = every passage split into windows of 2 consecutive sentences "
