@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import threading
 from typing import Any
 
 import pytest
@@ -13,7 +12,6 @@ pytest.importorskip("langchain_core")
 from conftest import passages_of, role_of, score_reply  # noqa: E402
 from diverse_core.dfrag import DEFAULT_LAMBDAS, sweep_candidate_sets  # noqa: E402
 from diverse_core.errors import InvalidParameterError  # noqa: E402
-from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler  # noqa: E402
 from langchain_core.embeddings import DeterministicFakeEmbedding  # noqa: E402
 from langchain_core.language_models import (  # noqa: E402
     BaseChatModel,
@@ -23,6 +21,7 @@ from langchain_core.language_models import (  # noqa: E402
 from langchain_core.messages import AIMessage, BaseMessage  # noqa: E402
 from langchain_core.outputs import ChatGeneration, ChatResult  # noqa: E402
 from langchain_core.vectorstores import InMemoryVectorStore  # noqa: E402
+from lc_callbacks import AsyncCounter, Counter  # noqa: E402
 
 from langchain_diverse.dfrag import DFRAGRetriever, LangChainLLM, create_dfrag_chain  # noqa: E402
 
@@ -50,35 +49,6 @@ class RoutedChatModel(BaseChatModel):
             text = "forty-two"
         msg = AIMessage(content=text, usage_metadata={"input_tokens": 10, "output_tokens": 2, "total_tokens": 12})
         return ChatResult(generations=[ChatGeneration(message=msg)])
-
-
-class Counter(BaseCallbackHandler):
-    def __init__(self) -> None:
-        self.llm_starts = 0
-        self.parents: set[Any] = set()
-        self.retriever_runs: list[Any] = []
-        self._lock = threading.Lock()
-
-    def on_chat_model_start(self, serialized, messages, *, run_id, parent_run_id=None, **kw):
-        with self._lock:
-            self.llm_starts += 1
-            self.parents.add(parent_run_id)
-
-    def on_llm_start(self, serialized, prompts, *, run_id, parent_run_id=None, **kw):
-        with self._lock:
-            self.llm_starts += 1
-            self.parents.add(parent_run_id)
-
-    def on_retriever_start(self, serialized, query, *, run_id, **kw):
-        self.retriever_runs.append(run_id)
-
-
-class AsyncCounter(AsyncCallbackHandler):
-    def __init__(self) -> None:
-        self.llm_starts = 0
-
-    async def on_chat_model_start(self, serialized, messages, **kw):
-        self.llm_starts += 1
 
 
 @pytest.fixture

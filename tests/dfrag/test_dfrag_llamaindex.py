@@ -13,12 +13,11 @@ pytest.importorskip("llama_index.core")
 
 from conftest import passages_of, role_of, score_reply  # noqa: E402
 from diverse_core.errors import InvalidParameterError  # noqa: E402
+from li_events import CountStarts  # noqa: E402
 from llama_index.core import Document, VectorStoreIndex  # noqa: E402
 from llama_index.core.base.embeddings.base import BaseEmbedding  # noqa: E402
 from llama_index.core.base.llms.types import CompletionResponse, LLMMetadata  # noqa: E402
 from llama_index.core.instrumentation import get_dispatcher  # noqa: E402
-from llama_index.core.instrumentation.event_handlers import BaseEventHandler  # noqa: E402
-from llama_index.core.instrumentation.events.llm import LLMCompletionStartEvent  # noqa: E402
 from llama_index.core.llms import CustomLLM, MockLLM  # noqa: E402
 from llama_index.core.llms.callbacks import llm_completion_callback  # noqa: E402
 
@@ -78,18 +77,6 @@ class HashEmbedding(BaseEmbedding):
 
     async def _aget_query_embedding(self, query: str) -> list[float]:
         return self._vec(query)
-
-
-class CountStarts(BaseEventHandler):
-    prompts: set[str] = set()
-
-    @classmethod
-    def class_name(cls) -> str:
-        return "CountStarts"
-
-    def handle(self, event: Any, **kw: Any) -> None:
-        if isinstance(event, LLMCompletionStartEvent):
-            self.prompts.add(event.prompt)
 
 
 @pytest.fixture(scope="module")

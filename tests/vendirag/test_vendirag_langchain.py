@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import threading
 from typing import Any
 
 import pytest
@@ -11,12 +10,12 @@ import pytest
 pytest.importorskip("langchain_core")
 
 from diverse_core.errors import InvalidParameterError  # noqa: E402
-from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler  # noqa: E402
 from langchain_core.embeddings import DeterministicFakeEmbedding  # noqa: E402
 from langchain_core.language_models import BaseChatModel, FakeListChatModel  # noqa: E402
 from langchain_core.messages import AIMessage, BaseMessage  # noqa: E402
 from langchain_core.outputs import ChatGeneration, ChatResult  # noqa: E402
 from langchain_core.vectorstores import InMemoryVectorStore  # noqa: E402
+from lc_callbacks import AsyncCounter, Counter  # noqa: E402
 from vendi_fakes import judge_json, role_of  # noqa: E402
 
 from langchain_diverse import VendiRAGRetriever, create_vendirag_chain  # noqa: E402
@@ -53,30 +52,6 @@ class ScriptedChat(BaseChatModel):
             text = "1) look at the facts"
         msg = AIMessage(content=text, usage_metadata={"input_tokens": 10, "output_tokens": 2, "total_tokens": 12})
         return ChatResult(generations=[ChatGeneration(message=msg)])
-
-
-class Counter(BaseCallbackHandler):
-    def __init__(self) -> None:
-        self.llm_starts = 0
-        self.parents: set[Any] = set()
-        self.retriever_runs: list[Any] = []
-        self._lock = threading.Lock()
-
-    def on_chat_model_start(self, serialized, messages, *, run_id, parent_run_id=None, **kw):
-        with self._lock:
-            self.llm_starts += 1
-            self.parents.add(parent_run_id)
-
-    def on_retriever_start(self, serialized, query, *, run_id, **kw):
-        self.retriever_runs.append(run_id)
-
-
-class AsyncCounter(AsyncCallbackHandler):
-    def __init__(self) -> None:
-        self.llm_starts = 0
-
-    async def on_chat_model_start(self, serialized, messages, **kw):
-        self.llm_starts += 1
 
 
 @pytest.fixture

@@ -11,12 +11,11 @@ import pytest
 pytest.importorskip("llama_index.core")
 
 from diverse_core.errors import InvalidParameterError  # noqa: E402
+from li_events import CountStarts  # noqa: E402
 from llama_index.core import Document, VectorStoreIndex  # noqa: E402
 from llama_index.core.base.embeddings.base import BaseEmbedding  # noqa: E402
 from llama_index.core.base.llms.types import CompletionResponse, LLMMetadata  # noqa: E402
 from llama_index.core.instrumentation import get_dispatcher  # noqa: E402
-from llama_index.core.instrumentation.event_handlers import BaseEventHandler  # noqa: E402
-from llama_index.core.instrumentation.events.llm import LLMCompletionStartEvent  # noqa: E402
 from llama_index.core.llms import CustomLLM, MockLLM  # noqa: E402
 from llama_index.core.llms.callbacks import llm_completion_callback  # noqa: E402
 from llama_index.core.prompts import PromptTemplate  # noqa: E402
@@ -70,18 +69,6 @@ class ScriptedLlama(CustomLLM):
     @llm_completion_callback()
     def stream_complete(self, prompt: str, formatted: bool = False, **kw: Any):  # pragma: no cover
         yield self.complete(prompt)
-
-
-class CountStarts(BaseEventHandler):
-    prompts: set[str] = set()
-
-    @classmethod
-    def class_name(cls) -> str:
-        return "CountStartsVendi"
-
-    def handle(self, event: Any, **kw: Any) -> None:
-        if isinstance(event, LLMCompletionStartEvent):
-            self.prompts.add(event.prompt)
 
 
 @pytest.fixture(scope="module")
