@@ -33,6 +33,9 @@ class MethodSpec:
             varies, or ``None`` when the method has none (``topk``).
         run_sweep: ``run_sweep(prep, values, **params) -> (indices (L, k), scores (L, k))``;
             every value of the grid computed together.
+        reads_text: whether the method also reads the query text and the candidate texts
+            (its ``question`` and ``texts`` parameters, filled in by the framework faces and
+            the harness, never shown in the selection metadata).
     """
 
     name: str
@@ -41,6 +44,7 @@ class MethodSpec:
     check: Callable[[dict[str, Any]], dict[str, Any]] = lambda p: p
     param: str | None = None
     run_sweep: SweepFn | None = None
+    reads_text: bool = False
 
     def resolve_params(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """Fill defaults, reject unknown names and validate ranges."""

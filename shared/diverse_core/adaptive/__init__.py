@@ -3,7 +3,8 @@
 Importing this package registers the core method ``"adaptive"``, so
 ``diverse_core.select("adaptive", query, candidates, k)`` (and every framework face
 that takes a method name) runs gMMR over the λ grid and keeps the set the shipped
-model prefers. ``select(..., model="path.npz")`` uses a model you trained with
+model prefers. ``select("adaptive", ..., question=q, texts=texts)`` uses the text-aware
+variant (the faces and the harness pass both). ``select(..., model="path.npz")`` uses a model you trained with
 :meth:`AdaptiveSelector.fit`; :meth:`AdaptiveSelector.choose` also returns the chosen λ.
 
 Example:
@@ -25,7 +26,9 @@ from numpy.typing import NDArray
 from ..errors import InvalidParameterError
 from ..registry import MethodSpec
 from ..validation import PreparedInputs
-from .features import FEATURE_NAMES, set_features
+from .candidates import GoldModel, candidate_features, fit_gold_model, gold_set_features
+from .features import FEATURE_NAMES, LEXICAL_SET_FEATURES, lexical_set_features, set_features
+from .lexical import TextView, text_view
 from .model import SetScorer, fit_set_scorer
 from .selector import (
     DEFAULT_LAMBDAS,
@@ -37,10 +40,26 @@ from .selector import (
     load_selector,
     query_features,
 )
+from .training import QueryExample, fit_variants, query_example
+from .variant import VARIANTS, SelectorVariant, variant_feature_names
 
 __all__ = [
     "AdaptiveChoice",
     "AdaptiveSelector",
+    "SelectorVariant",
+    "GoldModel",
+    "QueryExample",
+    "TextView",
+    "query_example",
+    "fit_variants",
+    "fit_gold_model",
+    "candidate_features",
+    "gold_set_features",
+    "lexical_set_features",
+    "text_view",
+    "variant_feature_names",
+    "LEXICAL_SET_FEATURES",
+    "VARIANTS",
     "SetScorer",
     "fit_set_scorer",
     "set_features",
@@ -55,8 +74,10 @@ __all__ = [
 ]
 
 
-def _run(prep: PreparedInputs, *, model: Any = None, **_: Any) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-    choice = load_selector(model).choose_prepared(prep)
+def _run(
+    prep: PreparedInputs, *, model: Any = None, question: str | None = None, texts: Any = None, **_: Any
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    choice = load_selector(model).choose_prepared(prep, question=question, texts=texts)
     return choice.indices, choice.scores
 
 
@@ -73,4 +94,7 @@ def _check(params: dict[str, Any]) -> dict[str, Any]:
 
 
 #: The ``adaptive`` selection method (registered by ``import diverse_core``).
-SPEC = MethodSpec(name="adaptive", run=_run, defaults={"model": None}, check=_check, param=None)
+SPEC = MethodSpec(
+    name="adaptive", run=_run, defaults={"model": None, "question": None, "texts": None}, check=_check, param=None,
+    reads_text=True,
+)

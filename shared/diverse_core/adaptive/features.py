@@ -27,7 +27,17 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["FEATURE_NAMES", "SET_FEATURES", "POOL_FEATURES", "set_features", "pool_features"]
+from .lexical import TextView
+
+__all__ = [
+    "FEATURE_NAMES",
+    "SET_FEATURES",
+    "POOL_FEATURES",
+    "LEXICAL_SET_FEATURES",
+    "set_features",
+    "pool_features",
+    "lexical_set_features",
+]
 
 FloatArray = NDArray[np.float64]
 
@@ -174,4 +184,47 @@ def set_features(
     pool = pool_features(u, rel, k)
     return np.column_stack(
         [per_set, lam, lam**2, lam[:, None] * pool[None, :], (lam**2)[:, None] * pool[None, :]]
+    )
+
+
+#: Per-set features from the question's words (:mod:`~diverse_core.adaptive.lexical`); the selector
+#: also uses each crossed with lambda_mult.
+LEXICAL_SET_FEATURES = (
+    "term_union",  # share of the question's content words some pick contains
+    "term_gain",  # term_union minus that of the cosine top-k set
+    "term_mean",  # mean share per pick
+    "name_union",  # share of the question's names some pick contains
+    "name_gain",  # name_union minus that of the cosine top-k set
+    "name_mean",  # mean share per pick
+    "bridge",  # other names shared by two picks or more, / k
+    "term_all",  # 1 when the picks together contain every content word
+)
+
+
+def _union_share(hits: NDArray[np.bool_], sets: NDArray[np.int64], topk: NDArray[np.int64]) -> tuple[FloatArray, FloatArray, float]:
+    """(share covered by each set's union, mean share per pick, share covered by the top-k set)."""
+    if hits.shape[1] == 0:
+        zeros = np.zeros(sets.shape[0])
+        return zeros, zeros, 0.0
+    picked = hits[sets]  # (L, k, T)
+    return (picked.any(axis=1).mean(axis=1), picked.mean(axis=2).mean(axis=1), float(hits[topk].any(axis=0).mean()))
+
+
+def lexical_set_features(view: TextView, sets: ArrayLike, relevance: ArrayLike) -> FloatArray:
+    """One row of :data:`LEXICAL_SET_FEATURES` per set.
+
+    Args:
+        view: the query's :class:`~diverse_core.adaptive.lexical.TextView`.
+        sets: candidate indices of each set in pick order, shape (L, k).
+        relevance: relevance of each candidate (defines the cosine top-k set), shape (n,).
+    """
+    idx = np.asarray(sets, dtype=np.int64)
+    k = idx.shape[1]
+    topk = np.argsort(-np.asarray(relevance, dtype=np.float64).reshape(-1), kind="stable")[:k]
+    term_union, term_mean, term_top = _union_share(view.term_hits, idx, topk)
+    name_union, name_mean, name_top = _union_share(view.name_hits, idx, topk)
+    shared = (view.other_names[idx].sum(axis=1) >= 2).sum(axis=1) / k
+    every = view.term_hits[idx].any(axis=1).all(axis=1).astype(np.float64)
+    return np.column_stack(
+        [term_union, term_union - term_top, term_mean, name_union, name_union - name_top, name_mean, shared, every]
     )

@@ -1,28 +1,32 @@
 """The learned, LLM-free λ selector: gMMR over a λ grid, then the set a trained scorer prefers.
 
 DF-RAG asks an LLM Evaluator which of the gMMR sets (one per ``lambda_mult``) best
-supports the question. :class:`AdaptiveSelector` replaces the judge with a small
-model trained on questions with known gold passages: it computes every set of the
-grid in one batched sweep, describes each set with
-:func:`~diverse_core.adaptive.features.set_features` and keeps the one the
-:class:`~diverse_core.adaptive.model.SetScorer` scores highest (ties: upper median
-of the tied λ, as DF-RAG's gate). The shipped model was trained on the TRAIN splits
-of HotpotQA, MuSiQue and 2WikiMultihopQA under the harness's ``chunks`` protocol
-(``python -m diverse_core.adaptive.train``); retrain it on your own questions with
-:meth:`AdaptiveSelector.fit`.
+supports the question. :class:`AdaptiveSelector` replaces the judge with small
+models trained on questions with known gold passages: it computes every set of the
+grid in one batched sweep, estimates how likely each candidate is gold evidence
+(:mod:`~diverse_core.adaptive.candidates`), describes each set (relevance,
+redundancy, coverage, agreement across λ, expected gold picks and, when the texts
+are given, which of the question's words and names the set contains) and keeps the
+set the :class:`~diverse_core.adaptive.model.SetScorer` scores highest (ties: upper
+median of the tied λ, as DF-RAG's gate). Given ``question`` and ``texts`` it uses
+the text-aware variant, otherwise the embedding-only one. The shipped model was
+trained on the TRAIN splits of HotpotQA, MuSiQue and 2WikiMultihopQA under the
+harness's ``chunks`` protocol (``python -m diverse_core.eval.train_adaptive``);
+retrain it on your own questions with :meth:`AdaptiveSelector.fit`.
 
 Example:
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)
     >>> q, cands = rng.normal(size=16), rng.normal(size=(40, 16))
     >>> choice = AdaptiveSelector.default().choose(q, cands, k=5)
-    >>> len(choice.indices), 0.0 < choice.lambda_mult <= 1.0
-    (5, True)
+    >>> len(choice.indices), 0.0 < choice.lambda_mult <= 1.0, choice.variant
+    (5, True, 'embedding')
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -32,20 +36,25 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..errors import DimensionMismatchError, InvalidParameterError
-from ..methods.gmmr import gmmr_sweep
 from ..tuning import argmax_upper_median
 from ..validation import PreparedInputs, check_values, prepare_inputs
-from .features import FEATURE_NAMES, set_features
-from .model import DEFAULT_ALPHAS, SetScorer, fit_set_scorer
+from .candidates import candidate_features
+from .features import set_features
+from .lexical import TextView, text_view
+from .model import DEFAULT_ALPHAS
+from .training import QueryExample, coverage_labels, fit_variants, lambda_sets, query_example
+from .variant import VARIANTS, SelectorVariant, variant_features
 
 __all__ = [
     "AdaptiveChoice",
     "AdaptiveSelector",
     "DEFAULT_LAMBDAS",
     "DEFAULT_MODEL",
+    "FORMAT_VERSION",
     "lambda_sets",
     "query_features",
     "coverage_labels",
+    "load_selector",
 ]
 
 #: The gMMR grid of the selector (DF-RAG's Oracle grid, 0.1 .. 1.0).
@@ -53,6 +62,9 @@ DEFAULT_LAMBDAS: tuple[float, ...] = tuple(round(0.1 * i, 10) for i in range(1, 
 
 #: The shipped model (trained on the chunks protocol of the three train sets).
 DEFAULT_MODEL = Path(__file__).resolve().parent / "models" / "gmmr_chunks.npz"
+
+#: Layout version of selector files (1: one set scorer; 2: text + embedding variants with gold models).
+FORMAT_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -66,6 +78,8 @@ class AdaptiveChoice:
         lambdas: the grid searched, shape (L,).
         predicted: the scorer's score of every λ's set, shape (L,).
         sets: every λ's set, shape (L, k).
+        variant: ``"text"`` when the question and texts were used, else ``"embedding"``.
+        gold_probability: each candidate's estimated probability of being gold evidence, shape (n,).
     """
 
     lambda_mult: float
@@ -74,64 +88,65 @@ class AdaptiveChoice:
     lambdas: NDArray[np.float64]
     predicted: NDArray[np.float64]
     sets: NDArray[np.int64]
-
-
-def lambda_sets(prep: PreparedInputs, lambdas: ArrayLike) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-    """gMMR's set for every ``lambda_mult`` of the grid (one batched sweep): (L, k) picks and scores."""
-    grid = check_values(lambdas, "lambdas")
-    picks, scores = gmmr_sweep(prep, grid)
-    return np.asarray(picks, dtype=np.int64), np.asarray(scores, dtype=np.float64)
+    variant: str = "embedding"
+    gold_probability: NDArray[np.float64] | None = None
 
 
 def query_features(prep: PreparedInputs, lambdas: ArrayLike) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]]:
-    """(sets (L, k), gMMR scores (L, k), features (L, F)) of one prepared query."""
+    """(sets (L, k), gMMR scores (L, k), base set features (L, F)) of one prepared query."""
     sets, scores = lambda_sets(prep, lambdas)
     feats = set_features(np.asarray(lambdas, dtype=np.float64), sets, prep.candidates, prep.relevance)
     return sets, scores, feats
 
 
-def coverage_labels(sets: ArrayLike, gold_groups: ArrayLike) -> NDArray[np.float64]:
-    """Share of a query's gold groups each set covers (its gold recall), shape (L,).
-
-    Args:
-        sets: candidate indices per set, shape (L, k).
-        gold_groups: per candidate, the id (>= 0) of the gold passage it belongs to, or
-            -1 when it belongs to none, shape (n,). With one candidate per passage this
-            is plain gold recall; with chunks it is gold-document coverage.
-    """
-    idx = np.asarray(sets, dtype=np.int64)
-    groups = np.asarray(gold_groups, dtype=np.int64).reshape(-1)
-    golds = np.unique(groups[groups >= 0])
-    if golds.size == 0:
-        return np.zeros(idx.shape[0])
-    hit = (groups[idx][:, :, None] == golds[None, None, :]).any(axis=1)  # (L, G)
-    return np.asarray(hit.mean(axis=1), dtype=np.float64)
+def _text_view(question: str | None, texts: Sequence[str] | None, n: int) -> TextView | None:
+    if question is None and texts is None:
+        return None
+    if question is None or texts is None:
+        missing = "question" if question is None else "texts"
+        raise InvalidParameterError(f"the text-aware selector needs both question and texts; {missing} is None")
+    if not isinstance(question, str):
+        raise InvalidParameterError(f"question must be a string; got question={question!r}")
+    if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
+        raise InvalidParameterError("texts must be a sequence of strings, one per candidate")
+    if len(texts) != n:
+        raise DimensionMismatchError(f"texts must give one text per candidate; got {len(texts)} texts for {n} candidates")
+    return text_view(question, texts)
 
 
 class AdaptiveSelector:
-    """Chooses gMMR's ``lambda_mult`` per query with a trained set scorer (no LLM).
+    """Chooses gMMR's ``lambda_mult`` per query with trained models (no LLM).
 
     Args:
-        scorer: the trained :class:`SetScorer`.
-        lambdas: the λ grid it scores (must match what it was trained on).
+        variants: the trained :class:`~diverse_core.adaptive.variant.SelectorVariant` by name
+            (``"embedding"`` is required; ``"text"`` is used when texts are given).
+        lambdas: the λ grid they score (must match what they were trained on).
+        info: training record stored with the model.
 
     Example:
         >>> import numpy as np
         >>> sel = AdaptiveSelector.default()
         >>> rng = np.random.default_rng(1)
-        >>> c = sel.choose(rng.normal(size=8), rng.normal(size=(30, 8)), k=4)
-        >>> c.sets.shape
-        (10, 4)
+        >>> c = sel.choose(rng.normal(size=8), rng.normal(size=(30, 8)), k=4,
+        ...                question="Who wrote it?", texts=[f"text {i}" for i in range(30)])
+        >>> c.sets.shape, c.variant
+        ((10, 4), 'text')
     """
 
-    def __init__(self, scorer: SetScorer, lambdas: Sequence[float] = DEFAULT_LAMBDAS) -> None:
-        if tuple(scorer.feature_names) != FEATURE_NAMES:
-            raise InvalidParameterError(
-                "the scorer was trained on other features than this version computes; retrain it "
-                f"(its features: {len(scorer.feature_names)}, expected {len(FEATURE_NAMES)})"
-            )
-        self.scorer = scorer
+    def __init__(
+        self, variants: Mapping[str, SelectorVariant], lambdas: Sequence[float] = DEFAULT_LAMBDAS,
+        info: dict[str, Any] | None = None,
+    ) -> None:
+        if "embedding" not in variants:
+            raise InvalidParameterError(f"an adaptive selector needs the 'embedding' variant; got {sorted(variants)}")
+        self.variants = dict(variants)
         self.lambdas = check_values(lambdas, "lambdas")
+        self.info = dict(info or {})
+
+    @property
+    def scorer(self) -> Any:
+        """The embedding variant's set scorer (what format-1 selectors had)."""
+        return self.variants["embedding"].scorer
 
     @classmethod
     def default(cls) -> AdaptiveSelector:
@@ -140,28 +155,67 @@ class AdaptiveSelector:
 
     @classmethod
     def load(cls, path: str | Path) -> AdaptiveSelector:
-        """A selector from a file written by :meth:`save`."""
-        scorer = SetScorer.load(path)
-        lambdas = scorer.info.get("lambdas", DEFAULT_LAMBDAS)
-        return cls(scorer, lambdas)
+        """A selector from a file written by :meth:`save`.
+
+        Raises:
+            FileNotFoundError: no such file. InvalidParameterError: not a selector file, or an older layout.
+        """
+        p = Path(path)
+        if not p.is_file():
+            raise FileNotFoundError(f"adaptive model file not found: {p}")
+        try:
+            with np.load(p, allow_pickle=False) as data:
+                meta = json.loads(str(data["meta"]))
+                if meta.get("format") != FORMAT_VERSION:
+                    raise InvalidParameterError(
+                        f"{p}: adaptive model format {meta.get('format')!r}; this version reads format "
+                        f"{FORMAT_VERSION}: retrain it (python -m diverse_core.eval.train_adaptive or AdaptiveSelector.fit)"
+                    )
+                variants = {name: SelectorVariant.from_arrays(data, name) for name in meta["variants"]}
+        except (OSError, ValueError, KeyError) as exc:
+            raise InvalidParameterError(f"{p} is not an adaptive model file (.npz from save()): {exc}") from exc
+        return cls(variants, meta["lambdas"], meta.get("info"))
 
     def save(self, path: str | Path) -> Path:
-        """Write the model (``.npz``) to ``path``."""
-        info = dict(self.scorer.info)
-        info["lambdas"] = [float(v) for v in self.lambdas]
-        return SetScorer(self.scorer.weights, self.scorer.scale, self.scorer.alpha,
-                         self.scorer.feature_names, info).save(path)
+        """Write the model (``.npz``, a few kB) to ``path``."""
+        p = Path(path)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        meta = {"format": FORMAT_VERSION, "lambdas": [float(v) for v in self.lambdas],
+                "variants": list(self.variants), "info": self.info}
+        arrays: dict[str, Any] = {"meta": np.array(json.dumps(meta))}
+        for variant in self.variants.values():
+            arrays.update(variant.to_arrays())
+        with p.open("wb") as fh:
+            np.savez(fh, **arrays)
+        return p
 
-    def choose_prepared(self, prep: PreparedInputs) -> AdaptiveChoice:
+    def choose_prepared(
+        self, prep: PreparedInputs, *, question: str | None = None, texts: Sequence[str] | None = None
+    ) -> AdaptiveChoice:
         """:meth:`choose` on already validated inputs."""
-        sets, scores, feats = query_features(prep, self.lambdas)
-        predicted = self.scorer.scores(feats)
+        view = _text_view(question, texts, prep.n)
+        name = "text" if view is not None and "text" in self.variants else "embedding"
+        variant = self.variants[name]
+        sets, scores = lambda_sets(prep, self.lambdas)
+        unit, rel = prep.candidates, prep.relevance
+        base = set_features(self.lambdas, sets, unit, rel)
+        used_view = view if name == "text" else None
+        prob = variant.gold.probabilities(candidate_features(unit, rel, prep.k, used_view))
+        feats = variant_features(base, self.lambdas, sets, rel, unit @ unit.T, prob, used_view)
+        predicted = variant.scorer.scores(feats)
         lam = argmax_upper_median(self.lambdas, predicted)
         row = int(np.flatnonzero(self.lambdas == lam)[0])
-        return AdaptiveChoice(lam, sets[row], scores[row], self.lambdas, predicted, sets)
+        return AdaptiveChoice(lam, sets[row], scores[row], self.lambdas, predicted, sets, name, prob)
 
     def choose(
-        self, query: ArrayLike, candidates: ArrayLike, k: int, *, relevance: ArrayLike | None = None
+        self,
+        query: ArrayLike,
+        candidates: ArrayLike,
+        k: int,
+        *,
+        relevance: ArrayLike | None = None,
+        question: str | None = None,
+        texts: Sequence[str] | None = None,
     ) -> AdaptiveChoice:
         """The chosen λ and its gMMR set for one query.
 
@@ -170,8 +224,10 @@ class AdaptiveSelector:
             candidates: candidate embeddings, shape (n, d).
             k: how many to pick.
             relevance: optional relevance scores (default cosine), shape (n,).
+            question: the query text (with ``texts``: the text-aware variant).
+            texts: the candidate texts, one per candidate.
         """
-        return self.choose_prepared(prepare_inputs(query, candidates, k, relevance))
+        return self.choose_prepared(prepare_inputs(query, candidates, k, relevance), question=question, texts=texts)
 
     @classmethod
     def fit(
@@ -181,6 +237,9 @@ class AdaptiveSelector:
         gold_groups: Sequence[ArrayLike],
         k: int,
         *,
+        questions: Sequence[str] | None = None,
+        texts: Sequence[Sequence[str]] | None = None,
+        n_gold: Sequence[int] | None = None,
         lambdas: Sequence[float] = DEFAULT_LAMBDAS,
         alphas: Sequence[float] = DEFAULT_ALPHAS,
         folds: int = 5,
@@ -195,6 +254,9 @@ class AdaptiveSelector:
             gold_groups: per question, per candidate, the gold passage id it belongs to
                 or -1 (see :func:`coverage_labels`).
             k: set size.
+            questions, texts: per question, its text and its candidate texts; with both,
+                the text-aware variant is trained too.
+            n_gold: per question, its number of gold passages (default: those among the candidates).
             lambdas, alphas, folds: the λ grid, ridge penalties and CV folds.
             info: stored with the model.
 
@@ -203,45 +265,44 @@ class AdaptiveSelector:
             >>> rng = np.random.default_rng(0)
             >>> qs = [rng.normal(size=8) for _ in range(12)]
             >>> cs = [rng.normal(size=(20, 8)) for _ in range(12)]
-            >>> gs = [np.where(rng.random(20) < 0.2, rng.integers(0, 2, 20), -1) for _ in range(12)]
-            >>> AdaptiveSelector.fit(qs, cs, gs, k=4, folds=3).lambdas.shape
-            (10,)
+            >>> gs = [np.where(np.arange(20) < 3, np.arange(20), -1)[rng.permutation(20)] for _ in range(12)]
+            >>> sorted(AdaptiveSelector.fit(qs, cs, gs, k=4, folds=3).variants)
+            ['embedding']
         """
-        if not (len(queries) == len(candidates) == len(gold_groups)):
+        per_question = [queries, candidates, gold_groups, *(x for x in (questions, texts, n_gold) if x is not None)]
+        if len({len(x) for x in per_question}) != 1:
             raise DimensionMismatchError(
-                f"queries, candidates and gold_groups must have one entry per question; got "
-                f"{len(queries)}, {len(candidates)}, {len(gold_groups)}"
+                "queries, candidates, gold_groups (and questions, texts, n_gold when given) must have one entry "
+                f"per question; got lengths {[len(x) for x in per_question]}"
             )
-        feats, labels = [], []
-        for q, c, g in zip(queries, candidates, gold_groups, strict=True):
+        if (questions is None) != (texts is None):
+            raise InvalidParameterError("give both questions and texts (for the text variant) or neither")
+        examples = []
+        for i, (q, c, g) in enumerate(zip(queries, candidates, gold_groups, strict=True)):
             prep = prepare_inputs(q, c, k, None)
-            sets, _, f = query_features(prep, lambdas)
-            groups = np.asarray(g).reshape(-1)
-            if groups.shape[0] != prep.n:
-                raise DimensionMismatchError(
-                    f"gold_groups must give one id per candidate; got {groups.shape[0]} for {prep.n} candidates"
-                )
-            feats.append(f)
-            labels.append(coverage_labels(sets, groups))
-        return cls.fit_features(np.stack(feats), np.stack(labels), lambdas=lambdas, alphas=alphas,
-                                folds=folds, info=info)
+            question = None if questions is None else questions[i]
+            cand_texts = None if texts is None else texts[i]
+            view_n = _text_view(question, cand_texts, prep.n)  # validates
+            examples.append(query_example(prep, g, lambdas, question=question if view_n else None,
+                                          texts=cand_texts if view_n else None,
+                                          n_gold=None if n_gold is None else n_gold[i]))
+        return cls.fit_examples(examples, lambdas=lambdas, alphas=alphas, folds=folds, info=info)
 
     @classmethod
-    def fit_features(
+    def fit_examples(
         cls,
-        features: ArrayLike,
-        labels: ArrayLike,
+        examples: Sequence[QueryExample],
         *,
         lambdas: Sequence[float] = DEFAULT_LAMBDAS,
         alphas: Sequence[float] = DEFAULT_ALPHAS,
         folds: int = 5,
         info: dict[str, Any] | None = None,
     ) -> AdaptiveSelector:
-        """Train from precomputed :func:`query_features` (N, L, F) and labels (N, L)."""
-        record = {"lambdas": [float(v) for v in lambdas], **(info or {})}
-        scorer = fit_set_scorer(features, labels, alphas=alphas, folds=folds,
-                                feature_names=FEATURE_NAMES, info=record)
-        return cls(scorer, lambdas)
+        """Train from prepared :func:`~diverse_core.adaptive.training.query_example` records."""
+        names = [v for v in VARIANTS if v != "text" or all(ex.text is not None for ex in examples)]
+        record = {"n_questions": len(examples), **(info or {})}
+        variants = fit_variants(examples, lambdas, variants=names, alphas=alphas, folds=folds, info=info)
+        return cls(variants, lambdas, record)
 
 
 @lru_cache(maxsize=8)

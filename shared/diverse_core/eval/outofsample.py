@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from ..registry import get_method
 from ..tuning import argmax_upper_median
@@ -188,26 +187,28 @@ def _best_fixed(pooled: dict[tuple[str, str], tuple[SettingResult, list[float]]]
     return s.label, mean
 
 
-def _adaptive_examples(
-    blocks: Sequence[Benchmark], protocol: str, cache: DiskEmbeddingCache, cfg: SplitConfig
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Selector features (N, L, F) and gold-recall labels (N, L) of the train questions."""
-    from ..adaptive import DEFAULT_LAMBDAS, coverage_labels, query_features
+def _adaptive_examples(blocks: Sequence[Benchmark], protocol: str, cache: DiskEmbeddingCache, cfg: SplitConfig) -> list[Any]:
+    """The selector's training records (:class:`~diverse_core.adaptive.QueryExample`) of the train questions.
+
+    Each carries the question and candidate texts (for the text-aware variant) and is
+    labelled with its sets' gold recall over all the question's gold passages (the
+    harness's Oracle labels).
+    """
+    from ..adaptive import DEFAULT_LAMBDAS, query_example
     from ..validation import prepare_inputs
 
-    feats, labels = [], []
+    out = []
     for bench in blocks:
         task = build_task(bench, protocol)
         unit_emb = cache.embed(list(task.unit_texts))
         q_emb = cache.embed([r.question for r in task.records])
         cands = top_candidates(task, unit_emb, q_emb, cfg.fetch_k)
-        for inp in question_inputs(task, unit_emb, q_emb, cands, cfg.k):
+        for qi, inp in enumerate(question_inputs(task, unit_emb, q_emb, cands, cfg.k)):
             prep = prepare_inputs(inp.query_embedding, inp.embeddings, cfg.k, None)
-            sets, _, f = query_features(prep, DEFAULT_LAMBDAS)
             assert inp.gold_groups is not None
-            feats.append(f)
-            labels.append(coverage_labels(sets, inp.gold_groups))
-    return np.stack(feats), np.stack(labels)
+            out.append(query_example(prep, inp.gold_groups, DEFAULT_LAMBDAS, question=inp.question,
+                                     texts=inp.texts, n_gold=len(task.gold[qi])))
+    return out
 
 
 def _row(
@@ -285,7 +286,7 @@ def run_split(cfg: SplitConfig) -> SplitResults:
 
     # 1. train runs and best fixed settings
     train_pooled: dict[tuple[str, str], dict[tuple[str, str], tuple[SettingResult, list[float]]]] = {}
-    examples: dict[tuple[str, str], tuple[NDArray[np.float64], NDArray[np.float64]]] = {}
+    examples: dict[tuple[str, str], list[Any]] = {}
     for name in cfg.datasets:
         for protocol in cfg.protocols:
             _log(cfg, f"train {name}/{protocol}: {sum(len(b.records) for b in train_sets[name])} questions")
@@ -309,16 +310,15 @@ def run_split(cfg: SplitConfig) -> SplitResults:
                 "all": list(cfg.datasets)
             }
             for tag, names in groups.items():
-                x = np.concatenate([examples[(n, protocol)][0] for n in names])
-                y = np.concatenate([examples[(n, protocol)][1] for n in names])
-                sel = AdaptiveSelector.fit_features(
-                    x, y, alphas=cfg.alphas, folds=cfg.folds,
+                train_examples = [ex for n in names for ex in examples[(n, protocol)]]
+                sel = AdaptiveSelector.fit_examples(
+                    train_examples, folds=cfg.folds, alphas=cfg.alphas,
                     info={"protocol": protocol, "train_sets": names, "k": cfg.k, "fetch_k": cfg.fetch_k},
                 )
                 path = sel.save(model_dir / f"adaptive_{protocol}_{tag}.npz")
                 models[f"{protocol}/{tag}"] = str(path)
-                _log(cfg, f"selector {protocol}/{tag}: {x.shape[0]} train questions, alpha={sel.scorer.alpha:g}, "
-                     f"cv={sel.scorer.info['cv_pick_quality']}")
+                cv = {v: max(s.scorer.info["cv_pick_quality"].values()) for v, s in sel.variants.items()}
+                _log(cfg, f"selector {protocol}/{tag}: {len(train_examples)} train questions, cv={cv}")
 
     # 3. dev runs and rows
     tasks: list[SplitTask] = []

@@ -44,6 +44,7 @@ from ..metrics import (
     spearman_rho,
     vendi_score,
 )
+from ..registry import get_method
 from ..tuning import argmax_upper_median
 from .config import BenchConfig, MethodGrid, display_name
 from .datasets import load_dataset
@@ -134,7 +135,8 @@ def _picks_for_grid(
     if grid.values and grid.param is not None:
         sw = sweep(grid.method, inp.query_embedding, inp.embeddings, inp.k, grid.values, **grid.params)
         return [({**grid.params, grid.param: float(v)}, sw.indices[i], {}, None) for i, v in enumerate(sw.values)]
-    sel = select(grid.method, inp.query_embedding, inp.embeddings, inp.k, **grid.params)
+    extra = {"question": inp.question, "texts": list(inp.texts)} if get_method(grid.method).reads_text else {}
+    sel = select(grid.method, inp.query_embedding, inp.embeddings, inp.k, **grid.params, **extra)
     return [(dict(grid.params), sel.indices, {}, None)]
 
 

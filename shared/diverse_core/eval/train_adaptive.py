@@ -21,8 +21,6 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-import numpy as np
-
 from ..adaptive import DEFAULT_MODEL, AdaptiveSelector
 from .datasets import load_dataset
 from .disk_cache import DiskEmbeddingCache
@@ -56,25 +54,25 @@ def train(
                       data_dir=data_dir, cache_dir=cache_dir, progress=progress,
                       train_limit=dict(train_limit or {}) or None, train_block=dict(train_block or {}))
     cache = DiskEmbeddingCache(get_default_embedder(), cfg.model_name, cache_dir, progress=progress)
-    xs, ys, counts = [], [], {}
+    examples, counts = [], {}
     for name in datasets:
         blocks, dropped = train_blocks(name, cfg, load_dataset(name, data_dir).records)
-        x, y = _adaptive_examples(blocks, protocol, cache, cfg)
-        xs.append(x)
-        ys.append(y)
-        counts[name] = int(x.shape[0])
+        found = _adaptive_examples(blocks, protocol, cache, cfg)
+        examples += found
+        counts[name] = len(found)
         if progress:
-            print(f"[train] {name}/{protocol}: {x.shape[0]} questions ({dropped} dropped: shared with dev)",
+            print(f"[train] {name}/{protocol}: {len(found)} questions ({dropped} dropped: shared with dev)",
                   flush=True)
-    sel = AdaptiveSelector.fit_features(
-        np.concatenate(xs), np.concatenate(ys),
+    sel = AdaptiveSelector.fit_examples(
+        examples,
         info={"protocol": protocol, "train_sets": counts, "k": k, "fetch_k": fetch_k,
               "embedder": cfg.model_name},
     )
     path = sel.save(out)
     if progress:
-        print(f"[train] alpha={sel.scorer.alpha:g} cv={sel.scorer.info['cv_pick_quality']} -> {path} "
-              f"({path.stat().st_size} bytes)", flush=True)
+        for v, var in sel.variants.items():
+            print(f"[train] {v}: alpha={var.scorer.alpha:g} cv={var.scorer.info['cv_pick_quality']}", flush=True)
+        print(f"[train] -> {path} ({path.stat().st_size} bytes)", flush=True)
     return sel
 
 

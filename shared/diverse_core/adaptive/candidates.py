@@ -1,0 +1,258 @@
+"""How likely each candidate is gold evidence, and what that says about each λ's set.
+
+The set scorer compares a query's gMMR sets; it compares them better when it knows,
+for every candidate, how likely the candidate is one of the passages the question
+needs. :func:`candidate_features` describes each candidate (its relevance and rank,
+its similarity to the better-ranked candidates and, when the texts are known, which
+of the question's words and names it contains that the top candidate lacks);
+:class:`GoldModel` is a logistic regression of "is gold" on those features, trained
+on the same questions as the scorer; :func:`gold_set_features` turns its
+probabilities into per-set features (expected gold picks, discounted for picks that
+repeat an earlier one). All of it is array operations over the ``(n, n)`` candidate
+similarities and the ``(L, k)`` sets.
+
+Example:
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> u = rng.normal(size=(20, 8)); u /= np.linalg.norm(u, axis=1, keepdims=True)
+    >>> rel = u @ u[0]
+    >>> candidate_features(u, rel, 5).shape == (20, len(EMBEDDING_CANDIDATE_FEATURES))
+    True
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ..errors import DimensionMismatchError, InvalidParameterError, NonFiniteInputError
+from .lexical import TextView
+
+__all__ = [
+    "EMBEDDING_CANDIDATE_FEATURES",
+    "TEXT_CANDIDATE_FEATURES",
+    "GOLD_SET_FEATURES",
+    "GoldModel",
+    "candidate_features",
+    "gold_set_features",
+    "fit_gold_model",
+]
+
+FloatArray = NDArray[np.float64]
+
+#: Per-candidate features from embeddings and relevance alone.
+EMBEDDING_CANDIDATE_FEATURES = (
+    "rel",  # relevance to the query
+    "rel_vs_top1",  # relevance minus the best candidate's
+    "rank",  # relevance rank / n
+    "in_topk",  # 1 when among the k most relevant
+    "log_rank",  # log(1 + rank)
+    "red_better",  # highest cosine to a better-ranked candidate (0 for the best)
+    "sim_top1",  # cosine to the most relevant candidate
+    "sim_topk",  # mean cosine to the k most relevant
+    "centrality",  # mean cosine to the whole pool
+    "pool_top1",  # the best candidate's relevance (the same for all)
+)
+
+#: Per-candidate features that need the question and the candidate texts.
+TEXT_CANDIDATE_FEATURES = (
+    *EMBEDDING_CANDIDATE_FEATURES,
+    "term_cover",  # share of the question's content words the text contains
+    "name_cover",  # share of the question's names the text contains
+    "term_complement",  # share of the words the top candidate lacks that this text has
+    "name_complement",  # same for the question's names
+    "bridge_top3",  # log(1 + names shared with the three most relevant candidates)
+    "bridge_top1",  # log(1 + names shared with the most relevant candidate)
+    "n_terms",  # question length in content words / 20
+    "n_names",  # question names / 5
+)
+
+#: Per-set features from the gold probabilities of its picks.
+GOLD_SET_FEATURES = (
+    "p_sum",  # expected gold picks
+    "p_sum_novel",  # same, counting only picks with cosine < 0.8 to every earlier pick
+    "p_sum_discounted",  # each pick's probability times (1 - its cosine to the closest earlier pick)
+    "p_max",  # most likely gold pick
+    "p_second",  # second most likely
+    "p_any",  # probability that at least one pick is gold (independent picks)
+)
+
+
+def _share(hits: NDArray[np.bool_]) -> FloatArray:
+    if hits.shape[1] == 0:
+        return np.zeros(hits.shape[0])
+    return np.asarray(hits.mean(axis=1), dtype=np.float64)
+
+
+def _complement(hits: NDArray[np.bool_], top: int) -> FloatArray:
+    missing = ~hits[top]
+    if not missing.any():
+        return np.zeros(hits.shape[0])
+    return np.asarray((hits & missing).sum(axis=1) / missing.sum(), dtype=np.float64)
+
+
+def candidate_features(
+    unit: ArrayLike, relevance: ArrayLike, k: int, view: TextView | None = None
+) -> FloatArray:
+    """One row per candidate: :data:`EMBEDDING_CANDIDATE_FEATURES`, or :data:`TEXT_CANDIDATE_FEATURES` with ``view``.
+
+    Args:
+        unit: unit-length candidate embeddings, shape (n, d).
+        relevance: relevance of each candidate to the query, shape (n,).
+        k: the set size.
+        view: the query's :class:`~diverse_core.adaptive.lexical.TextView` (adds the text features).
+    """
+    u = np.asarray(unit, dtype=np.float64)
+    rel = np.asarray(relevance, dtype=np.float64).reshape(-1)
+    n = u.shape[0]
+    sim = u @ u.T
+    order = np.argsort(-rel, kind="stable")
+    rank = np.empty(n, dtype=np.float64)
+    rank[order] = np.arange(n, dtype=np.float64)
+    top = int(order[0])
+    better = rank[None, :] < rank[:, None]  # [i, j]: j ranks above i
+    red_better = np.where(better, sim, -1.0).max(axis=1)
+    red_better[top] = 0.0
+    cols = [
+        rel,
+        rel - rel[top],
+        rank / n,
+        (rank < k).astype(np.float64),
+        np.log1p(rank),
+        red_better,
+        sim[:, top],
+        sim[:, order[: min(k, n)]].mean(axis=1),
+        sim.mean(axis=1),
+        np.full(n, rel[top]),
+    ]
+    if view is not None:
+        if view.term_hits.shape[0] != n:
+            raise DimensionMismatchError(f"texts must give one text per candidate; got {view.term_hits.shape[0]} for {n}")
+        other = view.other_names.astype(np.float64)
+        top3 = other[order[: min(3, n)]].any(axis=0).astype(np.float64)
+        cols += [
+            _share(view.term_hits),
+            _share(view.name_hits),
+            _complement(view.term_hits, top),
+            _complement(view.name_hits, top),
+            np.log1p(other @ top3),
+            np.log1p(other @ other[top]),
+            np.full(n, len(view.terms) / 20.0),
+            np.full(n, len(view.names) / 5.0),
+        ]
+    return np.column_stack(cols)
+
+
+def gold_set_features(probabilities: ArrayLike, sim: ArrayLike, sets: ArrayLike, novel_below: float = 0.8) -> FloatArray:
+    """One row of :data:`GOLD_SET_FEATURES` per set.
+
+    Args:
+        probabilities: each candidate's gold probability, shape (n,).
+        sim: candidate cosine similarities, shape (n, n).
+        sets: candidate indices of each set in pick order, shape (L, k).
+        novel_below: a pick counts as novel when its cosine to every earlier pick is below this.
+    """
+    p = np.asarray(probabilities, dtype=np.float64)
+    s = np.asarray(sim, dtype=np.float64)
+    idx = np.asarray(sets, dtype=np.int64)
+    k = idx.shape[1]
+    picked = p[idx]  # (L, k)
+    pair = s[idx[:, :, None], idx[:, None, :]]  # (L, k, k)
+    lower = np.tril(np.ones((k, k), dtype=bool), k=-1)
+    closest = np.where(lower[None], pair, -1.0).max(axis=2)  # first pick: -1 (nothing before it)
+    ordered = -np.sort(-picked, axis=1)
+    second = ordered[:, 1] if k > 1 else np.zeros(idx.shape[0])
+    return np.column_stack(
+        [
+            picked.sum(axis=1),
+            (picked * (closest < novel_below)).sum(axis=1),
+            (picked * (1.0 - np.clip(closest, 0.0, 1.0))).sum(axis=1),
+            ordered[:, 0],
+            second,
+            1.0 - np.prod(1.0 - picked, axis=1),
+        ]
+    )
+
+
+@dataclass(frozen=True)
+class GoldModel:
+    """Logistic regression of "this candidate is gold": ``sigmoid(((x - mean) / scale) @ w + b)``.
+
+    Attributes:
+        mean, scale: per-feature standardisation of the training rows, shape (F,).
+        weights: shape (F,); bias: the intercept.
+        feature_names: names of the F features.
+        l2: the ridge penalty used.
+    """
+
+    mean: FloatArray
+    scale: FloatArray
+    weights: FloatArray
+    bias: float
+    feature_names: tuple[str, ...]
+    l2: float = 1.0
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def probabilities(self, features: ArrayLike) -> FloatArray:
+        """Gold probability of each row of ``features`` (shape (n, F)) -> (n,)."""
+        x = np.asarray(features, dtype=np.float64)
+        if x.ndim != 2 or x.shape[1] != self.weights.shape[0]:
+            raise DimensionMismatchError(f"features must have shape (n, {self.weights.shape[0]}); got {x.shape}")
+        z = ((x - self.mean) / self.scale) @ self.weights + self.bias
+        return np.asarray(1.0 / (1.0 + np.exp(-np.clip(z, -50.0, 50.0))), dtype=np.float64)
+
+    def to_arrays(self, prefix: str) -> dict[str, Any]:
+        """The arrays to store under ``prefix`` in a model file."""
+        meta = {"bias": self.bias, "l2": self.l2, "feature_names": list(self.feature_names), "info": self.info}
+        return {f"{prefix}mean": self.mean, f"{prefix}scale": self.scale, f"{prefix}weights": self.weights,
+                f"{prefix}meta": np.array(json.dumps(meta))}
+
+    @classmethod
+    def from_arrays(cls, data: Any, prefix: str) -> GoldModel:
+        """Read what :meth:`to_arrays` stored."""
+        meta = json.loads(str(data[f"{prefix}meta"]))
+        return cls(np.asarray(data[f"{prefix}mean"], dtype=np.float64), np.asarray(data[f"{prefix}scale"], dtype=np.float64),
+                   np.asarray(data[f"{prefix}weights"], dtype=np.float64), float(meta["bias"]),
+                   tuple(meta["feature_names"]), float(meta["l2"]), dict(meta["info"]))
+
+
+def fit_gold_model(
+    features: ArrayLike, is_gold: ArrayLike, *, feature_names: tuple[str, ...], l2: float = 1.0, max_iter: int = 100
+) -> GoldModel:
+    """Fit a :class:`GoldModel` by Newton's method (deterministic; no randomness).
+
+    Args:
+        features: candidate rows, shape (m, F).
+        is_gold: 1 for a gold candidate, else 0, shape (m,).
+        feature_names: the F names stored with the model.
+        l2: ridge penalty on the standardised weights (not the intercept).
+        max_iter: Newton steps at most.
+    """
+    x = np.asarray(features, dtype=np.float64)
+    y = np.asarray(is_gold, dtype=np.float64).reshape(-1)
+    if x.ndim != 2 or y.shape[0] != x.shape[0]:
+        raise DimensionMismatchError(f"features must be (m, F) and is_gold (m,); got {x.shape} and {y.shape}")
+    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
+        raise NonFiniteInputError("candidate features and gold labels must be finite")
+    if not (0.0 < y.mean() < 1.0):
+        raise InvalidParameterError(f"need gold and non-gold candidates to train; got a gold share of {y.mean():g}")
+    mean = x.mean(axis=0)
+    scale = x.std(axis=0)
+    scale[scale < 1e-12] = 1.0
+    z = np.column_stack([(x - mean) / scale, np.ones(x.shape[0])])
+    penalty = l2 * np.diag(np.r_[np.ones(x.shape[1]), 0.0])
+    w = np.zeros(z.shape[1])
+    for _ in range(max_iter):
+        p = 1.0 / (1.0 + np.exp(-np.clip(z @ w, -50.0, 50.0)))
+        grad = z.T @ (p - y) + penalty @ w
+        hess = (z * (p * (1.0 - p))[:, None]).T @ z + penalty
+        step = np.linalg.solve(hess, grad)
+        w -= step
+        if float(np.abs(step).max()) < 1e-9:
+            break
+    return GoldModel(mean, scale, w[:-1].copy(), float(w[-1]), tuple(feature_names), float(l2),
+                     {"n_rows": int(x.shape[0]), "gold_share": round(float(y.mean()), 6)})

@@ -1,0 +1,187 @@
+"""Training the selector's variants from questions with known gold passages.
+
+:func:`query_example` turns one training question into a :class:`QueryExample`
+(its λ sets, their gold recall, and every feature the variants need);
+:func:`fit_variants` fits, for each variant, the gold model and then the set scorer.
+The set scorer is trained on *cross-fitted* gold probabilities: the probabilities of
+the questions of fold ``f`` come from a gold model trained on the other folds (the
+folds are the scorer's own cross-validation folds, question ``i`` in fold
+``i mod folds``), so the scorer learns how far to trust probabilities on questions
+the gold model has not seen. Everything is deterministic.
+
+Example:
+    >>> import numpy as np
+    >>> from diverse_core.validation import prepare_inputs
+    >>> rng = np.random.default_rng(0)
+    >>> prep = prepare_inputs(rng.normal(size=8), rng.normal(size=(20, 8)), 4, None)
+    >>> groups = np.where(np.arange(20) < 3, np.arange(20), -1)
+    >>> ex = query_example(prep, groups, (0.5, 1.0))
+    >>> ex.labels.shape, ex.text is None
+    ((2,), True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ..errors import DimensionMismatchError, InvalidParameterError
+from ..validation import PreparedInputs
+from .candidates import candidate_features, fit_gold_model
+from .features import set_features
+from .lexical import TextView, text_view
+from .model import DEFAULT_ALPHAS, fit_set_scorer
+from .variant import (
+    SelectorVariant,
+    candidate_feature_names,
+    variant_feature_names,
+    variant_features,
+)
+
+__all__ = ["QueryExample", "query_example", "fit_variants", "coverage_labels", "lambda_sets"]
+
+FloatArray = NDArray[np.float64]
+
+
+def lambda_sets(prep: PreparedInputs, lambdas: ArrayLike) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """gMMR's set for every ``lambda_mult`` of the grid (one batched sweep): (L, k) picks and scores."""
+    from ..methods.gmmr import gmmr_sweep
+    from ..validation import check_values
+
+    grid = check_values(lambdas, "lambdas")
+    picks, scores = gmmr_sweep(prep, grid)
+    return np.asarray(picks, dtype=np.int64), np.asarray(scores, dtype=np.float64)
+
+
+def coverage_labels(sets: ArrayLike, gold_groups: ArrayLike, n_gold: int | None = None) -> NDArray[np.float64]:
+    """Gold recall of each set, shape (L,).
+
+    Args:
+        sets: candidate indices per set, shape (L, k).
+        gold_groups: per candidate, the id (>= 0) of the gold passage it belongs to, or
+            -1 when it belongs to none, shape (n,). With one candidate per passage this
+            is plain gold recall; with chunks it is gold-document coverage.
+        n_gold: how many gold passages the question has in all (some may be missing from
+            the candidates); default: the number of distinct gold ids among the candidates.
+    """
+    idx = np.asarray(sets, dtype=np.int64)
+    groups = np.asarray(gold_groups, dtype=np.int64).reshape(-1)
+    golds = np.unique(groups[groups >= 0])
+    if n_gold is not None and (isinstance(n_gold, bool) or int(n_gold) < golds.size):
+        raise InvalidParameterError(
+            f"n_gold must be at least the {golds.size} gold passages among the candidates; got n_gold={n_gold!r}"
+        )
+    total = golds.size if n_gold is None else int(n_gold)
+    if golds.size == 0 or total == 0:
+        return np.zeros(idx.shape[0])
+    hit = (groups[idx][:, :, None] == golds[None, None, :]).any(axis=1)  # (L, G)
+    return np.asarray(hit.sum(axis=1) / total, dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class QueryExample:
+    """One training question, ready for :func:`fit_variants`.
+
+    Attributes:
+        sets: gMMR's set per λ, shape (L, k).
+        labels: gold recall of each set, shape (L,).
+        is_gold: whether each candidate belongs to a gold passage, shape (n,).
+        base: :func:`~diverse_core.adaptive.features.set_features`, shape (L, F0).
+        relevance: candidate relevance, shape (n,).
+        sim: candidate cosines, shape (n, n).
+        embedding: embedding-only candidate features, shape (n, Fe).
+        text: text-aware candidate features, shape (n, Ft), or None without texts.
+        view: the question's text view, or None.
+    """
+
+    sets: NDArray[np.int64]
+    labels: FloatArray
+    is_gold: NDArray[np.bool_]
+    base: FloatArray
+    relevance: FloatArray
+    sim: FloatArray
+    embedding: FloatArray
+    text: FloatArray | None
+    view: TextView | None
+
+
+def query_example(
+    prep: PreparedInputs,
+    gold_groups: ArrayLike,
+    lambdas: ArrayLike,
+    *,
+    question: str | None = None,
+    texts: Sequence[str] | None = None,
+    n_gold: int | None = None,
+) -> QueryExample:
+    """The :class:`QueryExample` of one prepared question (texts optional)."""
+    lam = np.asarray(lambdas, dtype=np.float64)
+    groups = np.asarray(gold_groups).reshape(-1)
+    if groups.shape[0] != prep.n:
+        raise DimensionMismatchError(
+            f"gold_groups must give one id per candidate; got {groups.shape[0]} for {prep.n} candidates"
+        )
+    sets, _ = lambda_sets(prep, lam)
+    unit, rel = prep.candidates, prep.relevance
+    view = text_view(question, texts) if question is not None and texts is not None else None
+    return QueryExample(
+        sets=sets,
+        labels=coverage_labels(sets, groups, n_gold),
+        is_gold=groups >= 0,
+        base=set_features(lam, sets, unit, rel),
+        relevance=np.asarray(rel, dtype=np.float64),
+        sim=np.asarray(unit @ unit.T, dtype=np.float64),
+        embedding=candidate_features(unit, rel, prep.k),
+        text=None if view is None else candidate_features(unit, rel, prep.k, view),
+        view=view,
+    )
+
+
+def _candidate_rows(examples: Sequence[QueryExample], name: str) -> list[FloatArray]:
+    rows = [ex.text if name == "text" else ex.embedding for ex in examples]
+    if any(r is None for r in rows):
+        raise InvalidParameterError("the text variant needs every training question's text and candidate texts")
+    return [r for r in rows if r is not None]
+
+
+def fit_variants(
+    examples: Sequence[QueryExample],
+    lambdas: ArrayLike,
+    *,
+    variants: Sequence[str] = ("text", "embedding"),
+    alphas: Sequence[float] = DEFAULT_ALPHAS,
+    folds: int = 5,
+    l2: float = 1.0,
+    info: dict[str, Any] | None = None,
+) -> dict[str, SelectorVariant]:
+    """Fit each of ``variants`` on ``examples`` (see the module docstring)."""
+    if len(examples) < max(2, folds):
+        raise InvalidParameterError(f"need at least {max(2, folds)} training questions; got {len(examples)}")
+    lam = np.asarray(lambdas, dtype=np.float64)
+    fold = np.arange(len(examples)) % folds
+    gold = [ex.is_gold.astype(np.float64) for ex in examples]
+    labels = np.stack([ex.labels for ex in examples])
+    out: dict[str, SelectorVariant] = {}
+    for name in variants:
+        rows = _candidate_rows(examples, name)
+        names = candidate_feature_names(name)
+        probs: list[FloatArray | None] = [None] * len(examples)
+        for f in range(folds):
+            train = np.flatnonzero(fold != f)
+            model = fit_gold_model(np.concatenate([rows[i] for i in train]), np.concatenate([gold[i] for i in train]),
+                                   feature_names=names, l2=l2)
+            for i in np.flatnonzero(fold == f):
+                probs[i] = model.probabilities(rows[i])
+        x = np.stack([
+            variant_features(ex.base, lam, ex.sets, ex.relevance, ex.sim, p, ex.view if name == "text" else None)
+            for ex, p in zip(examples, probs, strict=True) if p is not None
+        ])
+        scorer = fit_set_scorer(x, labels, alphas=alphas, folds=folds, feature_names=variant_feature_names(name),
+                                info={"variant": name, **(info or {})})
+        full = fit_gold_model(np.concatenate(rows), np.concatenate(gold), feature_names=names, l2=l2)
+        out[name] = SelectorVariant(name, full, scorer)
+    return out
