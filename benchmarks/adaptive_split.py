@@ -81,6 +81,18 @@ def target_markdown(payload: dict[str, Any], protocol: str = "chunks") -> list[s
     return [*lines, ""]
 
 
+def _train_used(payload: dict[str, Any]) -> str:
+    """Which train questions the run used."""
+    cfg = payload["config"]
+    counts = ", ".join(f"{t['dataset']} {t['n_train']}" for t in payload["tasks"] if t["protocol"] == payload["tasks"][0]["protocol"])
+    blocks = f"blocks of {cfg['train_block'] or 'the default size (HotpotQA/MuSiQue 200, 2Wiki 500)'} questions"
+    if not cfg["train_limit"]:
+        return (f"Train questions used: all of them ({counts}), in {blocks}, each block with its own pooled "
+                "corpus, like dev.")
+    return (f"Train questions used: the first N per train set, {cfg['train_limit']} ({counts}), in {blocks}, "
+            "each block with its own pooled corpus, like dev.")
+
+
 def _cell(r: dict[str, Any]) -> str:
     lo, hi = r["ci"]
     return f"{_pct(r['mean'])} [{_pct(lo)}, {_pct(hi)}]"
@@ -103,15 +115,14 @@ def headline_markdown(payload: dict[str, Any], command: str, note: str = "") -> 
         "`sigma`, Vendi `s`) is the value with the best mean recall on the TRAIN questions "
         "(`shared/data/train/` + the HippoRAG train files; any question sharing an id or normalised text with "
         "a dev question removed), then scored once on dev. `adaptive` is the learned λ selector "
-        "(`diverse_core.adaptive`, LLM-free) trained on the train questions of the three datasets together; "
+        "(`diverse_core.adaptive`, no LLM) trained on the train questions of the three datasets together, "
+        "in its text-aware variant (the harness gives it the question and the candidate texts: it reads which "
+        "question words and names each set contains, and a per-candidate gold-evidence probability); "
         "`Δ cos` = mean paired difference to cosine [95% interval], `p` = paired sign-flip permutation p-value "
         f"({cfg['n_perm']} permutations), `gap` = share of the cosine→Oracle gap closed. The Oracle picks the "
         "best λ per question with the gold labels (a ceiling, not a method).",
         "",
-        f"Train questions used (first N per train set): {cfg['train_limit']} "
-        f"(blocks of {cfg['train_block'] or 'default'} questions, "
-        "each with its own pooled corpus, like dev); the train subsets are the first questions of each train "
-        "set (embedding the whole train corpora did not fit the time of this run).",
+        _train_used(payload),
         "",
         "| dataset | protocol | method | chosen on train | train | dev recall [95% CI] | Δ cos [95% CI] | p | gap |",
         "|---|---|---|---|---|---|---|---|---|",

@@ -12,7 +12,10 @@ from numpy.typing import NDArray
 from .errors import InvalidParameterError, UnknownMethodError
 from .validation import PreparedInputs
 
-__all__ = ["MethodSpec", "register_method", "get_method", "available_methods"]
+__all__ = ["MethodSpec", "TEXT_PARAMS", "register_method", "get_method", "available_methods"]
+
+#: The parameters a method with ``reads_text`` gets from its caller (never shown as settings).
+TEXT_PARAMS = ("question", "texts")
 
 IndexScores = tuple[NDArray[np.int64], NDArray[np.float64]]
 RunFn = Callable[..., IndexScores]
@@ -45,6 +48,11 @@ class MethodSpec:
     param: str | None = None
     run_sweep: SweepFn | None = None
     reads_text: bool = False
+
+    @property
+    def setting_defaults(self) -> dict[str, Any]:
+        """The defaults a user sets (:data:`TEXT_PARAMS` left out for a method that reads text)."""
+        return {k: v for k, v in self.defaults.items() if not (self.reads_text and k in TEXT_PARAMS)}
 
     def resolve_params(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """Fill defaults, reject unknown names and validate ranges."""

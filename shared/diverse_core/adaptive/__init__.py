@@ -75,9 +75,10 @@ __all__ = [
 
 
 def _run(
-    prep: PreparedInputs, *, model: Any = None, question: str | None = None, texts: Any = None, **_: Any
+    prep: PreparedInputs, *, model: Any = None, variant: str = "auto", question: str | None = None,
+    texts: Any = None, **_: Any
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-    choice = load_selector(model).choose_prepared(prep, question=question, texts=texts)
+    choice = load_selector(model).choose_prepared(prep, question=question, texts=texts, variant=variant)
     return choice.indices, choice.scores
 
 
@@ -90,11 +91,13 @@ def _check(params: dict[str, Any]) -> dict[str, Any]:
         )
     if isinstance(model, (str, Path)) and not Path(model).is_file():
         raise InvalidParameterError(f"model file not found: model={str(model)!r}")
+    if params["variant"] not in ("auto", *VARIANTS):
+        raise InvalidParameterError(f"variant must be 'auto', 'text' or 'embedding'; got variant={params['variant']!r}")
     return params
 
 
 #: The ``adaptive`` selection method (registered by ``import diverse_core``).
 SPEC = MethodSpec(
-    name="adaptive", run=_run, defaults={"model": None, "question": None, "texts": None}, check=_check, param=None,
+    name="adaptive", run=_run, defaults={"model": None, "variant": "auto", "question": None, "texts": None}, check=_check, param=None,
     reads_text=True,
 )

@@ -189,12 +189,27 @@ class AdaptiveSelector:
             np.savez(fh, **arrays)
         return p
 
+    def _variant_name(self, view: TextView | None, variant: str) -> str:
+        if variant not in ("auto", *VARIANTS):
+            raise InvalidParameterError(f"variant must be 'auto', 'text' or 'embedding'; got variant={variant!r}")
+        if variant == "embedding":
+            return "embedding"
+        if variant == "text" and (view is None or "text" not in self.variants):
+            why = "this model has no text variant" if "text" not in self.variants else "question and texts are needed"
+            raise InvalidParameterError(f"variant='text' cannot be used: {why}")
+        return "text" if view is not None and "text" in self.variants else "embedding"
+
     def choose_prepared(
-        self, prep: PreparedInputs, *, question: str | None = None, texts: Sequence[str] | None = None
+        self,
+        prep: PreparedInputs,
+        *,
+        question: str | None = None,
+        texts: Sequence[str] | None = None,
+        variant: str = "auto",
     ) -> AdaptiveChoice:
         """:meth:`choose` on already validated inputs."""
         view = _text_view(question, texts, prep.n)
-        name = "text" if view is not None and "text" in self.variants else "embedding"
+        name = self._variant_name(view, variant)
         variant = self.variants[name]
         sets, scores = lambda_sets(prep, self.lambdas)
         unit, rel = prep.candidates, prep.relevance
@@ -216,6 +231,7 @@ class AdaptiveSelector:
         relevance: ArrayLike | None = None,
         question: str | None = None,
         texts: Sequence[str] | None = None,
+        variant: str = "auto",
     ) -> AdaptiveChoice:
         """The chosen λ and its gMMR set for one query.
 
@@ -226,8 +242,11 @@ class AdaptiveSelector:
             relevance: optional relevance scores (default cosine), shape (n,).
             question: the query text (with ``texts``: the text-aware variant).
             texts: the candidate texts, one per candidate.
+            variant: ``"auto"`` (text-aware when question and texts are given), ``"text"`` or
+                ``"embedding"`` (ignore the texts).
         """
-        return self.choose_prepared(prepare_inputs(query, candidates, k, relevance), question=question, texts=texts)
+        return self.choose_prepared(prepare_inputs(query, candidates, k, relevance), question=question, texts=texts,
+                                    variant=variant)
 
     @classmethod
     def fit(

@@ -84,7 +84,7 @@ class MethodGrid:
             elif not self.is_plugin:
                 shown[self.param] = get_method(self.method).defaults.get(self.param)
         elif not self.is_plugin:
-            shown.update(get_method(self.method).defaults)
+            shown.update(get_method(self.method).setting_defaults)
         shown.update({k: v for k, v in params.items() if k != self.param})
         if not shown:
             return "-"

@@ -327,6 +327,7 @@ def run_split(cfg: SplitConfig) -> SplitResults:
             grids = list(cfg.methods)
             if cfg.adaptive:
                 grids.append(MethodGrid("adaptive", (), {"model": models[f"{protocol}/all"]}))
+                grids.append(MethodGrid("adaptive", (), {"model": models[f"{protocol}/all"], "variant": "embedding"}))
                 if f"{protocol}/{name}" in models:
                     grids.append(MethodGrid("adaptive", (), {"model": models[f"{protocol}/{name}"]}))
             _log(cfg, f"dev {name}/{protocol}: {len(dev_sets[name].records)} questions")
@@ -356,6 +357,11 @@ def run_split(cfg: SplitConfig) -> SplitResults:
                     label = grid.label(grid.params)
                     rows.append(_row("adaptive", label, float("nan"), dev_pooled[("adaptive", label)][1], cosine,
                                      oracle_mean, cfg, note=note))
+                grid = MethodGrid("adaptive", (), {"model": models[f"{protocol}/all"], "variant": "embedding"})
+                label = grid.label(grid.params)
+                rows.append(_row("adaptive", label, float("nan"), dev_pooled[("adaptive", label)][1], cosine,
+                                 oracle_mean, cfg, note="embedding-only variant (no texts): the same model, "
+                                 "only embeddings"))
             gm = _best_fixed(dev_pooled, "gmmr")
             if gm is not None:
                 rows.append(_row("gmmr", gm[0], float("nan"), dev_pooled[("gmmr", gm[0])][1], cosine, oracle_mean,
