@@ -197,7 +197,7 @@ LEXICAL_SET_FEATURES = (
     "name_gain",  # name_union minus that of the cosine top-k set
     "name_mean",  # mean share per pick
     "bridge",  # other names shared by two picks or more, / k
-    "term_all",  # 1 when the picks together contain every content word
+    "term_all",  # 1 when the picks together contain every content word (0 when there are none)
 )
 
 
@@ -225,6 +225,8 @@ def lexical_set_features(view: TextView, sets: ArrayLike, relevance: ArrayLike) 
     name_union, name_mean, name_top = _union_share(view.name_hits, idx, topk)
     shared = (view.other_names[idx].sum(axis=1) >= 2).sum(axis=1) / k
     every = view.term_hits[idx].any(axis=1).all(axis=1).astype(np.float64)
+    if view.term_hits.shape[1] == 0:  # no content words: no lexical evidence (as term_union)
+        every[:] = 0.0
     return np.column_stack(
         [term_union, term_union - term_top, term_mean, name_union, name_union - name_top, name_mean, shared, every]
     )
