@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from adaptive_testdata import random_view
 from diverse_core.adaptive import LEXICAL_SET_FEATURES, TextView, lexical_set_features, text_view
 from diverse_core.adaptive.lexical import STOPWORDS, content_terms, name_terms
 from hypothesis import given
@@ -122,17 +123,6 @@ def _slow_lexical(view: TextView, sets: np.ndarray, rel: np.ndarray) -> np.ndarr
         rows.append([tu, tu - union(view.term_hits, top), mean(view.term_hits, s), nu,
                      nu - union(view.name_hits, top), mean(view.name_hits, s), shared / k, float(every)])
     return np.array(rows)
-
-
-def random_view(rng: np.random.Generator, n: int, n_terms: int, n_names: int) -> TextView:
-    """A TextView with random hit matrices (``n_terms``/``n_names`` may be 0)."""
-    return TextView(
-        terms=tuple(f"t{i}" for i in range(n_terms)),
-        names=tuple(f"n{i}" for i in range(n_names)),
-        term_hits=rng.random((n, n_terms)) < 0.4,
-        name_hits=rng.random((n, n_names)) < 0.3,
-        other_names=rng.random((n, int(rng.integers(1, 6)))) < 0.3,
-    )
 
 
 @given(st.integers(0, 10_000), st.integers(1, 5), st.integers(0, 5), st.integers(0, 3))
