@@ -16,7 +16,9 @@ from diverse_core.adaptive import (
     coverage_labels,
     fit_set_scorer,
     set_features,
+    variant_feature_names,
 )
+from diverse_core.adaptive.variant import candidate_feature_names
 from diverse_core.errors import DimensionMismatchError, InvalidParameterError
 from hypothesis import given
 from hypothesis import strategies as st
@@ -163,5 +165,13 @@ def test_shipped_model_is_small_and_loads() -> None:
         pytest.skip("the shipped model has not been trained in this checkout")
     assert DEFAULT_MODEL.stat().st_size <= 5 * 1024 * 1024
     sel = AdaptiveSelector.default()
-    assert sel.scorer.feature_names == FEATURE_NAMES
-    assert sel.scorer.info.get("protocol") == "chunks"
+    assert sorted(sel.variants) == ["embedding", "text"]
+    for name, variant in sel.variants.items():
+        assert variant.scorer.feature_names == variant_feature_names(name)
+        assert variant.gold.feature_names == candidate_feature_names(name)
+        assert variant.scorer.weights.shape == (len(variant_feature_names(name)),)
+        assert variant.gold.weights.shape == (len(candidate_feature_names(name)),)
+        assert variant.scorer.info.get("protocol") == "chunks"
+    assert sel.variants["embedding"].scorer.feature_names[: len(FEATURE_NAMES)] == FEATURE_NAMES
+    assert sel.info.get("protocol") == "chunks"
+    assert tuple(sel.lambdas) == DEFAULT_LAMBDAS

@@ -236,10 +236,17 @@ def fit_gold_model(
     y = np.asarray(is_gold, dtype=np.float64).reshape(-1)
     if x.ndim != 2 or y.shape[0] != x.shape[0]:
         raise DimensionMismatchError(f"features must be (m, F) and is_gold (m,); got {x.shape} and {y.shape}")
-    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
-        raise NonFiniteInputError("candidate features and gold labels must be finite")
+    if len(feature_names) != x.shape[1]:
+        raise DimensionMismatchError(
+            f"feature_names must name the {x.shape[1]} feature columns; got {len(feature_names)} names"
+        )
+    for label, values in (("features", x), ("is_gold", y)):
+        if not np.all(np.isfinite(values)):
+            raise NonFiniteInputError(f"{label} must be finite; got {int((~np.isfinite(values)).sum())} NaN/inf")
     if not (0.0 < y.mean() < 1.0):
-        raise InvalidParameterError(f"need gold and non-gold candidates to train; got a gold share of {y.mean():g}")
+        raise InvalidParameterError(
+            f"is_gold must hold both gold (1) and non-gold (0) candidates; got a gold share of {y.mean():g}"
+        )
     mean = x.mean(axis=0)
     scale = x.std(axis=0)
     scale[scale < 1e-12] = 1.0

@@ -197,7 +197,7 @@ LEXICAL_SET_FEATURES = (
     "name_gain",  # name_union minus that of the cosine top-k set
     "name_mean",  # mean share per pick
     "bridge",  # other names shared by two picks or more, / k
-    "term_all",  # 1 when the picks together contain every content word
+    "term_all",  # 1 when the picks together contain every content word (0 when there are none)
 )
 
 
@@ -224,7 +224,9 @@ def lexical_set_features(view: TextView, sets: ArrayLike, relevance: ArrayLike) 
     term_union, term_mean, term_top = _union_share(view.term_hits, idx, topk)
     name_union, name_mean, name_top = _union_share(view.name_hits, idx, topk)
     shared = (view.other_names[idx].sum(axis=1) >= 2).sum(axis=1) / k
-    every = view.term_hits[idx].any(axis=1).all(axis=1).astype(np.float64)
+    # 1 when the union holds every content word; 0 (as term_union) when the question has none
+    has_terms = float(view.term_hits.shape[1] > 0)
+    every = np.all(np.any(view.term_hits[idx], axis=1), axis=1).astype(np.float64) * has_terms
     return np.column_stack(
         [term_union, term_union - term_top, term_mean, name_union, name_union - name_top, name_mean, shared, every]
     )

@@ -172,6 +172,8 @@ class AdaptiveSelector:
                         f"{FORMAT_VERSION}: retrain it (python -m diverse_core.eval.train_adaptive or AdaptiveSelector.fit)"
                     )
                 variants = {name: SelectorVariant.from_arrays(data, name) for name in meta["variants"]}
+        except InvalidParameterError:  # an older layout or other features: its own message (retrain)
+            raise
         except (OSError, ValueError, KeyError) as exc:
             raise InvalidParameterError(f"{p} is not an adaptive model file (.npz from save()): {exc}") from exc
         return cls(variants, meta["lambdas"], meta.get("info"))
