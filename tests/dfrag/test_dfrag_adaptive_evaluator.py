@@ -73,7 +73,8 @@ def test_dfrag_adaptive_evaluator_in_both_faces():
     store.add_texts([f"fact {i}" for i in range(12)])
     docs = DFRAGRetriever(vectorstore=store, k=3, fetch_k=12, evaluator="adaptive").invoke("fact")
     assert len(docs) == 3 and docs[0].metadata["selection_params"]["lambda_source"] == "adaptive"
+    assert docs[0].metadata["selection_params"]["variant"] == "text"
     emb = MockEmbedding(embed_dim=8)
     index = VectorStoreIndex.from_documents([Document(text=f"f{i}") for i in range(8)], embed_model=emb)
     nodes = LIDFRAGRetriever(index, embed_model=emb, k=3, evaluator="adaptive").retrieve("f1")
-    assert len(nodes) == 3
+    assert len(nodes) == 3 and nodes[0].node.metadata["selection_params"]["variant"] == "text"
