@@ -28,7 +28,6 @@ import time
 from typing import Any
 
 import numpy as np
-
 from diverse_core.adaptive import DEFAULT_LAMBDAS, fit_set_scorer
 from diverse_core.adaptive.candidates import GOLD_SET_FEATURES, fit_gold_model
 from diverse_core.adaptive.features import FEATURE_NAMES, LEXICAL_SET_FEATURES

@@ -86,7 +86,7 @@ class DiverseCompressor(BaseDocumentCompressor):
         embedder = self._embedder()
         query_vector = embedder.embed_query_array(query)
         vectors = embedder.embed_documents_array(texts)
-        return select_documents(query_vector, documents, vectors, plan)
+        return select_documents(query_vector, documents, vectors, plan, question=query)
 
     async def acompress_documents(
         self,
@@ -103,4 +103,6 @@ class DiverseCompressor(BaseDocumentCompressor):
         embedder = self._embedder()
         query_vector = await embedder.aembed_query_array(query)
         vectors = await embedder.aembed_documents_array(texts)
-        return await asyncio.to_thread(select_documents, query_vector, documents, vectors, plan)
+        return await asyncio.to_thread(
+            select_documents, query_vector, documents, vectors, plan, question=query
+        )

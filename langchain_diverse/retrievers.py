@@ -354,13 +354,14 @@ class DiverseRetriever(BaseRetriever):
         documents: list[Document],
         vectors: NDArray[np.float32],
         plan: SelectionPlan,
+        query: str,
     ) -> list[Document]:
         if self.score_threshold is not None:
             documents, vectors = _above_threshold(query_vector, documents, vectors,
                                                   self.score_threshold)
             if not documents:
                 return []
-        return select_documents(query_vector, documents, vectors, plan)
+        return select_documents(query_vector, documents, vectors, plan, question=query)
 
     # -- sync ------------------------------------------------------------------
     def _get_relevant_documents(
@@ -383,7 +384,7 @@ class DiverseRetriever(BaseRetriever):
             return []
         texts = document_texts(documents)
         vectors = embedder.embed_documents_array(texts, known=self._known(documents))
-        return self._finish(query_vector, documents, vectors, plan)
+        return self._finish(query_vector, documents, vectors, plan, query)
 
     # -- async -----------------------------------------------------------------
     async def _aget_relevant_documents(
@@ -404,7 +405,7 @@ class DiverseRetriever(BaseRetriever):
         texts = document_texts(documents)
         vectors = await embedder.aembed_documents_array(texts, known=self._known(documents))
         # The selection is CPU work: keep it off the event loop.
-        return await asyncio.to_thread(self._finish, query_vector, documents, vectors, plan)
+        return await asyncio.to_thread(self._finish, query_vector, documents, vectors, plan, query)
 
 
 def _store_dimension(store: VectorStore) -> int | None:

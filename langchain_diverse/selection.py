@@ -10,7 +10,10 @@ Every document the faces return is a copy of a candidate whose ``metadata`` gain
 * ``selection_rank`` (int): 0-based pick order;
 * ``selection_method`` (str): the method name;
 * ``selection_params`` (dict): the parameters the method ran with, defaults filled
-  in, callables left out (so it stays JSON-serialisable).
+  in, callables left out (so it stays JSON-serialisable); for ``adaptive`` also what it
+  chose: ``lambda_mult`` and ``variant`` (``"text"``: it read the query and the
+  documents' ``page_content``, which the faces always pass; those texts are never
+  copied into the metadata).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from typing import Any
 import numpy as np
 from diverse_core import select
 from diverse_core.errors import DimensionMismatchError, InvalidParameterError
-from diverse_core.registry import get_method
+from diverse_core.registry import get_method, resolve_user_params
 from diverse_core.validation import check_k
 from langchain_core.documents import Document
 from numpy.typing import ArrayLike
@@ -98,7 +101,8 @@ def plan_selection(
 
     Args:
         method: a name from :func:`diverse_core.available_methods`.
-        method_params: the method's parameters (unknown names are rejected).
+        method_params: the method's parameters (unknown names are rejected, and so are
+            ``question``/``texts`` of a text-reading method: the faces pass those).
         k: documents to return, a positive integer.
         fetch_k: candidates to fetch, a positive integer ``>= k`` (``None``: not used).
         where: context appended to error messages (e.g. ``" in invoke()"``).
@@ -114,7 +118,7 @@ def plan_selection(
             f"method_params must be a dict; got method_params={method_params!r}{where}"
         )
     spec = get_method(method)
-    resolved = spec.resolve_params(dict(method_params))
+    resolved = resolve_user_params(spec, dict(method_params), where)
     if resolved.get("scorer") is not None:
         raise InvalidParameterError(
             "scorer is not supported by the LangChain faces (it scores candidate indices, which "
@@ -211,6 +215,8 @@ def select_documents(
     documents: Sequence[Document],
     vectors: ArrayLike,
     plan: SelectionPlan,
+    *,
+    question: str | None = None,
 ) -> list[Document]:
     """Run ``plan`` on the candidates and return annotated copies in pick order.
 
@@ -219,6 +225,8 @@ def select_documents(
         documents: the candidates.
         vectors: their embeddings, shape (len(documents), d).
         plan: from :func:`plan_selection`.
+        question: the query text. A method that reads text (``adaptive``) gets it with
+            the documents' ``page_content``; without it, that method sees embeddings only.
 
     Raises:
         DimensionMismatchError: query and document embeddings differ in dimension.
@@ -236,8 +244,12 @@ def select_documents(
             f"query embedding has shape {query.shape} but document embeddings have dimension "
             f"{cands.shape[1]}; were both made by the same embeddings model?"
         )
-    sel = select(plan.method, query, cands, plan.k, **plan.params)
-    method, shown = plan.method, plan.public_params
+    extra: dict[str, Any] = {}
+    if question is not None and get_method(plan.method).reads_text:
+        extra = {"question": question, "texts": [doc.page_content for doc in documents]}
+    sel = select(plan.method, query, cands, plan.k, **plan.params, **extra)
+    method = plan.method
+    shown = {**plan.public_params, **_json_friendly(sel.details)} if sel.details else plan.public_params
     out = []
     for rank, (i, score, rel) in enumerate(
         zip(sel.indices.tolist(), sel.scores.tolist(), sel.relevance.tolist(), strict=True)

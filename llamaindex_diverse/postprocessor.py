@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 from diverse_core import get_method, select
 from diverse_core.errors import DimensionMismatchError, InvalidParameterError
+from diverse_core.registry import resolve_user_params
 from diverse_core.validation import check_k
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
@@ -84,7 +85,10 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
     ``selection_params``, ``selection_rank`` (0-based), ``selection_score`` (the
     method's objective at the pick) and ``selection_relevance`` (relevance the method
     used). These keys are hidden from embedding and LLM prompts unless
-    ``hide_selection_metadata=False``.
+    ``hide_selection_metadata=False``. A method that reads text (``adaptive``) is given
+    the query string (``QueryBundle.query_str``) and the nodes' ``metadata_mode``
+    content (the text that is embedded); ``selection_params`` then also shows what it
+    chose (``lambda_mult``, ``variant``), never the texts.
 
     Args:
         top_n: nodes to keep (``k`` is accepted as an alias). Fewer nodes in than
@@ -164,7 +168,7 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
             )
         n_keep = check_k(top_n if top_n is not None else (k if k is not None else 4), "top_n")
         params = dict(method_params or {})
-        get_method(method).resolve_params(params)  # typed error on a bad method/params
+        resolve_user_params(get_method(method), params)  # typed error on a bad method/params
         if embed_model is not None and not isinstance(embed_model, BaseEmbedding):
             raise InvalidParameterError(
                 f"embed_model must be a llama_index BaseEmbedding; got {type(embed_model).__name__}"
@@ -204,7 +208,7 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
         memo: tuple[str, dict[str, Any], dict[str, Any]] | None = self._private()["_params_memo"]
         if memo is not None and memo[0] == method and _same_params(memo[1], params):
             return memo[2]
-        resolved = get_method(method).resolve_params(params)
+        resolved = resolve_user_params(get_method(method), params)
         self._params_memo = (method, dict(params), resolved)
         return resolved
 
@@ -268,6 +272,27 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
             CBEventType.RERANKING, payload=self._event_payload(nodes, query_bundle)
         )
 
+    def _text_inputs(
+        self,
+        nodes: list[NodeWithScore],
+        bundle: QueryBundle,
+        positions: list[int],
+        embed_texts: list[str],
+    ) -> dict[str, Any]:
+        """``question`` and ``texts`` for a method that reads text, else nothing.
+
+        The texts are the nodes' ``metadata_mode`` content, the text the vectors embed
+        (already rendered when every node was embedded here).
+        """
+        if not get_method(self.method).reads_text:
+            return {}
+        if len(positions) == len(nodes):
+            texts = embed_texts
+        else:
+            render, mode = self._private()["_texts"].render, self.metadata_mode
+            texts = [render(item.node, mode) for item in nodes]
+        return {"question": bundle.query_str, "texts": texts}
+
     def _select(
         self,
         nodes: list[NodeWithScore],
@@ -276,6 +301,7 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
         model_label: str | None,
         query_embedding: Sequence[float],
         params: dict[str, Any],
+        text_inputs: dict[str, Any],
     ) -> list[NodeWithScore]:
         candidates = stack_node_vectors(nodes, positions, embedded, model_label)
         # Same precision as the candidates: float32 cache rows are selected in float32.
@@ -293,8 +319,10 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
             self.top_n,
             relevance=self._relevance(nodes),
             **params,
+            **text_inputs,
         )
-        shown = json_friendly_params(sel.params)
+        used = {n: v for n, v in sel.params.items() if n not in text_inputs}  # never the texts
+        shown = json_friendly_params({**used, **sel.details})
         hide = self.hide_selection_metadata
         return [
             with_selection_metadata(
@@ -338,7 +366,8 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
                 query = self._resolve_embed_model().get_agg_embedding_from_queries(
                     query_strings(bundle)
                 )
-            result = self._select(nodes, positions, embedded, label, query, params)
+            text_inputs = self._text_inputs(nodes, bundle, positions, texts)
+            result = self._select(nodes, positions, embedded, label, query, params, text_inputs)
             if event is not None:
                 event.on_end(payload={EventPayload.NODES: result})
         _end_event(result)
@@ -370,8 +399,9 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
                 query = await self._resolve_embed_model().aget_agg_embedding_from_queries(
                     query_strings(bundle)
                 )
+            text_inputs = self._text_inputs(nodes, bundle, positions, texts)
             result = await asyncio.to_thread(
-                self._select, nodes, positions, embedded, label, query, params
+                self._select, nodes, positions, embedded, label, query, params, text_inputs
             )
             if event is not None:
                 event.on_end(payload={EventPayload.NODES: result})

@@ -51,13 +51,15 @@ def select(
     spec = get_method(method)
     resolved = spec.resolve_params(params)
     prep = prepare_inputs(query, candidates, k, relevance)
-    indices, scores = spec.run(prep, **resolved)
+    out = spec.run(prep, **resolved)
+    indices, scores = out[0], out[1]
     return Selection(
         indices=np.asarray(indices, dtype=np.int64),
         scores=np.asarray(scores, dtype=np.float64),
         relevance=prep.relevance[indices],
         method=spec.name,
         params=resolved,
+        details=dict(out[2]) if len(out) == 3 else {},
     )
 
 

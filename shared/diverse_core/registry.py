@@ -12,13 +12,19 @@ from numpy.typing import NDArray
 from .errors import InvalidParameterError, UnknownMethodError
 from .validation import PreparedInputs
 
-__all__ = ["MethodSpec", "TEXT_PARAMS", "register_method", "get_method", "available_methods"]
-
-#: The parameters a method with ``reads_text`` gets from its caller (never shown as settings).
-TEXT_PARAMS = ("question", "texts")
+__all__ = [
+    "MethodSpec",
+    "TEXT_PARAMS",
+    "register_method",
+    "get_method",
+    "available_methods",
+    "resolve_user_params",
+]
 
 IndexScores = tuple[NDArray[np.int64], NDArray[np.float64]]
-RunFn = Callable[..., IndexScores]
+#: ``(indices, scores, details)``: a run that also reports what it chose (see ``Selection.details``).
+IndexScoresDetails = tuple[NDArray[np.int64], NDArray[np.float64], dict[str, Any]]
+RunFn = Callable[..., IndexScores | IndexScoresDetails]
 SweepFn = Callable[..., IndexScores]
 
 
@@ -28,7 +34,9 @@ class MethodSpec:
 
     Attributes:
         name: registered name (``"gmmr"``).
-        run: ``run(prep, **params) -> (indices (k,), scores (k,))``.
+        run: ``run(prep, **params) -> (indices (k,), scores (k,))``, or
+            ``(indices, scores, details)`` where ``details`` (a small JSON-friendly dict) says
+            what the method chose (``adaptive``: ``lambda_mult`` and ``variant``).
         defaults: every accepted parameter with its default value.
         check: ``check(params) -> params`` validates values (ranges) and returns
             them normalised; unknown names are rejected before it is called.
@@ -65,6 +73,37 @@ class MethodSpec:
         merged = dict(self.defaults)
         merged.update(params)
         return self.check(merged)
+
+
+#: The parameters of a text-reading method (:attr:`MethodSpec.reads_text`) that the faces
+#: and the harness fill in from the query text and the candidates' texts.
+TEXT_PARAMS: tuple[str, ...] = ("question", "texts")
+
+
+def resolve_user_params(spec: MethodSpec, params: Mapping[str, Any], where: str = "") -> dict[str, Any]:
+    """:meth:`MethodSpec.resolve_params` for parameters a user gives a framework face.
+
+    The face fills in :data:`TEXT_PARAMS` itself, so a user may not pass them and the
+    result leaves them out (it is what the selection metadata shows).
+
+    Raises:
+        InvalidParameterError: ``question``/``texts`` given, or what ``resolve_params`` raises.
+
+    Example:
+        >>> resolve_user_params(get_method("adaptive"), {})
+        {'model': None}
+    """
+    given = sorted(set(params) & set(TEXT_PARAMS)) if spec.reads_text else []
+    if given:
+        raise InvalidParameterError(
+            f"method {spec.name!r} reads the query text and the candidate texts, which the face "
+            f"passes itself; remove {given} from method_params{where}"
+        )
+    resolved = spec.resolve_params(params)
+    if spec.reads_text:
+        for name in TEXT_PARAMS:
+            resolved.pop(name, None)
+    return resolved
 
 
 _REGISTRY: dict[str, MethodSpec] = {}

@@ -22,6 +22,8 @@ class Selection:
         relevance: relevance of each picked item to the query, shape (k,).
         method: registered method name.
         params: the parameters the method ran with (defaults filled in).
+        details: what the method reports about its own choice; empty for most methods,
+            ``{"lambda_mult": ..., "variant": "text" | "embedding"}`` for ``adaptive``.
 
     Example:
         >>> import numpy as np
@@ -36,6 +38,7 @@ class Selection:
     relevance: NDArray[np.float64]
     method: str
     params: dict[str, Any] = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return int(self.indices.shape[0])

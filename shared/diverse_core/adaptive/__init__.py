@@ -77,9 +77,9 @@ __all__ = [
 def _run(
     prep: PreparedInputs, *, model: Any = None, variant: str = "auto", question: str | None = None,
     texts: Any = None, **_: Any
-) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+) -> tuple[NDArray[np.int64], NDArray[np.float64], dict[str, Any]]:
     choice = load_selector(model).choose_prepared(prep, question=question, texts=texts, variant=variant)
-    return choice.indices, choice.scores
+    return choice.indices, choice.scores, {"lambda_mult": float(choice.lambda_mult), "variant": choice.variant}
 
 
 def _check(params: dict[str, Any]) -> dict[str, Any]:

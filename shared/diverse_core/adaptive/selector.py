@@ -212,14 +212,14 @@ class AdaptiveSelector:
         """:meth:`choose` on already validated inputs."""
         view = _text_view(question, texts, prep.n)
         name = self._variant_name(view, variant)
-        variant = self.variants[name]
+        chosen = self.variants[name]
         sets, scores = lambda_sets(prep, self.lambdas)
         unit, rel = prep.candidates, prep.relevance
         base = set_features(self.lambdas, sets, unit, rel)
         used_view = view if name == "text" else None
-        prob = variant.gold.probabilities(candidate_features(unit, rel, prep.k, used_view))
+        prob = chosen.gold.probabilities(candidate_features(unit, rel, prep.k, used_view))
         feats = variant_features(base, self.lambdas, sets, rel, unit @ unit.T, prob, used_view)
-        predicted = variant.scorer.scores(feats)
+        predicted = chosen.scorer.scores(feats)
         lam = argmax_upper_median(self.lambdas, predicted)
         row = int(np.flatnonzero(self.lambdas == lam)[0])
         return AdaptiveChoice(lam, sets[row], scores[row], self.lambdas, predicted, sets, name, prob)

@@ -63,7 +63,9 @@ class DFRAG(Pipeline[DFRAGResult]):
             ``{"planner": {"max_tokens": 128}, "generator": {"max_tokens": 32}}``.
         evaluator: ``"llm"`` (the Planner + LLM Evaluator, the paper) or ``"adaptive"`` (no LLM
             chooses λ: the trained set scorer of :class:`~diverse_core.adaptive.AdaptiveSelector`
-            scores every λ's set; no Planner or Evaluator call, ``lambda_source="adaptive"``; the
+            scores every λ's set, reading the question and the candidate texts (its text variant;
+            the trace's ``adaptive`` stage records ``variant``); no Planner or Evaluator call,
+            ``lambda_source="adaptive"``; the
             LLM, if any, only writes the answer; ``llm=None`` is then allowed for retrieval only).
         selector: the :class:`~diverse_core.adaptive.AdaptiveSelector` for ``evaluator="adaptive"``
             (default: the shipped one; its λ grid replaces ``lambdas``).
@@ -361,10 +363,14 @@ class DFRAG(Pipeline[DFRAGResult]):
 
         selector = self.selector if self.selector is not None else AdaptiveSelector.default()
         found = await self.search(ctx, source, question, self.fetch_k)
-        choice = await asyncio.to_thread(selector.choose, found.query_embedding, found.embeddings, k)
+        choice = await asyncio.to_thread(
+            selector.choose, found.query_embedding, found.embeddings, k,
+            question=question, texts=list(found.texts),
+        )
         grid = tuple(float(v) for v in choice.lambdas)
         predicted = [float(v) for v in choice.predicted]
-        ctx.stage("adaptive", lambdas=list(grid), predicted=predicted, chosen=choice.lambda_mult)
+        ctx.stage("adaptive", lambdas=list(grid), predicted=predicted, chosen=choice.lambda_mult,
+                  variant=choice.variant)
         pos = found.positions if found.positions is not None else tuple(range(len(found)))
         local = [int(i) for i in choice.indices]
         texts = tuple(found.texts[i] for i in local)
@@ -375,7 +381,7 @@ class DFRAG(Pipeline[DFRAGResult]):
                 ctx.warn("generator: the answer is empty")
         lam = float(choice.lambda_mult)
         best = max(predicted)
-        reason = {"lambda_mult": lam, "lambda_source": "adaptive"}
+        reason = {"lambda_mult": lam, "lambda_source": "adaptive", "variant": choice.variant}
         return DFRAGResult(
             question=question,
             answer=answer,
