@@ -55,6 +55,15 @@ def name_terms(text: str, *, skip_first: bool = False) -> set[str]:
     return out
 
 
+def _terms_and_names(text: str) -> tuple[set[str], set[str]]:
+    """``(content_terms(text), name_terms(text))`` from one pass of the tokenizer."""
+    words = _WORD.findall(text)
+    lower = [w.lower() for w in words]
+    terms = {w for w in lower if len(w) > 1 and w not in STOPWORDS}
+    names = {low for w, low in zip(words, lower, strict=True) if (w[0].isupper() or w[0].isdigit()) and low not in STOPWORDS}
+    return terms, names
+
+
 @dataclass(frozen=True)
 class TextView:
     """The lexical view of one query and its candidates.
@@ -83,9 +92,10 @@ def text_view(question: str, texts: Sequence[str]) -> TextView:
     """The :class:`TextView` of ``question`` and its candidate ``texts``."""
     terms = tuple(sorted(content_terms(question)))
     names = tuple(sorted(name_terms(question, skip_first=True)))
-    bags = [content_terms(t) for t in texts]
+    parsed = [_terms_and_names(t) for t in texts]
+    bags = [bag for bag, _ in parsed]
     asked = set(terms)
-    others = [name_terms(t) - asked for t in texts]
+    others = [found - asked for _, found in parsed]
     vocab = sorted(set().union(*others)) if others else []
     column = {w: i for i, w in enumerate(vocab)}
     other = np.zeros((len(texts), max(len(vocab), 1)), dtype=bool)
