@@ -64,11 +64,16 @@ def main(argv: list[str] | None = None) -> int:
         _write_md(_markdown(out), args.results_md)
         return 0
     split = json.loads(Path(args.split_json).read_text())
-    fixed = {}
+    fixed: dict[str, tuple[str, float]] = {}
+    learned: dict[str, float] = {}
     for t in split["tasks"]:
         if t["protocol"] == "chunks":
             row = next(r for r in t["rows"] if r["method"] == "gmmr" and r["note"] == "chosen on train")
             fixed[t["dataset"]] = (row["params"], row["mean"])
+            ad = next((r for r in t["rows"] if r["method"] == "adaptive" and r["note"].startswith("trained on the")),
+                      None)
+            if ad is not None:
+                learned[t["dataset"]] = ad["mean"]
     specs = ["cosine", "gmmr=0.1:1:0.1"]
     for seed in range(args.seeds):
         for sampling in ("uniform", "binary"):
@@ -83,7 +88,8 @@ def main(argv: list[str] | None = None) -> int:
         cos = by[("cosine", "-")].mean("recall")
         oracle = next(s for (m, _), s in by.items() if m == "oracle").mean("recall")
         entry: dict[str, Any] = {"cosine": cos, "oracle": oracle, "fixed_label": fixed[t.dataset][0],
-                                 "fixed": fixed[t.dataset][1], "n": len(t.qids)}
+                                 "fixed": fixed[t.dataset][1], "n": len(t.qids),
+                                 "learned": learned.get(t.dataset)}
         for mode, grid, key in (("simjudge", NOISE, "noise"), ("simjudge_p", PROB, "p")):
             for sampling in ("uniform", "binary"):
                 rec, calls = [], []
@@ -91,8 +97,11 @@ def main(argv: list[str] | None = None) -> int:
                     ss = [by[(mode, f"{key}={v:g}, sampling={sampling}, seed={seed}")] for seed in range(args.seeds)]
                     rec.append(float(np.mean([s.mean("recall") for s in ss])))
                     calls.append(float(np.mean([i["calls"] for s in ss for i in s.info])))
-                entry[f"{key}/{sampling}"] = {"recall": rec, "calls": calls,
-                                              "break_even": _crossing(list(grid), rec, entry["fixed"])}
+                entry[f"{key}/{sampling}"] = {
+                    "recall": rec, "calls": calls, "break_even": _crossing(list(grid), rec, entry["fixed"]),
+                    "break_even_learned": None if entry["learned"] is None
+                    else _crossing(list(grid), rec, entry["learned"]),
+                }
         out["tasks"][t.dataset] = entry
     Path(args.out).mkdir(parents=True, exist_ok=True)
     Path(args.out, "judge_quality.json").write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
@@ -133,6 +142,8 @@ def _plot(out: dict[str, Any], path: Path) -> None:
                 ax.plot(grid, [100 * v for v in e[f"{key}/{sampling}"]["recall"]], style, label=f"DF-RAG choice, {sampling}")
             ax.axhline(100 * e["oracle"], color="r", linestyle=":", label="Oracle")
             ax.axhline(100 * e["fixed"], color="g", linestyle="-.", label=f"best fixed ({e['fixed_label']}, train)")
+            if e.get("learned") is not None:
+                ax.axhline(100 * e["learned"], color="m", linestyle="-", alpha=0.6, label="learned selector (no LLM)")
             ax.axhline(100 * e["cosine"], color="k", linestyle="--", label="cosine")
             if key == "p":
                 ax.invert_xaxis()
@@ -145,6 +156,13 @@ def _plot(out: dict[str, Any], path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def _be(value: float | None, grid: list[float]) -> str:
+    """A break-even point as shown in the table."""
+    if value is None:
+        return "never above"
+    return f"beyond {grid[-1]:g}" if value == float("inf") else f"{value:.2f}"
 
 
 def _markdown(out: dict[str, Any]) -> str:
@@ -161,19 +179,22 @@ def _markdown(out: dict[str, Any]) -> str:
              "random score in [0, 1], so it displaces the right set only when it happens to score higher. With binary "
              "search a *perfect* judge can do worse than a slightly noisy one: the true recall over λ has flat "
              "plateaus (ties), where the bisection stops on a local plateau; noise breaks those ties. Figure: "
-             "`benchmarks/results/judge_quality.png`.", ""]
+             "`benchmarks/results/judge_quality.png`. `vs learned`: the same break-even against the learned "
+             "λ selector (`method=\"adaptive\"`, text variant, no LLM call; its dev recall from the headline "
+             "run): the judge quality DF-RAG needs before its Evaluator calls pay off over the free selector.", ""]
     for key, grid, name in (("noise", out["noise"], "σ"), ("p", out["p"], "p")):
         head = " | ".join(f"{name}={v:g}" for v in grid)
-        lines += [f"| dataset | sampling | {head} | break-even {name} | cosine | best fixed (train) | Oracle |",
-                  "|" + "---|" * (len(grid) + 6)]
+        lines += [f"| dataset | sampling | {head} | break-even {name} | vs learned | cosine | best fixed (train) | "
+                  "learned | Oracle |", "|" + "---|" * (len(grid) + 8)]
         for d, e in out["tasks"].items():
             for sampling in ("uniform", "binary"):
                 r = e[f"{key}/{sampling}"]
                 cells = " | ".join(f"{100 * x:.1f} ({c:.1f})" for x, c in zip(r["recall"], r["calls"], strict=True))
-                be = r["break_even"]
-                be_s = "never above" if be is None else (f"beyond {grid[-1]:g}" if be == float("inf") else f"{be:.2f}")
-                lines.append(f"| {d} | {sampling} | {cells} | {be_s} | {100 * e['cosine']:.1f} | "
-                             f"{100 * e['fixed']:.1f} ({e['fixed_label']}) | {100 * e['oracle']:.1f} |")
+                learned = e.get("learned")
+                lines.append(f"| {d} | {sampling} | {cells} | {_be(r['break_even'], grid)} | "
+                             f"{_be(r.get('break_even_learned'), grid) if learned is not None else '-'} | "
+                             f"{100 * e['cosine']:.1f} | {100 * e['fixed']:.1f} ({e['fixed_label']}) | "
+                             f"{'-' if learned is None else f'{100 * learned:.1f}'} | {100 * e['oracle']:.1f} |")
         lines.append("")
     lines += ["Cells: recall (Evaluator calls per question).", "", END]
     return "\n".join(lines)
