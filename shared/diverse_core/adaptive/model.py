@@ -30,7 +30,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..errors import DimensionMismatchError, InvalidParameterError, NonFiniteInputError
 
-__all__ = ["SetScorer", "fit_set_scorer", "cv_pick_quality", "FORMAT_VERSION"]
+__all__ = ["SetScorer", "fit_set_scorer", "cv_pick_quality", "read_model_file", "FORMAT_VERSION"]
 
 FloatArray = NDArray[np.float64]
 
@@ -91,20 +91,34 @@ class SetScorer:
             FileNotFoundError: no such file. InvalidParameterError: not a scorer file.
         """
         p = Path(path)
-        if not p.is_file():
-            raise FileNotFoundError(f"adaptive model file not found: {p}")
+        data, meta = read_model_file(p)
         try:
-            with np.load(p, allow_pickle=False) as data:
-                meta = json.loads(str(data["meta"]))
-                weights = np.asarray(data["weights"], dtype=np.float64)
-                scale = np.asarray(data["scale"], dtype=np.float64)
-        except (OSError, ValueError, KeyError) as exc:
+            weights = np.asarray(data["weights"], dtype=np.float64)
+            scale = np.asarray(data["scale"], dtype=np.float64)
+        except KeyError as exc:
             raise InvalidParameterError(f"{p} is not an adaptive model file (.npz from save()): {exc}") from exc
         if meta.get("format") != FORMAT_VERSION:
             raise InvalidParameterError(
                 f"{p}: model format {meta.get('format')!r}; this version reads format {FORMAT_VERSION}"
             )
         return cls(weights, scale, float(meta["alpha"]), tuple(meta["feature_names"]), dict(meta["info"]))
+
+
+def read_model_file(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Every array of a saved model file and its parsed ``meta`` record.
+
+    Raises:
+        FileNotFoundError: no such file. InvalidParameterError: not a model file (.npz with a meta record).
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"adaptive model file not found: {p}")
+    try:
+        with np.load(p, allow_pickle=False) as npz:
+            data = {key: npz[key] for key in npz.files}
+        return data, dict(json.loads(str(data["meta"])))
+    except (OSError, ValueError, KeyError) as exc:
+        raise InvalidParameterError(f"{p} is not an adaptive model file (.npz from save()): {exc}") from exc
 
 
 def _check_xy(features: ArrayLike, labels: ArrayLike) -> tuple[FloatArray, FloatArray]:

@@ -41,7 +41,7 @@ from ..validation import PreparedInputs, check_values, prepare_inputs
 from .candidates import candidate_features
 from .features import set_features
 from .lexical import TextView, text_view
-from .model import DEFAULT_ALPHAS
+from .model import DEFAULT_ALPHAS, read_model_file
 from .training import QueryExample, coverage_labels, fit_variants, lambda_sets, query_example
 from .variant import VARIANTS, SelectorVariant, variant_features
 
@@ -161,20 +161,17 @@ class AdaptiveSelector:
             FileNotFoundError: no such file. InvalidParameterError: not a selector file, or an older layout.
         """
         p = Path(path)
-        if not p.is_file():
-            raise FileNotFoundError(f"adaptive model file not found: {p}")
+        data, meta = read_model_file(p)
+        if meta.get("format") != FORMAT_VERSION:
+            raise InvalidParameterError(
+                f"{p}: adaptive model format {meta.get('format')!r}; this version reads format "
+                f"{FORMAT_VERSION}: retrain it (python -m diverse_core.eval.train_adaptive or AdaptiveSelector.fit)"
+            )
         try:
-            with np.load(p, allow_pickle=False) as data:
-                meta = json.loads(str(data["meta"]))
-                if meta.get("format") != FORMAT_VERSION:
-                    raise InvalidParameterError(
-                        f"{p}: adaptive model format {meta.get('format')!r}; this version reads format "
-                        f"{FORMAT_VERSION}: retrain it (python -m diverse_core.eval.train_adaptive or AdaptiveSelector.fit)"
-                    )
-                variants = {name: SelectorVariant.from_arrays(data, name) for name in meta["variants"]}
-        except InvalidParameterError:  # an older layout or other features: its own message (retrain)
+            variants = {name: SelectorVariant.from_arrays(data, name) for name in meta["variants"]}
+        except InvalidParameterError:  # trained on other features: its own message (retrain)
             raise
-        except (OSError, ValueError, KeyError) as exc:
+        except (ValueError, KeyError) as exc:
             raise InvalidParameterError(f"{p} is not an adaptive model file (.npz from save()): {exc}") from exc
         return cls(variants, meta["lambdas"], meta.get("info"))
 
