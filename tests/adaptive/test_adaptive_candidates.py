@@ -235,3 +235,5 @@ def test_gold_model_bad_inputs_are_typed_errors() -> None:
         m.probabilities(x[:, :2])
     with pytest.raises(DimensionMismatchError, match="features"):
         m.probabilities(x[0])
+    with pytest.raises(NonFiniteInputError, match="features must be finite"):
+        m.probabilities(bad)

@@ -202,6 +202,8 @@ class GoldModel:
         x = np.asarray(features, dtype=np.float64)
         if x.ndim != 2 or x.shape[1] != self.weights.shape[0]:
             raise DimensionMismatchError(f"features must have shape (n, {self.weights.shape[0]}); got {x.shape}")
+        if not np.all(np.isfinite(x)):
+            raise NonFiniteInputError(f"features must be finite; got {int(np.sum(~np.isfinite(x)))} NaN/inf")
         z = ((x - self.mean) / self.scale) @ self.weights + self.bias
         return np.asarray(1.0 / (1.0 + np.exp(-np.clip(z, -50.0, 50.0))), dtype=np.float64)
 
