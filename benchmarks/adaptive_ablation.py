@@ -29,9 +29,9 @@ from typing import Any
 
 import numpy as np
 from diverse_core.adaptive import DEFAULT_LAMBDAS, fit_set_scorer
-from diverse_core.adaptive.candidates import GOLD_SET_FEATURES, fit_gold_model
+from diverse_core.adaptive.candidates import GOLD_SET_FEATURES
 from diverse_core.adaptive.features import FEATURE_NAMES, LEXICAL_SET_FEATURES
-from diverse_core.adaptive.training import QueryExample
+from diverse_core.adaptive.training import QueryExample, cross_fitted_probabilities
 from diverse_core.adaptive.variant import candidate_feature_names, variant_features
 from diverse_core.tuning import argmax_upper_median
 
@@ -56,21 +56,11 @@ def _examples(split: str, cache_dir: str | None) -> dict[str, list[QueryExample]
 
 
 def _probabilities(train: list[QueryExample], test: list[QueryExample], kind: str, folds: int) -> tuple[list[Any], list[Any]]:
-    """Cross-fitted gold probabilities on train, full-model ones on test."""
+    """Cross-fitted gold probabilities on train (as the selector trains), full-model ones on test."""
     rows = [ex.text if kind == "text" else ex.embedding for ex in train]
     gold = [ex.is_gold.astype(np.float64) for ex in train]
-    names = candidate_feature_names(kind)
-    fold = np.arange(len(train)) % folds
-    out: list[Any] = [None] * len(train)
-    for f in range(folds):
-        idx = np.flatnonzero(fold != f)
-        m = fit_gold_model(np.concatenate([rows[i] for i in idx]), np.concatenate([gold[i] for i in idx]),
-                           feature_names=names)
-        for i in np.flatnonzero(fold == f):
-            out[i] = m.probabilities(rows[i])
-    full = fit_gold_model(np.concatenate(rows), np.concatenate(gold), feature_names=names)
-    test_p = [full.probabilities(ex.text if kind == "text" else ex.embedding) for ex in test]
-    return out, test_p
+    out, full = cross_fitted_probabilities(rows, gold, candidate_feature_names(kind), folds=folds)
+    return out, [full.probabilities(ex.text if kind == "text" else ex.embedding) for ex in test]
 
 
 def _columns(family: str, has_lex: bool) -> np.ndarray:

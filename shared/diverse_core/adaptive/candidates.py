@@ -96,7 +96,7 @@ def _complement(hits: NDArray[np.bool_], top: int) -> FloatArray:
 
 
 def candidate_features(
-    unit: ArrayLike, relevance: ArrayLike, k: int, view: TextView | None = None
+    unit: ArrayLike, relevance: ArrayLike, k: int, view: TextView | None = None, *, sim: ArrayLike | None = None
 ) -> FloatArray:
     """One row per candidate: :data:`EMBEDDING_CANDIDATE_FEATURES`, or :data:`TEXT_CANDIDATE_FEATURES` with ``view``.
 
@@ -105,11 +105,12 @@ def candidate_features(
         relevance: relevance of each candidate to the query, shape (n,).
         k: the set size.
         view: the query's :class:`~diverse_core.adaptive.lexical.TextView` (adds the text features).
+        sim: the candidates' cosine matrix ``unit @ unit.T`` when the caller already has it.
     """
     u = np.asarray(unit, dtype=np.float64)
     rel = np.asarray(relevance, dtype=np.float64).reshape(-1)
     n = u.shape[0]
-    sim = u @ u.T
+    sim = u @ u.T if sim is None else np.asarray(sim, dtype=np.float64)
     order = np.argsort(-rel, kind="stable")
     rank = np.empty(n, dtype=np.float64)
     rank[order] = np.arange(n, dtype=np.float64)

@@ -99,7 +99,8 @@ def query_features(prep: PreparedInputs, lambdas: ArrayLike) -> tuple[NDArray[np
     return sets, scores, feats
 
 
-def _text_view(question: str | None, texts: Sequence[str] | None, n: int) -> TextView | None:
+def _text_inputs(question: str | None, texts: Sequence[str] | None, n: int) -> tuple[str, Sequence[str]] | None:
+    """``(question, texts)`` when both are given (checked: one text per candidate), else None."""
     if question is None and texts is None:
         return None
     if question is None or texts is None:
@@ -111,7 +112,7 @@ def _text_view(question: str | None, texts: Sequence[str] | None, n: int) -> Tex
         raise InvalidParameterError("texts must be a sequence of strings, one per candidate")
     if len(texts) != n:
         raise DimensionMismatchError(f"texts must give one text per candidate; got {len(texts)} texts for {n} candidates")
-    return text_view(question, texts)
+    return question, texts
 
 
 class AdaptiveSelector:
@@ -207,15 +208,17 @@ class AdaptiveSelector:
         variant: str = "auto",
     ) -> AdaptiveChoice:
         """:meth:`choose` on already validated inputs."""
-        view = _text_view(question, texts, prep.n)
+        given = _text_inputs(question, texts, prep.n)
+        view = None if given is None else text_view(*given)
         name = self._variant_name(view, variant)
         chosen = self.variants[name]
         sets, scores = lambda_sets(prep, self.lambdas)
         unit, rel = prep.candidates, prep.relevance
         base = set_features(self.lambdas, sets, unit, rel)
         used_view = view if name == "text" else None
-        prob = chosen.gold.probabilities(candidate_features(unit, rel, prep.k, used_view))
-        feats = variant_features(base, self.lambdas, sets, rel, unit @ unit.T, prob, used_view)
+        sim = unit @ unit.T
+        prob = chosen.gold.probabilities(candidate_features(unit, rel, prep.k, used_view, sim=sim))
+        feats = variant_features(base, self.lambdas, sets, rel, sim, prob, used_view)
         predicted = chosen.scorer.scores(feats)
         lam = argmax_upper_median(self.lambdas, predicted)
         row = int(np.flatnonzero(self.lambdas == lam)[0])
@@ -300,9 +303,9 @@ class AdaptiveSelector:
             prep = prepare_inputs(q, c, k, None)
             question = None if questions is None else questions[i]
             cand_texts = None if texts is None else texts[i]
-            view_n = _text_view(question, cand_texts, prep.n)  # validates
-            examples.append(query_example(prep, g, lambdas, question=question if view_n else None,
-                                          texts=cand_texts if view_n else None,
+            given = _text_inputs(question, cand_texts, prep.n)
+            examples.append(query_example(prep, g, lambdas, question=None if given is None else given[0],
+                                          texts=None if given is None else given[1],
                                           n_gold=None if n_gold is None else n_gold[i]))
         return cls.fit_examples(examples, lambdas=lambdas, alphas=alphas, folds=folds, info=info)
 

@@ -31,7 +31,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..errors import DimensionMismatchError, InvalidParameterError
 from ..validation import PreparedInputs
-from .candidates import candidate_features, fit_gold_model
+from .candidates import GoldModel, candidate_features, fit_gold_model
 from .features import set_features
 from .lexical import TextView, text_view
 from .model import DEFAULT_ALPHAS, fit_set_scorer
@@ -42,7 +42,14 @@ from .variant import (
     variant_features,
 )
 
-__all__ = ["QueryExample", "query_example", "fit_variants", "coverage_labels", "lambda_sets"]
+__all__ = [
+    "QueryExample",
+    "query_example",
+    "fit_variants",
+    "cross_fitted_probabilities",
+    "coverage_labels",
+    "lambda_sets",
+]
 
 FloatArray = NDArray[np.float64]
 
@@ -128,15 +135,16 @@ def query_example(
     sets, _ = lambda_sets(prep, lam)
     unit, rel = prep.candidates, prep.relevance
     view = text_view(question, texts) if question is not None and texts is not None else None
+    sim = np.asarray(unit @ unit.T, dtype=np.float64)
     return QueryExample(
         sets=sets,
         labels=coverage_labels(sets, groups, n_gold),
         is_gold=groups >= 0,
         base=set_features(lam, sets, unit, rel),
         relevance=np.asarray(rel, dtype=np.float64),
-        sim=np.asarray(unit @ unit.T, dtype=np.float64),
-        embedding=candidate_features(unit, rel, prep.k),
-        text=None if view is None else candidate_features(unit, rel, prep.k, view),
+        sim=sim,
+        embedding=candidate_features(unit, rel, prep.k, sim=sim),
+        text=None if view is None else candidate_features(unit, rel, prep.k, view, sim=sim),
         view=view,
     )
 
@@ -146,6 +154,32 @@ def _candidate_rows(examples: Sequence[QueryExample], name: str) -> list[FloatAr
     if any(r is None for r in rows):
         raise InvalidParameterError("the text variant needs every training question's text and candidate texts")
     return [r for r in rows if r is not None]
+
+
+def cross_fitted_probabilities(
+    rows: Sequence[FloatArray],
+    gold: Sequence[FloatArray],
+    feature_names: tuple[str, ...],
+    *,
+    folds: int = 5,
+    l2: float = 1.0,
+) -> tuple[list[FloatArray], GoldModel]:
+    """Out-of-fold gold probabilities per question, and the gold model fitted on all of them.
+
+    Question ``i`` is in fold ``i mod folds``; its probabilities come from a model trained
+    on the other folds' candidate rows.
+    """
+    fold = np.arange(len(rows)) % folds
+    probs: list[FloatArray] = [np.empty(0)] * len(rows)
+    for f in range(folds):
+        train = np.flatnonzero(fold != f)
+        model = fit_gold_model(np.concatenate([rows[i] for i in train.tolist()]),
+                               np.concatenate([gold[i] for i in train.tolist()]),
+                               feature_names=feature_names, l2=l2)
+        for i in np.flatnonzero(fold == f).tolist():
+            probs[i] = model.probabilities(rows[i])
+    full = fit_gold_model(np.concatenate(list(rows)), np.concatenate(list(gold)), feature_names=feature_names, l2=l2)
+    return probs, full
 
 
 def fit_variants(
@@ -162,26 +196,18 @@ def fit_variants(
     if len(examples) < max(2, folds):
         raise InvalidParameterError(f"need at least {max(2, folds)} training questions; got {len(examples)}")
     lam = np.asarray(lambdas, dtype=np.float64)
-    fold = np.arange(len(examples)) % folds
     gold = [ex.is_gold.astype(np.float64) for ex in examples]
     labels = np.stack([ex.labels for ex in examples])
     out: dict[str, SelectorVariant] = {}
     for name in variants:
-        rows = _candidate_rows(examples, name)
-        names = candidate_feature_names(name)
-        probs: list[FloatArray | None] = [None] * len(examples)
-        for f in range(folds):
-            train = np.flatnonzero(fold != f)
-            model = fit_gold_model(np.concatenate([rows[i] for i in train]), np.concatenate([gold[i] for i in train]),
-                                   feature_names=names, l2=l2)
-            for i in np.flatnonzero(fold == f):
-                probs[i] = model.probabilities(rows[i])
+        probs, full = cross_fitted_probabilities(
+            _candidate_rows(examples, name), gold, candidate_feature_names(name), folds=folds, l2=l2
+        )
         x = np.stack([
             variant_features(ex.base, lam, ex.sets, ex.relevance, ex.sim, p, ex.view if name == "text" else None)
-            for ex, p in zip(examples, probs, strict=True) if p is not None
+            for ex, p in zip(examples, probs, strict=True)
         ])
         scorer = fit_set_scorer(x, labels, alphas=alphas, folds=folds, feature_names=variant_feature_names(name),
                                 info={"variant": name, **(info or {})})
-        full = fit_gold_model(np.concatenate(rows), np.concatenate(gold), feature_names=names, l2=l2)
         out[name] = SelectorVariant(name, full, scorer)
     return out
