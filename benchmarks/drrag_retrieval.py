@@ -40,9 +40,9 @@ from diverse_core.embedders import get_default_embedder
 from diverse_core.eval.datasets import load_dataset
 from diverse_core.eval.disk_cache import DiskEmbeddingCache
 from diverse_core.eval.protocols import RetrievalTask, build_task
+from diverse_core.eval.train_drrag import roc_auc
 from diverse_core.pipelines.drrag.classifier import PairClassifier, default_classifier, make_scorer
 from diverse_core.pipelines.drrag.select import default_k1, select_drrag
-from diverse_core.pipelines.drrag.train import roc_auc
 from numpy.typing import NDArray
 
 MODEL_NAME = "all-MiniLM-L6-v2"

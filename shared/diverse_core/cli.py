@@ -1,4 +1,9 @@
-"""The ``diverse-rag`` command: ``diverse-rag demo`` and ``diverse-rag bench``."""
+"""The ``diverse-rag`` command: ``diverse-rag demo``, ``diverse-rag bench`` and ``diverse-rag train``.
+
+This module is the composition root: the one core module that imports the harness
+(the ``eval`` package), which in turn imports the library. Nothing else in the core
+imports the harness (``tests/eval/test_eval_import_graph.py``).
+"""
 
 from __future__ import annotations
 
@@ -29,8 +34,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--out", default="demo_out", help="folder for the heatmap PNG (default demo_out)")
     demo.set_defaults(func=_run_demo)
     from .eval.cli import register as register_bench
+    from .eval.cli import register_train
 
     register_bench(sub)
+    register_train(sub)
     return parser
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from diverse_core.errors import DimensionMismatchError, InvalidParameterError
+from diverse_core.eval.train_drrag import best_threshold, question_pairs, roc_auc
 from diverse_core.pipelines.drrag.classifier import PairClassifier, default_path, make_scorer
 from diverse_core.pipelines.drrag.features import (
     SCALAR_NAMES,
@@ -15,7 +16,6 @@ from diverse_core.pipelines.drrag.features import (
     split_title,
 )
 from diverse_core.pipelines.drrag.select import select_drrag
-from diverse_core.pipelines.drrag.train import best_threshold, question_pairs, roc_auc
 
 TEXTS = [
     "Acme Corp: Acme Corp was founded by Bo Lind in Oslo.",

@@ -11,7 +11,7 @@ set the :class:`~diverse_core.adaptive.model.SetScorer` scores highest (ties: up
 median of the tied λ, as DF-RAG's gate). Given ``question`` and ``texts`` it uses
 the text-aware variant, otherwise the embedding-only one. The shipped model was
 trained on the TRAIN splits of HotpotQA, MuSiQue and 2WikiMultihopQA under the
-harness's ``chunks`` protocol (``python -m diverse_core.eval.train_adaptive``);
+harness's ``chunks`` protocol (``diverse-rag train adaptive``);
 retrain it on your own questions with :meth:`AdaptiveSelector.fit`.
 
 Example:
@@ -166,7 +166,7 @@ class AdaptiveSelector:
         if meta.get("format") != FORMAT_VERSION:
             raise InvalidParameterError(
                 f"{p}: adaptive model format {meta.get('format')!r}; this version reads format "
-                f"{FORMAT_VERSION}: retrain it (python -m diverse_core.eval.train_adaptive or AdaptiveSelector.fit)"
+                f"{FORMAT_VERSION}: retrain it (diverse-rag train adaptive, or AdaptiveSelector.fit)"
             )
         try:
             variants = {name: SelectorVariant.from_arrays(data, name) for name in meta["variants"]}

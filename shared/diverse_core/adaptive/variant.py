@@ -99,7 +99,7 @@ class SelectorVariant:
         ) != variant_feature_names(self.name):
             raise InvalidParameterError(
                 f"the {self.name!r} model was trained on other features than this version computes; retrain it "
-                "(python -m diverse_core.eval.train_adaptive, or AdaptiveSelector.fit)"
+                "(diverse-rag train adaptive, or AdaptiveSelector.fit)"
             )
 
     @property

@@ -19,6 +19,11 @@ Pieces:
   :mod:`~diverse_core.eval.cli` (``diverse-rag bench``).
 * :mod:`~diverse_core.eval.train_data` - the TRAIN-split loaders; :mod:`~diverse_core.eval.outofsample`
   tunes and trains on them and reports on dev with :mod:`~diverse_core.eval.stats` intervals.
+* :mod:`~diverse_core.eval.train_adaptive`, :mod:`~diverse_core.eval.train_drrag` (with its
+  loaders :mod:`~diverse_core.eval.drrag_trainsets`) - retrain the shipped adaptive λ model and
+  DR-RAG pair classifier (``diverse-rag train adaptive|drrag``). Training lives here, above the
+  pipelines, because it reads the benchmark files and the embedding cache; the library only loads
+  the written models and never imports this package.
 * :mod:`~diverse_core.eval.userdata` - your own JSONL dataset (``--dataset-file``, :func:`register_dataset`).
 * :mod:`~diverse_core.eval.judge_sim` - the simulated DF-RAG Evaluator (plugins ``simjudge``, ``simjudge_p``).
 

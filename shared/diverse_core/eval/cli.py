@@ -316,6 +316,33 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     return parser
 
 
+def _run_train(args: argparse.Namespace) -> int:
+    if args.model == "adaptive":
+        from .train_adaptive import main as train_adaptive
+
+        return train_adaptive(args.args)
+    from .train_drrag import main as train_drrag
+
+    train_drrag(args.args)
+    return 0
+
+
+def register_train(subparsers: Any) -> argparse.ArgumentParser:
+    """Add the ``train`` sub-command: retrain a shipped model from the TRAIN files.
+
+    ``diverse-rag train adaptive [options]`` runs :mod:`diverse_core.eval.train_adaptive`,
+    ``diverse-rag train drrag [options]`` runs :mod:`diverse_core.eval.train_drrag`; the
+    options after the model name go to that command (``--help`` lists them).
+    """
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "train", help="retrain a shipped model (adaptive λ selector, DR-RAG classifier) from TRAIN files"
+    )
+    parser.add_argument("model", choices=["adaptive", "drrag"], help="which model to train")
+    parser.add_argument("args", nargs=argparse.REMAINDER, help="options of that trainer (see its --help)")
+    parser.set_defaults(func=_run_train)
+    return parser
+
+
 class OneLineParser(argparse.ArgumentParser):
     """An argument parser whose usage errors are one line (``prog: error: ...``), no usage dump."""
 

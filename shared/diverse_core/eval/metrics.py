@@ -4,7 +4,9 @@ Answer metrics (SQuAD normalisation: lower case, drop punctuation and the articl
 a/an/the, collapse whitespace), each the maximum over the gold answer and its aliases:
 
 * :func:`exact_match`, :func:`f1_score` (token F1), :func:`accuracy` (a gold answer is
-  contained in the prediction), :func:`rouge_l` (ROUGE-L F-measure via ``rouge-score``).
+  contained in the prediction) - defined in the core's :mod:`diverse_core.answer_metrics`
+  (the pipelines score answers with them too) and re-exported here;
+* :func:`rouge_l` (ROUGE-L F-measure via ``rouge-score``).
 
 Retrieval metrics:
 
@@ -28,15 +30,20 @@ Example:
 from __future__ import annotations
 
 import math
-import re
-import string
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from ..answer_metrics import (
+    accuracy,
+    answer_in_texts,
+    exact_match,
+    f1_score,
+    gold_list,
+    normalize_answer,
+)
 from ..errors import InvalidParameterError
 from ._deps import require
 
@@ -53,81 +60,6 @@ __all__ = [
     "mrecall_at_k",
 ]
 
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
-_PUNCT = str.maketrans("", "", string.punctuation)
-
-
-def normalize_answer(text: str) -> str:
-    """SQuAD-style normalisation.
-
-    Example:
-        >>> normalize_answer("The  Beatles!")
-        'beatles'
-    """
-    text = text.lower().translate(_PUNCT)
-    text = _ARTICLES.sub(" ", text)
-    return " ".join(text.split())
-
-
-def _golds(answers: str | Sequence[str]) -> list[str]:
-    golds = [answers] if isinstance(answers, str) else list(answers)
-    if not golds:
-        raise InvalidParameterError("answers must contain at least one gold answer; got []")
-    return golds
-
-
-def exact_match(prediction: str, answers: str | Sequence[str]) -> float:
-    """1.0 when the normalised prediction equals a normalised gold answer.
-
-    Example:
-        >>> exact_match("the Rush", ["Rush"])
-        1.0
-    """
-    pred = normalize_answer(prediction)
-    return float(any(pred == normalize_answer(g) for g in _golds(answers)))
-
-
-def _token_f1(pred: list[str], gold: list[str]) -> float:
-    common = Counter(pred) & Counter(gold)
-    same = sum(common.values())
-    if not pred or not gold:
-        return float(pred == gold)
-    if same == 0:
-        return 0.0
-    precision, recall = same / len(pred), same / len(gold)
-    return 2 * precision * recall / (precision + recall)
-
-
-def f1_score(prediction: str, answers: str | Sequence[str]) -> float:
-    """Token-level F1 against the best-matching gold answer.
-
-    Example:
-        >>> round(f1_score("new york city", ["New York"]), 3)
-        0.8
-    """
-    pred = normalize_answer(prediction).split()
-    return max(_token_f1(pred, normalize_answer(g).split()) for g in _golds(answers))
-
-
-def accuracy(prediction: str, answers: str | Sequence[str]) -> float:
-    """1.0 when a normalised gold answer occurs in the normalised prediction (word-bounded).
-
-    Example:
-        >>> accuracy("It was held in Tampa, Florida.", ["Tampa, Florida"])
-        1.0
-    """
-    pred = f" {normalize_answer(prediction)} "
-    for g in _golds(answers):
-        gold = normalize_answer(g)
-        if gold and f" {gold} " in pred:
-            return 1.0
-    return 0.0
-
-
-def answer_in_texts(texts: Iterable[str], answers: str | Sequence[str]) -> float:
-    """1.0 when any gold answer occurs in any of ``texts`` (retrieval-level answer hit)."""
-    return float(any(accuracy(t, answers) for t in texts))
-
 
 def rouge_l(prediction: str, references: str | Sequence[str]) -> float:
     """ROUGE-L F-measure (``rouge-score``, stemming on), best over the references.
@@ -138,7 +70,7 @@ def rouge_l(prediction: str, references: str | Sequence[str]) -> float:
     """
     scorer_mod = require("rouge_score.rouge_scorer", "ROUGE-L")
     scorer = scorer_mod.RougeScorer(["rougeL"], use_stemmer=True)
-    return max(float(scorer.score(ref, prediction)["rougeL"].fmeasure) for ref in _golds(references))
+    return max(float(scorer.score(ref, prediction)["rougeL"].fmeasure) for ref in gold_list(references))
 
 
 def _check_k(k: int) -> int:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Collection, Sequence
 
 from numpy.typing import ArrayLike
 
+from ...answer_metrics import f1_score, normalize_answer
 from ...tuning import argmax_upper_median
 from .candidates import DEFAULT_LAMBDAS, check_lambdas, sweep_candidate_sets
 from .result import CandidateSet, OracleResult
@@ -21,22 +22,13 @@ __all__ = ["oracle_select", "gold_recall_scorer", "answer_f1", "normalize_answer
 ScoreFn = Callable[[tuple[int, ...], tuple[str, ...]], float]
 
 
-def normalize_answer(text: str) -> str:
-    """SQuAD-style answer normalisation (the harness's :func:`diverse_core.eval.metrics.normalize_answer`)."""
-    from ...eval.metrics import normalize_answer as _normalize  # lazy: eval imports dfrag
-
-    return _normalize(text)
-
-
 def answer_f1(prediction: str, golds: str | Sequence[str]) -> float:
-    """Token-level F1 against the best-matching gold answer (the harness's ``f1_score``).
+    """Token-level F1 against the best-matching gold answer (:func:`diverse_core.answer_metrics.f1_score`).
 
     Example:
         >>> answer_f1("The Eiffel Tower", ["Eiffel Tower"])
         1.0
     """
-    from ...eval.metrics import f1_score  # lazy: eval imports dfrag
-
     return f1_score(prediction, golds)
 
 

@@ -6,7 +6,7 @@ classifier selection (CFS / CIS), framework-free.
 * :func:`select_drrag`: the selection logic over stage-1 rankings and concatenated-search hits.
 * :class:`PairClassifier` / :func:`default_classifier`: the compact (question, A, B) pair
   classifier; the shipped one is trained from TRAIN files only
-  (``python -m diverse_core.pipelines.drrag.train``) and loaded lazily on first use.
+  (``diverse-rag train drrag``) and loaded lazily on first use.
 * :func:`make_scorer`: a batched pair scorer from a classifier or any
   ``(question, doc_a, doc_b) -> probability`` callable.
 

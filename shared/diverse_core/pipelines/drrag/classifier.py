@@ -4,7 +4,7 @@ A small numpy model over :func:`~diverse_core.pipelines.drrag.features.pair_feat
 (MiniLM embedding interactions plus lexical overlaps): logistic regression (``kind="logreg"``)
 or a one-hidden-layer MLP (``kind="mlp"``), trained with Adam on class-weighted log-loss.
 The shipped model (``drrag_classifier.npz`` next to this module, trained by
-``python -m diverse_core.pipelines.drrag.train``) is loaded lazily on first use.
+``diverse-rag train drrag``) is loaded lazily on first use.
 
 Any callable ``(question, doc_a, doc_b) -> probability`` (a cross-encoder, an LLM judge) can
 stand in for it: :func:`make_scorer` turns either into the batched scorer the selection uses.
@@ -285,7 +285,7 @@ def default_classifier() -> PairClassifier:
             if not path.is_file():
                 raise FileNotFoundError(
                     f"the shipped DR-RAG classifier is missing at {path}; "
-                    "train it with: python -m diverse_core.pipelines.drrag.train"
+                    "train it with: diverse-rag train drrag"
                 )
             _DEFAULT = PairClassifier.load(path)
         return _DEFAULT

@@ -11,7 +11,7 @@ Only train files are read (``shared/data/README.md``, ``shared/data/train/SOURCE
   (original ``context`` + ``supporting_facts``).
 
 Each question becomes a :class:`TrainQuestion` with its candidate paragraphs (indexed as
-``"title: text"``, like the eval harness's ``paragraphs`` protocol) and a gold mask.
+``"title: text"``, like the harness's ``paragraphs`` protocol) and a gold mask.
 Questions repeated across files are kept once (by normalised question text).
 
 Example:
@@ -35,7 +35,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ...errors import InvalidParameterError
+from ..errors import InvalidParameterError
+from .datasets import resolve_data_dir
 
 __all__ = ["TRAIN_DATASETS", "TrainQuestion", "load_train_questions"]
 
@@ -157,7 +158,7 @@ def load_train_questions(dataset: str, data_dir: str | Path | None = None) -> li
 
     Args:
         dataset: one of :data:`TRAIN_DATASETS`.
-        data_dir: the ``shared/data`` folder (default: the eval harness's default).
+        data_dir: the ``shared/data`` folder (default: the harness's default).
 
     Raises:
         InvalidParameterError: unknown ``dataset``.
@@ -165,8 +166,6 @@ def load_train_questions(dataset: str, data_dir: str | Path | None = None) -> li
     """
     if dataset not in _LOADERS:
         raise InvalidParameterError(f"unknown train dataset {dataset!r}; available: {list(TRAIN_DATASETS)}")
-    from ...eval.datasets import resolve_data_dir
-
     root = resolve_data_dir(data_dir)
     out: list[TrainQuestion] = []
     seen: set[str] = set()

@@ -1,13 +1,13 @@
 """Train the shipped DR-RAG pair classifier from the TRAIN files, in one command.
 
-``python -m diverse_core.pipelines.drrag.train`` (options: ``--help``) does, deterministically
-for a seed:
+``python -m diverse_core.eval.train_drrag`` or ``diverse-rag train drrag`` (options: ``--help``)
+does, deterministically for a seed:
 
-1. loads the train questions (:mod:`.trainsets`): HotpotQA (at most ``MAX_QUESTIONS``, drawn
+1. loads the train questions (:mod:`.drrag_trainsets`): HotpotQA (at most ``MAX_QUESTIONS``, drawn
    with the seed), MuSiQue, 2Wiki; each question keeps its gold paragraphs and the
    ``DISTRACTORS`` (or ``--distractors``) distractors sharing most words with the question (the rest are never
    embedded, which keeps the command short on a CPU);
-2. embeds questions and paragraphs with the packaged MiniLM through the eval harness's disk
+2. embeds questions and paragraphs with the packaged MiniLM through the harness's disk
    cache (a second run embeds nothing);
 3. builds every ordered pair of each question's trimmed paragraphs: positives = two gold
    paragraphs (both orders); negatives = gold + distractor and distractor + distractor pairs,
@@ -17,7 +17,11 @@ for a seed:
    pools of HotpotQA and MuSiQue (``paragraphs`` texts, dev questions are never trained or
    tuned on), and keeps the model with the better held-out AUC;
 5. picks the decision threshold that maximises F1 (``--criterion``) on the held-out TRAIN pairs
-   and writes ``drrag_classifier.npz`` next to this module.
+   and writes ``drrag_classifier.npz`` into :mod:`diverse_core.pipelines.drrag` (where
+   :func:`~diverse_core.pipelines.drrag.default_classifier` loads it).
+
+The training lives in the harness because it reads the benchmark files and the embedding
+cache; the pipeline only loads the written model.
 """
 
 from __future__ import annotations
@@ -32,10 +36,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ...errors import InvalidParameterError
-from .classifier import PairClassifier, default_path
-from .features import SCALAR_NAMES, pair_features, tokens
-from .trainsets import TRAIN_DATASETS, TrainQuestion, load_train_questions
+from ..embedders import get_default_embedder
+from ..errors import InvalidParameterError
+from ..pipelines.drrag.classifier import PairClassifier, default_path
+from ..pipelines.drrag.features import SCALAR_NAMES, pair_features, tokens
+from .datasets import load_dataset
+from .disk_cache import DiskEmbeddingCache
+from .drrag_trainsets import TRAIN_DATASETS, TrainQuestion, load_train_questions
 
 __all__ = [
     "DISTRACTORS",
@@ -160,8 +167,6 @@ def _featurise(
 
 
 def _dev_items(dataset: str, data_dir: str | Path | None) -> list[tuple[str, list[str], list[str], NDArray[np.bool_]]]:
-    from ...eval.datasets import load_dataset
-
     bench = load_dataset(dataset, data_dir)
     items = []
     for r in bench.records:
@@ -182,9 +187,6 @@ def train(
     criterion: str = "f1",
 ) -> tuple[PairClassifier, dict[str, Any]]:
     """Build the data, fit and compare the models; returns the chosen model and a report."""
-    from ...embedders import get_default_embedder
-    from ...eval.disk_cache import DiskEmbeddingCache
-
     t0 = time.perf_counter()
     cache = DiskEmbeddingCache(get_default_embedder(), MODEL_NAME, cache_dir, progress=False, batch_size=256)
     rng = np.random.default_rng(seed)
@@ -261,7 +263,7 @@ def train(
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Command line: train, compare and write the shipped classifier."""
-    ap = argparse.ArgumentParser(prog="python -m diverse_core.pipelines.drrag.train", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m diverse_core.eval.train_drrag", description=__doc__.split("\n")[0])
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--distractors", type=int, default=None, help="per question (default: DISTRACTORS)")
     ap.add_argument("--epochs", type=int, default=15)
