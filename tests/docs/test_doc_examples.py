@@ -1,0 +1,154 @@
+"""Every code example of the documentation runs (``docs/**/*.md`` and ``README.md``).
+
+One test per block, named ``<file>:<line>`` (the opening fence's line), e.g.
+``tests/docs/test_doc_examples.py::test_python_block[docs/methods/gmmr.md:31]``. The blocks of
+a file share one namespace and run in file order; selecting a single block with ``-k`` first
+runs the blocks above it. See :mod:`mdblocks` for the convention (```` ```python notest ````
+for blocks that need a network model).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.util
+import os
+import re
+import shlex
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mdblocks import PYTHON_INFOS, Block, read_blocks
+
+ROOT = Path(__file__).resolve().parents[2]
+DOC_FILES = sorted((ROOT / "docs").rglob("*.md")) + [ROOT / "README.md"]
+BLOCKS = [b for path in DOC_FILES for b in read_blocks(path)]
+
+
+def _id(block: Block) -> str:
+    return f"{block.path.relative_to(ROOT).as_posix()}:{block.line}"
+
+
+class _FileRun:
+    """The namespace and working folder of one Markdown file's blocks."""
+
+    def __init__(self, path: Path) -> None:
+        self.namespace: dict[str, Any] = {"__name__": f"doc_{path.stem.replace('-', '_')}"}
+        self.folder = Path(tempfile.mkdtemp(prefix="docblocks-"))
+        self.done = 0  # blocks of the file executed so far (runnable ones, in order)
+
+
+_RUNS: dict[Path, _FileRun] = {}
+
+
+@contextlib.contextmanager
+def _inside(folder: Path) -> Any:
+    before = os.getcwd()
+    os.chdir(folder)
+    try:
+        yield
+    finally:
+        os.chdir(before)
+
+
+def _execute(block: Block, run: _FileRun) -> None:
+    code = compile(block.code, _id(block), "exec")
+    with _inside(run.folder):  # files a block writes land in a temporary folder
+        exec(code, run.namespace)  # the documentation's own examples
+
+
+RUNNABLE = [b for b in BLOCKS if b.runs]
+
+
+@pytest.mark.parametrize("block", RUNNABLE, ids=[_id(b) for b in RUNNABLE])
+def test_python_block(block: Block, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+    in_file = [b for b in RUNNABLE if b.path == block.path]
+    position = in_file.index(block)
+    run = _RUNS.setdefault(block.path, _FileRun(block.path))
+    for earlier in in_file[run.done : position]:  # blocks above it (when run alone)
+        _execute(earlier, run)
+    if run.done > position:  # already ran (a re-run in one session): start the file afresh
+        run = _RUNS[block.path] = _FileRun(block.path)
+        for earlier in in_file[:position]:
+            _execute(earlier, run)
+    _execute(block, run)
+    run.done = position + 1
+
+
+def test_every_python_block_is_marked() -> None:
+    """A Python-looking block must say ``python`` (runs) or ``python notest`` (does not)."""
+    bad = [f"{_id(b)} ```{b.info}" for b in BLOCKS if b.is_python and " ".join(b.info.split()) not in PYTHON_INFOS]
+    assert bad == [], f"use ```python or ```python notest: {bad}"
+
+
+def test_the_docs_have_examples() -> None:
+    assert len(DOC_FILES) > 10
+    assert len(RUNNABLE) > 30, len(RUNNABLE)
+
+
+# --- shell blocks: the commands they show exist ---
+
+_ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=\S*$")
+
+
+def _commands(block: Block) -> list[list[str]]:
+    """The command lines of a shell block (continuations joined, comments and env prefixes dropped)."""
+    text = re.sub(r"\\\n", " ", block.code)
+    out: list[list[str]] = []
+    for raw in text.splitlines():
+        line = raw.strip().removeprefix("$ ")
+        if not line or line.startswith("#"):
+            continue
+        try:
+            words = shlex.split(line, comments=True)
+        except ValueError:
+            continue
+        while words and (_ENV.match(words[0]) or words[0] in {"env", "-u"} or words[0].isupper()):
+            words = words[1:]
+        if words:
+            out.append(words)
+    return out
+
+
+SHELL = [b for b in BLOCKS if b.language in {"bash", "sh", "shell", "console"}]
+
+
+def _parser() -> argparse.ArgumentParser:
+    from diverse_core.cli import build_parser
+
+    return build_parser()
+
+
+@pytest.mark.parametrize("block", SHELL, ids=[_id(b) for b in SHELL])
+def test_shell_block_commands_exist(block: Block) -> None:
+    for words in _commands(block):
+        if words[0] == "diverse-rag":
+            try:
+                _parser().parse_args(words[1:])
+            except SystemExit as exc:  # argparse's way of refusing
+                raise AssertionError(f"{_id(block)}: `{' '.join(words)}` does not parse") from exc
+        elif words[0].startswith("python") and len(words) > 1:
+            args = words[1:]
+            if args[0] == "-m":
+                assert importlib.util.find_spec(args[1]) is not None, f"{_id(block)}: no module {args[1]}"
+            elif args[0].endswith(".py"):
+                assert (ROOT / args[0]).is_file(), f"{_id(block)}: no file {args[0]}"
+        elif words[0] == "make":
+            targets = re.findall(r"^([\w-]+):", (ROOT / "Makefile").read_text(), re.MULTILINE)
+            for target in words[1:]:
+                assert target in targets, f"{_id(block)}: no make target {target}"
+
+
+def test_python_snippets_refer_to_existing_files() -> None:
+    """``python examples/x.py`` / ``benchmarks/x.py`` named anywhere in the docs exist."""
+    missing = []
+    for path in DOC_FILES:
+        for rel in re.findall(r"\b((?:examples|benchmarks)/[\w/.-]+\.(?:py|md|json|png))", path.read_text()):
+            if not (ROOT / rel).exists() and "*" not in rel:
+                missing.append(f"{path.relative_to(ROOT)}: {rel}")
+    assert missing == []
+
