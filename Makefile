@@ -4,11 +4,12 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
-EXTRAS := langchain,llamaindex,embeddings,llm,bench,dev
+EXTRAS := langchain,llamaindex,embeddings,llm,bench,docs,dev
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
+export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: demo test lint bench install clean
+.PHONY: demo test lint bench install clean docs docs-build
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,8 +24,16 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/diverse-rag demo
 
-test: $(STAMP)
+test: docs-build
 	$(PY) -m pytest -q -p no:cacheprovider
+
+# The site (docs/, mkdocs.yml): `make docs` serves it on http://127.0.0.1:8000; `make docs-build`
+# (part of `make test`) fails on a broken link, a missing page or an unresolved reference.
+docs: $(STAMP)
+	$(VENV)/bin/mkdocs serve
+
+docs-build: $(STAMP)
+	$(VENV)/bin/mkdocs build --strict --quiet
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
@@ -35,4 +44,4 @@ bench: $(STAMP)
 	$(PY) benchmarks/faces.py
 
 clean:
-	rm -rf $(VENV) demo_out
+	rm -rf $(VENV) demo_out site

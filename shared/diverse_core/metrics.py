@@ -148,7 +148,7 @@ def max_pairwise_distance(
     Raises:
         InvalidParameterError: fewer than two rows, or an unknown ``metric``.
         DimensionMismatchError, NonFiniteInputError, ZeroVectorError: bad ``embeddings``
-        (zero vectors are rejected for ``"cosine"`` only).
+            (zero vectors are rejected for ``"cosine"`` only).
 
     Example:
         >>> max_pairwise_distance([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])

@@ -77,7 +77,7 @@ def argmax_upper_median(values: ArrayLike, scores: ArrayLike) -> float:
 
     Raises:
         InvalidParameterError, NonFiniteInputError, DimensionMismatchError: bad inputs
-        or ``values`` and ``scores`` of different lengths.
+            or ``values`` and ``scores`` of different lengths.
 
     Example:
         >>> argmax_upper_median([0.1, 0.5, 0.9], [2, 8, 8])
