@@ -33,7 +33,7 @@ docs: $(STAMP)
 	$(VENV)/bin/mkdocs serve
 
 docs-build: $(STAMP)
-	$(VENV)/bin/mkdocs build --strict --quiet
+	$(VENV)/bin/mkdocs build --strict  # not --quiet: it hides the warnings strict mode counts
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
