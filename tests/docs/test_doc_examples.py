@@ -147,7 +147,7 @@ def test_python_snippets_refer_to_existing_files() -> None:
     """``python examples/x.py`` / ``benchmarks/x.py`` named anywhere in the docs exist."""
     missing = []
     for path in DOC_FILES:
-        for rel in re.findall(r"\b((?:examples|benchmarks)/[\w/.-]+\.(?:py|md|json|png))", path.read_text()):
+        for rel in re.findall(r"(?<![\w/.(])((?:examples|benchmarks)/[\w/.-]+\.(?:py|md|json|png))", path.read_text()):
             if not (ROOT / rel).exists() and "*" not in rel:
                 missing.append(f"{path.relative_to(ROOT)}: {rel}")
     assert missing == []
