@@ -31,11 +31,8 @@ _SIGNATURES: dict[tuple[type, str], bool] = {}
 
 def is_pgvector(store: Any) -> bool:
     """Whether ``store`` is a ``langchain_postgres.PGVector`` (by its attributes)."""
-    return (
-        type(store).__name__ == "PGVector"
-        and hasattr(store, "EmbeddingStore")
-        and hasattr(store, "_results_to_docs_and_scores")
-    )
+    cls = type(store)  # (an async store sets its table models on first use)
+    return cls.__name__ == "PGVector" and hasattr(cls, "_results_to_docs_and_scores")
 
 
 def _has_query(store: Any, name: str) -> bool:
@@ -106,7 +103,7 @@ def pgvector_by_id(store: Any, documents: Sequence[Document]) -> list[Any]:
     """
     ids = [doc.id for doc in documents]
     wanted = sorted({i for i in ids if i is not None})
-    if not wanted or _is_async(store):
+    if not wanted or _is_async(store) or not hasattr(store, "EmbeddingStore"):
         return [None] * len(documents)
     from sqlalchemy import select
 

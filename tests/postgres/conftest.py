@@ -1,0 +1,66 @@
+"""A real Postgres server with pgvector for the tests in this folder (marker ``postgres``).
+
+``pgserver`` (the ``postgres`` extra) ships the server binaries and the pgvector
+extension as a wheel: the session fixture starts a server in a temporary folder, which
+also holds its unix socket, creates the extension and yields the folder; at the end the
+server is stopped and the folder removed. Without ``pgserver`` the tests are skipped,
+except in CI (``CI`` set), where a missing server fails the run instead.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+
+import pytest
+
+_NEEDED = ("pgserver", "langchain_postgres", "llama_index.vector_stores.postgres", "psycopg",
+           "psycopg2", "asyncpg")
+
+
+def _missing() -> list[str]:
+    out = []
+    for name in _NEEDED:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except ModuleNotFoundError:
+            found = False
+        if not found:
+            out.append(name)
+    return out
+
+
+@pytest.fixture(scope="session")
+def pg_socket_dir() -> Iterator[str]:
+    """The folder of a running Postgres server's unix socket (pgvector created)."""
+    missing = _missing()
+    if missing:
+        message = f"the postgres extra is not installed (missing {missing}): pip install -e '.[postgres]'"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    import pgserver
+
+    folder = tempfile.mkdtemp(prefix="diverse-pg-")
+    server = pgserver.get_server(folder, cleanup_mode="delete")
+    try:
+        server.psql("CREATE EXTENSION IF NOT EXISTS vector;")
+        yield folder
+    finally:
+        server.cleanup()
+        shutil.rmtree(folder, ignore_errors=True)
+    assert not os.path.exists(folder)
+
+
+def langchain_url(folder: str) -> str:
+    """SQLAlchemy URL for langchain_postgres (psycopg 3, sync and async)."""
+    return f"postgresql+psycopg://postgres@/postgres?host={folder}"
+
+
+def llamaindex_urls(folder: str) -> tuple[str, str]:
+    """(sync, async) SQLAlchemy URLs for PGVectorStore (psycopg2 and asyncpg)."""
+    return (f"postgresql+psycopg2://postgres@/postgres?host={folder}",
+            f"postgresql+asyncpg://postgres@/postgres?host={folder}")
