@@ -14,6 +14,7 @@ so nothing here imports their packages. Other stores: ``None`` (the text is embe
 from __future__ import annotations
 
 import contextvars
+import logging
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -26,6 +27,8 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import NodeWithScore
 
 __all__ = ["StoredVectors", "known_for", "reading", "store_reader", "stored_vectors_of"]
+
+logger = logging.getLogger(__name__)
 
 #: ``read(node_ids) -> one vector or None per id``.
 StoredVectors = Callable[[list[str]], list[Any]]
@@ -58,6 +61,33 @@ def _qdrant(store: Any) -> StoredVectors:
     return read
 
 
+# Postgres tables already checked for an index on node_id (engine URL, schema, table).
+_NODE_ID_INDEX: dict[tuple[str, str, str], bool] = {}
+
+
+def _check_node_id_index(store: Any, table: Any, session: Any) -> None:
+    """Warn once per table when reading by node id cannot use an index (it then scans the table)."""
+    schema = getattr(store, "schema_name", None) or "public"
+    key = (str(getattr(store, "_engine", None) and store._engine.url), schema, table.__tablename__)
+    if key in _NODE_ID_INDEX:
+        return
+    from sqlalchemy import text
+
+    with session() as s:
+        defs = s.execute(
+            text("SELECT indexdef FROM pg_indexes WHERE schemaname = :s AND tablename = :t"),
+            {"s": schema, "t": table.__tablename__},
+        ).scalars().all()
+    ok = any("(node_id)" in d for d in defs)
+    _NODE_ID_INDEX[key] = ok
+    if not ok:
+        logger.warning(
+            "PGVectorStore table %s.%s has no index on node_id, so reading the candidates' stored "
+            "vectors by node id scans the table; create one once: CREATE INDEX ON %s.%s (node_id);",
+            schema, table.__tablename__, schema, table.__tablename__,
+        )
+
+
 def _postgres(store: Any) -> StoredVectors:
     table = getattr(store, "_table_class", None)
     session = getattr(store, "_session", None)
@@ -68,6 +98,7 @@ def _postgres(store: Any) -> StoredVectors:
             from sqlalchemy import select
 
             store._initialize()  # what the store's own calls do first (idempotent)
+            _check_node_id_index(store, table, session)
             stmt = select(table.node_id, table.embedding).where(table.node_id.in_(wanted))
             with session() as s:
                 by_id = {str(row[0]): row[1] for row in s.execute(stmt).all()}

@@ -33,6 +33,16 @@ def _missing() -> list[str]:
     return out
 
 
+@pytest.fixture(autouse=True)
+def _fresh_caches() -> Iterator[None]:
+    """Every test starts with empty embedding caches (both faces share the core's)."""
+    from diverse_core.embedding_cache import clear_model_caches
+
+    clear_model_caches()
+    yield
+    clear_model_caches()
+
+
 @pytest.fixture(scope="session")
 def pg_socket_dir() -> Iterator[str]:
     """The folder of a running Postgres server's unix socket (pgvector created)."""

@@ -17,11 +17,7 @@ pytestmark = pytest.mark.postgres
 langchain_core = pytest.importorskip("langchain_core")
 from langchain_core.embeddings import Embeddings  # noqa: E402
 
-from langchain_diverse import (  # noqa: E402
-    DiverseRetriever,
-    as_diverse_retriever,
-    clear_embedding_caches,
-)
+from langchain_diverse import DiverseRetriever, as_diverse_retriever  # noqa: E402
 from langchain_diverse.drrag import DRRAGRetriever  # noqa: E402
 
 
@@ -44,13 +40,6 @@ class CountingEmbeddings(Embeddings):
 
     async def aembed_query(self, text: str) -> list[float]:
         return self.embed_query(text)
-
-
-@pytest.fixture(autouse=True)
-def _fresh_caches() -> Iterator[None]:
-    clear_embedding_caches()
-    yield
-    clear_embedding_caches()
 
 
 @pytest.fixture(scope="module")

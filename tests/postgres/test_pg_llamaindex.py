@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from conftest import llamaindex_urls
+from diverse_core.embedding_cache import clear_model_caches
 from diverse_core.errors import InvalidParameterError
 from pg_fakes import CORPUS, DIM, DUPS, Calls, vector_of
 
@@ -166,3 +167,33 @@ async def test_drrag_pipeline_async(aindex: VectorStoreIndex) -> None:
     result, nodes = await retriever.arun_pipeline("q")
     assert len(nodes) == 4 and len(embed.calls.queries) == result.cost.searches
     assert not embed.calls.documents
+
+
+def test_missing_node_id_index_is_reported_once(index: VectorStoreIndex,
+                                                caplog: pytest.LogCaptureFixture,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """PGVectorStore makes no index on node_id: the by-id read would scan the table."""
+    import logging
+
+    from sqlalchemy import text
+
+    from llamaindex_diverse import _stored
+
+    monkeypatch.setattr(_stored, "_NODE_ID_INDEX", {})
+    retriever = DiverseRetriever.from_index(index, top_n=2, fetch_k=10)
+    with caplog.at_level(logging.WARNING, logger="llamaindex_diverse"):
+        retriever.retrieve("q")
+        retriever.retrieve("dup a")  # other candidates: read again, not checked again
+    found = [r for r in caplog.records if "no index on node_id" in r.message]
+    assert len(found) == 1 and "CREATE INDEX ON" in found[0].message
+    store = index.vector_store
+    name = store._table_class.__tablename__
+    with store._session() as s, s.begin():
+        s.execute(text(f"CREATE INDEX IF NOT EXISTS {name}_node_id ON {name} (node_id)"))
+    monkeypatch.setattr(_stored, "_NODE_ID_INDEX", {})
+    clear_model_caches()  # the next query reads its candidates again
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="llamaindex_diverse"):
+        DiverseRetriever.from_index(index, top_n=2, fetch_k=10).retrieve("dup b")
+    assert not [r for r in caplog.records if "no index on node_id" in r.message]
+    assert _stored._NODE_ID_INDEX  # the table was checked (and found indexed)
