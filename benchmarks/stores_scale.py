@@ -315,7 +315,7 @@ def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
              f"{meta['machine']}. Embedding caches cleared before every call: every candidate vector "
              "is read from Postgres (LangChain: returned by the search itself; LlamaIndex: one read "
              "by node id). `+%` = median(search + diversity) / median(search) - 1.", "",
-             "Command: `env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 "
+             "Command(s): `env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 "
              f"python benchmarks/stores_scale.py {meta['argv']}`", "",
              "| framework | index | fetch_k | search | mmr (+%) | gmmr (+%) | adaptive (+%) | builtin mmr (+%) |",
              "|---|---|---:|---:|---:|---:|---:|---:|"]
@@ -359,7 +359,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", default=str(REPO / "benchmarks" / "results" / "stores_scale.json"))
     ap.add_argument("--results-md", default=None)
     ap.add_argument("--note", default=None, help="a Markdown file appended to the section")
+    ap.add_argument("--from-json", nargs="+", default=None,
+                    help="only re-render the section from earlier runs' JSON files (rows concatenated)")
     args = ap.parse_args(argv)
+
+    if args.from_json:
+        runs = [json.loads(Path(p).read_text(encoding="utf-8")) for p in args.from_json]
+        meta = dict(runs[0]["meta"])
+        meta["argv"] = " ; ".join(r["meta"]["argv"] for r in runs)
+        for r in runs[1:]:
+            meta["setup"].update(r["meta"]["setup"])
+        meta["note"] = Path(args.note).read_text(encoding="utf-8") if args.note else meta.get("note")
+        section = render([row for r in runs for row in r["rows"]], meta)
+        print(section)
+        if args.results_md:
+            replace_section(Path(args.results_md), section)
+        return 0
 
     texts, vecs, queries, qv = make_data(args.n, args.dim, args.topics, args.queries)
     qvecs = {q: v.tolist() for q, v in zip(queries, qv, strict=True)}
