@@ -385,7 +385,9 @@ def main(argv: list[str] | None = None) -> int:
 
         folder = tempfile.mkdtemp(prefix="stores-scale-")
         server = pgserver.get_server(folder, cleanup_mode="delete")
-        host = folder
+        from urllib.parse import parse_qs, urlsplit
+
+        host = parse_qs(urlsplit(server.get_uri()).query).get("host", [folder])[0]
     else:
         host = args.host
     try:

@@ -14,6 +14,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -58,7 +59,9 @@ def pg_socket_dir() -> Iterator[str]:
     server = pgserver.get_server(folder, cleanup_mode="delete")
     try:
         server.psql("CREATE EXTENSION IF NOT EXISTS vector;")
-        yield folder
+        # The socket lives in the data folder unless its path is too long for a socket.
+        query = parse_qs(urlsplit(server.get_uri()).query)
+        yield query.get("host", [folder])[0]
     finally:
         server.cleanup()
         shutil.rmtree(folder, ignore_errors=True)
