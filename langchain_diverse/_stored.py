@@ -5,23 +5,32 @@ Each reader takes the store and the documents its search returned and gives back
 cache misses only. Supported: ``InMemoryVectorStore`` (its table, by document id),
 FAISS (``langchain_community``; reconstructed from the index by docstore id), Qdrant
 (``langchain_qdrant`` and ``langchain_community``; points fetched by id with their
-vectors) and Chroma (``langchain_chroma``; ``include=["embeddings"]``). Stores are
+vectors), Chroma (``langchain_chroma``; ``include=["embeddings"]``) and Postgres
+(``langchain_postgres.PGVector``: the search itself returns the vectors, see
+:mod:`._pgvector`; documents found otherwise are read by id in one query). Stores are
 recognised by their attributes, so nothing here imports those packages. Any other
 store returns ``None`` from :func:`stored_vector_reader`: the caller embeds the texts.
+
+:func:`search_store` / :func:`asearch_store` run the store search and hand back the
+documents with ``known`` for the cache; both faces (the retriever and the pipeline
+source) search through them.
 """
 
 from __future__ import annotations
 
 import logging
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 from langchain_core.documents import Document
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
-__all__ = ["stored_vector_reader", "supports_stored_vectors"]
+from ._pgvector import apgvector_search, is_pgvector, pgvector_by_id, pgvector_search
+from .embeddings import KnownVectors
+
+__all__ = ["asearch_store", "search_store", "stored_vector_reader", "supports_stored_vectors"]
 
 logger = logging.getLogger(__name__)
 
@@ -111,6 +120,8 @@ def _reader_for(store: VectorStore) -> Reader | None:
     attrs = vars(store)
     if "index_to_docstore_id" in attrs and hasattr(getattr(store, "index", None), "reconstruct_batch"):
         return _faiss
+    if is_pgvector(store):
+        return pgvector_by_id
     module = type(store).__module__
     if "chroma" in module and hasattr(getattr(store, "_collection", None), "get"):
         return _chroma
@@ -159,3 +170,51 @@ def stored_vector_reader(
         return [next(it) if d is not None else None for d in wanted]
 
     return known
+
+
+def _known_from(documents: Sequence[Document], vectors: Sequence[Any]) -> KnownVectors:
+    """``known(texts)`` over vectors already in hand (the first document with each text)."""
+    by_text: dict[str, Any] = {}
+    for doc, vector in zip(documents, vectors, strict=True):
+        by_text.setdefault(doc.page_content, vector)
+    return lambda texts: [by_text.get(t) for t in texts]
+
+
+def search_store(
+    store: VectorStore,
+    vector: list[float],
+    k: int,
+    search_kwargs: Mapping[str, Any],
+    *,
+    read_stored: bool,
+) -> tuple[list[Document], KnownVectors | None]:
+    """Search ``store`` by ``vector``: the documents, and ``known`` for their stored vectors.
+
+    With ``read_stored``, a store whose search can return the vectors (PGVector) is
+    searched that way (one round trip); other supported stores are searched as usual
+    and their vectors read in one batch when the cache misses; ``known`` is ``None``
+    for unsupported stores (and without ``read_stored``).
+    """
+    if read_stored and is_pgvector(store):
+        found = pgvector_search(store, vector, k, search_kwargs)
+        if found is not None:
+            return found[0], _known_from(*found)
+    docs = list(store.similarity_search_by_vector(vector, k=k, **search_kwargs))
+    return docs, stored_vector_reader(store, docs) if read_stored else None
+
+
+async def asearch_store(
+    store: VectorStore,
+    vector: list[float],
+    k: int,
+    search_kwargs: Mapping[str, Any],
+    *,
+    read_stored: bool,
+) -> tuple[list[Document], KnownVectors | None]:
+    """Async :func:`search_store` (the store's async search)."""
+    if read_stored and is_pgvector(store):
+        found = await apgvector_search(store, vector, k, search_kwargs)
+        if found is not None:
+            return found[0], _known_from(*found)
+    docs = list(await store.asimilarity_search_by_vector(vector, k=k, **search_kwargs))
+    return docs, stored_vector_reader(store, docs) if read_stored else None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -23,7 +23,7 @@ from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
-from ._stored import stored_vector_reader
+from ._stored import asearch_store, search_store, supports_stored_vectors
 from .embeddings import DEFAULT_CACHE_SIZE, CachedEmbeddings, KnownVectors, cached_embeddings
 from .selection import (
     SelectionPlan,
@@ -155,8 +155,8 @@ class DiverseRetriever(BaseRetriever):
             back). A retriever whose async method does not take it while its sync
             method does is run through its sync method in a worker thread.
         use_stored_vectors: read candidate vectors from the store when it holds them
-            (``InMemoryVectorStore``, FAISS, Qdrant, Chroma), so a query embeds only the
-            query; other stores' candidates are embedded once per text through the cache
+            (``InMemoryVectorStore``, FAISS, Qdrant, Chroma; PGVector returns them with
+            the search itself), so a query embeds only the query; other stores' candidates are embedded once per text through the cache
             (logged as a warning once per retriever).
         score_threshold: drop candidates whose cosine similarity to the query is below
             it before selecting (``search_kwargs={"score_threshold": ...}`` maps here).
@@ -280,21 +280,25 @@ class DiverseRetriever(BaseRetriever):
                 f"dimension {expected}; were both made by the same embeddings model?"
             )
 
-    def _known(self, documents: Sequence[Document]) -> KnownVectors | None:
+    def _reads_stored(self) -> bool:
+        """Whether candidate vectors may be read from the store (same model, not turned off)."""
         store = self.vectorstore
         if store is None or not self.use_stored_vectors:
-            return None
-        if self.embeddings is not None and self.embeddings is not store.embeddings:
-            return None  # the store's vectors come from another model: embed with ours
-        known = stored_vector_reader(store, documents)
-        if known is None:
-            self._warn_once(
-                "re-embed",
-                "DiverseRetriever cannot read stored vectors from %s: candidates are embedded "
-                "with %s through the cache (once per text per process). Stores read directly: "
-                "InMemoryVectorStore, FAISS, Qdrant, Chroma.",
-                type(store).__name__, type(self._source_embeddings()).__name__,
-            )
+            return False
+        # The store's vectors come from its own model: with another one, embed with ours.
+        return self.embeddings is None or self.embeddings is store.embeddings
+
+    def _check_known(self, known: KnownVectors | None) -> KnownVectors | None:
+        """``known`` as it is; warns once when the store's vectors cannot be read."""
+        if known is None and self.vectorstore is not None and self._reads_stored():
+            if not supports_stored_vectors(self.vectorstore):
+                self._warn_once(
+                    "re-embed",
+                    "DiverseRetriever cannot read stored vectors from %s: candidates are embedded "
+                    "with %s through the cache (once per text per process). Stores read directly: "
+                    "InMemoryVectorStore, FAISS, Qdrant, Chroma, PGVector.",
+                    type(self.vectorstore).__name__, type(self._source_embeddings()).__name__,
+                )
         return known
 
     # -- wrapped retrievers ----------------------------------------------------
@@ -371,9 +375,11 @@ class DiverseRetriever(BaseRetriever):
         embedder = self._embedder()
         query_vector = embedder.embed_query_array(query)
         self._check_query(query_vector, embedder)
+        known: KnownVectors | None = None
         if self.vectorstore is not None:
-            documents = self.vectorstore.similarity_search_by_vector(
-                query_vector.tolist(), k=plan.fetch_k or self.fetch_k, **self.search_kwargs
+            documents, known = search_store(
+                self.vectorstore, query_vector.tolist(), plan.fetch_k or self.fetch_k,
+                self.search_kwargs, read_stored=self._reads_stored(),
             )
         else:
             assert self.base_retriever is not None
@@ -383,7 +389,7 @@ class DiverseRetriever(BaseRetriever):
         if not documents:
             return []
         texts = document_texts(documents)
-        vectors = embedder.embed_documents_array(texts, known=self._known(documents))
+        vectors = embedder.embed_documents_array(texts, known=self._check_known(known))
         return self._finish(query_vector, documents, vectors, plan, query)
 
     # -- async -----------------------------------------------------------------
@@ -394,16 +400,18 @@ class DiverseRetriever(BaseRetriever):
         embedder = self._embedder()
         query_vector = await embedder.aembed_query_array(query)
         self._check_query(query_vector, embedder)
+        known: KnownVectors | None = None
         if self.vectorstore is not None:
-            documents = await self.vectorstore.asimilarity_search_by_vector(
-                query_vector.tolist(), k=plan.fetch_k or self.fetch_k, **self.search_kwargs
+            documents, known = await asearch_store(
+                self.vectorstore, query_vector.tolist(), plan.fetch_k or self.fetch_k,
+                self.search_kwargs, read_stored=self._reads_stored(),
             )
         else:
             documents = await self._afetch_from_retriever(query, plan, run_manager)
         if not documents:
             return []
         texts = document_texts(documents)
-        vectors = await embedder.aembed_documents_array(texts, known=self._known(documents))
+        vectors = await embedder.aembed_documents_array(texts, known=self._check_known(known))
         # The selection is CPU work: keep it off the event loop.
         return await asyncio.to_thread(self._finish, query_vector, documents, vectors, plan, query)
 

@@ -17,7 +17,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.vectorstores import VectorStore
 from numpy.typing import NDArray
 
-from ._stored import stored_vector_reader
+from ._stored import asearch_store, search_store
 from .embeddings import CachedEmbeddings, cached_embeddings
 from .selection import document_texts
 
@@ -35,7 +35,7 @@ class LangChainSource:
     """Search a LangChain ``VectorStore`` (by the query's vector) or any ``BaseRetriever`` (by
     text), and embed the candidates through the process-wide embedding cache.
 
-    Vectors a store already holds are read from it (InMemory, FAISS, Qdrant, Chroma), so a search
+    Vectors a store already holds are read from it (InMemory, FAISS, Qdrant, Chroma, PGVector), so a search
     costs one query embedding; other stores' candidates are embedded once per process. A wrapped retriever returns its own number of documents; ``k``
     then only truncates.
 
@@ -88,11 +88,9 @@ class LangChainSource:
     def _config(self) -> RunnableConfig | None:
         return {"callbacks": self.callbacks} if self.callbacks is not None else None
 
-    def _known(self, documents: Sequence[Document]) -> Any:
+    def _reads_stored(self) -> bool:
         store = self.vectorstore
-        if store is None or self.raw_embeddings is not store.embeddings:
-            return None
-        return stored_vector_reader(store, documents)
+        return store is not None and self.raw_embeddings is store.embeddings
 
     def _build(self, query: str, qv: NDArray[np.float32], docs: list[Document], vecs: Any,
                k: int | None) -> Candidates:
@@ -108,30 +106,28 @@ class LangChainSource:
     def search(self, query: str, k: int | None = None) -> Candidates:
         """Retrieve up to ``k`` (default ``fetch_k``) candidates for ``query``."""
         qv = self.embedder.embed_query_array(query)
+        known = None
         if self.vectorstore is not None:
-            docs = self.vectorstore.similarity_search_by_vector(
-                qv.tolist(), k=k or self.fetch_k, **self.search_kwargs
-            )
+            docs, known = search_store(self.vectorstore, qv.tolist(), k or self.fetch_k,
+                                       self.search_kwargs, read_stored=self._reads_stored())
         else:
             assert self.base_retriever is not None
-            docs = self.base_retriever.invoke(query, self._config())
-        docs = list(docs)
-        vecs = self.embedder.embed_documents_array(document_texts(docs), known=self._known(docs)) if docs else None
+            docs = list(self.base_retriever.invoke(query, self._config()))
+        vecs = self.embedder.embed_documents_array(document_texts(docs), known=known) if docs else None
         return self._build(query, qv, docs, vecs, k)
 
     async def asearch(self, query: str, k: int | None = None) -> Candidates:
         """Asynchronous :meth:`search` (the store's / retriever's async API, the model's async embeddings)."""
         qv = await self.embedder.aembed_query_array(query)
+        known = None
         if self.vectorstore is not None:
-            docs = await self.vectorstore.asimilarity_search_by_vector(
-                qv.tolist(), k=k or self.fetch_k, **self.search_kwargs
-            )
+            docs, known = await asearch_store(self.vectorstore, qv.tolist(), k or self.fetch_k,
+                                              self.search_kwargs, read_stored=self._reads_stored())
         else:
             assert self.base_retriever is not None
-            docs = await self.base_retriever.ainvoke(query, self._config())
-        docs = list(docs)
+            docs = list(await self.base_retriever.ainvoke(query, self._config()))
         vecs = (
-            await self.embedder.aembed_documents_array(document_texts(docs), known=self._known(docs))
+            await self.embedder.aembed_documents_array(document_texts(docs), known=known)
             if docs else None
         )
         return self._build(query, qv, docs, vecs, k)

@@ -4,14 +4,17 @@ Vector stores hand nodes back *without* their embeddings (the docstore keeps nod
 embedding-free), so the postprocessor would embed every fetched text once. For a
 vector index retriever over a store that keeps the vectors, they are read instead:
 ``SimpleVectorStore`` (its ``embedding_dict``), Qdrant (points fetched by node id with
-their vectors) and FAISS (reconstructed from the index through the index's
-vector-id -> node-id map). Stores are recognised by their class names and attributes,
+their vectors), FAISS (reconstructed from the index through the index's
+vector-id -> node-id map) and Postgres (``PGVectorStore``: one ``SELECT node_id,
+embedding ... WHERE node_id IN (...)`` per batch of cache misses; the store's query
+results carry no vectors, so they need this read). Stores are recognised by their class names and attributes,
 so nothing here imports their packages. Other stores: ``None`` (the text is embedded).
 """
 
 from __future__ import annotations
 
 import contextvars
+import logging
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -23,7 +26,9 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import NodeWithScore
 
-__all__ = ["StoredVectors", "known_for", "reading", "stored_vectors_of"]
+__all__ = ["StoredVectors", "known_for", "reading", "store_reader", "stored_vectors_of"]
+
+logger = logging.getLogger(__name__)
 
 #: ``read(node_ids) -> one vector or None per id``.
 StoredVectors = Callable[[list[str]], list[Any]]
@@ -51,6 +56,54 @@ def _qdrant(store: Any) -> StoredVectors:
             collection_name=store.collection_name, ids=ids, with_vectors=True, with_payload=False
         )
         by_id = {str(p.id): pick(p.vector) for p in points}
+        return [by_id.get(i) for i in ids]
+
+    return read
+
+
+# Postgres tables already checked for an index on node_id (engine URL, schema, table).
+_NODE_ID_INDEX: dict[tuple[str, str, str], bool] = {}
+
+
+def _check_node_id_index(store: Any, table: Any, session: Any) -> None:
+    """Warn once per table when reading by node id cannot use an index (it then scans the table)."""
+    schema = getattr(store, "schema_name", None) or "public"
+    key = (str(getattr(store, "_engine", None) and store._engine.url), schema, table.__tablename__)
+    if key in _NODE_ID_INDEX:
+        return
+    from sqlalchemy import text
+
+    with session() as s:
+        defs = s.execute(
+            text("SELECT indexdef FROM pg_indexes WHERE schemaname = :s AND tablename = :t"),
+            {"s": schema, "t": table.__tablename__},
+        ).scalars().all()
+    ok = any("(node_id)" in d for d in defs)
+    _NODE_ID_INDEX[key] = ok
+    if not ok:
+        logger.warning(
+            "PGVectorStore table %s.%s has no index on node_id, so reading the candidates' stored "
+            "vectors by node id scans the table; create one once: CREATE INDEX ON %s.%s (node_id);",
+            schema, table.__tablename__, schema, table.__tablename__,
+        )
+
+
+def _postgres(store: Any) -> StoredVectors:
+    table = getattr(store, "_table_class", None)
+    session = getattr(store, "_session", None)
+
+    def read(ids: list[str]) -> list[Any]:
+        wanted = sorted(set(ids))
+        if table is not None and callable(session):
+            from sqlalchemy import select
+
+            store._initialize()  # what the store's own calls do first (idempotent)
+            _check_node_id_index(store, table, session)
+            stmt = select(table.node_id, table.embedding).where(table.node_id.in_(wanted))
+            with session() as s:
+                by_id = {str(row[0]): row[1] for row in s.execute(stmt).all()}
+        else:  # another version of the integration: its public read by id
+            by_id = {n.node_id: n.embedding for n in store.get_nodes(node_ids=wanted)}
         return [by_id.get(i) for i in ids]
 
     return read
@@ -120,13 +173,24 @@ def stored_vectors_of(
     index_model = getattr(index, "_embed_model", None)
     if embed_model is not None and embed_model is not index_model:
         return None  # the stored vectors belong to another model
+    return store_reader(store, index)
+
+
+def store_reader(store: Any, index: Any = None) -> StoredVectors | None:
+    """A reader of the node vectors ``store`` keeps, or ``None`` when it cannot be read.
+
+    ``SimpleVectorStore``, Qdrant and ``PGVectorStore`` are read by node id; FAISS
+    also needs the ``index`` (its node-id map).
+    """
     name = type(store).__name__
     if name == "SimpleVectorStore" and hasattr(getattr(store, "data", None), "embedding_dict"):
         return _simple(store)
     if "Qdrant" in name and hasattr(getattr(store, "client", None), "retrieve"):
         return _qdrant(store)
-    if "Faiss" in name and hasattr(getattr(store, "client", None), "reconstruct_batch"):
+    if "Faiss" in name and index is not None and hasattr(getattr(store, "client", None), "reconstruct_batch"):
         return _faiss(store, index)
+    if name == "PGVectorStore" and hasattr(store, "get_nodes"):
+        return _postgres(store)
     return None
 
 
@@ -145,12 +209,15 @@ def reading(read: StoredVectors | None) -> Iterator[None]:
         _CURRENT.reset(token)
 
 
-def known_for(nodes: Sequence[NodeWithScore], positions: list[int]) -> KnownAt | None:
+def known_for(
+    nodes: Sequence[NodeWithScore], positions: list[int], default: StoredVectors | None = None
+) -> KnownAt | None:
     """``known`` for the text cache: the stored vectors of ``nodes[positions[i]]``, if readable.
 
-    ``positions`` are the nodes whose texts are being embedded (same order as the texts).
+    ``positions`` are the nodes whose texts are being embedded (same order as the texts);
+    the reader is the one set by :func:`reading`, else ``default``.
     """
-    read = _CURRENT.get()
+    read = _CURRENT.get() or default
     if read is None:
         return None
     return lambda at: read([nodes[positions[i]].node.node_id for i in at])

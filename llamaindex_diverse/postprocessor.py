@@ -25,7 +25,7 @@ from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 from numpy.typing import NDArray
 
 from ._metadata import json_friendly_params, with_selection_metadata
-from ._stored import known_for
+from ._stored import StoredVectors, known_for, store_reader
 from ._vectors import (
     ModelBoundCache,
     NodeTextMemo,
@@ -106,6 +106,12 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
         hide_selection_metadata: add the selection keys to the nodes'
             ``excluded_embed_metadata_keys`` and ``excluded_llm_metadata_keys``.
         cache_size: most node texts whose vectors are kept (LRU).
+        vector_store: the vector store the nodes come from (``SimpleVectorStore``,
+            Qdrant, ``PGVectorStore``): nodes without embeddings get their stored
+            vectors, read by node id in one batch, instead of being embedded. Give it
+            only when the store's vectors were made by ``embed_model`` (the index's
+            model). :class:`DiverseRetriever` finds the store of a vector index
+            retriever by itself.
 
     Raises:
         UnknownMethodError, InvalidParameterError: bad ``method``, ``method_params``,
@@ -143,7 +149,11 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
         default=True, description="Exclude the selection keys from embed/LLM metadata."
     )
     cache_size: int = Field(default=10_000, description="Most node texts kept in the cache.")
+    vector_store: Any = Field(
+        default=None, exclude=True, description="Read node vectors from this store."
+    )
 
+    _store_read: StoredVectors | None = PrivateAttr(default=None)
     _cache: ModelBoundCache = PrivateAttr()
     _texts: NodeTextMemo = PrivateAttr()
     _params_memo: tuple[str, dict[str, Any], dict[str, Any]] | None = PrivateAttr(default=None)
@@ -160,6 +170,7 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
         metadata_mode: MetadataMode = MetadataMode.EMBED,
         hide_selection_metadata: bool = True,
         cache_size: int = 10_000,
+        vector_store: Any = None,
         callback_manager: CallbackManager | None = None,
     ) -> None:
         if top_n is not None and k is not None and top_n != k:
@@ -173,6 +184,12 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
             raise InvalidParameterError(
                 f"embed_model must be a llama_index BaseEmbedding; got {type(embed_model).__name__}"
             )
+        store_read = store_reader(vector_store) if vector_store is not None else None
+        if vector_store is not None and store_read is None:
+            raise InvalidParameterError(
+                "vector_store must be a store whose vectors can be read by node id "
+                f"(SimpleVectorStore, Qdrant, PGVectorStore); got {type(vector_store).__name__}"
+            )
         super().__init__(
             top_n=n_keep,
             method=method,
@@ -182,8 +199,10 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
             metadata_mode=metadata_mode,
             hide_selection_metadata=hide_selection_metadata,
             cache_size=check_k(cache_size, "cache_size"),
+            vector_store=vector_store,
             callback_manager=callback_manager or CallbackManager(),
         )
+        self._store_read = store_read
         self._cache = ModelBoundCache(self.cache_size)
         self._texts = NodeTextMemo(self.cache_size)
 
@@ -359,7 +378,7 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
                 model = self._resolve_embed_model()
                 label = model_namespace(model)
                 embedded = private["_cache"].for_model(model).embed(
-                    texts, known_for(nodes, positions)
+                    texts, known_for(nodes, positions, private["_store_read"])
                 )
             query = bundle.embedding
             if query is None:
@@ -392,7 +411,7 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
                 model = self._resolve_embed_model()
                 label = model_namespace(model)
                 embedded = await private["_cache"].for_model(model).aembed(
-                    texts, None, known_for(nodes, positions)
+                    texts, None, known_for(nodes, positions, private["_store_read"])
                 )
             query = bundle.embedding
             if query is None:

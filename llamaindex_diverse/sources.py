@@ -83,38 +83,47 @@ class LlamaIndexSource:
             query, self.texts(nodes), [n.node.node_id for n in nodes], vecs, qv, payloads=nodes
         )
 
+    def _bundle(self, query: str, retriever: BaseRetriever, qv: list[float]) -> QueryBundle:
+        """The query for ``retriever``, carrying ``qv`` when it embeds queries with our model
+        (so the query is embedded once per search, not twice)."""
+        if getattr(retriever, "_embed_model", None) is self.embed_model:
+            return QueryBundle(query, embedding=qv)
+        return QueryBundle(query)
+
     def _check(self, query: str, nodes: list[NodeWithScore]) -> None:
         if not nodes:
             raise EmptyCandidatesError(f"no candidate nodes were retrieved for query={query!r}")
 
     def search(self, query: str, k: int | None = None) -> Candidates:
         """Retrieve candidates for ``query`` and their vectors (read from the store when it keeps
-        them: SimpleVectorStore, Qdrant, FAISS)."""
+        them: SimpleVectorStore, Qdrant, FAISS, PGVectorStore); the query is embedded once."""
         retriever = self._retriever(k)
-        nodes = list(retriever.retrieve(QueryBundle(query)))
+        model = self.embed_model
+        query_embedding = model.get_query_embedding(query)
+        nodes = list(retriever.retrieve(self._bundle(query, retriever, query_embedding)))
         self._check(query, nodes)
         positions, texts = nodes_to_embed(nodes, MetadataMode.EMBED)
-        model = self.embed_model
         with reading(stored_vectors_of(retriever, self._embed_model)):
             embedded = _CACHE.for_model(model).embed(texts, known_for(nodes, positions)) if positions else None
         vecs = stack_node_vectors(nodes, positions, embedded, model.model_name)
-        qv = np.asarray(model.get_query_embedding(query), dtype=np.float64)
+        qv = np.asarray(query_embedding, dtype=np.float64)
         return self._build(query, qv, nodes, vecs, k)
 
     async def asearch(self, query: str, k: int | None = None) -> Candidates:
         """Asynchronous :meth:`search` (``aretrieve``, the model's async embeddings)."""
         retriever = self._retriever(k)
-        nodes = list(await retriever.aretrieve(QueryBundle(query)))
+        model = self.embed_model
+        query_embedding = await model.aget_query_embedding(query)
+        nodes = list(await retriever.aretrieve(self._bundle(query, retriever, query_embedding)))
         self._check(query, nodes)
         positions, texts = nodes_to_embed(nodes, MetadataMode.EMBED)
-        model = self.embed_model
         with reading(stored_vectors_of(retriever, self._embed_model)):
             embedded = (
                 await _CACHE.for_model(model).aembed(texts, None, known_for(nodes, positions))
                 if positions else None
             )
         vecs = stack_node_vectors(nodes, positions, embedded, model.model_name)
-        qv = np.asarray(await model.aget_query_embedding(query), dtype=np.float64)
+        qv = np.asarray(query_embedding, dtype=np.float64)
         return self._build(query, qv, nodes, vecs, k)
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float64]:
