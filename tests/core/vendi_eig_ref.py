@@ -328,5 +328,7 @@ def eig_reference_select(
     relevance: NDArray[Any] | None = None,
 ) -> list[int]:
     """Picks of the pre-speed-up implementation for one ``s``."""
-    picks, _ = eig_reference_sweep(query, cand, k, [s], objective=objective, order=order, relevance=relevance)
+    picks, _ = eig_reference_sweep(
+        query, cand, k, [s], objective=objective, order=order, relevance=relevance
+    )
     return [int(i) for i in picks[0]]
