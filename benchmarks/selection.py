@@ -22,6 +22,7 @@ and marked ``*``. Run::
     python benchmarks/selection.py --quick    # n in {100, 1000}, d = 384
     python benchmarks/selection.py --cell 1000 768    # one cell (the issue's targets)
     python benchmarks/selection.py --vendi-k          # Vendi k-scaling table only
+    python benchmarks/selection.py --vendi-k --cell 200 8 --ks 10 200   # tiny d, k = n
 
 ``--vendi-k`` times ``select("vendi", s=0.5)`` at k = 10, 20, 50, 100 on one pool
 (n = 1000, d = 384 unless ``--cell`` says otherwise), a 10-value ``sweep`` against a
@@ -189,8 +190,10 @@ class KEntry:
     result: Any = None
 
 
-def run_vendi_k(n: int, d: int, repeats: int, seed: int, reference: bool) -> list[KEntry]:
-    """Time Vendi selection at each k of :data:`VENDI_KS` on one pool (interleaved)."""
+def run_vendi_k(
+    n: int, d: int, repeats: int, seed: int, reference: bool, ks: tuple[int, ...] = VENDI_KS
+) -> list[KEntry]:
+    """Time Vendi selection at each k of ``ks`` on one pool (interleaved)."""
     rng = np.random.default_rng(seed)
     x = rng.normal(size=(n, d)).astype(np.float32)
     x /= np.linalg.norm(x, axis=1, keepdims=True)
@@ -198,9 +201,9 @@ def run_vendi_k(n: int, d: int, repeats: int, seed: int, reference: bool) -> lis
     q /= np.linalg.norm(q)
     entries = [
         KEntry(f"select k={k}", lambda k=k: dc.select("vendi", q, x, k, s=VENDI_S).indices)
-        for k in VENDI_KS
+        for k in ks
     ]
-    sweep_k = 50
+    sweep_k = 50 if 50 in ks else max(ks)
     entries.append(
         KEntry(f"sweep k={sweep_k} (10 s)", lambda: dc.sweep("vendi", q, x, sweep_k, SWEEP).indices)
     )
@@ -219,7 +222,7 @@ def run_vendi_k(n: int, d: int, repeats: int, seed: int, reference: bool) -> lis
         sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "core"))
         from vendi_eig_ref import eig_reference_select
 
-        for k in VENDI_KS:
+        for k in ks:
             if k <= VENDI_REF_MAX_K:
                 entries.append(
                     KEntry(
@@ -253,19 +256,21 @@ def report_vendi_k(n: int, d: int, entries: list[KEntry], repeats: int) -> None:
         f"\n## vendi k-scaling (n={n}, d={d}, float32, s={VENDI_S}; {repeats} interleaved "
         "rounds, warm)\n"
     )
-    print("| call | wall median ms | wall best ms | CPU median ms | CPU best ms | CPU / k=10 |")
+    base_k = min(int(e.name.split("=")[1]) for e in entries if e.name.startswith("select k="))
+    print(
+        f"| call | wall median ms | wall best ms | CPU median ms | CPU best ms | CPU / k={base_k} |"
+    )
     print("|---|---|---|---|---|---|")
-    base = statistics.median(by["select k=10"].cpu)
+    base = statistics.median(by[f"select k={base_k}"].cpu)
     for e in entries:
         print(f"| {e.name} | {cell(e)} | {statistics.median(e.cpu) / base:.1f} |")
-    k50, k10 = by["select k=50"], by["select k=10"]
-    sweep, loop = by["sweep k=50 (10 s)"], by["loop of 10 selects k=50"]
+    sweep = next(e for e in entries if e.name.startswith("sweep"))
+    loop = next(e for e in entries if e.name.startswith("loop"))
+    rows = [(f"{sweep.name} / {loop.name}", sweep, loop, "<= 1")]
+    if "select k=50" in by and "select k=10" in by:
+        rows.insert(0, ("select k=50 / select k=10", by["select k=50"], by["select k=10"], "<= 25"))
     print("\n| ratio | wall (median) | wall (best) | CPU (median) | CPU (best) | target |")
     print("|---|---|---|---|---|---|")
-    rows = [
-        ("select k=50 / select k=10", k50, k10, "<= 25"),
-        ("sweep / loop of selects (k=50)", sweep, loop, "<= 1"),
-    ]
     for label, a, b, target in rows:
         vals = [
             statistics.median(a.wall) / statistics.median(b.wall),
@@ -276,7 +281,7 @@ def report_vendi_k(n: int, d: int, entries: list[KEntry], repeats: int) -> None:
         print(f"| {label} | " + " | ".join(f"{v:.2f}" for v in vals) + f" | {target} |")
     same = all(
         _same(by[f"pre-speed-up select k={k}"].result, by[f"select k={k}"].result)
-        for k in VENDI_KS
+        for k in [int(e.name.split("=")[1]) for e in entries if e.name.startswith("select k=")]
         if f"pre-speed-up select k={k}" in by
     )
     sweep_same = np.array_equal(np.asarray(sweep.result), np.asarray(loop.result))
@@ -284,7 +289,7 @@ def report_vendi_k(n: int, d: int, entries: list[KEntry], repeats: int) -> None:
         f"\nsweep picks == loop picks: {'yes' if sweep_same else 'no'}"
         + (
             f"; picks == pre-speed-up picks: {'yes' if same else 'no'}"
-            if "pre-speed-up select k=10" in by
+            if any(name.startswith("pre-speed-up") for name in by)
             else ""
         )
     )
@@ -335,6 +340,13 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="with --vendi-k: also time the pre-speed-up Vendi (tests/core/vendi_eig_ref.py)",
     )
+    parser.add_argument(
+        "--ks",
+        type=int,
+        nargs="+",
+        default=list(VENDI_KS),
+        help="with --vendi-k: the k values (default 10 20 50 100)",
+    )
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error("--repeats must be >= 1")
@@ -346,7 +358,7 @@ def main(argv: list[str] | None = None) -> None:
             f"BLAS threads env: {threads}"
         )
         for n, d in [(int(n), int(d)) for n, d in args.cell] if args.cell else [(1000, 384)]:
-            entries = run_vendi_k(n, d, args.repeats, args.seed, args.reference)
+            entries = run_vendi_k(n, d, args.repeats, args.seed, args.reference, tuple(args.ks))
             report_vendi_k(n, d, entries, args.repeats)
         return
     grid = (
