@@ -21,6 +21,16 @@ and marked ``*``. Run::
     python benchmarks/selection.py            # full grid
     python benchmarks/selection.py --quick    # n in {100, 1000}, d = 384
     python benchmarks/selection.py --cell 1000 768    # one cell (the issue's targets)
+    python benchmarks/selection.py --vendi-k          # Vendi k-scaling table only
+    python benchmarks/selection.py --vendi-k --cell 200 8 --ks 10 200   # tiny d, k = n
+
+``--vendi-k`` times ``select("vendi", s=0.5)`` at k = 10, 20, 50, 100 on one pool
+(n = 1000, d = 384 unless ``--cell`` says otherwise), a 10-value ``sweep`` against a
+loop of the same 10 selects, and with ``--reference`` the pre-speed-up implementation
+(``tests/core/vendi_eig_ref.py``; k <= 50 only, it needs seconds). It reports wall
+time and the process's CPU time (``time.process_time``): on a machine shared with
+other work the wall time of a long call includes the time other processes held the
+core, the CPU time does not.
 """
 
 from __future__ import annotations
@@ -165,6 +175,126 @@ def run_cell(
     return entries
 
 
+VENDI_KS = (10, 20, 50, 100)
+VENDI_REF_MAX_K = 50
+
+
+@dataclass
+class KEntry:
+    """One timed Vendi call of the k-scaling table: wall and CPU seconds per repeat."""
+
+    name: str
+    fn: Callable[[], Any]
+    wall: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
+    result: Any = None
+
+
+def run_vendi_k(
+    n: int, d: int, repeats: int, seed: int, reference: bool, ks: tuple[int, ...] = VENDI_KS
+) -> list[KEntry]:
+    """Time Vendi selection at each k of ``ks`` on one pool (interleaved)."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, d)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    q = rng.normal(size=d).astype(np.float32)
+    q /= np.linalg.norm(q)
+    entries = [
+        KEntry(f"select k={k}", lambda k=k: dc.select("vendi", q, x, k, s=VENDI_S).indices)
+        for k in ks
+    ]
+    sweep_k = 50 if 50 in ks else max(ks)
+    entries.append(
+        KEntry(f"sweep k={sweep_k} (10 s)", lambda: dc.sweep("vendi", q, x, sweep_k, SWEEP).indices)
+    )
+    entries.append(
+        KEntry(
+            f"loop of 10 selects k={sweep_k}",
+            lambda: np.stack(
+                [dc.select("vendi", q, x, sweep_k, s=float(s)).indices for s in SWEEP]
+            ),
+        )
+    )
+    if reference:
+        import sys
+        from pathlib import Path
+
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "core"))
+        from vendi_eig_ref import eig_reference_select
+
+        for k in ks:
+            if k <= VENDI_REF_MAX_K:
+                entries.append(
+                    KEntry(
+                        f"pre-speed-up select k={k}",
+                        lambda k=k: eig_reference_select(q, x, k, VENDI_S),
+                    )
+                )
+    for e in entries:
+        e.result = e.fn()  # warm-up
+    for _ in range(repeats):
+        for e in entries:
+            e.fn()  # warm: the same call just before (as in the main table)
+            w0, c0 = time.perf_counter(), time.process_time()
+            e.result = e.fn()
+            e.cpu.append(time.process_time() - c0)
+            e.wall.append(time.perf_counter() - w0)
+    return entries
+
+
+def report_vendi_k(n: int, d: int, entries: list[KEntry], repeats: int) -> None:
+    """Print the k-scaling table, the k=50 / k=10 ratio and the sweep check."""
+    by = {e.name: e for e in entries}
+
+    def cell(e: KEntry) -> str:
+        return (
+            f"{1e3 * statistics.median(e.wall):.1f} | {1e3 * min(e.wall):.1f} | "
+            f"{1e3 * statistics.median(e.cpu):.1f} | {1e3 * min(e.cpu):.1f}"
+        )
+
+    print(
+        f"\n## vendi k-scaling (n={n}, d={d}, float32, s={VENDI_S}; {repeats} interleaved "
+        "rounds, warm)\n"
+    )
+    base_k = min(int(e.name.split("=")[1]) for e in entries if e.name.startswith("select k="))
+    print(
+        f"| call | wall median ms | wall best ms | CPU median ms | CPU best ms | CPU / k={base_k} |"
+    )
+    print("|---|---|---|---|---|---|")
+    base = statistics.median(by[f"select k={base_k}"].cpu)
+    for e in entries:
+        print(f"| {e.name} | {cell(e)} | {statistics.median(e.cpu) / base:.1f} |")
+    sweep = next(e for e in entries if e.name.startswith("sweep"))
+    loop = next(e for e in entries if e.name.startswith("loop"))
+    rows = [(f"{sweep.name} / {loop.name}", sweep, loop, "<= 1")]
+    if "select k=50" in by and "select k=10" in by:
+        rows.insert(0, ("select k=50 / select k=10", by["select k=50"], by["select k=10"], "<= 25"))
+    print("\n| ratio | wall (median) | wall (best) | CPU (median) | CPU (best) | target |")
+    print("|---|---|---|---|---|---|")
+    for label, a, b, target in rows:
+        vals = [
+            statistics.median(a.wall) / statistics.median(b.wall),
+            min(a.wall) / min(b.wall),
+            statistics.median(a.cpu) / statistics.median(b.cpu),
+            min(a.cpu) / min(b.cpu),
+        ]
+        print(f"| {label} | " + " | ".join(f"{v:.2f}" for v in vals) + f" | {target} |")
+    same = all(
+        _same(by[f"pre-speed-up select k={k}"].result, by[f"select k={k}"].result)
+        for k in [int(e.name.split("=")[1]) for e in entries if e.name.startswith("select k=")]
+        if f"pre-speed-up select k={k}" in by
+    )
+    sweep_same = np.array_equal(np.asarray(sweep.result), np.asarray(loop.result))
+    print(
+        f"\nsweep picks == loop picks: {'yes' if sweep_same else 'no'}"
+        + (
+            f"; picks == pre-speed-up picks: {'yes' if same else 'no'}"
+            if any(name.startswith("pre-speed-up") for name in by)
+            else ""
+        )
+    )
+
+
 def _ms(e: Entry) -> float:
     return 1e3 * statistics.median(e.times)
 
@@ -200,9 +330,37 @@ def main(argv: list[str] | None = None) -> None:
         metavar=("N", "D"),
         help="time only this (n, d) cell (repeatable), e.g. --cell 1000 768",
     )
+    parser.add_argument(
+        "--vendi-k",
+        action="store_true",
+        help="only the Vendi k-scaling table (k = 10, 20, 50, 100; n=1000 d=384 unless --cell)",
+    )
+    parser.add_argument(
+        "--reference",
+        action="store_true",
+        help="with --vendi-k: also time the pre-speed-up Vendi (tests/core/vendi_eig_ref.py)",
+    )
+    parser.add_argument(
+        "--ks",
+        type=int,
+        nargs="+",
+        default=list(VENDI_KS),
+        help="with --vendi-k: the k values (default 10 20 50 100)",
+    )
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error("--repeats must be >= 1")
+    if args.vendi_k:
+        threads = {v: os.environ.get(v) for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
+        print(
+            f"# diverse_core Vendi k-scaling (seed={args.seed}); python "
+            f"{platform.python_version()}, numpy {np.__version__}, {os.cpu_count()} CPUs, "
+            f"BLAS threads env: {threads}"
+        )
+        for n, d in [(int(n), int(d)) for n, d in args.cell] if args.cell else [(1000, 384)]:
+            entries = run_vendi_k(n, d, args.repeats, args.seed, args.reference, tuple(args.ks))
+            report_vendi_k(n, d, entries, args.repeats)
+        return
     grid = (
         [(int(n), int(d)) for n, d in args.cell]
         if args.cell
