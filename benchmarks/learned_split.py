@@ -128,6 +128,9 @@ def section(payload: dict[str, Any], command: str) -> str:
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     moon = []
+    lines.insert(-3, "")
+    lines.insert(-3, "Train questions used per cell (first N of the train files, dev overlap removed): " + ", ".join(
+        f"{NAMES.get(c['dataset'], c['dataset'])} {c['protocol']} {c['n_train']}" for c in cs) + ".")
     for c in cs:
         r = c["rows"]
         ok = r["learned"]["mean"] >= r["oracle"]["mean"] - 1e-12
@@ -143,7 +146,7 @@ def section(payload: dict[str, Any], command: str) -> str:
         "",
         f"Paired differences, `learned` minus each baseline, per question (bootstrap 95% interval, {cfg['n_boot']} "
         f"resamples; p = paired sign-flip permutation, {cfg['n_perm']} permutations). The better baseline pooled "
-        f"over the six cells is **{label[better]}** ({_pct(pooled[better].mean())} vs "
+        f"over the {len(cs)} cells measured here is **{label[better]}** ({_pct(pooled[better].mean())} vs "
         f"{_pct(pooled['drrag' if better == 'adaptive' else 'adaptive'].mean())}).",
         "",
         "| cell | n | Δ vs adaptive | Δ vs DR-RAG | Δ vs fixed gMMR | Δ vs λ Oracle |",
@@ -171,7 +174,7 @@ def section(payload: dict[str, Any], command: str) -> str:
         f"[{100 * lo:+.2f}, {100 * hi:+.2f}], p = {permutation_p(diff, n_perm=cfg['n_perm'], seed=cfg['seed']):.3g}; "
         f"worst cell Δ against either baseline {100 * worst:+.2f}: "
         f"**{'met' if lo > 0 and worst >= -0.005 else 'not met'}**.",
-        f"- **Moonshot** (≥ λ Oracle on every cell): **{'met' if all(moon) else 'not met'}** "
+        f"- **Moonshot** (≥ λ Oracle on every cell measured): **{'met' if all(moon) else 'not met'}** "
         f"({sum(moon)} of {len(moon)} cells). Mean gap closed: learned {100 * float(np.mean(gaps)):.0f}%, "
         f"adaptive {100 * float(np.mean([c['rows']['adaptive']['gap_closed'] for c in cs])):.0f}%.",
         "- **Searches per query:** `learned` 1 (the fetch_k search; it reuses the candidates' embeddings and "
@@ -179,6 +182,14 @@ def section(payload: dict[str, Any], command: str) -> str:
         "of question + document). DR-RAG's concatenated searches run over the whole corpus, so it can return "
         "passages outside the 50 candidates the selectors see.",
     ]
+    speed = payload.get("speed")
+    if speed:
+        ms = speed["ms_per_query"]
+        base = ms["gmmr (one lambda)"]
+        lines += ["", f"Cost per query (`python benchmarks/adaptive_speed.py --json ...`: {speed['n_queries']} HotpotQA "
+                  f"dev `chunks` pools of 50 candidates, one core, best of {speed['repeat']} passes, same run; "
+                  "embedding the query excluded):", "", "| step | ms / query | × one gMMR |", "|---|---|---|"]
+        lines += [f"| {name} | {v:.2f} | {v / base:.1f} |" for name, v in ms.items()]
     cv = payload.get("cv") or {}
     if cv:
         lines += ["", "How the configuration was chosen: 5-fold cross-validation on the TRAIN questions "
@@ -191,6 +202,8 @@ def section(payload: dict[str, Any], command: str) -> str:
                 mark = " **(chosen)**" if c == rep["chosen"] else ""
                 desc = f"rounds={c['rounds']}, l2={c['l2']:g}, split_first={c['split_first']}"
                 lines.append(f"| {protocol} | {rep['n_questions']} | {desc}{mark} | {100 * row['cv_recall']:.2f} |")
+    if payload.get("note"):
+        lines += ["", payload["note"].strip()]
     lines += ["", END]
     return "\n".join(lines)
 
@@ -217,6 +230,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "learned"))
     ap.add_argument("--results-md", default=None)
     ap.add_argument("--from-json", default=None, help="only re-render from a learned_split.json")
+    ap.add_argument("--note", default=None, help="a Markdown file appended to the section (scope, what was tried)")
+    ap.add_argument("--speed-json", default=None, help="timings from benchmarks/adaptive_speed.py --json")
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     command = ("env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 PYTHONPATH=shared:. "
@@ -228,6 +243,10 @@ def main(argv: list[str] | None = None) -> int:
         payload = run(args)
         payload["command"] = command
         Path(args.out, "learned_split.json").write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
+    if args.speed_json:
+        payload["speed"] = json.loads(Path(args.speed_json).read_text(encoding="utf-8"))
+    if args.note:
+        payload["note"] = Path(args.note).read_text(encoding="utf-8")
     text = section(payload, command)
     print(text)
     if args.results_md:

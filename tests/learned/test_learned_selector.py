@@ -192,11 +192,23 @@ def test_cross_validate_reports_every_question() -> None:
     assert res.mean > 0.9  # the planted signal is learnable out of fold
 
 
-def test_shipped_models_load_and_read_both_protocols() -> None:
-    for protocol in ("chunks", "paragraphs"):
+def test_shipped_models_load_with_both_variants() -> None:
+    from diverse_core.learned import DEFAULT_MODELS
+
+    shipped = [p for p in DEFAULT_MODELS if DEFAULT_MODELS[p].is_file()]
+    assert "chunks" in shipped
+    for protocol in shipped:
         sel = LearnedSelector.default(protocol)
         assert sorted(sel.variants) == ["embedding", "text"]
         assert sel.info["protocol"] == protocol
+
+
+def test_missing_shipped_model_names_the_train_command(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from diverse_core.learned import selector
+
+    monkeypatch.setitem(selector.DEFAULT_MODELS, "paragraphs", tmp_path / "absent.npz")
+    with pytest.raises(FileNotFoundError, match="train_learned --protocols paragraphs"):
+        LearnedSelector.default("paragraphs")
 
 
 # ----------------------------------------------------------------------------- errors
@@ -248,7 +260,9 @@ def test_typed_errors(tmp_path: Path) -> None:
         LearnedSelector({"text": StepModels(_model(True))})
     with pytest.raises(InvalidParameterError, match="other features"):
         LearnedSelector({"embedding": StepModels(_model(True))})
-    with pytest.raises(Exception, match="finite"):
+    from diverse_core.errors import NonFiniteInputError
+
+    with pytest.raises(NonFiniteInputError, match="non-finite"):
         greedy_picks(QueryState.build(prep), GoldModel(np.zeros(len(feature_names(False))),
                                                        np.ones(len(feature_names(False))),
                                                        np.full(len(feature_names(False)), np.nan), 0.0,

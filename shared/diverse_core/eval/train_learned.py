@@ -50,12 +50,10 @@ CANDIDATE_CONFIGS: tuple[TrainConfig, ...] = (
     TrainConfig(rounds=1, l2=1.0),
     TrainConfig(rounds=2, l2=1.0),
     TrainConfig(rounds=2, l2=1.0, split_first=True),
-    TrainConfig(rounds=3, l2=1.0, split_first=True),
-    TrainConfig(rounds=2, l2=100.0, split_first=True),
 )
 
 #: What ``train`` uses without ``--cv`` (the configuration the shipped models were chosen with).
-DEFAULT_CONFIG = TrainConfig(rounds=2, l2=1.0, split_first=True)
+DEFAULT_CONFIG = TrainConfig(rounds=2, l2=1.0)
 
 
 def learned_examples(blocks: Sequence[Benchmark], protocol: str, cache: DiskEmbeddingCache, k: int,

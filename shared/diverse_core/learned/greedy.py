@@ -28,6 +28,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..adaptive.candidates import GoldModel
+from ..errors import NonFiniteInputError
 from .state import QueryState
 
 __all__ = ["greedy_picks"]
@@ -48,6 +49,9 @@ def greedy_picks(
     for t in range(k):
         m = first_model if (t == 0 and first_model is not None) else model
         p = m.probabilities(state.rows(picks))
+        if not np.all(np.isfinite(p)):
+            raise NonFiniteInputError(f"the step model gave {int(np.sum(~np.isfinite(p)))} non-finite probabilities "
+                                      "(NaN/inf weights?); retrain or reload it")
         p = np.where(taken, -np.inf, p)
         best = np.flatnonzero(p >= p.max() - 1e-12)
         j = int(best[np.argmax(tiebreak[best])])

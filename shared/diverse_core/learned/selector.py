@@ -120,10 +120,20 @@ class LearnedSelector:
 
     @classmethod
     def default(cls, protocol: str = "chunks") -> LearnedSelector:
-        """A shipped model (loaded once per process): ``"chunks"`` (default) or ``"paragraphs"``."""
+        """A shipped model (loaded once per process): ``"chunks"`` (default) or ``"paragraphs"``.
+
+        Raises:
+            InvalidParameterError: another protocol. FileNotFoundError: that model is not in this install.
+        """
         if protocol not in DEFAULT_MODELS:
             raise InvalidParameterError(f"protocol must be one of {sorted(DEFAULT_MODELS)}; got protocol={protocol!r}")
-        return _load_cached(str(DEFAULT_MODELS[protocol]))
+        path = DEFAULT_MODELS[protocol]
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"the shipped {protocol!r} learned-selector model is missing at {path}; train it with: "
+                f"python -m diverse_core.eval.train_learned --protocols {protocol}"
+            )
+        return _load_cached(str(path))
 
     @classmethod
     def load(cls, path: str | Path) -> LearnedSelector:
