@@ -38,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--cache-dir", default=None)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--protocol", default="chunks", choices=["chunks", "paragraphs"])
     ap.add_argument("--json", default=None, help="also write the timings to this JSON file")
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -47,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     from diverse_core.eval.protocols import build_task
     from diverse_core.eval.runner import question_inputs, top_candidates
 
-    task = build_task(load_dataset("hotpotqa"), "chunks")
+    task = build_task(load_dataset("hotpotqa"), args.protocol)
     cache = DiskEmbeddingCache(get_default_embedder(), "all-MiniLM-L6-v2", args.cache_dir, progress=False)
     units = cache.embed(list(task.unit_texts))
     queries = cache.embed([r.question for r in task.records])
@@ -69,14 +70,14 @@ def main(argv: list[str] | None = None) -> int:
     }
     times = {name: _best_ms(fn, n, args.repeat) for name, fn in runs.items()}
     base = times["gmmr (one lambda)"]
-    print(f"{n} HotpotQA dev queries, 50 candidates each, d={units.shape[1]}; best of {args.repeat} passes")
+    print(f"{n} HotpotQA dev queries ({args.protocol}), 50 candidates each, d={units.shape[1]}; best of {args.repeat} passes")
     print("| step | ms / query | × one gMMR |")
     print("|---|---|---|")
     for name, ms in times.items():
         print(f"| {name} | {ms:.3f} | {ms / base:.1f} |")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump({"n_queries": n, "repeat": args.repeat, "ms_per_query": times}, fh, indent=1)
+            json.dump({"n_queries": n, "repeat": args.repeat, "protocol": args.protocol, "ms_per_query": times}, fh, indent=1)
     return 0
 
 

@@ -96,6 +96,24 @@ def cells(payload: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def section(payload: dict[str, Any], command: str) -> str:
+    """The whole ``learned-selector`` section of RESULTS.md."""
+    lines = [START, "## Learned set selector (`learned`): picks the documents, not a λ (issue 25)", ""]
+    if payload.get("tasks"):
+        lines += dev_markdown(payload, command)
+    else:
+        lines += ["The dev split (`python benchmarks/learned_split.py --cache-dir ...`, every cell trained and tuned "
+                  "on TRAIN) has not been run for this version: see the note below.", ""]
+    for oof in payload.get("oof", []):
+        lines += oof_markdown(oof)
+    for bench in payload.get("dev_bench", []):
+        lines += bench_markdown(bench)
+    lines += extras_markdown(payload)
+    lines += ["", END]
+    return "\n".join(lines)
+
+
+def dev_markdown(payload: dict[str, Any], command: str) -> list[str]:
+    """The dev tables of a ``run_split`` payload with the ``learned`` and DR-RAG dev grids."""
     from diverse_core.eval.stats import permutation_p
 
     cfg = payload["config"]
@@ -104,9 +122,6 @@ def section(payload: dict[str, Any], command: str) -> str:
     better = "adaptive" if pooled["adaptive"].mean() >= pooled["drrag"].mean() else "drrag"
     label = {"adaptive": "adaptive", "drrag": "DR-RAG"}
     lines = [
-        START,
-        "## Learned set selector (`learned`): picks the documents, not a λ (issue 25)",
-        "",
         "Reproduce (embeddings cached in `--cache-dir`; BLAS single-threaded with `OPENBLAS_CORETYPE` and "
         "`OPENBLAS_L2_SIZE` unset, `OPENBLAS_NUM_THREADS=1`):",
         "",
@@ -182,12 +197,18 @@ def section(payload: dict[str, Any], command: str) -> str:
         "of question + document). DR-RAG's concatenated searches run over the whole corpus, so it can return "
         "passages outside the 50 candidates the selectors see.",
     ]
+    return lines
+
+
+def extras_markdown(payload: dict[str, Any]) -> list[str]:
+    """Speed, CV table and note."""
+    lines: list[str] = []
     speed = payload.get("speed")
     if speed:
         ms = speed["ms_per_query"]
         base = ms["gmmr (one lambda)"]
         lines += ["", f"Cost per query (`python benchmarks/adaptive_speed.py --json ...`: {speed['n_queries']} HotpotQA "
-                  f"dev `chunks` pools of 50 candidates, one core, best of {speed['repeat']} passes, same run; "
+                  f"dev `{speed.get('protocol', 'chunks')}` pools of 50 candidates, one core, best of {speed['repeat']} passes, same run; "
                   "embedding the query excluded):", "", "| step | ms / query | × one gMMR |", "|---|---|---|"]
         lines += [f"| {name} | {v:.2f} | {v / base:.1f} |" for name, v in ms.items()]
     cv = payload.get("cv") or {}
@@ -204,8 +225,67 @@ def section(payload: dict[str, Any], command: str) -> str:
                 lines.append(f"| {protocol} | {rep['n_questions']} | {desc}{mark} | {100 * row['cv_recall']:.2f} |")
     if payload.get("note"):
         lines += ["", payload["note"].strip()]
-    lines += ["", END]
-    return "\n".join(lines)
+    return lines
+
+
+def oof_markdown(oof: dict[str, Any]) -> list[str]:
+    """The out-of-fold train comparison of ``benchmarks/learned_cv.py``."""
+    m, d = oof["mean"], oof["diff"]
+    names = ", ".join(NAMES.get(x, x) for x in oof["datasets"])
+    lines = [
+        f"**Out-of-fold on TRAIN** ({names} `{oof['protocol']}`, {oof['n']} train questions, {oof['folds']}-fold: "
+        "every fitted method is fitted on the other folds and scored on the held-out one; recall@5 in percent; "
+        f"`python benchmarks/learned_cv.py --datasets {' '.join(oof['datasets'])} --protocol {oof['protocol']} "
+        "--cache-dir ...`, learned configuration " + f"`{oof['config']}`):",
+        "",
+        "| cosine | fixed gMMR (best λ on the other folds) | adaptive (text) | **learned** | λ Oracle |",
+        "|---|---|---|---|---|",
+        f"| {_pct(m['cosine'])} | {_pct(m['gmmr'])} | {_pct(m['adaptive'])} | **{_pct(m['learned'])}** | "
+        f"{_pct(m['oracle'])} |",
+        "",
+        "Paired difference `learned` minus each (bootstrap 95% interval, 10,000 resamples): " + "; ".join(
+            f"vs {k} {100 * v['mean']:+.1f} [{100 * v['ci'][0]:+.1f}, {100 * v['ci'][1]:+.1f}]" for k, v in d.items())
+        + ".",
+        "",
+    ]
+    return lines
+
+
+def bench_markdown(bench: dict[str, Any]) -> list[str]:
+    """A dev cell run by the harness at fixed (train-chosen) settings: per-question paired differences."""
+    from diverse_core.eval.stats import bootstrap_ci
+
+    vals = {k: np.asarray(v, dtype=np.float64) for k, v in bench["per_question"].items()}
+    lines = [f"**Dev, {NAMES.get(bench['dataset'], bench['dataset'])} `{bench['protocol']}`** ({bench['n']} questions; "
+             f"{bench['how']}):", "", "| " + " | ".join(vals) + " |", "|" + "---|" * len(vals),
+             "| " + " | ".join(_pct(float(v.mean())) for v in vals.values()) + " |", ""]
+    diffs = []
+    for base in [k for k in vals if k != "learned"]:
+        dd = vals["learned"] - vals[base]
+        lo, hi = bootstrap_ci(dd, n_boot=10_000, seed=0)
+        diffs.append(f"vs {base} {100 * dd.mean():+.1f} [{100 * lo:+.1f}, {100 * hi:+.1f}]")
+    return [*lines, "Paired difference `learned` minus each (bootstrap 95%): " + "; ".join(diffs) + ".", ""]
+
+
+def bench_cell(per_query: Path, how: str, fixed_lambda: float) -> dict[str, Any]:
+    """A dev cell from a ``diverse-rag bench`` per-query file (cosine, gMMR grid with the Oracle, adaptive,
+    DR-RAG, learned): the per-question headline metric of each, gMMR at ``fixed_lambda`` (chosen on train)."""
+    data = json.loads(per_query.read_text(encoding="utf-8"))
+    metric = data["headline_metric"]
+    out: dict[str, list[float]] = {}
+    for s in data["settings"]:
+        vals = s["metrics"][metric]
+        if s["method"] in ("topk", "cosine"):
+            out["cosine"] = vals
+        elif s["method"] == "gmmr" and s["params"] == f"lambda_mult={fixed_lambda:g}":
+            out[f"fixed gMMR λ={fixed_lambda:g}"] = vals
+        elif s["method"] in ("adaptive", "learned", "oracle"):
+            out[{"oracle": "λ Oracle"}.get(s["method"], s["method"])] = vals
+        elif s["method"] == "drrag":
+            out["DR-RAG"] = vals
+    order = ["cosine", f"fixed gMMR λ={fixed_lambda:g}", "adaptive", "DR-RAG", "learned", "λ Oracle"]
+    return {"dataset": data["dataset"], "protocol": data["protocol"], "n": len(data["qids"]), "how": how,
+            "per_question": {k: out[k] for k in order if k in out}}
 
 
 def replace_section(md_path: Path, text: str) -> None:
@@ -230,13 +310,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "learned"))
     ap.add_argument("--results-md", default=None)
     ap.add_argument("--from-json", default=None, help="only re-render from a learned_split.json")
+    ap.add_argument("--oof-json", nargs="*", default=[], help="benchmarks/learned_cv.py outputs to include")
+    ap.add_argument("--dev-bench-json", nargs="*", default=[], help="dev cells run at fixed settings (see docs)")
+    ap.add_argument("--bench-per-query", default=None, help="a diverse-rag bench per-query file: one dev cell")
+    ap.add_argument("--bench-how", default="", help="how that dev cell's models were trained (shown)")
+    ap.add_argument("--bench-lambda", type=float, default=0.9, help="the train-chosen fixed gMMR λ of that cell")
+    ap.add_argument("--render-only", action="store_true", help="no split run: render the other inputs only")
     ap.add_argument("--note", default=None, help="a Markdown file appended to the section (scope, what was tried)")
     ap.add_argument("--speed-json", default=None, help="timings from benchmarks/adaptive_speed.py --json")
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     command = ("env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 PYTHONPATH=shared:. "
                "python benchmarks/learned_split.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:])))
-    if args.from_json:
+    if args.render_only:
+        payload: dict[str, Any] = {}
+    elif args.from_json:
         payload = json.loads(Path(args.from_json).read_text(encoding="utf-8"))
         command = payload.get("command", command)
     else:
@@ -245,6 +333,14 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.out, "learned_split.json").write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
     if args.speed_json:
         payload["speed"] = json.loads(Path(args.speed_json).read_text(encoding="utf-8"))
+    payload["oof"] = [json.loads(Path(p).read_text(encoding="utf-8")) for p in args.oof_json]
+    payload["dev_bench"] = [json.loads(Path(p).read_text(encoding="utf-8")) for p in args.dev_bench_json]
+    if args.bench_per_query:
+        cell = bench_cell(Path(args.bench_per_query), args.bench_how, args.bench_lambda)
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        Path(args.out, f"dev_{cell['dataset']}_{cell['protocol']}.json").write_text(json.dumps(cell) + "\n",
+                                                                                   encoding="utf-8")
+        payload["dev_bench"].append(cell)
     if args.note:
         payload["note"] = Path(args.note).read_text(encoding="utf-8")
     text = section(payload, command)
