@@ -192,17 +192,18 @@ def dev_markdown(payload: dict[str, Any], command: str) -> list[str]:
         f"- **Moonshot** (≥ λ Oracle on every cell measured): **{'met' if all(moon) else 'not met'}** "
         f"({sum(moon)} of {len(moon)} cells). Mean gap closed: learned {100 * float(np.mean(gaps)):.0f}%, "
         f"adaptive {100 * float(np.mean([c['rows']['adaptive']['gap_closed'] for c in cs])):.0f}%.",
-        "- **Searches per query:** `learned` 1 (the fetch_k search; it reuses the candidates' embeddings and "
-        "texts, no extra query embedding); `adaptive` 1; DR-RAG 1 + k1 = 3 (and k1 = 2 extra query embeddings "
-        "of question + document). DR-RAG's concatenated searches run over the whole corpus, so it can return "
-        "passages outside the 50 candidates the selectors see.",
     ]
     return lines
 
 
 def extras_markdown(payload: dict[str, Any]) -> list[str]:
     """Speed, CV table and note."""
-    lines: list[str] = []
+    lines: list[str] = [
+        "- **Searches per query:** `learned` 1 (the fetch_k search; it reuses the candidates' embeddings and "
+        "texts, no extra query embedding); `adaptive` 1; DR-RAG 1 + k1 = 3 (and k1 = 2 extra query embeddings "
+        "of question + document). DR-RAG's concatenated searches run over the whole corpus, so it can return "
+        "passages outside the 50 candidates the selectors see.",
+    ]
     speed = payload.get("speed")
     if speed:
         ms = speed["ms_per_query"]
