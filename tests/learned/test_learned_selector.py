@@ -267,3 +267,17 @@ def test_typed_errors(tmp_path: Path) -> None:
                                                        np.ones(len(feature_names(False))),
                                                        np.full(len(feature_names(False)), np.nan), 0.0,
                                                        feature_names(False))).__len__()
+
+
+def test_many_threads_get_the_same_picks() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = np.random.default_rng(4)
+    cases = [(rng.normal(size=16), rng.normal(size=(30, 16)), [f"T{j % 5}: word{j} Name{j % 3}" for j in range(30)])
+             for _ in range(8)]
+    sel = LearnedSelector.default()
+    want = [sel.choose(q, c, 5, question="Which Name1?", texts=t).indices.tolist() for q, c, t in cases]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        got = list(pool.map(lambda x: sel.choose(x[0], x[1], 5, question="Which Name1?", texts=x[2]).indices.tolist(),
+                            cases * 4))
+    assert got == want * 4
