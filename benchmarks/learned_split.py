@@ -107,6 +107,8 @@ def section(payload: dict[str, Any], command: str) -> str:
         lines += oof_markdown(oof)
     for bench in payload.get("dev_bench", []):
         lines += bench_markdown(bench)
+    if len(payload.get("dev_bench", [])) > 1:
+        lines += pooled_bench_markdown(payload["dev_bench"])
     lines += extras_markdown(payload)
     lines += ["", END]
     return "\n".join(lines)
@@ -252,6 +254,27 @@ def oof_markdown(oof: dict[str, Any]) -> list[str]:
     return lines
 
 
+def pooled_bench_markdown(benches: list[dict[str, Any]]) -> list[str]:
+    """Dev cells pooled: learned vs each baseline that every cell has, paired per question, plus the moonshot."""
+    from diverse_core.eval.stats import bootstrap_ci
+
+    common = [k for k in benches[0]["per_question"] if k != "learned" and all(k in b["per_question"] for b in benches)]
+    n = sum(b["n"] for b in benches)
+    parts = []
+    for base in common:
+        dd = np.concatenate([np.asarray(b["per_question"]["learned"]) - np.asarray(b["per_question"][base])
+                             for b in benches])
+        lo, hi = bootstrap_ci(dd, n_boot=10_000, seed=0)
+        parts.append(f"vs {base} {100 * dd.mean():+.2f} [{100 * lo:+.2f}, {100 * hi:+.2f}]")
+    moon = [float(np.mean(b["per_question"]["learned"])) >= float(np.mean(b["per_question"]["λ Oracle"])) - 1e-12
+            for b in benches if "λ Oracle" in b["per_question"]]
+    cells = ", ".join(f"{NAMES.get(b['dataset'], b['dataset'])} {b['protocol']}" for b in benches)
+    return [f"**Pooled over these dev cells** ({cells}; {n} questions), `learned` minus each, paired per question "
+            "(bootstrap 95%): " + "; ".join(parts) + ".", "",
+            f"- **Moonshot** (≥ λ Oracle on every cell): met on {sum(moon)} of {len(moon)} dev cells measured here.",
+            ""]
+
+
 def bench_markdown(bench: dict[str, Any]) -> list[str]:
     """A dev cell run by the harness at fixed (train-chosen) settings: per-question paired differences."""
     from diverse_core.eval.stats import bootstrap_ci
@@ -313,7 +336,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--from-json", default=None, help="only re-render from a learned_split.json")
     ap.add_argument("--oof-json", nargs="*", default=[], help="benchmarks/learned_cv.py outputs to include")
     ap.add_argument("--dev-bench-json", nargs="*", default=[], help="dev cells run at fixed settings (see docs)")
-    ap.add_argument("--bench-per-query", default=None, help="a diverse-rag bench per-query file: one dev cell")
+    ap.add_argument("--bench-per-query", nargs="*", default=[],
+                    help="diverse-rag bench per-query files: one dev cell each (same --bench-how)")
     ap.add_argument("--bench-how", default="", help="how that dev cell's models were trained (shown)")
     ap.add_argument("--bench-lambda", type=float, default=0.9, help="the train-chosen fixed gMMR λ of that cell")
     ap.add_argument("--render-only", action="store_true", help="no split run: render the other inputs only")
@@ -336,8 +360,8 @@ def main(argv: list[str] | None = None) -> int:
         payload["speed"] = json.loads(Path(args.speed_json).read_text(encoding="utf-8"))
     payload["oof"] = [json.loads(Path(p).read_text(encoding="utf-8")) for p in args.oof_json]
     payload["dev_bench"] = [json.loads(Path(p).read_text(encoding="utf-8")) for p in args.dev_bench_json]
-    if args.bench_per_query:
-        cell = bench_cell(Path(args.bench_per_query), args.bench_how, args.bench_lambda)
+    for pq in args.bench_per_query:
+        cell = bench_cell(Path(pq), args.bench_how, args.bench_lambda)
         Path(args.out).mkdir(parents=True, exist_ok=True)
         Path(args.out, f"dev_{cell['dataset']}_{cell['protocol']}.json").write_text(json.dumps(cell) + "\n",
                                                                                    encoding="utf-8")
