@@ -1,10 +1,11 @@
-"""Per-query cost of the learned λ selector next to the gMMR it runs on, on real pools.
+"""Per-query cost of the learned λ selector and the learned set selector next to gMMR, on real pools.
 
 Takes the HotpotQA dev questions under the ``chunks`` protocol (fetch_k=50 candidates
 each, packaged MiniLM embeddings from the disk cache) and times, per query, in the same
 run: one gMMR selection, the 10-λ gMMR sweep, the selector's embedding-only variant and
-its text-aware variant (which also tokenises the 50 candidate texts). Prints ms per
-query and each ratio to one gMMR selection (best of ``--repeat`` passes).
+its text-aware variant (which also tokenises the 50 candidate texts), and the learned set
+selector (``learned``, issue 25) in both variants. Prints ms per query and each ratio to
+one gMMR selection (best of ``--repeat`` passes); ``--json`` also writes them to a file.
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 PYTHONPATH=shared:. \\
       python benchmarks/adaptive_speed.py --cache-dir .cache/harness
@@ -13,6 +14,7 @@ query and each ratio to one gMMR selection (best of ``--repeat`` passes).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -20,6 +22,7 @@ from collections.abc import Callable
 
 import diverse_core as dc
 from diverse_core.adaptive import DEFAULT_LAMBDAS, AdaptiveSelector
+from diverse_core.learned import LearnedSelector
 
 
 def _best_ms(fn: Callable[[], object], n: int, repeat: int) -> float:
@@ -35,6 +38,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--cache-dir", default=None)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--protocol", default="chunks", choices=["chunks", "paragraphs"])
+    ap.add_argument("--json", default=None, help="also write the timings to this JSON file")
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from diverse_core.embedders import get_default_embedder
@@ -43,12 +48,13 @@ def main(argv: list[str] | None = None) -> int:
     from diverse_core.eval.protocols import build_task
     from diverse_core.eval.runner import question_inputs, top_candidates
 
-    task = build_task(load_dataset("hotpotqa"), "chunks")
+    task = build_task(load_dataset("hotpotqa"), args.protocol)
     cache = DiskEmbeddingCache(get_default_embedder(), "all-MiniLM-L6-v2", args.cache_dir, progress=False)
     units = cache.embed(list(task.unit_texts))
     queries = cache.embed([r.question for r in task.records])
     inputs = question_inputs(task, units, queries, top_candidates(task, units, queries, 50), 5)
     sel = AdaptiveSelector.default()
+    learned = LearnedSelector.default("chunks")
     n = len(inputs)
     runs: dict[str, Callable[[], object]] = {
         "gmmr (one lambda)": lambda: [dc.select("gmmr", i.query_embedding, i.embeddings, 5, lambda_mult=0.8)
@@ -58,14 +64,20 @@ def main(argv: list[str] | None = None) -> int:
         "adaptive, embedding variant": lambda: [sel.choose(i.query_embedding, i.embeddings, 5) for i in inputs],
         "adaptive, text variant": lambda: [sel.choose(i.query_embedding, i.embeddings, 5, question=i.question,
                                                       texts=i.texts) for i in inputs],
+        "learned, embedding variant": lambda: [learned.choose(i.query_embedding, i.embeddings, 5) for i in inputs],
+        "learned, text variant": lambda: [learned.choose(i.query_embedding, i.embeddings, 5, question=i.question,
+                                                         texts=i.texts) for i in inputs],
     }
     times = {name: _best_ms(fn, n, args.repeat) for name, fn in runs.items()}
     base = times["gmmr (one lambda)"]
-    print(f"{n} HotpotQA dev queries, 50 candidates each, d={units.shape[1]}; best of {args.repeat} passes")
+    print(f"{n} HotpotQA dev queries ({args.protocol}), 50 candidates each, d={units.shape[1]}; best of {args.repeat} passes")
     print("| step | ms / query | × one gMMR |")
     print("|---|---|---|")
     for name, ms in times.items():
         print(f"| {name} | {ms:.3f} | {ms / base:.1f} |")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as fh:
+            json.dump({"n_queries": n, "repeat": args.repeat, "protocol": args.protocol, "ms_per_query": times}, fh, indent=1)
     return 0
 
 

@@ -87,3 +87,9 @@ from . import adaptive as _adaptive  # noqa: E402
 
 register_method(_adaptive.SPEC, replace=True)
 # --- end adaptive ---
+
+# --- learned (issue 25): the learned set selector, registered as method "learned" ---
+from . import learned as _learned  # noqa: E402
+
+register_method(_learned.SPEC, replace=True)
+# --- end learned ---

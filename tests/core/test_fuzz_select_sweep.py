@@ -33,7 +33,7 @@ from diverse_core.errors import DiverseRAGError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-METHODS = ("topk", "mmr", "gmmr", "dartboard", "vendi", "adaptive")
+METHODS = ("topk", "mmr", "gmmr", "dartboard", "vendi", "adaptive", "learned")
 #: Examples per fuzz test: 50, or ``DIVERSE_RAG_FUZZ`` (a total) over the ten tests.
 EXAMPLES = -(-int(os.environ.get("DIVERSE_RAG_FUZZ", "0") or 0) // (2 * len(METHODS))) or 50
 FUZZ = settings(
@@ -129,7 +129,7 @@ def method_params(draw: st.DrawFn, method: str, n: int, hostile: bool) -> dict[s
         out["triage_k"] = draw(_param(st.one_of(st.none(), st.integers(1, 40)),
                                       st.sampled_from([0, -3, 2.5, "5"]), hostile))
         return out
-    if method == "adaptive" and hostile and draw(st.booleans()):
+    if method in ("adaptive", "learned") and hostile and draw(st.booleans()):
         return {"model": draw(st.sampled_from([None, 3, "no/such/model.npz", b"x"]))}
     return {}
 
@@ -219,6 +219,7 @@ GOOD_VALUES = {
     "dartboard": st.lists(SIGMA, min_size=1, max_size=4),
     "topk": st.lists(GOOD_UNIT, min_size=1, max_size=3),
     "adaptive": st.lists(GOOD_UNIT, min_size=1, max_size=3),  # no swept parameter: a typed error
+    "learned": st.lists(GOOD_UNIT, min_size=1, max_size=3),  # no swept parameter: a typed error
 }
 BAD_VALUES = st.one_of(
     st.lists(st.floats(1e-3, 2.0), min_size=1, max_size=6),

@@ -70,6 +70,9 @@ class SplitConfig:
         model_dir: where the trained selector models are written (default ``out_dir/models``).
         train_sets / dev_sets: preloaded benchmarks used instead of the data files
             (``name -> list of train blocks`` / ``name -> dev benchmark``).
+        dev_methods: per protocol, extra method grids run on dev only (no train runs, no tuning:
+            e.g. a model trained on train elsewhere, or a pipeline at fixed settings); every
+            setting is reported as a row noted ``"dev grid"``.
         n_boot, n_perm, seed: bootstrap resamples, permutations and their seed.
         out_dir: where ``split.json`` is written (``None``: nothing written).
         progress: print one line per step.
@@ -93,6 +96,7 @@ class SplitConfig:
     model_dir: str | Path | None = None
     train_sets: Mapping[str, Sequence[Benchmark]] = field(default_factory=dict)
     dev_sets: Mapping[str, Benchmark] = field(default_factory=dict)
+    dev_methods: Mapping[str, Sequence[MethodGrid]] = field(default_factory=dict)
     n_boot: int = 10_000
     n_perm: int = 10_000
     seed: int = 0
@@ -330,6 +334,8 @@ def run_split(cfg: SplitConfig) -> SplitResults:
                 grids.append(MethodGrid("adaptive", (), {"model": models[f"{protocol}/all"], "variant": "embedding"}))
                 if f"{protocol}/{name}" in models:
                     grids.append(MethodGrid("adaptive", (), {"model": models[f"{protocol}/{name}"]}))
+            extra = list(cfg.dev_methods.get(protocol, ()))
+            grids += extra
             _log(cfg, f"dev {name}/{protocol}: {len(dev_sets[name].records)} questions")
             bench = dev_sets[name]
             res = run_task(build_task(bench, protocol), cache, cfg.bench_config(grids), bench.metric)
@@ -362,6 +368,11 @@ def run_split(cfg: SplitConfig) -> SplitResults:
                 rows.append(_row("adaptive", label, float("nan"), dev_pooled[("adaptive", label)][1], cosine,
                                  oracle_mean, cfg, note="embedding-only variant (no texts): the same model, "
                                  "only embeddings"))
+            for grid in extra:
+                for params in grid.settings():
+                    label = grid.label(params)
+                    rows.append(_row(grid.method, label, float("nan"), dev_pooled[(grid.method, label)][1], cosine,
+                                     oracle_mean, cfg, note="dev grid (set without dev)"))
             gm = _best_fixed(dev_pooled, "gmmr")
             if gm is not None:
                 rows.append(_row("gmmr", gm[0], float("nan"), dev_pooled[("gmmr", gm[0])][1], cosine, oracle_mean,

@@ -1,0 +1,109 @@
+"""LLM-free learned set selection: pick the k documents one at a time with a trained step model.
+
+Importing this package registers the core method ``"learned"``:
+``diverse_core.select("learned", query, candidates, k, question=q, texts=texts)`` builds
+the set greedily, each pick the candidate a trained model finds most likely to be gold
+evidence that the picks do not cover yet (see :mod:`~diverse_core.learned.selector`).
+``model="paragraphs"`` uses the model trained on whole passages, ``model="path.npz"`` one you
+trained with :meth:`LearnedSelector.fit`; without texts the embedding-only variant runs.
+
+Example:
+    >>> import numpy as np
+    >>> import diverse_core as dc
+    >>> rng = np.random.default_rng(0)
+    >>> dc.select("learned", rng.normal(size=8), rng.normal(size=(30, 8)), k=3).indices.shape
+    (3,)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..errors import InvalidParameterError
+from ..registry import MethodSpec
+from ..validation import PreparedInputs
+from .greedy import greedy_picks
+from .selector import (
+    DEFAULT_MODELS,
+    FORMAT_VERSION,
+    VARIANTS,
+    LearnedChoice,
+    LearnedSelector,
+    load_learned,
+)
+from .state import (
+    EMBEDDING_STATE_FEATURES,
+    TEXT_STATE_FEATURES,
+    PairView,
+    QueryState,
+    feature_names,
+    pair_view,
+)
+from .training import (
+    DEFAULT_TRAIN_CONFIG,
+    CVResult,
+    LearnedExample,
+    StepModels,
+    TrainConfig,
+    cross_validate,
+    fit_step_models,
+    step_rows,
+)
+
+__all__ = [
+    "LearnedSelector",
+    "LearnedChoice",
+    "LearnedExample",
+    "StepModels",
+    "TrainConfig",
+    "CVResult",
+    "DEFAULT_TRAIN_CONFIG",
+    "QueryState",
+    "PairView",
+    "pair_view",
+    "feature_names",
+    "greedy_picks",
+    "fit_step_models",
+    "cross_validate",
+    "step_rows",
+    "load_learned",
+    "DEFAULT_MODELS",
+    "FORMAT_VERSION",
+    "VARIANTS",
+    "EMBEDDING_STATE_FEATURES",
+    "TEXT_STATE_FEATURES",
+    "SPEC",
+]
+
+
+def _run(
+    prep: PreparedInputs, *, model: Any = None, variant: str = "auto", question: str | None = None,
+    texts: Any = None, **_: Any
+) -> tuple[NDArray[np.int64], NDArray[np.float64], dict[str, Any]]:
+    choice = load_learned(model).choose_prepared(prep, question=question, texts=texts, variant=variant)
+    return choice.indices, choice.scores, {"variant": choice.variant}
+
+
+def _check(params: dict[str, Any]) -> dict[str, Any]:
+    model = params["model"]
+    if model is not None and not isinstance(model, (str, Path, LearnedSelector)):
+        raise InvalidParameterError(
+            "model must be None (the shipped chunks model), 'chunks', 'paragraphs', a path to a saved model or a "
+            f"LearnedSelector; got model={model!r}"
+        )
+    if isinstance(model, (str, Path)) and str(model) not in DEFAULT_MODELS and not Path(model).is_file():
+        raise InvalidParameterError(f"model file not found: model={str(model)!r}")
+    if params["variant"] not in ("auto", *VARIANTS):
+        raise InvalidParameterError(f"variant must be 'auto', 'text' or 'embedding'; got variant={params['variant']!r}")
+    return params
+
+
+#: The ``learned`` selection method (registered by ``import diverse_core``).
+SPEC = MethodSpec(
+    name="learned", run=_run, defaults={"model": None, "variant": "auto", "question": None, "texts": None},
+    check=_check, param=None, reads_text=True,
+)

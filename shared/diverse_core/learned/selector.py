@@ -1,0 +1,318 @@
+"""The learned set selector: builds the k-document set pick by pick with a trained step model (no LLM).
+
+The adaptive selector (:mod:`diverse_core.adaptive`) can only choose among gMMR's
+sets, one per λ. :class:`LearnedSelector` chooses the documents themselves: at every
+step a logistic model estimates, for each remaining candidate, the probability that
+it is gold evidence the picks do not cover yet, from the candidate's relevance, rank
+and redundancy, which of the question's words and names it adds, and how the picks
+point at it (same source, a pick that names its title or that it names, names they
+share, DR-RAG's concatenated-query direction ``cos(q + pick, candidate)``, computed
+from the embeddings already at hand: no extra search). The most likely candidate is
+picked. Given ``question`` and ``texts`` it uses its text variant, otherwise the
+embedding-only one. The shipped models were trained on the TRAIN splits of
+HotpotQA, MuSiQue and 2WikiMultihopQA (``python -m diverse_core.eval.train_learned``);
+retrain on your own questions with :meth:`LearnedSelector.fit`.
+
+Example:
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> q, cands = rng.normal(size=16), rng.normal(size=(40, 16))
+    >>> choice = LearnedSelector.default().choose(q, cands, k=5)
+    >>> len(choice.indices), choice.variant
+    (5, 'embedding')
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ..adaptive.candidates import GoldModel
+from ..adaptive.model import read_model_file
+from ..adaptive.selector import _text_inputs
+from ..errors import DimensionMismatchError, InvalidParameterError
+from ..validation import PreparedInputs, prepare_inputs
+from .state import QueryState, feature_names, pair_view
+from .training import DEFAULT_TRAIN_CONFIG, LearnedExample, StepModels, TrainConfig, fit_step_models
+
+__all__ = [
+    "DEFAULT_MODELS",
+    "FORMAT_VERSION",
+    "LearnedChoice",
+    "LearnedSelector",
+    "VARIANTS",
+    "load_learned",
+]
+
+#: The variants a model file may hold, the text-aware one first.
+VARIANTS = ("text", "embedding")
+
+_MODELS = Path(__file__).resolve().parent / "models"
+
+#: The shipped models by retrieval protocol (``chunks``: two-sentence windows; ``paragraphs``: whole passages).
+DEFAULT_MODELS: dict[str, Path] = {"chunks": _MODELS / "learned_chunks.npz",
+                                   "paragraphs": _MODELS / "learned_paragraphs.npz"}
+
+#: Layout version of learned-selector files.
+FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class LearnedChoice:
+    """What the selector picked for one query.
+
+    Attributes:
+        indices: the picks, candidate indices in pick order, shape (k,).
+        scores: each pick's estimated probability of adding new gold evidence when picked, shape (k,).
+        variant: ``"text"`` when the question and texts were used, else ``"embedding"``.
+    """
+
+    indices: NDArray[np.int64]
+    scores: NDArray[np.float64]
+    variant: str
+
+
+class LearnedSelector:
+    """Picks k documents one at a time with trained step models (no LLM).
+
+    Args:
+        variants: :class:`~diverse_core.learned.training.StepModels` by variant name
+            (``"embedding"`` required; ``"text"`` used when question and texts are given).
+        config: the :class:`~diverse_core.learned.training.TrainConfig` they were trained with.
+        info: training record stored with the model.
+
+    Example:
+        >>> import numpy as np
+        >>> sel = LearnedSelector.default()
+        >>> rng = np.random.default_rng(1)
+        >>> c = sel.choose(rng.normal(size=8), rng.normal(size=(30, 8)), k=4,
+        ...                question="Who wrote Dune?", texts=[f"Dune: text {i}" for i in range(30)])
+        >>> c.indices.shape, c.variant
+        ((4,), 'text')
+    """
+
+    def __init__(self, variants: Mapping[str, StepModels], config: TrainConfig = DEFAULT_TRAIN_CONFIG,
+                 info: dict[str, Any] | None = None) -> None:
+        if "embedding" not in variants:
+            raise InvalidParameterError(f"a learned selector needs the 'embedding' variant; got {sorted(variants)}")
+        for name, models in variants.items():
+            if name not in VARIANTS:
+                raise InvalidParameterError(f"variant must be one of {VARIANTS}; got {name!r}")
+            expected = feature_names(name == "text")
+            for m in (models.step, models.first):
+                if m is not None and tuple(m.feature_names) != expected:
+                    raise InvalidParameterError(
+                        f"the {name!r} model was trained on other features than this version computes; retrain it "
+                        "(python -m diverse_core.eval.train_learned, or LearnedSelector.fit)"
+                    )
+        self.variants = dict(variants)
+        self.config = config
+        self.info = dict(info or {})
+
+    # -- loading and saving ---------------------------------------------------------------
+
+    @classmethod
+    def default(cls, protocol: str = "chunks") -> LearnedSelector:
+        """A shipped model (loaded once per process): ``"chunks"`` (default) or ``"paragraphs"``.
+
+        Raises:
+            InvalidParameterError: another protocol. FileNotFoundError: that model is not in this install.
+        """
+        if protocol not in DEFAULT_MODELS:
+            raise InvalidParameterError(f"protocol must be one of {sorted(DEFAULT_MODELS)}; got protocol={protocol!r}")
+        path = DEFAULT_MODELS[protocol]
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"the shipped {protocol!r} learned-selector model is missing at {path}; train it with: "
+                f"python -m diverse_core.eval.train_learned --protocols {protocol}"
+            )
+        return _load_cached(str(path))
+
+    @classmethod
+    def load(cls, path: str | Path) -> LearnedSelector:
+        """A selector from a file written by :meth:`save`.
+
+        Raises:
+            FileNotFoundError: no such file. InvalidParameterError: not a learned-selector file, or another layout.
+        """
+        p = Path(path)
+        data, meta = read_model_file(p)
+        if meta.get("kind") != "learned" or meta.get("format") != FORMAT_VERSION:
+            raise InvalidParameterError(
+                f"{p}: not a learned-selector file of format {FORMAT_VERSION} (kind={meta.get('kind')!r}, "
+                f"format={meta.get('format')!r}); retrain it (python -m diverse_core.eval.train_learned)"
+            )
+        try:
+            variants = {
+                name: StepModels(GoldModel.from_arrays(data, f"{name}__step_"),
+                                 GoldModel.from_arrays(data, f"{name}__first_") if f"{name}__first_meta" in data else None)
+                for name in meta["variants"]
+            }
+            config = TrainConfig(**meta["config"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise InvalidParameterError(f"{p} is not a learned-selector file (.npz from save()): {exc}") from exc
+        return cls(variants, config, meta.get("info"))
+
+    def save(self, path: str | Path) -> Path:
+        """Write the model (``.npz``, a few kB) to ``path``."""
+        p = Path(path)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        meta = {"kind": "learned", "format": FORMAT_VERSION, "variants": list(self.variants),
+                "config": asdict(self.config), "info": self.info}
+        arrays: dict[str, Any] = {"meta": np.array(json.dumps(meta, sort_keys=True))}
+        for name, models in self.variants.items():
+            arrays.update(models.step.to_arrays(f"{name}__step_"))
+            if models.first is not None:
+                arrays.update(models.first.to_arrays(f"{name}__first_"))
+        with p.open("wb") as fh:
+            np.savez(fh, **arrays)
+        return p
+
+    # -- choosing -------------------------------------------------------------------------
+
+    def _variant_name(self, has_text: bool, variant: str) -> str:
+        if variant not in ("auto", *VARIANTS):
+            raise InvalidParameterError(f"variant must be 'auto', 'text' or 'embedding'; got variant={variant!r}")
+        if variant == "embedding":
+            return "embedding"
+        if variant == "text" and (not has_text or "text" not in self.variants):
+            why = "this model has no text variant" if "text" not in self.variants else "question and texts are needed"
+            raise InvalidParameterError(f"variant='text' cannot be used: {why}")
+        return "text" if has_text and "text" in self.variants else "embedding"
+
+    def choose_prepared(
+        self, prep: PreparedInputs, *, question: str | None = None, texts: Sequence[str] | None = None,
+        variant: str = "auto",
+    ) -> LearnedChoice:
+        """:meth:`choose` on already validated inputs."""
+        given = _text_inputs(question, texts, prep.n)
+        name = self._variant_name(given is not None, variant)
+        pairs = pair_view(*given) if given is not None and name == "text" else None
+        picks, probs = self.variants[name].picks(QueryState.build(prep, pairs))
+        return LearnedChoice(picks, probs, name)
+
+    def choose(
+        self,
+        query: ArrayLike,
+        candidates: ArrayLike,
+        k: int,
+        *,
+        relevance: ArrayLike | None = None,
+        question: str | None = None,
+        texts: Sequence[str] | None = None,
+        variant: str = "auto",
+    ) -> LearnedChoice:
+        """The k picks for one query.
+
+        Args:
+            query: query embedding, shape (d,).
+            candidates: candidate embeddings, shape (n, d).
+            k: how many to pick (``min(k, n)`` are returned).
+            relevance: optional relevance scores (default cosine), shape (n,).
+            question: the query text (with ``texts``: the text variant).
+            texts: the candidate texts, one per candidate (``"title: body"`` gives the title features).
+            variant: ``"auto"``, ``"text"`` or ``"embedding"`` (ignore the texts).
+        """
+        return self.choose_prepared(prepare_inputs(query, candidates, k, relevance), question=question, texts=texts,
+                                    variant=variant)
+
+    # -- training -------------------------------------------------------------------------
+
+    @classmethod
+    def fit(
+        cls,
+        queries: Sequence[ArrayLike],
+        candidates: Sequence[ArrayLike],
+        gold_groups: Sequence[ArrayLike],
+        k: int,
+        *,
+        questions: Sequence[str] | None = None,
+        texts: Sequence[Sequence[str]] | None = None,
+        n_gold: Sequence[int] | None = None,
+        config: TrainConfig = DEFAULT_TRAIN_CONFIG,
+        info: dict[str, Any] | None = None,
+    ) -> LearnedSelector:
+        """Train a selector on your own questions (deterministic).
+
+        Args:
+            queries: one query embedding per question.
+            candidates: per question, its candidate embeddings (n_i, d) (e.g. the ``fetch_k`` nearest).
+            gold_groups: per question, per candidate, the gold passage id it belongs to or -1.
+            k: set size.
+            questions, texts: per question, its text and its candidate texts; with both,
+                the text variant is trained too.
+            n_gold: per question, its number of gold passages (default: those among the candidates).
+            config: training settings (rounds, ridge penalty, ...).
+            info: stored with the model.
+
+        Example:
+            >>> import numpy as np
+            >>> rng = np.random.default_rng(0)
+            >>> qs = [rng.normal(size=8) for _ in range(12)]
+            >>> cs = [rng.normal(size=(20, 8)) for _ in range(12)]
+            >>> gs = [np.where(np.arange(20) < 3, np.arange(20), -1)[rng.permutation(20)] for _ in range(12)]
+            >>> sorted(LearnedSelector.fit(qs, cs, gs, k=4).variants)
+            ['embedding']
+        """
+        per_question = [queries, candidates, gold_groups, *(x for x in (questions, texts, n_gold) if x is not None)]
+        if len({len(x) for x in per_question}) != 1:
+            raise DimensionMismatchError(
+                "queries, candidates, gold_groups (and questions, texts, n_gold when given) must have one entry "
+                f"per question; got lengths {[len(x) for x in per_question]}"
+            )
+        if (questions is None) != (texts is None):
+            raise InvalidParameterError("give both questions and texts (for the text variant) or neither")
+        examples = []
+        for i, (q, c, g) in enumerate(zip(queries, candidates, gold_groups, strict=True)):
+            prep = prepare_inputs(q, c, k, None)
+            given = _text_inputs(None if questions is None else questions[i], None if texts is None else texts[i], prep.n)
+            groups = np.asarray(g).reshape(-1)
+            found = int(np.unique(groups[groups >= 0]).size)
+            total = found if n_gold is None else int(n_gold[i])
+            if total < found:
+                raise InvalidParameterError(
+                    f"n_gold must be at least the {found} gold passages among the candidates; got n_gold={total!r} "
+                    f"for question {i}"
+                )
+            examples.append(LearnedExample(QueryState.build(prep, None if given is None else pair_view(*given)),
+                                           groups.astype(np.int64), total))
+        return cls.fit_examples(examples, config=config, info=info)
+
+    @classmethod
+    def fit_examples(
+        cls, examples: Sequence[LearnedExample], *, config: TrainConfig = DEFAULT_TRAIN_CONFIG,
+        info: dict[str, Any] | None = None,
+    ) -> LearnedSelector:
+        """Train both variants (the text one when every example has texts) from prepared examples."""
+        with_text = all(ex.state.uses_text for ex in examples)
+        variants = {}
+        for name in VARIANTS:
+            if name == "text" and not with_text:
+                continue
+            variants[name] = fit_step_models(examples, TrainConfig(**{**asdict(config), "text": name == "text"}))
+        record = {"n_questions": len(examples), **(info or {})}
+        return cls(variants, TrainConfig(**{**asdict(config), "text": with_text}), record)
+
+
+@lru_cache(maxsize=8)
+def _load_cached(path: str) -> LearnedSelector:
+    return LearnedSelector.load(path)
+
+
+def load_learned(model: str | Path | LearnedSelector | None) -> LearnedSelector:
+    """The selector for the ``model`` parameter of the ``learned`` method (None: the shipped ``chunks`` model;
+    ``"chunks"`` / ``"paragraphs"``: that shipped model)."""
+    if isinstance(model, LearnedSelector):
+        return model
+    if model is None:
+        return LearnedSelector.default()
+    if isinstance(model, str) and model in DEFAULT_MODELS:
+        return LearnedSelector.default(model)
+    return _load_cached(str(Path(model).resolve()))

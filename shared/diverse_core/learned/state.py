@@ -1,0 +1,214 @@
+"""What the set-building model sees of one query: static candidate rows plus the state of a partial set.
+
+The learned selector builds its set one pick at a time. At every step each remaining
+candidate is described by two groups of features:
+
+* **static** (computed once per query): the adaptive selector's per-candidate features
+  (:func:`~diverse_core.adaptive.candidates.candidate_features`: relevance, rank,
+  redundancy, and with texts which question words and names it holds);
+* **state** (:data:`EMBEDDING_STATE_FEATURES` / :data:`TEXT_STATE_FEATURES`, updated
+  after each pick in O(n)): how close it is to what was already picked (cosine, same
+  source title), how strongly the picks point at it (DR-RAG's query-document
+  concatenation direction ``cos(q + d, c)`` computed in embedding space, a picked text
+  that names its title or the reverse: the bridge of a multi-hop question, names
+  shared with a pick) and which of the question's words and names it adds to the picks.
+
+:class:`QueryState` holds the ``(n, n)`` pair matrices of one query, built once with
+array operations; :meth:`QueryState.rows` returns the ``(n, F)`` feature rows for a
+partial set.
+
+Example:
+    >>> import numpy as np
+    >>> from diverse_core.validation import prepare_inputs
+    >>> rng = np.random.default_rng(0)
+    >>> prep = prepare_inputs(rng.normal(size=8), rng.normal(size=(6, 8)), 2, None)
+    >>> st = QueryState.build(prep)
+    >>> st.rows([]).shape == (6, len(feature_names(False)))
+    True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..adaptive.candidates import (
+    EMBEDDING_CANDIDATE_FEATURES,
+    TEXT_CANDIDATE_FEATURES,
+    candidate_features,
+)
+from ..adaptive.lexical import TextView, content_terms, text_view
+from ..pipelines.drrag.features import split_title
+from ..validation import PreparedInputs
+
+__all__ = [
+    "EMBEDDING_STATE_FEATURES",
+    "TEXT_STATE_FEATURES",
+    "PairView",
+    "QueryState",
+    "feature_names",
+    "pair_view",
+]
+
+FloatArray = NDArray[np.float64]
+
+#: State features that need only the embeddings.
+EMBEDDING_STATE_FEATURES = (
+    "has_picks",  # 1 after the first pick
+    "step",  # picks made / k
+    "sim_max",  # highest cosine to a pick (0 before the first)
+    "sim_mean",  # mean cosine to the picks
+    "qdc_max",  # highest cos(unit(q + pick), candidate): DR-RAG's concatenated-search direction
+    "qdc_over_rel",  # qdc_max minus the candidate's relevance (what the picks add to the query)
+)
+
+#: State features that also need the question and the candidate texts.
+TEXT_STATE_FEATURES = (
+    *EMBEDDING_STATE_FEATURES,
+    "same_title",  # a pick has the same (non-empty) source title: same passage or page
+    "title_in_pick",  # share of its title's words a pick's body contains (a pick names it)
+    "pick_title_in_it",  # share of a pick's title words its body contains (it names a pick)
+    "names_shared",  # log(1 + most names (outside the question) shared with one pick)
+    "term_gain",  # share of the question's words it holds that no pick holds
+    "name_gain",  # same for the question's names
+    "term_union",  # share of the question's words the picks and it hold together
+)
+
+
+def feature_names(text: bool) -> tuple[str, ...]:
+    """The model's input columns: static candidate features, then the state features."""
+    if text:
+        return (*TEXT_CANDIDATE_FEATURES, *TEXT_STATE_FEATURES)
+    return (*EMBEDDING_CANDIDATE_FEATURES, *EMBEDDING_STATE_FEATURES)
+
+
+@dataclass(frozen=True)
+class PairView:
+    """Text pair matrices of one query (``[i, j]``: pick ``i``, candidate ``j``).
+
+    Attributes:
+        view: the adaptive selector's :class:`~diverse_core.adaptive.lexical.TextView`.
+        same_title: (n, n) both have the same non-empty title.
+        title_in: (n, n) share of ``j``'s title words that ``i``'s body contains.
+        names_shared: (n, n) log(1 + names outside the question both mention).
+    """
+
+    view: TextView
+    same_title: NDArray[np.bool_]
+    title_in: FloatArray
+    names_shared: FloatArray
+
+
+def _incidence(bags: Sequence[set[str]], vocab: dict[str, int]) -> FloatArray:
+    out = np.zeros((len(bags), max(len(vocab), 1)), dtype=np.float64)
+    for row, bag in enumerate(bags):
+        cols = [vocab[w] for w in bag if w in vocab]
+        out[row, cols] = 1.0
+    return out
+
+
+def pair_view(question: str, texts: Sequence[str]) -> PairView:
+    """The :class:`PairView` of ``question`` and its candidate ``texts`` (``"title: body"`` or plain)."""
+    view = text_view(question, texts)
+    parsed = [split_title(t) for t in texts]
+    titles = [title.strip().lower() for title, _ in parsed]
+    title_bags = [content_terms(title) for title, _ in parsed]
+    vocab: dict[str, int] = {}
+    for bag in title_bags:
+        for w in sorted(bag):
+            vocab.setdefault(w, len(vocab))
+    body_bags = [content_terms(body) & vocab.keys() for _, body in parsed]
+    t_inc = _incidence(title_bags, vocab)
+    b_inc = _incidence(body_bags, vocab)
+    t_len = t_inc.sum(axis=1)
+    title_in = (b_inc @ t_inc.T) / np.maximum(t_len, 1.0)[None, :]
+    codes = {t: i for i, t in enumerate(dict.fromkeys(titles))}
+    tid = np.array([codes[t] if t else -1 - i for i, t in enumerate(titles)], dtype=np.int64)
+    other = view.other_names.astype(np.float64)
+    return PairView(view, tid[:, None] == tid[None, :], title_in, np.log1p(other @ other.T))
+
+
+class QueryState:
+    """The static rows and pair matrices of one query; :meth:`rows` describes a partial set.
+
+    Build it with :meth:`build`; it is read-only afterwards (safe to share across threads).
+    """
+
+    def __init__(self, static: FloatArray, sim: FloatArray, qdc: FloatArray, relevance: FloatArray, k: int,
+                 pairs: PairView | None) -> None:
+        self.static = static
+        self.sim = sim
+        self.qdc = qdc
+        self.relevance = relevance
+        self.k = k
+        self.pairs = pairs
+        self.n = static.shape[0]
+
+    @classmethod
+    def build(cls, prep: PreparedInputs, pairs: PairView | None = None) -> QueryState:
+        """The state of one prepared query (``pairs``: its :class:`PairView`, for the text features)."""
+        unit = np.asarray(prep.candidates, dtype=np.float64)
+        rel = np.asarray(prep.relevance, dtype=np.float64)
+        sim = unit @ unit.T
+        q = np.asarray(prep.query, dtype=np.float64)
+        # cos(unit(q + u_i), u_j) = (rel_j + sim_ij) / |q + u_i|, with |q| = |u_i| = 1
+        cos_qi = unit @ q
+        norm = np.sqrt(np.maximum(2.0 + 2.0 * cos_qi, 1e-12))
+        qdc = (cos_qi[None, :] + sim) / norm[:, None]
+        static = candidate_features(unit, rel, prep.k, None if pairs is None else pairs.view, sim=sim)
+        return cls(static, sim, qdc, rel, prep.k, pairs)
+
+    @property
+    def uses_text(self) -> bool:
+        """Whether the rows carry the text features."""
+        return self.pairs is not None
+
+    def without_text(self) -> QueryState:
+        """The same query without its text features (what the embedding variant sees)."""
+        if self.pairs is None:
+            return self
+        static = self.static[:, : len(EMBEDDING_CANDIDATE_FEATURES)]
+        return QueryState(static, self.sim, self.qdc, self.relevance, self.k, None)
+
+    def rows(self, picks: Sequence[int]) -> FloatArray:
+        """Feature rows (n, F) of every candidate given the picks so far (in pick order)."""
+        idx = np.asarray(list(picks), dtype=np.int64)
+        n, t = self.n, idx.shape[0]
+        step = np.full(n, t / max(self.k, 1))
+        if t == 0:
+            zeros = np.zeros(n)
+            state = [zeros, step, zeros, zeros, zeros, zeros]
+        else:
+            s = self.sim[idx]
+            qdc = self.qdc[idx].max(axis=0)
+            state = [np.ones(n), step, s.max(axis=0), s.mean(axis=0), qdc, qdc - self.relevance]
+        cols = [self.static, np.column_stack(state)]
+        if self.pairs is not None:
+            cols.append(self._text_state(idx))
+        return np.column_stack(cols)
+
+    def _text_state(self, idx: NDArray[np.int64]) -> FloatArray:
+        assert self.pairs is not None
+        pv, n = self.pairs, self.n
+        view = pv.view
+        terms, names = view.term_hits, view.name_hits
+        n_terms, n_names = max(terms.shape[1], 1), max(names.shape[1], 1)
+        if idx.shape[0] == 0:
+            zeros = np.zeros(n)
+            gain_t = terms.sum(axis=1) / n_terms
+            gain_n = names.sum(axis=1) / n_names
+            return np.column_stack([zeros, zeros, zeros, zeros, gain_t, gain_n, gain_t])
+        have_t = terms[idx].any(axis=0)
+        have_n = names[idx].any(axis=0)
+        return np.column_stack([
+            pv.same_title[idx].any(axis=0).astype(np.float64),
+            pv.title_in[idx].max(axis=0),
+            pv.title_in[:, idx].max(axis=1),
+            pv.names_shared[idx].max(axis=0),
+            (terms & ~have_t).sum(axis=1) / n_terms,
+            (names & ~have_n).sum(axis=1) / n_names,
+            (terms | have_t).sum(axis=1) / n_terms,
+        ])
