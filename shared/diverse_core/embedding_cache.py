@@ -226,12 +226,20 @@ class EmbeddingCache:
                     raise
                 vectors.update(zip(mine, self._store(missing, mine, computed), strict=True))
             todo = []
+            here: list[int] = []
             for i, entry in theirs.items():
+                if entry[1] == threading.get_ident() and not entry[0].done():
+                    here.append(i)  # owned by a suspended coroutine of this very thread: never wait on it
+                    continue
                 got = wait_for(entry)
                 if got is None:
-                    todo.append(i)  # its owner failed (or is this very thread): compute it here
+                    todo.append(i)  # its owner failed: claim it again (and compute it here)
                 else:
                     vectors[i] = got
+            if here:
+                vectors.update(
+                    zip(here, self._store(missing, here, self._compute(missing, where, here, fn, known)), strict=True)
+                )
         return self._fill(out, where, vectors)
 
     async def aembed(

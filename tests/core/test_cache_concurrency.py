@@ -297,3 +297,32 @@ def test_adaptive_selector_file_is_loaded_once_under_threads(monkeypatch: Any, t
     with ThreadPoolExecutor(8) as pool:
         got = list(pool.map(lambda _: sel.load_selector(target), range(16)))
     assert len(loads) == 1 and all(g is got[0] for g in got)
+
+
+def test_sync_call_inside_the_loop_never_waits_on_a_suspended_coroutine() -> None:
+    """A coroutine owns a new text and is suspended in its model call; a sync embed of that text on
+    the same (event-loop) thread must compute it itself instead of blocking the loop forever."""
+    fake = SlowFake(delay=0)
+    cache = EmbeddingCache(fake)
+    seen_sync: list[np.ndarray] = []
+
+    async def slow_model(texts: list[str]) -> np.ndarray:
+        seen_sync.append(cache.embed(texts))  # sync call on the loop thread while "x" is in flight
+        return np.stack([vector_of(t) for t in texts])
+
+    got = asyncio.run(asyncio.wait_for(cache.aembed(["x"], slow_model), 10))
+    np.testing.assert_array_equal(got[0], vector_of("x"))
+    np.testing.assert_array_equal(seen_sync[0][0], vector_of("x"))
+
+
+def test_disk_cache_reentrant_embed_does_not_hang(tmp_path: Path) -> None:
+    holder: list[DiskEmbeddingCache] = []
+
+    def reentrant(texts: list[str]) -> np.ndarray:
+        if texts == ["outer"] and len(holder) == 1:
+            holder.append(holder[0])  # re-enter once
+            holder[0].embed(["outer"])  # the same key, from inside its own embedding call
+        return np.stack([vector_of(t) for t in texts])
+
+    holder.append(DiskEmbeddingCache(reentrant, "fake", tmp_path, progress=False))
+    np.testing.assert_array_equal(holder[0].embed(["outer"])[0], vector_of("outer"))

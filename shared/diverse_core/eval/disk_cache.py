@@ -251,8 +251,13 @@ class DiskEmbeddingCache:
                     raise
                 with self._lock:
                     self._merge()
-            # what another thread was embedding: wait; if it failed, embed it here
-            missing = {k: missing[k] for k, entry in theirs.items() if wait_for(entry) is None}
+            # what another thread was embedding: wait; if it failed, claim it again. A key owned by
+            # this very thread (a re-entrant call) is embedded here at once, never waited for.
+            here = {k: missing[k] for k, entry in theirs.items() if entry[1] == threading.get_ident()
+                    and not entry[0].done()}
+            if here:
+                self._embed_missing(here)
+            missing = {k: missing[k] for k, entry in theirs.items() if k not in here and wait_for(entry) is None}
         if not keys:
             return np.zeros((0, 0), dtype=np.float32)
         with self._lock:
