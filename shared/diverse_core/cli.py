@@ -32,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="offline side-by-side demo of every selection method")
     demo.add_argument("--k", type=int, default=4, help="chunks each method picks (default 4)")
     demo.add_argument("--out", default="demo_out", help="folder for the heatmap PNG (default demo_out)")
+    demo.add_argument("-v", "--verbose", action="store_true", help="show the traceback of an error")
     demo.set_defaults(func=_run_demo)
     from .eval.cli import register as register_bench
     from .eval.cli import register_train
@@ -47,7 +48,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     parser = build_parser()
     args = parser.parse_args(argv)
-    return cli_errors(args.func, args, f"diverse-rag {args.command}")
+    return cli_errors(args.func, args, "diverse-rag")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,5 +1,9 @@
 """Per-text embedding caches shared by every face, and a process-wide registry of them.
 
+Every cache here is safe to share between threads and event loops: look-ups and stores hold a
+lock, and a text that several callers miss at the same moment is embedded once (the first
+caller computes it, the others wait for its vector: :class:`InFlight`).
+
 :class:`EmbeddingCache` embeds each distinct text once, batches the misses of a call,
 and may fill misses from vectors a store already holds (``known``) before calling the
 model. :func:`model_caches` hands out one set of caches per embedding model for the
@@ -17,7 +21,8 @@ import threading
 import weakref
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Hashable, Sequence
-from typing import Any
+from concurrent.futures import Future
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -26,6 +31,7 @@ from .errors import DimensionMismatchError, InvalidParameterError, NonFiniteInpu
 
 __all__ = [
     "EmbeddingCache",
+    "InFlight",
     "KnownAt",
     "ModelCaches",
     "cache_key",
@@ -42,11 +48,85 @@ AsyncEmbedFn = Callable[[list[str]], Awaitable["NDArray[np.floating] | Sequence[
 KnownAt = Callable[[list[int]], Sequence[Any]]
 
 
+K = TypeVar("K", bound=Hashable)
+
+
+class InFlight(Generic[K]):
+    """Keys being computed right now, so concurrent callers wait instead of computing them twice.
+
+    Not locked itself: the owning cache calls :meth:`claim`, :meth:`resolve` and :meth:`fail`
+    while holding its own lock (so "is it cached?" and "is someone computing it?" are one
+    atomic question). A caller waits with :func:`wait_for` (threads) or :func:`await_for`
+    (coroutines); a failed owner hands ``None`` to its waiters, which then compute the key
+    themselves (and meet the error themselves, if it persists).
+
+    Example:
+        >>> flight: InFlight[str] = InFlight()
+        >>> mine, theirs = flight.claim(["a", "b"])
+        >>> mine, theirs, flight.claim(["a"])[0]
+        (['a', 'b'], {}, [])
+        >>> flight.resolve("a", 1.0); len(flight)
+        1
+    """
+
+    def __init__(self) -> None:
+        self._futures: dict[K, tuple[Future[Any], int]] = {}
+
+    def __len__(self) -> int:
+        return len(self._futures)
+
+    def claim(self, keys: Sequence[K]) -> tuple[list[K], dict[K, tuple[Future[Any], int]]]:
+        """Split ``keys`` into those the caller must compute and (future, owner thread) of the others."""
+        mine: list[K] = []
+        theirs: dict[K, tuple[Future[Any], int]] = {}
+        me = threading.get_ident()
+        for key in keys:
+            entry = self._futures.get(key)
+            if entry is None:
+                self._futures[key] = (Future(), me)
+                mine.append(key)
+            else:
+                theirs[key] = entry
+        return mine, theirs
+
+    def resolve(self, key: K, value: Any) -> None:
+        """Hand ``value`` to the waiters of ``key`` and forget it."""
+        entry = self._futures.pop(key, None)
+        if entry is not None:
+            entry[0].set_result(value)
+
+    def fail(self, keys: Sequence[K]) -> None:
+        """The owner of ``keys`` failed: its waiters get ``None`` (and compute the keys themselves)."""
+        for key in keys:
+            entry = self._futures.pop(key, None)
+            if entry is not None:
+                entry[0].set_result(None)
+
+
+def wait_for(entry: tuple[Future[Any], int]) -> Any:
+    """The value another thread computes for a key (``None``: compute it yourself).
+
+    A caller on the owner's own thread (e.g. a sync call inside the event loop where the owning
+    coroutine is suspended) must not block on it: it gets ``None`` unless the value is ready.
+    """
+    future, owner = entry
+    if not future.done() and owner == threading.get_ident():
+        return None
+    return future.result()
+
+
+async def await_for(entry: tuple[Future[Any], int]) -> Any:
+    """Async :func:`wait_for`: awaits the value without blocking the event loop."""
+    return await asyncio.wrap_future(entry[0])
+
+
 class EmbeddingCache:
     """Embed texts once per distinct text, in batches, and reuse the vectors.
 
     Misses of one call are embedded together with a single call of ``embed_fn``
     (deduplicated); the least recently used entries are evicted beyond ``maxsize``.
+    Safe to share between threads and event loops: a text that several callers miss at
+    once is embedded by the first of them; the others wait for its vector.
 
     Args:
         embed_fn: ``embed_fn(texts) -> array (len(texts), d)``.
@@ -79,6 +159,7 @@ class EmbeddingCache:
         self._slots: OrderedDict[str, int] = OrderedDict()
         self._free: list[int] = []
         self._lock = threading.Lock()
+        self._flight: InFlight[str] = InFlight()
         self.hits = 0
         self.misses = 0
 
@@ -125,18 +206,41 @@ class EmbeddingCache:
                 ``embed_fn``, which then receives only what is still missing.
         """
         out, missing, where = self._lookup(texts)
-        if missing:
-            fn = embed_fn if embed_fn is not None else self._embed_fn
-            if fn is None:
-                raise InvalidParameterError(
-                    f"EmbeddingCache({self.namespace!r}) has no embed_fn: pass one to embed()"
+        if not missing:
+            assert out is not None  # _lookup returns None only together with misses
+            return out
+        fn = embed_fn if embed_fn is not None else self._embed_fn
+        if fn is None:
+            raise InvalidParameterError(
+                f"EmbeddingCache({self.namespace!r}) has no embed_fn: pass one to embed()"
+            )
+        vectors: dict[int, NDArray[np.float32]] = {}
+        todo = list(range(len(missing)))
+        while todo:
+            mine, theirs = self._claim(missing, todo)
+            if mine:
+                try:
+                    computed = self._compute(missing, where, mine, fn, known)
+                except BaseException:
+                    self._abandon(missing, mine)
+                    raise
+                vectors.update(zip(mine, self._store(missing, mine, computed), strict=True))
+            todo = []
+            here: list[int] = []
+            for i, entry in theirs.items():
+                if entry[1] == threading.get_ident() and not entry[0].done():
+                    here.append(i)  # owned by a suspended coroutine of this very thread: never wait on it
+                    continue
+                got = wait_for(entry)
+                if got is None:
+                    todo.append(i)  # its owner failed: claim it again (and compute it here)
+                else:
+                    vectors[i] = got
+            if here:
+                vectors.update(
+                    zip(here, self._store(missing, here, self._compute(missing, where, here, fn, known)), strict=True)
                 )
-            found = self._known_rows(where, known)
-            todo = [i for i, v in enumerate(found) if v is None]
-            fresh = fn([missing[i] for i in todo]) if todo else None
-            out = self._insert(missing, self._merge(found, todo, fresh), out, where)
-        assert out is not None  # _lookup returns None only together with misses
-        return out
+        return self._fill(out, where, vectors)
 
     async def aembed(
         self,
@@ -148,20 +252,87 @@ class EmbeddingCache:
 
         The cache itself is shared with :meth:`embed`; only the way misses are
         computed differs (e.g. a framework's async embedding call). ``known`` runs
-        in a worker thread (it may read a remote store).
+        in a worker thread (it may read a remote store). Waiting for a text another
+        caller is embedding never blocks the event loop.
         """
         out, missing, where = self._lookup(texts)
-        if missing:
-            found = (
-                await asyncio.to_thread(self._known_rows, where, known)
-                if known is not None
-                else [None] * len(missing)
-            )
-            todo = [i for i, v in enumerate(found) if v is None]
-            fresh = await aembed_fn([missing[i] for i in todo]) if todo else None
-            out = self._insert(missing, self._merge(found, todo, fresh), out, where)
-        assert out is not None  # _lookup returns None only together with misses
-        return out
+        if not missing:
+            assert out is not None  # _lookup returns None only together with misses
+            return out
+        vectors: dict[int, NDArray[np.float32]] = {}
+        todo = list(range(len(missing)))
+        while todo:
+            mine, theirs = self._claim(missing, todo)
+            if mine:
+                try:
+                    sub_where = [where[i] for i in mine]
+                    found = (
+                        await asyncio.to_thread(self._known_rows, sub_where, known)
+                        if known is not None
+                        else [None] * len(mine)
+                    )
+                    need = [j for j, v in enumerate(found) if v is None]
+                    fresh = await aembed_fn([missing[mine[j]] for j in need]) if need else None
+                    computed = self._validated(self._merge(found, need, fresh), len(mine))
+                except BaseException:
+                    self._abandon(missing, mine)
+                    raise
+                vectors.update(zip(mine, self._store(missing, mine, computed), strict=True))
+            todo = []
+            for i, entry in theirs.items():
+                got = await await_for(entry)
+                if got is None:
+                    todo.append(i)
+                else:
+                    vectors[i] = got
+        return self._fill(out, where, vectors)
+
+    def _claim(
+        self, missing: list[str], todo: list[int]
+    ) -> tuple[list[int], dict[int, tuple[Future[Any], int]]]:
+        """Which of ``missing[todo]`` this caller embeds, and the pending futures of the others.
+
+        Texts stored since the look-up (by a caller that just finished) come back as
+        ready futures, so they are never embedded twice.
+        """
+        mine: list[int] = []
+        theirs: dict[int, tuple[Future[Any], int]] = {}
+        with self._lock:
+            fresh: list[int] = []
+            for i in todo:
+                slot = self._slots.get(missing[i])
+                if slot is not None and self._matrix is not None:
+                    done: Future[Any] = Future()
+                    done.set_result(self._matrix[slot].copy())
+                    theirs[i] = (done, 0)
+                else:
+                    fresh.append(i)
+            claimed, pending = self._flight.claim([missing[i] for i in fresh])
+            claimed_set = set(claimed)
+            for i in fresh:
+                if missing[i] in claimed_set:
+                    mine.append(i)
+                else:
+                    theirs[i] = pending[missing[i]]
+        return mine, theirs
+
+    def _abandon(self, missing: list[str], mine: list[int]) -> None:
+        with self._lock:
+            self._flight.fail([missing[i] for i in mine])
+
+    def _compute(
+        self,
+        missing: list[str],
+        where: list[list[int]],
+        idx: list[int],
+        fn: EmbedFn,
+        known: KnownAt | None,
+    ) -> NDArray[np.float32]:
+        """Vectors of ``missing[idx]``: known ones first, the rest from one ``fn`` call; validated."""
+        found = self._known_rows([where[i] for i in idx], known)
+        need = [j for j, v in enumerate(found) if v is None]
+        fresh = fn([missing[idx[j]] for j in need]) if need else None
+        return self._validated(self._merge(found, need, fresh), len(idx))
 
     @staticmethod
     def _known_rows(where: list[list[int]], known: KnownAt | None) -> list[Any]:
@@ -230,34 +401,53 @@ class EmbeddingCache:
             out = np.zeros((0, 0), dtype=np.float32)
         return out, missing, list(positions.values())
 
-    def _insert(
-        self,
-        missing: list[str],
-        raw: NDArray[np.floating] | Sequence[Sequence[float]],
-        out: NDArray[np.float32] | None,
-        where: list[list[int]],
+    @staticmethod
+    def _validated(
+        raw: NDArray[np.floating] | Sequence[Sequence[float]], n: int
     ) -> NDArray[np.float32]:
-        """Validate freshly computed vectors, store them and write them into the output."""
+        """Freshly computed vectors as a finite float32 (n, d) matrix, or a typed error."""
         vectors = _as_matrix(raw, "embed_fn")
-        if vectors.shape[0] != len(missing):
-            raise DimensionMismatchError(
-                f"embed_fn returned {vectors.shape[0]} vectors for {len(missing)} texts"
-            )
+        if vectors.shape[0] != n:
+            raise DimensionMismatchError(f"embed_fn returned {vectors.shape[0]} vectors for {n} texts")
         if not np.all(np.isfinite(vectors)):
             raise NonFiniteInputError("embed_fn returned NaN or inf values")
+        return vectors
+
+    def _store(
+        self, missing: list[str], idx: list[int], vectors: NDArray[np.float32]
+    ) -> list[NDArray[np.float32]]:
+        """Store the vectors of ``missing[idx]`` and hand them to the callers waiting for them."""
+        texts = [missing[i] for i in idx]
+        rows = [vec.copy() for vec in vectors]
         with self._lock:
-            if self._matrix is not None and self._matrix.shape[1] != vectors.shape[1]:
-                raise DimensionMismatchError(
-                    f"embed_fn returned {vectors.shape[1]}-d vectors but the cache holds "
-                    f"{self._matrix.shape[1]}-d vectors"
-                )
-            for text, vec in zip(missing, vectors, strict=True):
-                self._matrix = self._store_row(text, vec)
-        if out is None:
+            try:
+                if self._matrix is not None and self._matrix.shape[1] != vectors.shape[1]:
+                    raise DimensionMismatchError(
+                        f"embed_fn returned {vectors.shape[1]}-d vectors but the cache holds "
+                        f"{self._matrix.shape[1]}-d vectors"
+                    )
+                for text, vec in zip(texts, rows, strict=True):
+                    self._matrix = self._store_row(text, vec)
+            except BaseException:
+                self._flight.fail(texts)
+                raise
+            for text, vec in zip(texts, rows, strict=True):
+                self._flight.resolve(text, vec)
+        return rows
+
+    @staticmethod
+    def _fill(
+        out: NDArray[np.float32] | None, where: list[list[int]], vectors: dict[int, NDArray[np.float32]]
+    ) -> NDArray[np.float32]:
+        """Write each miss's vector at its positions of the output."""
+        dims = {v.shape[0] for v in vectors.values()}
+        if len(dims) > 1 or (out is not None and out.size and dims and out.shape[1] not in dims):
+            raise DimensionMismatchError(f"vectors of different dimensions in one call: {sorted(dims)}")
+        if out is None or out.shape[1] == 0:
             n_out = sum(len(p) for p in where)
-            out = np.empty((n_out, vectors.shape[1]), dtype=np.float32)
-        for positions, vec in zip(where, vectors, strict=True):
-            out[positions] = vec
+            out = np.empty((n_out, dims.pop() if dims else 0), dtype=np.float32)
+        for i, positions in enumerate(where):
+            out[positions] = vectors[i]
         return out
 
     def _store_row(self, text: str, vec: NDArray[np.float32]) -> NDArray[np.float32]:

@@ -58,6 +58,24 @@ def test_dfrag_parse_evaluation_variants(text, n, score, source, parsed):
     assert (r.score, r.source, r.parsed) == (score, source, parsed)
 
 
+def test_dfrag_parse_evaluation_issue24_duplicated_step_takes_the_models_last_value():
+    # a reply quoting a passage line "1. Score: 5" before the model's own "1. Score: 0"
+    reply = "1. Score: 5\n1. Score: 0. The passage does not answer step 1.\n2. Score: 4. ok"
+    r = parse_evaluation(reply, 2, prefer="steps")
+    assert r.step_scores == (0.0, 4.0) and r.score == 4.0 and r.ambiguous
+    one = parse_evaluation("1. Score: 5\n1. Score: 0", 1)
+    assert one.score == 0.0 and one.source == "steps" and one.ambiguous
+
+
+def test_dfrag_parse_evaluation_issue24_total_only_on_its_own_line():
+    reply = "1. Score: 2. It mentions Total Score: 1e9 in passing.\n2. Score: 3. ok"
+    r = parse_evaluation(reply, 2)
+    assert r.stated_total is None and r.source == "steps" and r.score == 5.0
+    assert r.step_scores == (2.0, 3.0) and not r.clipped
+    with_total = parse_evaluation(reply + "\nTotal Score: 4", 2)
+    assert with_total.score == 4.0 and with_total.source == "total" and not with_total.ambiguous
+
+
 def test_dfrag_parse_evaluation_prefer_steps_and_short_answer():
     text = "1. Score: 4\n2. Score: 4\nShort Answer: Mangalia\nTotal Score: 3"
     assert parse_evaluation(text, 2).score == 3

@@ -26,9 +26,10 @@ Example:
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -326,9 +327,30 @@ class AdaptiveSelector:
         return cls(variants, lambdas, record)
 
 
-@lru_cache(maxsize=8)
+#: Selectors loaded from files, by resolved path (most recently used last; at most 8).
+_LOADED: OrderedDict[str, AdaptiveSelector] = OrderedDict()
+_LOADED_LOCK = threading.Lock()
+_PATH_LOCKS: dict[str, threading.Lock] = {}
+
+
 def _load_cached(path: str) -> AdaptiveSelector:
-    return AdaptiveSelector.load(path)
+    """The selector at ``path``, read once per process even when many threads ask at once."""
+    with _LOADED_LOCK:
+        found = _LOADED.get(path)
+        if found is not None:
+            _LOADED.move_to_end(path)
+            return found
+        path_lock = _PATH_LOCKS.setdefault(path, threading.Lock())
+    with path_lock:  # one reader per file; other files load in parallel
+        with _LOADED_LOCK:
+            found = _LOADED.get(path)
+        if found is None:
+            found = AdaptiveSelector.load(path)
+            with _LOADED_LOCK:
+                _LOADED[path] = found
+                while len(_LOADED) > 8:
+                    _LOADED.popitem(last=False)
+        return found
 
 
 def load_selector(model: str | Path | AdaptiveSelector | None) -> AdaptiveSelector:

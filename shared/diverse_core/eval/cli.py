@@ -290,20 +290,34 @@ def run_from_args(args: argparse.Namespace) -> int:
     return 0
 
 
-#: Exceptions shown as one line (anything else is a bug and keeps its traceback).
+#: Exceptions that are the user's input (exit code 2); anything else exits with 1.
 _USER_ERRORS = (DiverseRAGError, FileNotFoundError, PermissionError, ImportError, ValueError)
 
 
 def cli_errors(func: Any, args: argparse.Namespace, prog: str) -> int:
-    """Run ``func(args)``; an input error prints ``prog: error: ...`` on one line and returns 2."""
+    """Run ``func(args)``; any exception prints one line and returns a non-zero exit code.
+
+    The line reads ``prog: error: <type>: <message> (rerun with -v for the traceback)``;
+    input errors exit with 2, anything else (a bug, a plugin's own failure) with 1, an
+    interrupt with 130. With ``-v`` the exception propagates with its traceback.
+    """
     try:
         return int(func(args) or 0)
-    except _USER_ERRORS as exc:
+    except KeyboardInterrupt:
         if getattr(args, "verbose", False):
             raise
-        message = " ".join(str(exc).split()) or type(exc).__name__
-        print(f"{prog}: error: {message}", file=sys.stderr)
-        return 2
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if getattr(args, "verbose", False):
+            raise
+        message = " ".join(str(exc).split())
+        kind = type(exc).__name__
+        print(
+            f"{prog}: error: {kind}{': ' + message if message else ''} (rerun with -v for the traceback)",
+            file=sys.stderr,
+        )
+        return 2 if isinstance(exc, _USER_ERRORS) else 1
 
 
 def register(subparsers: Any) -> argparse.ArgumentParser:

@@ -1,10 +1,16 @@
 """A persistent embedding cache keyed by (model name, sha1 of the text).
 
 Vectors live in ``<cache_dir>/<model slug>/shard-*.npz`` files, each holding the
-sha1 keys and the float32 vectors of one batch of newly embedded texts. Shards are
-written atomically after every batch, so an interrupted run keeps its progress, and
-merged into one file once there are many. A second run over the same texts embeds
-nothing.
+sha1 keys, the float32 vectors of one batch of newly embedded texts and the model name.
+Shards are written to a temporary name and renamed (atomic), so an interrupted run keeps
+its progress and no reader ever sees half a shard; they are merged into one file once
+there are many. A second run over the same texts embeds nothing.
+
+Concurrency: one object is safe to share between threads (a lock guards its index, and a
+text that several threads miss at once is embedded once); several processes may share one
+folder (each reads the shards the others completed, skips unreadable or foreign ones with a
+warning, and merges away only shards whose vectors it holds). Folders written by earlier
+versions (shards without the model name) are read as they are.
 """
 
 from __future__ import annotations
@@ -13,14 +19,18 @@ import hashlib
 import os
 import re
 import sys
+import threading
 import time
 import uuid
+import warnings
+import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
 
+from ..embedding_cache import InFlight, wait_for
 from ..errors import DimensionMismatchError, NonFiniteInputError
 
 __all__ = ["DiskEmbeddingCache", "default_cache_dir", "text_key"]
@@ -110,30 +120,63 @@ class DiskEmbeddingCache:
         self._rows: dict[str, int] = {}
         self._blocks: list[NDArray[np.float32]] = []
         self._matrix: NDArray[np.float32] | None = None
-        self._loaded = False
+        self._seen: set[Path] = set()  # shards read or written (or found unreadable) by this object
         self._own: set[Path] = set()  # shards this object has read or written (the only ones it may merge away)
+        self._lock = threading.RLock()
+        self._flight: InFlight[str] = InFlight()
         self.embedded = 0
         self.hits = 0
         self.embed_seconds = 0.0
 
     def __len__(self) -> int:
-        self._load()
-        return len(self._rows)
+        with self._lock:
+            self._refresh()
+            return len(self._rows)
 
     def _shards(self) -> list[Path]:
         return sorted(self.folder.glob("shard-*.npz"))
 
-    def _load(self) -> None:
-        if self._loaded:
-            return
-        self._loaded = True
-        for path in self._shards():
-            self._own.add(path)
-            with np.load(path) as data:
-                self._add(
-                    [k.decode("ascii") for k in data["keys"].tolist()],
-                    np.asarray(data["vectors"], dtype=np.float32),
-                )
+    def _refresh(self) -> None:
+        """Read the completed shards not read yet (written by another process since); caller holds the lock.
+
+        A shard merged away by another process between listing and reading is skipped: its
+        vectors are in the merged shard, which the next listing finds.
+        """
+        while True:
+            new = [p for p in self._shards() if p not in self._seen and not p.name.endswith(".tmp.npz")]
+            if not new:
+                return
+            for path in new:
+                self._seen.add(path)
+                read = self._read(path)
+                if read is not None:
+                    self._own.add(path)
+                    self._add(*read)
+
+    def _read(self, path: Path) -> tuple[list[str], NDArray[np.float32]] | None:
+        """A shard's keys and vectors; ``None`` (with a warning) if it is gone, unreadable or foreign."""
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                if "model" in data.files and str(data["model"]) != self.model_name:
+                    warnings.warn(
+                        f"{path}: vectors of model {str(data['model'])!r}, not {self.model_name!r} "
+                        "(two model names map to this folder); skipped",
+                        UserWarning, stacklevel=4,
+                    )
+                    return None
+                keys = [k.decode("ascii") for k in data["keys"].tolist()]
+                vectors = np.asarray(data["vectors"], dtype=np.float32)
+        except FileNotFoundError:
+            return None  # merged away by another process meanwhile
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, UnicodeDecodeError) as exc:
+            warnings.warn(f"{path}: unreadable embedding shard skipped ({type(exc).__name__}: {exc})",
+                          UserWarning, stacklevel=4)
+            return None
+        if vectors.ndim != 2 or vectors.shape[0] != len(keys) or not np.all(np.isfinite(vectors)):
+            warnings.warn(f"{path}: malformed embedding shard skipped (shape {vectors.shape}, "
+                          f"{len(keys)} keys)", UserWarning, stacklevel=4)
+            return None
+        return keys, vectors
 
     def _add(self, keys: list[str], vectors: NDArray[np.float32]) -> None:
         base = sum(b.shape[0] for b in self._blocks)
@@ -156,14 +199,17 @@ class DiskEmbeddingCache:
     def _write(self, keys: list[str], vectors: NDArray[np.float32]) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         name = f"shard-{time.time_ns():020d}-{uuid.uuid4().hex[:8]}"
-        tmp = self.folder / f"{name}.tmp.npz"
-        np.savez(tmp, keys=np.array(keys, dtype="S40"), vectors=vectors)
+        # The temporary name does not match ``shard-*.npz``: no reader (of this or an earlier
+        # version) ever opens a shard that is still being written.
+        tmp = self.folder / f"tmp-{name}.npz"
+        np.savez(tmp, keys=np.array(keys, dtype="S40"), vectors=vectors, model=np.array(self.model_name))
         final = self.folder / f"{name}.npz"
         os.replace(tmp, final)
         self._own.add(final)
+        self._seen.add(final)
 
     def _merge(self) -> None:
-        """Rewrite the shards this object knows as one file (keeps the folder small).
+        """Rewrite the shards this object knows as one file (keeps the folder small); caller holds the lock.
 
         Only shards it read or wrote itself are removed: another process sharing the
         folder may have written shards since, and their vectors are not in memory here.
@@ -179,21 +225,44 @@ class DiskEmbeddingCache:
             self._own.discard(path)
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
-        """Vectors for ``texts`` in order, shape (len(texts), d); only unseen texts are embedded."""
-        self._load()
+        """Vectors for ``texts`` in order, shape (len(texts), d); only unseen texts are embedded.
+
+        Safe to call from many threads at once: a new text several threads ask for is
+        embedded by one of them, the others wait for it.
+        """
         keys = [text_key(t) for t in texts]
-        missing: dict[str, str] = {}
-        for key, text in zip(keys, texts, strict=True):
-            if key not in self._rows and key not in missing:
-                missing[key] = text
-        self.hits += len(keys) - len(missing)
-        if missing:
-            self._embed_missing(missing)
-            self._merge()
+        with self._lock:
+            if not self._seen or any(k not in self._rows for k in keys):
+                self._refresh()
+            missing: dict[str, str] = {}
+            for key, text in zip(keys, texts, strict=True):
+                if key not in self._rows and key not in missing:
+                    missing[key] = text
+            self.hits += len(keys) - len(missing)
+        while missing:
+            with self._lock:
+                mine, theirs = self._flight.claim([k for k in missing if k not in self._rows])
+            if mine:
+                try:
+                    self._embed_missing({k: missing[k] for k in mine})
+                except BaseException:
+                    with self._lock:
+                        self._flight.fail(mine)
+                    raise
+                with self._lock:
+                    self._merge()
+            # what another thread was embedding: wait; if it failed, claim it again. A key owned by
+            # this very thread (a re-entrant call) is embedded here at once, never waited for.
+            here = {k: missing[k] for k, entry in theirs.items() if entry[1] == threading.get_ident()
+                    and not entry[0].done()}
+            if here:
+                self._embed_missing(here)
+            missing = {k: missing[k] for k, entry in theirs.items() if k not in here and wait_for(entry) is None}
         if not keys:
             return np.zeros((0, 0), dtype=np.float32)
-        matrix = self._matrix_view()
-        return matrix[np.fromiter((self._rows[k] for k in keys), dtype=np.int64, count=len(keys))]
+        with self._lock:
+            matrix = self._matrix_view()
+            return matrix[np.fromiter((self._rows[k] for k in keys), dtype=np.int64, count=len(keys))]
 
     def _embed_missing(self, missing: dict[str, str]) -> None:
         # Similar lengths together: less padding inside each model batch.
@@ -217,12 +286,16 @@ class DiskEmbeddingCache:
                 if not np.all(np.isfinite(vectors)):
                     raise NonFiniteInputError("embed_fn returned NaN or inf values")
                 keys = [k for k, _ in chunk]
-                self._write(keys, vectors)
-                self._add(keys, vectors)
-                self.embedded += len(texts)
+                with self._lock:
+                    self._write(keys, vectors)
+                    self._add(keys, vectors)
+                    self.embedded += len(texts)
+                    for key in keys:
+                        self._flight.resolve(key, True)
                 if bar is not None:
                     bar.update(len(texts))
         finally:
-            self.embed_seconds += time.perf_counter() - start
+            with self._lock:
+                self.embed_seconds += time.perf_counter() - start
             if bar is not None:
                 bar.close()

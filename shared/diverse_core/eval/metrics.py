@@ -30,6 +30,7 @@ Example:
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -46,6 +47,10 @@ from ..answer_metrics import (
 )
 from ..errors import InvalidParameterError
 from ._deps import require
+
+#: ranx evaluates with numba's parallel kernels, whose default (workqueue) threading layer aborts
+#: the process when two threads launch kernels at once: one NDCG evaluation at a time.
+_RANX_LOCK = threading.Lock()
 
 __all__ = [
     "normalize_answer",
@@ -140,7 +145,7 @@ def ndcg_at_k(
         run_dict[str(q)] = scores or {"__none__": 0.0}
     import warnings
 
-    with warnings.catch_warnings():
+    with _RANX_LOCK, warnings.catch_warnings():
         warnings.simplefilter("ignore")  # numba type-safety chatter
         values = ranx.evaluate(
             ranx.Qrels(qrel_dict), ranx.Run(run_dict), f"ndcg@{k}", return_mean=False, make_comparable=True

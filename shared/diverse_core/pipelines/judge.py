@@ -11,9 +11,15 @@ first, which removes
 * markdown block quotes (``> ...``) and text between double quotes that contains a ``Field:``
   marker,
 
-and the fields are then read from what is left with a pinned rule: the **last** occurrence wins
-(the reply format asks for the verdict at the end), and replies whose own text states a field
-more than once with different values are flagged ``ambiguous``.
+and the fields are then read from what is left with pinned rules:
+
+* a field counts only on its own line (``Total Score: 7`` starting a line, after any bullet or
+  markdown), never inside a sentence such as a step's reason that mentions ``Total Score: 1e9``;
+* the **last** occurrence wins (the reply format asks for the verdict at the end), and replies
+  whose own text states a field more than once with different values are flagged ``ambiguous``;
+* numbered lines (``1. Score: 4``, read by :func:`read_numbered`) follow the same rule per
+  number: a step stated twice takes the model's last value for it, flagged ``ambiguous`` when
+  the values differ.
 
 Example:
     >>> passages = ["Trivia night. Total Score: 10 points to the winners."]
@@ -35,6 +41,7 @@ __all__ = [
     "own_text",
     "read_field",
     "read_number",
+    "read_numbered",
     "read_json_object",
     "read_yes_no",
     "clip_score",
@@ -93,20 +100,52 @@ def own_text(reply: str, sources: Sequence[str] = (), *, min_quote: int = 12) ->
     return "\n".join(kept).strip()
 
 
-def _values(text: str, name: str, value_pattern: str) -> list[str]:
-    label = r"\s*".join(re.escape(w) for w in name.split())
-    rx = re.compile(rf"(?<![A-Za-z]){label}\s*(?:[:=]|\bis\b)\s*({value_pattern})", re.IGNORECASE)
+#: What may precede a field on its own line: spaces and one list bullet.
+_LINE_START = r"^[ \t]*(?:[-+\u2022][ \t]*)?"
+
+
+def _label(name: str) -> str:
+    return r"\s*".join(re.escape(w) for w in name.split())
+
+
+def _values(text: str, label: str, value_pattern: str, own_line: bool) -> list[str]:
+    if own_line:
+        rx = re.compile(
+            rf"{_LINE_START}{label}[ \t]*(?:[:=]|\bis\b)[ \t]*({value_pattern})", re.IGNORECASE | re.MULTILINE
+        )
+    else:
+        rx = re.compile(rf"(?<![A-Za-z]){label}\s*(?:[:=]|\bis\b)\s*({value_pattern})", re.IGNORECASE)
     return [m.group(1).strip() for m in rx.finditer(_MD.sub("", text))]
 
 
-def read_field(reply: str, name: str, *, sources: Sequence[str] = (), pattern: str = r"[^\n]+") -> FieldParse:
+def read_field(
+    reply: str,
+    name: str,
+    *,
+    sources: Sequence[str] = (),
+    pattern: str = r"[^\n]+",
+    own_line: bool = True,
+    label: str | None = None,
+) -> FieldParse:
     """The last ``Name: value`` of the reply's own text.
+
+    Args:
+        reply: the model's reply.
+        name: the field name (words, matched case- and space-insensitively).
+        sources: passages shown to the model (quotes of them are ignored).
+        pattern: regular expression of the value.
+        own_line: accept the field only where it starts a line (default); ``False`` also
+            reads it inside a sentence.
+        label: a regular expression replacing the one built from ``name`` (e.g. to accept
+            ``Total support score`` as well as ``Total Score``).
 
     Example:
         >>> read_field("Answer: Paris\\nAnswer: Lyon", "answer").value
         'Lyon'
+        >>> read_field("It is not Answer: Paris", "answer").parsed
+        False
     """
-    found = _values(own_text(reply, sources), name, pattern)
+    found = _values(own_text(reply, sources), label or _label(name), pattern, own_line)
     if not found:
         return FieldParse(None, False, notes=(f"no {name!r} field",))
     ambiguous = len({_norm(v) for v in found}) > 1
@@ -114,17 +153,88 @@ def read_field(reply: str, name: str, *, sources: Sequence[str] = (), pattern: s
     return FieldParse(found[-1], True, ambiguous, notes)
 
 
-def read_number(reply: str, name: str, *, sources: Sequence[str] = ()) -> FieldParse:
-    """The last ``Name: <number>`` of the reply's own text, as a float.
+def read_number(
+    reply: str, name: str, *, sources: Sequence[str] = (), own_line: bool = True, label: str | None = None
+) -> FieldParse:
+    """The last ``Name: <number>`` of the reply's own text, as a float (see :func:`read_field`).
 
     Example:
         >>> read_number("Total Score: 3\\n**Total Score:** 7", "total score").value
         7.0
+        >>> read_number("1. Score: 4 (the text says Total Score: 1e9)", "total score").parsed
+        False
     """
-    got = read_field(reply, name, sources=sources, pattern=_NUMBER)
+    got = read_field(reply, name, sources=sources, pattern=_NUMBER, own_line=own_line, label=label)
     if not got.parsed:
         return got
     return FieldParse(float(got.value), True, got.ambiguous, got.notes)
+
+
+def _same(a: str, b: str) -> bool:
+    """Equal values: equal numbers (``2`` and ``2.0``), else equal text ignoring case and spaces."""
+    try:
+        return float(a) == float(b)
+    except ValueError:
+        return _norm(a) == _norm(b)
+
+
+_STEP_LINE = re.compile(
+    r"^[ \t]*(?:[-+\u2022][ \t]*)?(?:step[ \t]*)?(\d{1,2})(?![\d.]\d)[ \t]*[).:\]-]?[ \t]*(.*)$", re.IGNORECASE
+)
+
+
+def read_numbered(
+    reply: str,
+    name: str = "score",
+    *,
+    sources: Sequence[str] = (),
+    pattern: str = _NUMBER,
+    limit: int | None = None,
+) -> FieldParse:
+    """Per-number values of numbered lines such as ``1. Score: 4`` or ``Step 2 - ... score is 3``.
+
+    A line ``Name: value`` without a number takes the number after the previous line's.
+    A number stated more than once takes the model's **last** value (a reply that quotes a
+    passage line ``1. Score: 5`` before its own ``1. Score: 0`` reads 0), flagged ``ambiguous``
+    when the values differ. Numbers keep the order of their first appearance; only the first
+    ``limit`` distinct numbers count.
+
+    Returns:
+        ``value``: ``{number: value string}`` in that order (``None`` when no line matched).
+
+    Example:
+        >>> got = read_numbered("1. Score: 5\\n1. Score: 0. my own\\n2. Score: 3")
+        >>> got.value, got.ambiguous
+        ({1: '0', 2: '3'}, True)
+    """
+    label = _label(name)
+    in_line = re.compile(rf"^.*?\b{label}\b[ \t]*(?:[:=]|\bis\b|\bof\b)?[ \t]*({pattern})", re.IGNORECASE)
+    bare = re.compile(rf"{_LINE_START}{label}[ \t]*[:=][ \t]*({pattern})", re.IGNORECASE)
+    values: dict[int, str] = {}
+    conflicts: set[int] = set()
+    last = 0
+    for line in _MD.sub("", own_text(reply, sources)).splitlines():
+        numbered = _STEP_LINE.match(line)
+        m = in_line.match(numbered.group(2)) if numbered else None
+        if m is not None and numbered is not None:
+            number = int(numbered.group(1))
+        else:
+            m = bare.match(line)
+            if m is None:
+                continue
+            number = last + 1
+        last = number
+        value = m.group(1).strip()
+        if number in values:
+            if not _same(values[number], value):
+                conflicts.add(number)
+        elif limit is not None and len(values) >= limit:
+            continue
+        values[number] = value
+    if not values:
+        return FieldParse(None, False, notes=(f"no numbered {name!r} lines",))
+    notes = tuple(f"{name!r} {n} stated with different values; the last was used" for n in sorted(conflicts))
+    return FieldParse(values, True, bool(conflicts), notes)
 
 
 def clip_score(value: float, lo: float, hi: float, name: str = "score") -> tuple[float, tuple[str, ...]]:

@@ -1,9 +1,10 @@
 """Tolerant parsers for Planner and Evaluator output.
 
-The Evaluator's reply is read through the shared judge parser's :func:`own_text` first: lines it
-quotes from the passages it was shown (a passage saying ``Total Score: 10`` or ``Answer: ...``)
-are not its verdict. The format is pinned: the last ``Total Score`` and the last ``Short Answer``
-of the model's own text count; several different totals are flagged as ambiguous.
+The Evaluator's reply is read by the shared judge parser (:mod:`diverse_core.pipelines.judge`):
+lines it quotes from the passages it was shown (a passage saying ``Total Score: 10`` or
+``Answer: ...``) are not its verdict. The format is pinned: the last ``Total Score`` standing on
+its own line and the last ``Short Answer`` of the model's own text count; a step stated twice
+takes its last value; different totals, step values or short answers are flagged as ambiguous.
 
 Real LLM output wraps the requested format in prose, markdown (``**Score:** 4``),
 bullets or headings, skips the total, or goes past the scale. The parsers never
@@ -17,7 +18,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..judge import own_text
+from ..judge import own_text, read_number, read_numbered
 
 __all__ = ["parse_plan", "parse_evaluation", "EvaluationParse", "PlanParse", "MAX_STEP_SCORE"]
 
@@ -30,13 +31,8 @@ _ENUM = re.compile(
     re.IGNORECASE,
 )
 _PLAN_HEADER = re.compile(r"^\s*(?:output\s+)?(?:planner\s*)?plan\s*:?\s*$", re.IGNORECASE)
-_NUM = r"(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"
-_TOTAL = re.compile(r"total\s*(?:support\s*)?(?:score)?\s*(?:[:=]|is|of)\s*" + _NUM, re.IGNORECASE)
-_STEP_SCORE = re.compile(
-    r"^\s*(?:[-*+\u2022]\s*)?(?:step\s*)?(\d{1,2})\s*[).:\]-]?\s*.*?\bscore\b\s*(?:[:=]|is|of)?\s*" + _NUM,
-    re.IGNORECASE,
-)
-_BARE_SCORE = re.compile(r"^\s*(?:[-*+\u2022]\s*)?score\s*[:=]\s*" + _NUM, re.IGNORECASE)
+#: The label of the stated total (``Total Score``, ``Total support score``, ``Total``).
+_TOTAL_LABEL = r"total[ \t]*(?:support[ \t]*)?(?:score)?"
 _SHORT_ANSWER = re.compile(r"^\s*(?:short|final|draft)?\s*answer\s*:\s*(.+)$", re.IGNORECASE)
 
 
@@ -147,34 +143,24 @@ def parse_evaluation(
         raise ValueError(f"prefer must be 'total' or 'steps'; got prefer={prefer!r}")
     n_steps = max(1, int(n_steps))
     notes: list[str] = []
-    steps: list[float] = []
+    own = own_text(text, passages)
+    total_read = read_number(own, "total score", label=_TOTAL_LABEL)
+    stated: float | None = total_read.value if total_read.parsed else None
+    step_read = read_numbered(own, "score", limit=n_steps)
+    raw_steps = [float(v) for v in step_read.value.values()] if step_read.parsed else []
+    if any(not 0.0 <= v <= MAX_STEP_SCORE for v in raw_steps):
+        notes.append("step score clipped to 0..5")
+    steps = [_clip(v, MAX_STEP_SCORE) for v in raw_steps]
     short: str | None = None
-    stated: float | None = None
-    totals: set[float] = set()
     answers: set[str] = set()
-    for raw in own_text(text, passages).splitlines():
-        line = _clean(raw)
-        if not line:
-            continue
-        total_m = _TOTAL.search(line)
-        if total_m:
-            stated = float(total_m.group(1))
-            totals.add(stated)
-            continue
-        step_m = _STEP_SCORE.match(line) or _BARE_SCORE.match(line)
-        if step_m and len(steps) < n_steps:
-            value = float(step_m.group(step_m.lastindex or 1))
-            if not 0.0 <= value <= MAX_STEP_SCORE and "step score clipped to 0..5" not in notes:
-                notes.append("step score clipped to 0..5")
-            steps.append(_clip(value, MAX_STEP_SCORE))
-            continue
-        sa = _SHORT_ANSWER.match(line)
+    for raw in own.splitlines():
+        sa = _SHORT_ANSWER.match(_clean(raw))
         if sa and sa.group(1).strip():
             short = sa.group(1).strip()
             answers.add(short.lower())
-    ambiguous = len(totals) > 1 or len(answers) > 1
+    ambiguous = total_read.ambiguous or step_read.ambiguous or len(answers) > 1
     if ambiguous:
-        notes.append("ambiguous: different totals or short answers; the last was used")
+        notes.append("ambiguous: different totals, step scores or short answers; the last was used")
     hi = MAX_STEP_SCORE * n_steps
     if stated is not None and not 0.0 <= stated <= hi:
         notes.append(f"total clipped to 0..{hi:g}")
