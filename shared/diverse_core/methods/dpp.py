@@ -39,10 +39,28 @@ from ..validation import PreparedInputs, check_positive, check_unit_interval
 from ._common import GRAM_MAX_N, SimilarityColumns, argmax_first, argmax_rows
 from .topk import topk_select
 
-__all__ = ["EPS32", "dpp_select", "dpp_sweep", "SPEC"]
+__all__ = ["EPS32", "zscore", "dpp_select", "dpp_sweep", "SPEC"]
 
 #: float32 machine epsilon: the kernel's diagonal jitter and the z-score's guard.
 EPS32 = float(np.finfo(np.float32).eps)
+
+
+def zscore(rel: NDArray[np.float64], guard: float) -> NDArray[np.float64]:
+    """``(rel - mean) / (std + guard)``, or ``rel - mean`` where that divides by 0.
+
+    Computed on ``rel / max|rel|`` (with ``guard`` scaled alike), so relevance values
+    up to ``RELEVANCE_MAX`` do not overflow the squares of the standard deviation.
+    """
+    top = float(np.abs(rel).max())
+    if top == 0.0:
+        return np.zeros_like(rel)
+    scaled = rel / top
+    centred = scaled - scaled.mean()
+    spread = float(scaled.std()) + guard / top
+    if spread == 0.0:
+        out: NDArray[np.float64] = centred * top
+        return out
+    return centred / spread
 
 
 def dpp_sweep(
@@ -62,7 +80,7 @@ def dpp_sweep(
     if live.size == 0:
         return picks, scores
     beta = (1.0 - div[live]) * scale
-    z = (rel - rel.mean()) / (rel.std() + EPS32)
+    z = zscore(rel, EPS32)
     with np.errstate(over="ignore"):  # overflow: the typed error below
         weights = np.exp(beta[:, None] * z[None, :])  # (L, n)
         residual = weights * weights + EPS32
@@ -108,7 +126,7 @@ def dpp_select(
     if diversity == 0.0:
         return topk_select(prep)
     rel, k, n, rtol = prep.relevance, prep.k, prep.n, prep.tie_rtol
-    z = (rel - rel.mean()) / (rel.std() + EPS32)
+    z = zscore(rel, EPS32)
     with np.errstate(over="ignore"):  # overflow: the typed error below
         weights = np.exp((1.0 - diversity) * scale * z)
         residual = weights * weights + EPS32

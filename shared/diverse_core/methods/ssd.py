@@ -42,7 +42,7 @@ from numpy.typing import NDArray
 from ..registry import MethodSpec
 from ..validation import PreparedInputs, check_k, check_positive, check_unit_interval
 from ._common import SimilarityColumns, argmax_first, argmax_rows
-from .dpp import EPS32
+from .dpp import EPS32, zscore
 from .topk import topk_select
 
 __all__ = ["ssd_select", "ssd_sweep", "SPEC"]
@@ -126,8 +126,7 @@ def ssd_sweep(
     live = np.flatnonzero(~pure)
     if live.size == 0:
         return picks, scores
-    std = float(rel.std())
-    z = (rel - rel.mean()) / std if std > 0.0 else rel - rel.mean()
+    z = zscore(rel, 0.0)
     theta = 1.0 - div[live]
     base = theta[:, None] * z[None, :]
     weight = ((1.0 - theta) * gamma)[:, None]
