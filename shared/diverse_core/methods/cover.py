@@ -18,7 +18,8 @@ and ``gamma`` exactly: the same input gives the same picks as ``pyversity.cover`
 up to ties (pyversity works in float32). Note that the first pick is the candidate
 with the best combined score, not necessarily the most relevant.
 
-Speed. ``F`` is submodular, so a candidate's gain can only fall as picks are
+Speed. Pools up to ``GRAM_MAX_N`` score every candidate at every step. For larger
+ones: ``F`` is submodular, so a candidate's gain can only fall as picks are
 added and its last computed objective is an upper bound (lazy greedy, Minoux
 1978). After one pass over the ``(n, n)`` similarity matrix for the first pick,
 each step re-evaluates only the candidates whose bound can still reach the best
@@ -38,7 +39,7 @@ from numpy.typing import NDArray
 from ..errors import InvalidParameterError
 from ..registry import MethodSpec
 from ..validation import PreparedInputs, check_unit_interval, product_with_rows
-from ._common import argmax_first
+from ._common import GRAM_MAX_N, argmax_first
 from .topk import topk_select
 
 __all__ = ["cover_select", "cover_sweep", "SPEC"]
@@ -109,6 +110,34 @@ def _lazy_run(
     return picks, scores
 
 
+def _eager_run(
+    prep: PreparedInputs,
+    sim: NDArray[np.float64],
+    first_gain: NDArray[np.float64],
+    diversity: float,
+    gamma: float,
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """Greedy for one ``diversity`` > 0 scoring every candidate at every step (small pools)."""
+    rel, k, rtol = prep.relevance, prep.k, prep.tie_rtol
+    base = (1.0 - diversity) * rel
+    obj = base + diversity * first_gain
+    picks = np.empty(k, dtype=np.int64)
+    scores = np.empty(k, dtype=np.float64)
+    covered = np.zeros(prep.n)
+    for step in range(k):
+        win = argmax_first(obj, rtol)
+        picks[step], scores[step] = win, obj[win]
+        if step + 1 == k:
+            break
+        covered += sim[win]
+        after = _concave(sim + covered, gamma).sum(axis=1)  # sim is symmetric: row j = column j
+        after -= _concave(covered, gamma).sum()
+        np.multiply(after, diversity, out=obj)
+        obj += base
+        obj[picks[: step + 1]] = -np.inf
+    return picks, scores
+
+
 def cover_sweep(
     prep: PreparedInputs, values: NDArray[np.float64], *, gamma: float = 0.5, **_: Any
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
@@ -128,8 +157,9 @@ def cover_sweep(
     if live.size:
         sim = _similarity(prep)
         first_gain = _concave(sim, gamma).sum(axis=0)
+        run = _eager_run if prep.n <= GRAM_MAX_N else _lazy_run
         for i in live:
-            picks[i], scores[i] = _lazy_run(prep, sim, first_gain, float(div[i]), gamma)
+            picks[i], scores[i] = run(prep, sim, first_gain, float(div[i]), gamma)
     return picks, scores
 
 
