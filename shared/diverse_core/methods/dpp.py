@@ -60,7 +60,8 @@ def zscore(rel: NDArray[np.float64], guard: float) -> NDArray[np.float64]:
     if spread == 0.0:
         out: NDArray[np.float64] = centred * top
         return out
-    return centred / spread
+    z: NDArray[np.float64] = centred / spread
+    return z
 
 
 def dpp_sweep(
