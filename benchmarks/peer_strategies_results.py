@@ -1,0 +1,66 @@
+"""Write the ``peer-strategies`` section of benchmarks/RESULTS.md (issue 28) from a fresh run.
+
+Runs ``benchmarks/selection.py --peer-strategies`` in this interpreter and replaces the
+text between the section's marker lines (appending the section when it is absent).
+Run with one BLAS and one rayon thread, as the numbers are meant::
+
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 RAYON_NUM_THREADS=1 \\
+        python benchmarks/peer_strategies_results.py --repeats 15
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+from pathlib import Path
+
+import selection
+
+START, END = "<!-- peer-strategies:start -->", "<!-- peer-strategies:end -->"
+NOTES = """
+Parity (tests/core/test_peer_strategies.py, 240 random instances per strategy): our picks equal
+pyversity's (dpp, msd, cover, ssd) and divsel's (gist) except where the first differing step is a
+near-tie (reference margin < 1e-4: both peers compute in float32); our GIST objective
+g(S) + lam * div(S) is never below divsel's by more than 1e-6 on the same inputs.
+
+Where a ratio is above 1.0: at n=50 the per-call cost is fixed overhead (input validation in
+prepare_inputs, about 25-30 us here, and the Python/numpy calls per greedy step; pyversity does
+no finiteness/zero-vector checks); at n=1000 for mmr/dpp/msd both sides are one matrix-vector
+product per step and the ratio is within the noise of this shared, loaded 2-core machine; cover
+at n=1000, k=10 is dominated by the first full (n, n) pass (pow over 1e6 entries), which lazy
+evaluation cannot skip, and on random vectors almost every candidate has to be re-scored.
+Timings are wall-clock medians: rerun on an idle core before quoting absolute numbers.
+The dev quality table (recall@5 of every method at train-tuned parameters) is not in this
+section: the shared embedding cache was not ready before the deadline.
+"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--results", type=Path, default=Path(__file__).with_name("RESULTS.md"))
+    args = parser.parse_args()
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        selection.peer_strategies(args.repeats, seed=0)
+    command = (
+        "env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 RAYON_NUM_THREADS=1 "
+        f"python benchmarks/peer_strategies_results.py --repeats {args.repeats}"
+    )
+    body = (
+        f"{START}\n## Peer strategies (issue 28): dpp, msd, cover, ssd vs pyversity 0.2, "
+        f"gist vs divsel 0.1\n\nRegenerate: `{command}`\n\n{out.getvalue().strip()}\n{NOTES}{END}\n"
+    )
+    text = args.results.read_text() if args.results.exists() else ""
+    if START in text and END in text:
+        head, rest = text.split(START, 1)
+        text = head + body + rest.split(END, 1)[1].lstrip("\n")
+    else:
+        text = text.rstrip("\n") + "\n\n" + body
+    args.results.write_text(text)
+    print(body)
+
+
+if __name__ == "__main__":
+    main()
