@@ -36,7 +36,15 @@ from numpy.typing import NDArray
 from ..errors import InvalidParameterError
 from ..registry import MethodSpec
 from ..validation import PreparedInputs, check_positive, check_unit_interval
-from ._common import GRAM_MAX_N, SimilarityColumns, argmax_first, argmax_rows
+from ._common import (
+    GRAM_MAX_N,
+    SimilarityColumns,
+    argmax_first,
+    argmax_rows,
+    cosine_column,
+    gram_pays,
+    unit_working,
+)
 from .topk import topk_select
 
 __all__ = ["EPS32", "zscore", "dpp_select", "dpp_sweep", "SPEC"]
@@ -91,7 +99,7 @@ def dpp_sweep(
     n_live = live.size
     rows = np.arange(n_live)
     factor = np.empty((n_live, k, n))  # factor[l, t] = Cholesky column t of value l
-    sims = SimilarityColumns(prep)
+    sims = SimilarityColumns(prep, n_live * (k - 1))
     rtol = prep.tie_rtol
     for step in range(k):
         best = argmax_rows(residual, rtol)
@@ -121,8 +129,8 @@ def dpp_select(
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
     """Greedy DPP picks for one ``diversity`` (see module docstring).
 
-    One row of :func:`dpp_sweep` on 1-D arrays; pools up to ``GRAM_MAX_N`` get the
-    whole weighted kernel in one product up front.
+    One row of :func:`dpp_sweep` on 1-D arrays; small pools get the whole weighted
+    kernel in one product up front when enough columns will be needed (``gram_pays``).
     """
     if diversity == 0.0:
         return topk_select(prep)
@@ -134,10 +142,13 @@ def dpp_select(
     if not np.isfinite(residual).all():
         _overflow(scale, z)
     kernel = None
-    if n <= GRAM_MAX_N:
+    scaled = None  # small pools: weighted unit rows, so a kernel column is one product
+    if gram_pays(n, k - 1):
         kernel = prep.cosine_rows(np.arange(n))
         kernel *= weights[:, None]
         kernel *= weights[None, :]
+    elif n <= GRAM_MAX_N:
+        scaled = unit_working(prep) * weights.astype(prep.vectors.dtype)[:, None]
     factor = np.empty((k, n))
     picks = np.empty(k, dtype=np.int64)
     scores = np.empty(k, dtype=np.float64)
@@ -149,8 +160,10 @@ def dpp_select(
             break
         if kernel is not None:
             update = kernel[best].copy()
+        elif scaled is not None:
+            update = np.asarray(scaled @ scaled[best], dtype=np.float64)
         else:
-            update = prep.cosine_rows([best])[0]
+            update = cosine_column(prep, best)
             update *= weights
             update *= weights[best]
         if step:

@@ -16,8 +16,8 @@ picks as ``pyversity.msd`` up to ties (pyversity works in float32).
 
 Speed. The sum of distances to the picks is ``t - <c, sum_s u_s> / |c|`` (``t`` the
 number of picks, ``u_s`` the unit picks), so each step needs one similarity column
-of the new pick; pools up to ``GRAM_MAX_N`` get every column in one product up
-front. :func:`msd_sweep` runs every ``diversity`` value together on ``(L, n)``
+of the new pick; small pools get every column in one product up front when
+enough of them will be needed (``gram_pays``). :func:`msd_sweep` runs every ``diversity`` value together on ``(L, n)``
 arrays, sharing the columns of items several values pick.
 """
 
@@ -30,7 +30,15 @@ from numpy.typing import NDArray
 
 from ..registry import MethodSpec
 from ..validation import PreparedInputs, check_unit_interval
-from ._common import GRAM_MAX_N, SimilarityColumns, argmax_first, argmax_rows
+from ._common import (
+    GRAM_MAX_N,
+    SimilarityColumns,
+    argmax_first,
+    argmax_rows,
+    cosine_column,
+    gram_pays,
+    unit_working,
+)
 
 __all__ = ["msd_select", "msd_sweep", "SPEC"]
 
@@ -52,7 +60,7 @@ def msd_sweep(
     scores[:, 0] = relevance_term[:, first]
     if k == 1:
         return picks, scores
-    sims = SimilarityColumns(prep)
+    sims = SimilarityColumns(prep, n_values * (k - 1))
     # total[l, i]: sum over value l's picks of 1 - clip(cos(c_i, s), -1, 1)
     total = np.repeat(1.0 - np.clip(sims.column(first), -1.0, 1.0)[None, :], n_values, axis=0)
     taken = np.zeros((n_values, n), dtype=bool)
@@ -78,31 +86,34 @@ def msd_select(
     """MSD picks for one ``diversity`` (see module docstring).
 
     The same computation as one row of :func:`msd_sweep` on 1-D arrays: the running
-    objective ``obj`` (picked items at ``-inf``) gains ``diversity * (1 - cos)`` of
-    each new pick, so a step is an argmax and one row update.
+    objective (picked items at ``-inf``) loses ``diversity * cos`` of each new pick (the
+    constant ``diversity`` per pick is added back to the reported scores), so a step is
+    an argmax and one row update.
     """
     rel, k, n, rtol = prep.relevance, prep.k, prep.n, prep.tie_rtol
     div = float(diversity)
+    # obj = (1 - div) * rel - div * sum_s cos(c, s): the objective less the constant div * t
     obj = (1.0 - div) * rel
     picks = np.empty(k, dtype=np.int64)
     scores = np.empty(k, dtype=np.float64)
-    gram = prep.cosine_rows(np.arange(n)) if n <= GRAM_MAX_N else None
+    gram = prep.cosine_rows(np.arange(n)) if gram_pays(n, k - 1) else None
     if gram is not None:  # every pair at once: the distance term of every possible pick
         np.clip(gram, -1.0, 1.0, out=gram)
-        np.subtract(1.0, gram, out=gram)
         gram *= div
+    unit = unit_working(prep) if gram is None and n <= GRAM_MAX_N else None
     win = argmax_first(rel, rtol)
     for step in range(k):
-        picks[step], scores[step] = win, obj[win]
+        picks[step], scores[step] = win, obj[win] + div * step
         if step + 1 == k:
             break
+        obj[win] = -np.inf
         if gram is not None:
-            obj += gram[win]
+            obj -= gram[win]
         else:
-            col = prep.cosine_rows([win])[0]
+            col = unit @ unit[win] if unit is not None else cosine_column(prep, win)
             np.clip(col, -1.0, 1.0, out=col)
-            obj += div * (1.0 - col)
-        obj[picks[: step + 1]] = -np.inf
+            col *= div
+            obj -= col
         win = argmax_first(obj, rtol)
     return picks, scores
 

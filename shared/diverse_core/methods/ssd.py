@@ -69,7 +69,7 @@ class _Window:
         self.x_dots = np.zeros((n_values, size, n))
         self.coef = np.zeros((n_values, size, n))
         self.gram = np.zeros((n_values, size, size))
-        self.cols = SimilarityColumns(prep)
+        self.cols = SimilarityColumns(prep, n_values * (prep.k - 1))
         self.rows = np.arange(n_values)
 
     def push(self, picks: NDArray[np.int64], taken: NDArray[np.bool_], sq: NDArray[np.float64]) -> None:
