@@ -48,28 +48,33 @@ __all__ = ["cover_select", "cover_sweep", "SPEC"]
 _FIRST_BATCH = 8
 
 
-def _concave(x: NDArray[np.float64], gamma: float) -> NDArray[np.float64]:
+def _concave(x: NDArray[np.floating[Any]], gamma: float) -> NDArray[np.floating[Any]]:
     """``x ** gamma`` for ``x >= 0`` (square root and identity taken directly)."""
     if gamma == 1.0:
         return x
-    if gamma == 0.5:
-        return np.sqrt(x)
-    return np.power(x, gamma)
+    out: NDArray[np.floating[Any]] = np.sqrt(x) if gamma == 0.5 else np.power(x, gamma)
+    return out
 
 
-def _similarity(prep: PreparedInputs) -> NDArray[np.float64]:
-    """``clip(cos, 0, 1)`` of every pair, shape (n, n), float64 (one product in the working precision)."""
+def _similarity(prep: PreparedInputs) -> NDArray[np.floating[Any]]:
+    """``clip(cos, 0, 1)`` of every pair, shape (n, n), in the working precision.
+
+    float32 input keeps the ``(n, n)`` matrix and the coverage sums in float32 (half the
+    memory traffic of the per-step passes, as pyversity does); ties are then judged at
+    the float32 tolerance (``PreparedInputs.tie_rtol``).
+    """
     vec = prep.vectors
-    sim = np.asarray(product_with_rows(vec, vec), dtype=np.float64)
-    sim *= prep.inv_norms[:, None]
-    sim *= prep.inv_norms[None, :]
+    inv = prep.inv_norms.astype(vec.dtype)
+    sim = np.asarray(product_with_rows(vec, vec))
+    sim *= inv[:, None]
+    sim *= inv[None, :]
     np.clip(sim, 0.0, 1.0, out=sim)
     return sim
 
 
 def _lazy_run(
     prep: PreparedInputs,
-    sim: NDArray[np.float64],
+    sim: NDArray[np.floating[Any]],
     first_gain: NDArray[np.float64],
     diversity: float,
     gamma: float,
@@ -81,7 +86,7 @@ def _lazy_run(
     obj = base + diversity * first_gain  # exact at step 0, an upper bound afterwards
     picks = np.empty(k, dtype=np.int64)
     scores = np.empty(k, dtype=np.float64)
-    covered = np.zeros(n)
+    covered = np.zeros(n, dtype=sim.dtype)
     taken = np.zeros(n, dtype=bool)
     fresh = np.ones(n, dtype=bool)  # obj[i] is exact for the current picks
     for step in range(k):
@@ -96,8 +101,8 @@ def _lazy_run(
             if need.size > size:
                 need = need[np.argpartition(obj[need], need.size - size)[need.size - size :]]
             size *= 2
-            before = float(_concave(covered, gamma).sum())
-            after = _concave(sim[need] + covered[None, :], gamma).sum(axis=1)
+            before = float(_concave(covered, gamma).sum(dtype=np.float64))
+            after = _concave(sim[need] + covered[None, :], gamma).sum(axis=1, dtype=np.float64)
             obj[need] = base[need] + diversity * (after - before)
             fresh[need] = True
         win = argmax_first(np.where(fresh, obj, -np.inf), rtol)
@@ -112,7 +117,7 @@ def _lazy_run(
 
 def _eager_run(
     prep: PreparedInputs,
-    sim: NDArray[np.float64],
+    sim: NDArray[np.floating[Any]],
     first_gain: NDArray[np.float64],
     diversity: float,
     gamma: float,
@@ -123,15 +128,16 @@ def _eager_run(
     obj = base + diversity * first_gain
     picks = np.empty(k, dtype=np.int64)
     scores = np.empty(k, dtype=np.float64)
-    covered = np.zeros(prep.n)
+    covered = np.zeros(prep.n, dtype=sim.dtype)
     for step in range(k):
         win = argmax_first(obj, rtol)
         picks[step], scores[step] = win, obj[win]
         if step + 1 == k:
             break
         covered += sim[win]
-        after = _concave(sim + covered, gamma).sum(axis=1)  # sim is symmetric: row j = column j
-        after -= _concave(covered, gamma).sum()
+        # sim is symmetric: row j = column j; sums in float64 whatever the working precision
+        after = _concave(sim + covered, gamma).sum(axis=1, dtype=np.float64)
+        after -= _concave(covered, gamma).sum(dtype=np.float64)
         np.multiply(after, diversity, out=obj)
         obj += base
         obj[picks[: step + 1]] = -np.inf
@@ -156,7 +162,7 @@ def cover_sweep(
         picks[div == 0.0], scores[div == 0.0] = top, top_scores
     if live.size:
         sim = _similarity(prep)
-        first_gain = _concave(sim, gamma).sum(axis=0)
+        first_gain = _concave(sim, gamma).sum(axis=0, dtype=np.float64)
         run = _eager_run if prep.n <= GRAM_MAX_N else _lazy_run
         for i in live:
             picks[i], scores[i] = run(prep, sim, first_gain, float(div[i]), gamma)
