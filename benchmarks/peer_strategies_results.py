@@ -24,15 +24,20 @@ pyversity's (dpp, msd, cover, ssd) and divsel's (gist) except where the first di
 near-tie (reference margin < 1e-4: both peers compute in float32); our GIST objective
 g(S) + lam * div(S) is never below divsel's by more than 1e-6 on the same inputs.
 
-Where a ratio is above 1.0: at n=50 the per-call cost is fixed overhead (input validation in
-prepare_inputs, about 25-30 us here, and the Python/numpy calls per greedy step; pyversity does
-no finiteness/zero-vector checks); at n=1000 for mmr/dpp/msd both sides are one matrix-vector
-product per step and the ratio is within the noise of this shared, loaded 2-core machine; cover
-at n=1000, k=10 is dominated by the first full (n, n) pass (pow over 1e6 entries), which lazy
-evaluation cannot skip, and on random vectors almost every candidate has to be re-scored.
-Timings are wall-clock medians: rerun on an idle core before quoting absolute numbers.
-The dev quality table (recall@5 of every method at train-tuned parameters) is not in this
-section: the shared embedding cache was not ready before the deadline.
+Clock: `--clock cpu` is this process's CPU time (time.process_time); the shared 2-core machine ran
+at a load average near 20 while this was measured, and wall-clock medians then mostly measure the
+wait for a core. Both peers and ours run single-threaded here (OPENBLAS_NUM_THREADS=1,
+RAYON_NUM_THREADS=1).
+
+Where a ratio stays above 1.0 (n=50): the difference is fixed per-call cost, not the algorithm.
+pyversity receives the relevance scores precomputed and checks nothing; `dc.select` validates the
+inputs (shapes, dtype, NaN/inf, zero vectors: `prepare_inputs`, about 25-30 us of CPU here) and
+computes the relevance itself. Tried: one similarity column per step from unit rows instead of a
+full Gram product for small pools (`gram_pays`; the Gram product costs more at k=10, n=50), an
+eager small-pool MMR path, and an `argmax_first` without `ndarray.any` (MMR at n=50 went from 1.25-1.4
+to about 1.0). Not done: a cheaper validation pass (it would have to keep every typed error).
+The dev quality table (recall@5 of every method at train-tuned parameters) is not in this section:
+the shared embedding cache (/work/cache/READY) was not ready before the deadline.
 """
 
 
