@@ -23,6 +23,7 @@ and marked ``*``. Run::
     python benchmarks/selection.py --cell 1000 768    # one cell (the issue's targets)
     python benchmarks/selection.py --vendi-k          # Vendi k-scaling table only
     python benchmarks/selection.py --vendi-k --cell 200 8 --ks 10 200   # tiny d, k = n
+    python benchmarks/selection.py --peer-strategies  # issue 28: each strategy vs its peer
 
 ``--vendi-k`` times ``select("vendi", s=0.5)`` at k = 10, 20, 50, 100 on one pool
 (n = 1000, d = 384 unless ``--cell`` says otherwise), a 10-value ``sweep`` against a
@@ -31,6 +32,12 @@ loop of the same 10 selects, and with ``--reference`` the pre-speed-up implement
 time and the process's CPU time (``time.process_time``): on a machine shared with
 other work the wall time of a long call includes the time other processes held the
 core, the CPU time does not.
+
+``--peer-strategies`` times, per strategy, ours against the library that ships it
+(pyversity 0.2: mmr, dpp, msd, cover, ssd at diversity 0.5 with their default other
+parameters; divsel 0.1: GIST, linear utility ``max(0, 1 + cos)``, ``lam=1``, ``eps=0.1``,
+exact diameter; set ``RAYON_NUM_THREADS=1`` for one core) at ``n=50`` and ``n=1000``
+(``d=384``, ``k=10``) and ``n=1000, k=50``, interleaved, and prints ours/peer ratios.
 """
 
 from __future__ import annotations
@@ -303,6 +310,77 @@ def _same(a: Any, b: Any) -> bool:
     return [int(i) for i in a] == [int(i) for i in b]
 
 
+#: (strategy, our parameters, the peer's call) for ``--peer-strategies``.
+PEER_STRATEGIES = ("mmr", "dpp", "msd", "cover", "ssd", "gist")
+PEER_CELLS = ((50, 10), (1000, 10), (1000, 50))
+
+
+def _peer_pair(
+    name: str, q: np.ndarray, x: np.ndarray, rel: np.ndarray, k: int
+) -> tuple[Callable[[], Any], Callable[[], Any]] | None:
+    """(ours, peer) for one strategy, or ``None`` when the peer is not installed."""
+    try:
+        if name == "gist":
+            import divsel
+        else:
+            import pyversity
+    except ImportError:
+        return None
+    if name == "gist":
+        weights = np.ascontiguousarray(np.maximum(1.0 + rel, 0.0), dtype=np.float64)
+        return (
+            lambda: dc.select("gist", q, x, k, lam=1.0, eps=0.1).indices,
+            lambda: divsel.gist_select(x, weights, k=k, lam=1.0, eps=0.1),
+        )
+    params = {"lambda_mult": 0.5} if name == "mmr" else {"diversity": 0.5}
+    peer = getattr(pyversity, name)
+    return (
+        lambda: dc.select(name, q, x, k, **params).indices,
+        lambda: peer(x, rel, k, diversity=0.5).indices,
+    )
+
+
+def peer_strategies(repeats: int, seed: int, clock: str = "wall") -> None:
+    """Print the ours/peer table of issue 28 (medians of interleaved warm calls).
+
+    ``clock="cpu"`` times with this process's CPU time (``time.process_time``) instead of
+    wall time: on an oversubscribed machine it leaves out the waits for a core.
+    """
+    now = time.process_time if clock == "cpu" else time.perf_counter
+    d = 384
+    rows: dict[str, list[str]] = {}
+    for n, k in PEER_CELLS:
+        rng = np.random.default_rng(seed)
+        x = rng.normal(size=(n, d)).astype(np.float32)
+        q = rng.normal(size=d).astype(np.float32)
+        rel = (x @ q) / (np.linalg.norm(x, axis=1) * np.linalg.norm(q))
+        for name in PEER_STRATEGIES:
+            pair = _peer_pair(name, q, x, rel, k)
+            if pair is None:
+                rows.setdefault(name, []).append("peer not installed")
+                continue
+            times: tuple[list[float], list[float]] = ([], [])
+            for _ in range(repeats):
+                for fn, out in zip(pair, times, strict=True):
+                    fn()  # warm: the same call just before
+                    t0 = now()
+                    fn()
+                    out.append(now() - t0)
+            ours, theirs = (1e3 * statistics.median(t) for t in times)
+            rows.setdefault(name, []).append(f"{ours:.3f} / {theirs:.3f} = {ours / theirs:.2f}")
+    threads = {v: os.environ.get(v) for v in ("OPENBLAS_NUM_THREADS", "RAYON_NUM_THREADS")}
+    print(
+        f"# peer strategies: ours / peer in ms ({clock} clock, median of {repeats} interleaved "
+        "warm calls), "
+        f"float32 d={d}, seed={seed}; threads env {threads}\n"
+    )
+    print("| strategy (peer) | " + " | ".join(f"n={n} k={k}" for n, k in PEER_CELLS) + " |")
+    print("|" + "---|" * (len(PEER_CELLS) + 1))
+    for name, vals in rows.items():
+        peer = "divsel" if name == "gist" else "pyversity"
+        print(f"| {name} ({peer}) | " + " | ".join(vals) + " |")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="small grid: n in {100, 1000}, d=384")
@@ -347,6 +425,11 @@ def main(argv: list[str] | None = None) -> None:
         default=list(VENDI_KS),
         help="with --vendi-k: the k values (default 10 20 50 100)",
     )
+    parser.add_argument(
+        "--peer-strategies",
+        action="store_true",
+        help="issue 28: each strategy against the peer library that ships it",
+    )
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error("--repeats must be >= 1")
@@ -360,6 +443,9 @@ def main(argv: list[str] | None = None) -> None:
         for n, d in [(int(n), int(d)) for n, d in args.cell] if args.cell else [(1000, 384)]:
             entries = run_vendi_k(n, d, args.repeats, args.seed, args.reference, tuple(args.ks))
             report_vendi_k(n, d, entries, args.repeats)
+        return
+    if args.peer_strategies:
+        peer_strategies(args.repeats, args.seed)
         return
     grid = (
         [(int(n), int(d)) for n, d in args.cell]

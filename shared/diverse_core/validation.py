@@ -27,6 +27,7 @@ __all__ = [
     "check_k",
     "check_unit_interval",
     "check_positive",
+    "check_non_negative",
     "check_values",
     "check_renyi_order",
     "RELEVANCE_MAX",
@@ -253,6 +254,14 @@ def check_positive(value: object, name: str) -> float:
     out = _check_finite_number(value, name)
     if out <= 0.0:
         raise InvalidParameterError(f"{name} must be > 0; got {name}={value!r}")
+    return out
+
+
+def check_non_negative(value: object, name: str) -> float:
+    """Return ``value`` as float, or raise if it is not a finite number ``>= 0``."""
+    out = _check_finite_number(value, name)
+    if out < 0.0:
+        raise InvalidParameterError(f"{name} must be >= 0; got {name}={value!r}")
     return out
 
 

@@ -33,7 +33,8 @@ from diverse_core.errors import DiverseRAGError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-METHODS = ("topk", "mmr", "gmmr", "dartboard", "vendi", "adaptive", "learned")
+METHODS = ("topk", "mmr", "gmmr", "dartboard", "vendi", "adaptive", "learned", "dpp", "msd", "cover", "ssd",
+           "gist")
 #: Examples per fuzz test: 50, or ``DIVERSE_RAG_FUZZ`` (a total) over the ten tests.
 EXAMPLES = -(-int(os.environ.get("DIVERSE_RAG_FUZZ", "0") or 0) // (2 * len(METHODS))) or 50
 FUZZ = settings(
@@ -129,6 +130,22 @@ def method_params(draw: st.DrawFn, method: str, n: int, hostile: bool) -> dict[s
         out["triage_k"] = draw(_param(st.one_of(st.none(), st.integers(1, 40)),
                                       st.sampled_from([0, -3, 2.5, "5"]), hostile))
         return out
+    if method in ("dpp", "msd", "cover", "ssd"):
+        out = {"diversity": draw(_param(GOOD_UNIT, hostile=hostile))}
+        if method == "dpp":
+            out["scale"] = draw(_param(st.floats(0.01, 5.0), st.sampled_from([0.0, -1.0, 1e300]),
+                                       hostile))
+        if method == "cover":
+            out["gamma"] = draw(_param(st.floats(0.05, 1.0), st.sampled_from([0.0, 1.5]), hostile))
+        if method == "ssd":
+            out["gamma"] = draw(_param(st.floats(0.1, 5.0), st.sampled_from([0.0, -2.0]), hostile))
+            out["window"] = draw(_param(st.one_of(st.none(), st.integers(1, 6)),
+                                        st.sampled_from([0, 2.5, "3"]), hostile))
+        return out
+    if method == "gist":
+        return {"lam": draw(_param(st.floats(0.0, 10.0), st.sampled_from([-1.0, math.nan]), hostile)),
+                "eps": draw(_param(st.sampled_from([0.1, 0.5, 1.0]), st.sampled_from([0.0, 2.0]),
+                                   hostile))}
     if method in ("adaptive", "learned") and hostile and draw(st.booleans()):
         return {"model": draw(st.sampled_from([None, 3, "no/such/model.npz", b"x"]))}
     return {}
@@ -220,6 +237,11 @@ GOOD_VALUES = {
     "topk": st.lists(GOOD_UNIT, min_size=1, max_size=3),
     "adaptive": st.lists(GOOD_UNIT, min_size=1, max_size=3),  # no swept parameter: a typed error
     "learned": st.lists(GOOD_UNIT, min_size=1, max_size=3),  # no swept parameter: a typed error
+    "dpp": st.lists(GOOD_UNIT, min_size=1, max_size=6),
+    "msd": st.lists(GOOD_UNIT, min_size=1, max_size=6),
+    "cover": st.lists(GOOD_UNIT, min_size=1, max_size=6),
+    "ssd": st.lists(GOOD_UNIT, min_size=1, max_size=6),
+    "gist": st.lists(st.floats(0.0, 10.0), min_size=1, max_size=6),
 }
 BAD_VALUES = st.one_of(
     st.lists(st.floats(1e-3, 2.0), min_size=1, max_size=6),

@@ -23,6 +23,10 @@ DIVERSE = [
     ("gmmr", {"lambda_mult": 0.5}),
     ("dartboard", {"sigma": 0.1}),
     ("vendi", {"s": 0.3}),
+    ("dpp", {"diversity": 0.5}),
+    ("msd", {"diversity": 0.5}),
+    ("ssd", {"diversity": 0.5}),
+    ("gist", {"lam": 1.0}),
 ]
 
 

@@ -51,7 +51,7 @@ def test_compressor_does_not_mutate_and_handles_small_inputs(
 
 def test_compressor_errors(table_embeddings: TableEmbeddings) -> None:
     with pytest.raises(UnknownMethodError):
-        DiverseCompressor(embeddings=table_embeddings, method="dpp")
+        DiverseCompressor(embeddings=table_embeddings, method="no_such_method")
     with pytest.raises(InvalidParameterError, match="lambda"):
         DiverseCompressor(embeddings=table_embeddings, method="mmr", method_params={"lambda": 1})
     with pytest.raises(InvalidParameterError, match="k must be a positive integer"):

@@ -272,3 +272,11 @@ async def test_callbacks_see_outer_and_child_runs(table_embeddings: TableEmbeddi
     assert recorder.events[0][2] is None
     assert recorder.events[1][2] == outer  # the wrapped retriever ran as a child
     assert recorder.events[2][1] == inner and recorder.events[3][1] == outer
+
+
+def test_cover_through_the_retriever(store: InMemoryVectorStore) -> None:
+    """Cover (facility location) may keep a second copy of a dense cluster: it covers mass."""
+    docs = DiverseRetriever(vectorstore=store, k=3, method="cover",
+                            method_params={"diversity": 0.9}).invoke("q")
+    assert len(docs) == 3 and names(docs)[0] in DUPS
+    assert {d.metadata["selection_method"] for d in docs} == {"cover"}

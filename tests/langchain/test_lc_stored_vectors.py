@@ -175,3 +175,13 @@ class NoReconstruct:
 
     def reconstruct_batch(self, ids: Any) -> Any:
         raise RuntimeError("direct map not initialized")
+
+
+@pytest.mark.parametrize("method", ["dpp", "msd", "cover", "ssd", "gist"])
+def test_peer_strategies_read_stored_vectors(method: str) -> None:
+    emb = TableEmbeddings()
+    store = STORES["faiss"](emb)
+    emb.calls.clear()
+    docs = DiverseRetriever(vectorstore=store, k=3, fetch_k=5, method=method).invoke("q")
+    assert len(docs) == 3
+    assert emb.calls == [("embed_query", ["q"])]  # no embed_documents: read from the store

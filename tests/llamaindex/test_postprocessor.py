@@ -25,6 +25,11 @@ METHOD_PARAMS = {
     "gmmr": {"lambda_mult": 0.6},
     "dartboard": {"sigma": 0.2},
     "vendi": {"s": 0.5},
+    "dpp": {"diversity": 0.5},
+    "msd": {"diversity": 0.5},
+    "cover": {"diversity": 0.5, "gamma": 0.5},
+    "ssd": {"diversity": 0.5, "window": 2},
+    "gist": {"lam": 1.0, "eps": 0.1},
 }
 
 

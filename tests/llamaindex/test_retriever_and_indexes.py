@@ -97,9 +97,12 @@ def test_texts_from_the_store_are_never_embedded_again(simple_index: VectorStore
     assert {t: c for t, c in added.items() if c} == {}  # read from SimpleVectorStore
 
 
-@pytest.mark.parametrize("method", ["mmr", "gmmr", "dartboard", "vendi"])
+@pytest.mark.parametrize(
+    "method", ["mmr", "gmmr", "dartboard", "vendi", "dpp", "msd", "ssd", "gist"]
+)
 def test_retriever_from_index_every_method(simple_index: VectorStoreIndex, method: str) -> None:
-    params = {"dartboard": {"sigma": 0.1}, "vendi": {"s": 0.9}}.get(method, {})
+    params = {"dartboard": {"sigma": 0.1}, "vendi": {"s": 0.9}, "msd": {"diversity": 0.9},
+              "ssd": {"diversity": 0.9}}.get(method, {})
     retriever = DiverseRetriever.from_index(
         simple_index, top_n=3, fetch_k=6, method=method, method_params=params
     )
@@ -178,3 +181,14 @@ def test_unknown_fetch_k_returns_what_exists() -> None:
 def test_callback_manager_is_shared(simple_index: VectorStoreIndex) -> None:
     retriever = DiverseRetriever.from_index(simple_index, top_n=2, fetch_k=6)
     assert retriever.postprocessor.callback_manager is retriever.callback_manager
+
+
+def test_retriever_from_index_cover(simple_index: VectorStoreIndex) -> None:
+    """Cover (facility location) may keep a second copy of a dense cluster: it covers mass."""
+    retriever = DiverseRetriever.from_index(
+        simple_index, top_n=3, fetch_k=6, method="cover", method_params={"diversity": 0.9}
+    )
+    nodes = retriever.retrieve("the question")
+    assert len(nodes) == 3
+    assert [n.node.metadata["selection_rank"] for n in nodes] == [0, 1, 2]
+    assert {n.node.metadata["selection_method"] for n in nodes} == {"cover"}

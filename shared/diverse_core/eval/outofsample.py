@@ -346,7 +346,9 @@ def run_split(cfg: SplitConfig) -> SplitResults:
             oracle = dev_pooled.get(next((k for k in dev_pooled if k[0] == "oracle"), ("", "")))
             oracle_mean = float(np.nanmean(oracle[1])) if oracle else float("nan")
             rows = [_row("cosine", "-", float(np.nanmean(pooled[("cosine", "-")][1])), cosine, cosine, oracle_mean, cfg)]
-            for method in TUNED_METHODS:
+            # every swept method of the run (the peer strategies of issue 28 included)
+            tuned = dict.fromkeys([*TUNED_METHODS, *(g.method for g in cfg.methods if g.values)])
+            for method in tuned:
                 best = _best_fixed(pooled, method)
                 if best is None:
                     continue

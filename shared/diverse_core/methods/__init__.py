@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from ..registry import register_method
-from . import dartboard, gmmr, mmr, topk, vendi
+from . import cover, dartboard, dpp, gist, gmmr, mmr, msd, ssd, topk, vendi
 
-__all__ = ["topk", "mmr", "gmmr", "dartboard", "vendi"]
+__all__ = ["topk", "mmr", "gmmr", "dartboard", "vendi", "dpp", "msd", "cover", "ssd", "gist"]
 
-for _module in (topk, mmr, gmmr, dartboard, vendi):
+for _module in (topk, mmr, gmmr, dartboard, vendi, dpp, msd, cover, ssd, gist):
     register_method(_module.SPEC, replace=True)

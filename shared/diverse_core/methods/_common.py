@@ -17,6 +17,9 @@ __all__ = [
     "PickColumns",
     "cosine_block",
     "GRAM_MAX_N",
+    "cosine_column",
+    "gram_pays",
+    "unit_working",
 ]
 
 #: Objective values within this relative distance of a row's maximum count as tied
@@ -48,13 +51,40 @@ def argmax_first(values: NDArray[np.float64], rtol: float = TIE_RTOL) -> int:
     places a lower-index near-tie can be).
     """
     i = int(values.argmax())
+    if i == 0:
+        return 0
     top = float(values[i])
     floor = top - rtol * max(1.0, abs(top))
-    if i:
-        earlier = values[:i] >= floor
-        if earlier.any():
-            return int(earlier.argmax())
-    return i
+    j = int((values[:i] >= floor).argmax())  # the first True, or 0 when there is none
+    return j if values[j] >= floor else i
+
+
+def cosine_column(prep: PreparedInputs, i: int) -> NDArray[np.float64]:
+    """Cosine of every candidate to candidate ``i`` in float64, shape (n,): one matrix-vector product."""
+    vec = prep.vectors
+    col: NDArray[np.float64] = np.multiply(vec @ vec[i], prep.inv_norms)
+    col *= prep.inv_norms[i]
+    return col
+
+
+def unit_working(prep: PreparedInputs) -> NDArray[np.floating[Any]]:
+    """Unit-length copies of the candidates in the working precision, shape (n, d).
+
+    For small pools, where one copy costs less than rescaling every column afterwards:
+    ``unit @ unit[i]`` is then a cosine column in a single product.
+    """
+    vec = prep.vectors
+    unit: NDArray[np.floating[Any]] = vec * prep.inv_norms.astype(vec.dtype)[:, None]
+    return unit
+
+
+def gram_pays(n: int, columns: int) -> bool:
+    """Whether one ``(n, n)`` product up front costs less than ``columns`` single columns.
+
+    Small pools only (:data:`GRAM_MAX_N`), and only when at least half the columns
+    will be needed (a product makes ``n`` columns for about the price of ``n / 2``).
+    """
+    return n <= GRAM_MAX_N and 2 * columns >= n
 
 
 def cosine_block(
@@ -83,11 +113,13 @@ class SimilarityColumns:
     (``PreparedInputs.tie_rtol``) absorbs.
     """
 
-    def __init__(self, prep: PreparedInputs) -> None:
+    def __init__(self, prep: PreparedInputs, columns: int | None = None) -> None:
+        """``columns``: how many distinct columns the caller may need at most (``None``:
+        unknown); small pools get every pair up front when :func:`gram_pays`."""
         self._prep = prep
         self._slot: dict[int, int] = {}  # candidate -> row of `_mat`
         self._mat: NDArray[np.float64]
-        if prep.n <= GRAM_MAX_N:
+        if gram_pays(prep.n, prep.n if columns is None else columns):
             # Small pools (e.g. a retriever's fetch_k): every pair at once in one product
             # costs less than the per-call overhead of computing columns step by step.
             self._mat = prep.cosine_rows(np.arange(prep.n))

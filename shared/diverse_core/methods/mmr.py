@@ -30,7 +30,14 @@ from numpy.typing import NDArray
 
 from ..registry import MethodSpec
 from ..validation import PreparedInputs, check_unit_interval
-from ._common import SimilarityColumns, argmax_first, argmax_rows
+from ._common import (
+    GRAM_MAX_N,
+    SimilarityColumns,
+    argmax_first,
+    argmax_rows,
+    gram_pays,
+    unit_working,
+)
 
 __all__ = ["mmr_select", "mmr_sweep", "LAZY_MIN_N", "SPEC"]
 
@@ -147,10 +154,38 @@ def _mmr_lazy(prep: PreparedInputs, lam: float) -> tuple[NDArray[np.int64], NDAr
     return picks, scores
 
 
+def _mmr_small(prep: PreparedInputs, lam: float) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """Eager MMR for one value on 1-D arrays (small pools, where per-call overhead dominates).
+
+    The same objective and tie rule as :func:`mmr_sweep`; one similarity column per step
+    (or every pair in one product when :func:`gram_pays`).
+    """
+    rel, k, n, rtol = prep.relevance, prep.k, prep.n, prep.tie_rtol
+    gram = prep.cosine_rows(np.arange(n)) if gram_pays(n, k - 1) else None
+    unit = unit_working(prep) if gram is None else None
+    base = lam * rel  # -inf once picked
+    penalty = 1.0 - lam
+    picks = np.empty(k, dtype=np.int64)
+    scores = np.empty(k, dtype=np.float64)
+    win = argmax_first(rel, rtol)
+    picks[0], scores[0] = win, base[win]
+    max_sim: NDArray[np.floating[Any]] | None = None
+    for step in range(1, k):
+        base[win] = -np.inf
+        col = gram[win] if gram is not None else unit @ unit[win]  # type: ignore[index]
+        max_sim = col.copy() if max_sim is None else np.maximum(max_sim, col, out=max_sim)
+        obj = base - penalty * max_sim
+        win = argmax_first(obj, rtol)
+        picks[step], scores[step] = win, obj[win]
+    return picks, scores
+
+
 def mmr_select(
     prep: PreparedInputs, *, lambda_mult: float = 0.5, **_: Any
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
     """MMR picks for one ``lambda_mult`` (see module docstring)."""
+    if prep.n <= GRAM_MAX_N:
+        return _mmr_small(prep, float(lambda_mult))
     if prep.n >= LAZY_MIN_N and prep.k > 2:
         return _mmr_lazy(prep, float(lambda_mult))
     picks, scores = mmr_sweep(prep, np.array([lambda_mult]))

@@ -1,0 +1,196 @@
+"""``cover``: facility-location coverage, greedy (the ``cover`` strategy of pyversity).
+
+Objective of candidate ``c`` given the picks ``S`` (a concave-over-modular
+coverage function, Lin & Bilmes, "A Class of Submodular Functions for Document
+Summarization", ACL 2011)::
+
+    (1 - diversity) * rel(c) + diversity * (F(S + c) - F(S)),
+    F(S) = sum_i (sum_{s in S} sim(i, s)) ** gamma,   sim = clip(cos, 0, 1)
+
+summed over every candidate ``i`` of the pool: a pick is worth how much *new*
+coverage of the pool it adds. ``gamma`` in ``(0, 1]`` is the concavity (lower
+values reward covering an uncovered region over piling onto a covered one;
+``gamma = 1`` is modular, no diminishing returns).
+
+Parameter: ``diversity`` in ``[0, 1]``; **higher is more diverse** (coverage weighs
+more). ``0`` is pure relevance (the top-k). These are pyversity's ``diversity``
+and ``gamma`` exactly: the same input gives the same picks as ``pyversity.cover``
+up to ties (pyversity works in float32). Note that the first pick is the candidate
+with the best combined score, not necessarily the most relevant.
+
+Speed. Pools up to ``GRAM_MAX_N`` score every candidate at every step. For larger
+ones: ``F`` is submodular, so a candidate's gain can only fall as picks are
+added and its last computed objective is an upper bound (lazy greedy, Minoux
+1978). After one pass over the ``(n, n)`` similarity matrix for the first pick,
+each step re-evaluates only the candidates whose bound can still reach the best
+exact objective (minus the tie tolerance), in batches of growing size; the picks
+are exactly the eager ones. pyversity evaluates the full ``(n, n)`` power at every
+step. :func:`cover_sweep` shares the similarity matrix and the first pass across
+all ``diversity`` values.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..errors import InvalidParameterError
+from ..registry import MethodSpec
+from ..validation import PreparedInputs, check_unit_interval, product_with_rows
+from ._common import GRAM_MAX_N, argmax_first
+from .topk import topk_select
+
+__all__ = ["cover_select", "cover_sweep", "SPEC"]
+
+#: Candidates re-evaluated exactly in the first round of a lazy step (doubles each round).
+_FIRST_BATCH = 8
+
+
+def _concave(x: NDArray[np.floating[Any]], gamma: float) -> NDArray[np.floating[Any]]:
+    """``x ** gamma`` for ``x >= 0`` (square root and identity taken directly)."""
+    if gamma == 1.0:
+        return x
+    out: NDArray[np.floating[Any]] = np.sqrt(x) if gamma == 0.5 else np.power(x, gamma)
+    return out
+
+
+def _similarity(prep: PreparedInputs) -> NDArray[np.floating[Any]]:
+    """``clip(cos, 0, 1)`` of every pair, shape (n, n), in the working precision.
+
+    float32 input keeps the ``(n, n)`` matrix and the coverage sums in float32 (half the
+    memory traffic of the per-step passes, as pyversity does); ties are then judged at
+    the float32 tolerance (``PreparedInputs.tie_rtol``).
+    """
+    vec = prep.vectors
+    inv = prep.inv_norms.astype(vec.dtype)
+    sim = np.asarray(product_with_rows(vec, vec))
+    sim *= inv[:, None]
+    sim *= inv[None, :]
+    np.clip(sim, 0.0, 1.0, out=sim)
+    return sim
+
+
+def _lazy_run(
+    prep: PreparedInputs,
+    sim: NDArray[np.floating[Any]],
+    first_gain: NDArray[np.float64],
+    diversity: float,
+    gamma: float,
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """Exact greedy for one ``diversity`` > 0, re-evaluating only candidates that can still win."""
+    rel, k, n, rtol = prep.relevance, prep.k, prep.n, prep.tie_rtol
+    theta = 1.0 - diversity
+    base = theta * rel
+    obj = base + diversity * first_gain  # exact at step 0, an upper bound afterwards
+    picks = np.empty(k, dtype=np.int64)
+    scores = np.empty(k, dtype=np.float64)
+    covered = np.zeros(n, dtype=sim.dtype)
+    taken = np.zeros(n, dtype=bool)
+    fresh = np.ones(n, dtype=bool)  # obj[i] is exact for the current picks
+    for step in range(k):
+        size = _FIRST_BATCH
+        while True:
+            exact = np.where(fresh, obj, -np.inf)
+            best = float(exact.max())
+            floor = best - rtol * max(1.0, abs(best))
+            need = np.flatnonzero(~fresh & (obj >= floor))
+            if need.size == 0:
+                break
+            if need.size > size:
+                need = need[np.argpartition(obj[need], need.size - size)[need.size - size :]]
+            size *= 2
+            before = float(_concave(covered, gamma).sum(dtype=np.float64))
+            after = _concave(sim[need] + covered[None, :], gamma).sum(axis=1, dtype=np.float64)
+            obj[need] = base[need] + diversity * (after - before)
+            fresh[need] = True
+        win = argmax_first(np.where(fresh, obj, -np.inf), rtol)
+        picks[step], scores[step] = win, obj[win]
+        taken[win] = True
+        obj[win] = -np.inf
+        covered += sim[win]
+        fresh[:] = False
+        fresh[taken] = True  # picked items stay at -inf
+    return picks, scores
+
+
+def _eager_run(
+    prep: PreparedInputs,
+    sim: NDArray[np.floating[Any]],
+    first_gain: NDArray[np.float64],
+    diversity: float,
+    gamma: float,
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """Greedy for one ``diversity`` > 0 scoring every candidate at every step (small pools)."""
+    rel, k, rtol = prep.relevance, prep.k, prep.tie_rtol
+    base = (1.0 - diversity) * rel
+    obj = base + diversity * first_gain
+    picks = np.empty(k, dtype=np.int64)
+    scores = np.empty(k, dtype=np.float64)
+    covered = np.zeros(prep.n, dtype=sim.dtype)
+    for step in range(k):
+        win = argmax_first(obj, rtol)
+        picks[step], scores[step] = win, obj[win]
+        if step + 1 == k:
+            break
+        covered += sim[win]
+        # sim is symmetric: row j = column j; sums in float64 whatever the working precision
+        after = _concave(sim + covered, gamma).sum(axis=1, dtype=np.float64)
+        after -= _concave(covered, gamma).sum(dtype=np.float64)
+        np.multiply(after, diversity, out=obj)
+        obj += base
+        obj[picks[: step + 1]] = -np.inf
+    return picks, scores
+
+
+def cover_sweep(
+    prep: PreparedInputs, values: NDArray[np.float64], *, gamma: float = 0.5, **_: Any
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """Cover for every ``diversity`` in ``values``; returns (L, k) picks and scores.
+
+    The similarity matrix and the first pass (every candidate's gain on the empty
+    selection) are computed once for all values.
+    """
+    div = np.asarray(values, dtype=np.float64).reshape(-1)
+    k = prep.k
+    picks = np.empty((div.shape[0], k), dtype=np.int64)
+    scores = np.empty((div.shape[0], k), dtype=np.float64)
+    live = np.flatnonzero(div > 0.0)
+    if live.size < div.shape[0]:  # pure relevance: the top-k
+        top, top_scores = topk_select(prep)
+        picks[div == 0.0], scores[div == 0.0] = top, top_scores
+    if live.size:
+        sim = _similarity(prep)
+        first_gain = _concave(sim, gamma).sum(axis=0, dtype=np.float64)
+        run = _eager_run if prep.n <= GRAM_MAX_N else _lazy_run
+        for i in live:
+            picks[i], scores[i] = run(prep, sim, first_gain, float(div[i]), gamma)
+    return picks, scores
+
+
+def cover_select(
+    prep: PreparedInputs, *, diversity: float = 0.5, gamma: float = 0.5, **_: Any
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """Cover picks for one ``diversity`` (see module docstring)."""
+    picks, scores = cover_sweep(prep, np.array([diversity]), gamma=gamma)
+    return picks[0], scores[0]
+
+
+def _check(params: dict[str, Any]) -> dict[str, Any]:
+    params["diversity"] = check_unit_interval(params["diversity"], "diversity")
+    gamma = check_unit_interval(params["gamma"], "gamma")
+    if gamma == 0.0:
+        raise InvalidParameterError(f"gamma must be in (0, 1]; got gamma={params['gamma']!r}")
+    params["gamma"] = gamma
+    return params
+
+
+SPEC = MethodSpec(
+    name="cover",
+    run=cover_select,
+    defaults={"diversity": 0.5, "gamma": 0.5},
+    check=_check,
+    param="diversity",
+    run_sweep=cover_sweep,
+)

@@ -1,0 +1,199 @@
+"""``dpp``: greedy MAP inference for a determinantal point process (the ``dpp`` strategy of pyversity).
+
+Greedy MAP of Chen, Zhang & Zhou, "Fast Greedy MAP Inference for Determinantal
+Point Process to Improve Recommendation Diversity" (NeurIPS 2018, Algorithm 1), on
+the quality-weighted cosine kernel::
+
+    L[i, j] = w_i * cos(c_i, c_j) * w_j,   w_i = exp(beta * z_i),   beta = 1 - diversity
+
+with ``z`` the z-scored relevance (``(r - mean) / (std + eps32)``, ``eps32`` the
+float32 machine epsilon) and ``eps32`` added to the diagonal. Each step picks the
+candidate with the largest residual variance ``d_i^2`` (the gain in
+``log det L_S``) and updates every residual by one incremental Cholesky step,
+``e_i = (L[i, j] - <C_i, C_j>) / (sqrt(d_j^2) + eps32)``, ``d_i^2 -= e_i^2``.
+
+Parameter: ``diversity`` in ``[0, 1]``; **higher is more diverse** (relevance
+weighs less in the kernel). ``0`` is pure relevance (the top-k, as in pyversity),
+``1`` ignores relevance (every ``w_i = 1``: the first pick is then the lowest index,
+an exact tie). ``scale > 0`` multiplies ``beta`` (pyversity's ``scale``). These are
+pyversity's ``diversity`` and ``scale`` exactly: the same input gives the same picks
+as ``pyversity.dpp`` up to ties (pyversity works in float32). Scores are each
+pick's residual variance.
+
+Speed. One similarity column per step (pools up to ``GRAM_MAX_N``: all columns in
+one product up front) and one ``(n, t)`` product with the Cholesky factor;
+:func:`dpp_sweep` runs every value together on ``(L, n)`` arrays.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..errors import InvalidParameterError
+from ..registry import MethodSpec
+from ..validation import PreparedInputs, check_positive, check_unit_interval
+from ._common import (
+    GRAM_MAX_N,
+    SimilarityColumns,
+    argmax_first,
+    argmax_rows,
+    cosine_column,
+    gram_pays,
+    unit_working,
+)
+from .topk import topk_select
+
+__all__ = ["EPS32", "zscore", "dpp_select", "dpp_sweep", "SPEC"]
+
+#: float32 machine epsilon: the kernel's diagonal jitter and the z-score's guard.
+EPS32 = float(np.finfo(np.float32).eps)
+
+
+def zscore(rel: NDArray[np.float64], guard: float) -> NDArray[np.float64]:
+    """``(rel - mean) / (std + guard)``, or ``rel - mean`` where that divides by 0.
+
+    Computed on ``rel / max|rel|`` (with ``guard`` scaled alike), so relevance values
+    up to ``RELEVANCE_MAX`` do not overflow the squares of the standard deviation.
+    """
+    top = float(np.abs(rel).max())
+    if top == 0.0:
+        return np.zeros_like(rel)
+    scaled = rel / top
+    centred = scaled - scaled.mean()
+    spread = float(scaled.std()) + guard / top
+    if spread == 0.0:
+        out: NDArray[np.float64] = centred * top
+        return out
+    z: NDArray[np.float64] = centred / spread
+    return z
+
+
+def dpp_sweep(
+    prep: PreparedInputs, values: NDArray[np.float64], *, scale: float = 1.0, **_: Any
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """Greedy DPP for every ``diversity`` in ``values`` at once; returns (L, k) picks and scores."""
+    rel, k, n = prep.relevance, prep.k, prep.n
+    div = np.asarray(values, dtype=np.float64).reshape(-1)
+    n_values = div.shape[0]
+    picks = np.empty((n_values, k), dtype=np.int64)
+    scores = np.empty((n_values, k), dtype=np.float64)
+    pure = div == 0.0
+    if pure.any():  # pure relevance: the top-k
+        top, top_scores = topk_select(prep)
+        picks[pure], scores[pure] = top, top_scores
+    live = np.flatnonzero(~pure)
+    if live.size == 0:
+        return picks, scores
+    beta = (1.0 - div[live]) * scale
+    z = zscore(rel, EPS32)
+    with np.errstate(over="ignore"):  # overflow: the typed error below
+        weights = np.exp(beta[:, None] * z[None, :])  # (L, n)
+        residual = weights * weights + EPS32
+    if not np.isfinite(residual).all():
+        _overflow(scale, z)
+    taken = np.zeros(residual.shape, dtype=bool)
+    n_live = live.size
+    rows = np.arange(n_live)
+    factor = np.empty((n_live, k, n))  # factor[l, t] = Cholesky column t of value l
+    sims = SimilarityColumns(prep, n_live * (k - 1))
+    rtol = prep.tie_rtol
+    for step in range(k):
+        best = argmax_rows(residual, rtol)
+        gain = residual[rows, best]
+        picks[live, step] = best
+        scores[live, step] = gain
+        residual[rows, best] = -np.inf
+        taken[rows, best] = True
+        if step + 1 == k:
+            break
+        update = sims.rows(best)
+        update *= weights
+        update *= weights[rows, best][:, None]
+        if step:
+            update -= np.einsum("ltn,lt->ln", factor[:, :step], factor[rows, :step, best])
+        update /= (np.sqrt(gain) + EPS32)[:, None]
+        factor[:, step] = update
+        np.square(update, out=update)
+        residual -= update
+        np.maximum(residual, 0.0, out=residual)
+        residual[taken] = -np.inf  # (the clip above turned the picked items' -inf into 0)
+    return picks, scores
+
+
+def dpp_select(
+    prep: PreparedInputs, *, diversity: float = 0.5, scale: float = 1.0, **_: Any
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """Greedy DPP picks for one ``diversity`` (see module docstring).
+
+    One row of :func:`dpp_sweep` on 1-D arrays; small pools get the whole weighted
+    kernel in one product up front when enough columns will be needed (``gram_pays``).
+    """
+    if diversity == 0.0:
+        return topk_select(prep)
+    rel, k, n, rtol = prep.relevance, prep.k, prep.n, prep.tie_rtol
+    z = zscore(rel, EPS32)
+    with np.errstate(over="ignore"):  # overflow: the typed error below
+        weights = np.exp((1.0 - diversity) * scale * z)
+        residual = weights * weights + EPS32
+    if not np.isfinite(residual).all():
+        _overflow(scale, z)
+    kernel = None
+    scaled = None  # small pools: weighted unit rows, so a kernel column is one product
+    if gram_pays(n, k - 1):
+        kernel = prep.cosine_rows(np.arange(n))
+        kernel *= weights[:, None]
+        kernel *= weights[None, :]
+    elif n <= GRAM_MAX_N:
+        scaled = unit_working(prep) * weights.astype(prep.vectors.dtype)[:, None]
+    factor = np.empty((k, n))
+    picks = np.empty(k, dtype=np.int64)
+    scores = np.empty(k, dtype=np.float64)
+    for step in range(k):
+        best = argmax_first(residual, rtol)
+        gain = float(residual[best])
+        picks[step], scores[step] = best, gain
+        if step + 1 == k:
+            break
+        if kernel is not None:
+            update = kernel[best].copy()
+        elif scaled is not None:
+            update = np.asarray(scaled @ scaled[best], dtype=np.float64)
+        else:
+            update = cosine_column(prep, best)
+            update *= weights
+            update *= weights[best]
+        if step:
+            update -= factor[:step, best] @ factor[:step]
+        update /= math.sqrt(gain) + EPS32
+        factor[step] = update
+        residual -= update * update
+        np.maximum(residual, 0.0, out=residual)
+        residual[picks[: step + 1]] = -np.inf
+    return picks, scores
+
+
+def _overflow(scale: float, z: NDArray[np.float64]) -> None:
+    raise InvalidParameterError(
+        f"scale={scale!r} makes the DPP quality weights exp(beta * z) overflow float64 "
+        f"(largest |z| = {float(np.abs(z).max()):.3g}); use a smaller scale"
+    )
+
+
+def _check(params: dict[str, Any]) -> dict[str, Any]:
+    params["diversity"] = check_unit_interval(params["diversity"], "diversity")
+    params["scale"] = check_positive(params["scale"], "scale")
+    return params
+
+
+SPEC = MethodSpec(
+    name="dpp",
+    run=dpp_select,
+    defaults={"diversity": 0.5, "scale": 1.0},
+    check=_check,
+    param="diversity",
+    run_sweep=dpp_sweep,
+)
