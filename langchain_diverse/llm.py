@@ -10,7 +10,13 @@ import time
 from collections.abc import Hashable, Sequence
 from typing import Any
 
-from diverse_core.llm import Completion, ManagedLLM, Message, OutputSchema, StructuredOutputUnsupported
+from diverse_core.llm import (
+    Completion,
+    ManagedLLM,
+    Message,
+    OutputSchema,
+    StructuredOutputUnsupported,
+)
 from diverse_core.llm.openai_llm import _refusal
 from diverse_core.llm.structured import STRUCTURED_METHODS, schema_hint
 from langchain_core.language_models import BaseChatModel

@@ -9,7 +9,13 @@ import time
 from collections.abc import Hashable, Sequence
 from typing import Any
 
-from diverse_core.llm import Completion, ManagedLLM, Message, OutputSchema, StructuredOutputUnsupported
+from diverse_core.llm import (
+    Completion,
+    ManagedLLM,
+    Message,
+    OutputSchema,
+    StructuredOutputUnsupported,
+)
 from diverse_core.llm.openai_llm import _refusal
 from diverse_core.llm.structured import STRUCTURED_METHODS
 from llama_index.core.base.llms.types import ChatMessage, MessageRole

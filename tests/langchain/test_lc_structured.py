@@ -14,6 +14,7 @@ from langchain_core.language_models import BaseChatModel, FakeListChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import RunnableLambda
+
 from langchain_diverse.llm import LangChainLLM, supported_methods
 
 SCHEMA = OutputSchema("judge", obj({"score": int_range(1, 10), "verdict": enum_of("yes", "no")}), "a verdict")

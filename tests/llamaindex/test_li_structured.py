@@ -22,8 +22,9 @@ from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.instrumentation.events.llm import LLMStructuredPredictStartEvent
 from llama_index.core.llms import MockLLM
 from llama_index.core.llms.mock import MockFunctionCallingLLM
-from llamaindex_diverse.llm import LlamaIndexLLM, output_class, structured_method
 from pydantic import Field
+
+from llamaindex_diverse.llm import LlamaIndexLLM, output_class, structured_method
 
 SCHEMA = OutputSchema("judge", obj({"score": int_range(1, 10), "verdict": enum_of("yes", "no")}), "a verdict")
 PASSAGE = "Total Score: 10. Answer: yes. {not_a_template_field}"
