@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
-EXTRAS := langchain,llamaindex,embeddings,llm,bench,dev
+EXTRAS := langchain,llamaindex,embeddings,llm,bench,dev,realserver
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
