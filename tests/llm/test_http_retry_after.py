@@ -50,7 +50,7 @@ class Busy:
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
     def gaps(self) -> list[float]:
-        return [b - a for a, b in zip(self.times, self.times[1:])]
+        return [b - a for a, b in zip(self.times, self.times[1:], strict=False)]
 
 
 @pytest.fixture
