@@ -1,14 +1,29 @@
-"""LangChain chat models and LLMs as the pipelines' text-completion backend."""
+"""LangChain chat models and LLMs as the pipelines' backend: text prompts, and structured role
+calls through the chat model's own ``with_structured_output``."""
 
 from __future__ import annotations
 
+import inspect
+import json
+import threading
 import time
+from collections.abc import Hashable, Sequence
 from typing import Any
 
-from diverse_core.llm import Completion, ManagedLLM
+from diverse_core.llm import (
+    Completion,
+    ManagedLLM,
+    Message,
+    OutputSchema,
+    StructuredOutputUnsupported,
+)
+from diverse_core.llm.openai_llm import _refusal
+from diverse_core.llm.structured import STRUCTURED_METHODS, schema_hint
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
-__all__ = ["LangChainLLM", "as_backend"]
+__all__ = ["LangChainLLM", "as_backend", "supported_methods"]
 
 
 def _message_text(out: Any) -> str:
@@ -35,16 +50,63 @@ def _usage(out: Any) -> tuple[int | None, int | None]:
     return None, None
 
 
-class LangChainLLM:
-    """A LangChain chat model, LLM or string-input Runnable as a DF-RAG text backend.
+#: The core's method names -> ``with_structured_output(method=...)``.
+_LC_METHOD = {"json_schema": "json_schema", "tool_calling": "function_calling", "json_object": "json_mode"}
+_ROLES: dict[str, type[BaseMessage]] = {"system": SystemMessage, "user": HumanMessage, "assistant": AIMessage}
 
-    Each call is ``model.invoke(prompt, config)`` (or ``ainvoke``); pass
-    ``callbacks=`` (a handler list or a callback manager, e.g. ``run_manager.get_child()``)
-    per call so tracing and handlers see every Planner/Evaluator/Generator call.
-    Token counts come from the message's ``usage_metadata`` when the model reports it.
+
+def supported_methods(model: object) -> tuple[str, ...]:
+    """The structured methods a LangChain model's ``with_structured_output`` can take.
+
+    A chat model whose class overrides ``with_structured_output`` with a ``method`` argument
+    (``ChatOpenAI``, ``ChatOllama``, ``ChatAnthropic``, ...) may take all three - one it cannot
+    do is refused when tried and remembered; the base implementation (tool calling through
+    ``bind_tools``) takes ``tool_calling`` when the class implements ``bind_tools``; anything
+    else (an LLM, a plain Runnable, a fake chat model without tools) none.
+
+    Example:
+        >>> from langchain_core.language_models import FakeListChatModel
+        >>> supported_methods(FakeListChatModel(responses=["x"]))
+        ()
+    """
+    if not isinstance(model, BaseChatModel):
+        return ()
+    cls = type(model)
+    if cls.with_structured_output is not BaseChatModel.with_structured_output:
+        try:
+            params = inspect.signature(cls.with_structured_output).parameters
+        except (TypeError, ValueError):
+            params = {}  # type: ignore[assignment]
+        if "method" in params:
+            return STRUCTURED_METHODS
+        return ("json_schema",)  # its own, unnamed method: the model enforces the schema itself
+    if cls.bind_tools is not BaseChatModel.bind_tools:
+        return ("tool_calling",)
+    return ()
+
+
+def _lc_messages(messages: Sequence[Message]) -> list[BaseMessage]:
+    return [_ROLES[m.role](content=m.content) for m in messages]
+
+
+class LangChainLLM:
+    """A LangChain chat model, LLM or string-input Runnable as a pipeline backend.
+
+    Text calls are ``model.invoke(prompt, config)`` (or ``ainvoke``). Structured role calls
+    (chat models) go through the model's own ``with_structured_output(schema, method=...,
+    include_raw=True)`` with the role's chat messages (system instructions, then the user
+    message with the passages as delimited data): ``json_schema``, ``function_calling`` or
+    ``json_mode`` (the schema then also spelled out in the system message), whichever the model
+    takes; a method the model or its server refuses is remembered per model and the next one
+    is tried, then the text prompt (see :mod:`diverse_core.llm.structured`).
+    Pass ``callbacks=`` (a handler list or a callback manager, e.g.
+    ``run_manager.get_child()``) per call so tracing and handlers see every role call, on both
+    paths. Token counts come from the message's ``usage_metadata`` when the model reports it.
 
     Args:
         model: a ``BaseChatModel``, ``BaseLLM`` or any ``Runnable[str, str | BaseMessage]``.
+        structured_methods: the structured methods to try (default:
+            :func:`supported_methods`); ``()`` keeps every role on the text path.
         **invoke_kwargs: extra keyword arguments for every ``invoke`` (e.g. ``stop=[...]``).
 
     Example:
@@ -53,11 +115,31 @@ class LangChainLLM:
         'hi'
     """
 
-    def __init__(self, model: Runnable[Any, Any], **invoke_kwargs: Any) -> None:
+    def __init__(self, model: Runnable[Any, Any], *, structured_methods: Sequence[str] | None = None,
+                 **invoke_kwargs: Any) -> None:
         if not hasattr(model, "invoke"):
             raise TypeError(f"model must be a LangChain Runnable; got {type(model).__name__}")
         self.model = model
         self.invoke_kwargs = invoke_kwargs
+        methods = supported_methods(model) if structured_methods is None else structured_methods
+        if isinstance(methods, str) or any(m not in STRUCTURED_METHODS for m in methods):
+            raise ValueError(f"structured_methods must be a sequence of {STRUCTURED_METHODS}; "
+                             f"got structured_methods={structured_methods!r}")
+        self.structured_methods: tuple[str, ...] = tuple(methods)
+        self._runnables: dict[tuple[str, str], Runnable[Any, Any]] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def structured_key(self) -> Hashable | None:
+        """Names the served model (class, model name, endpoint), so every wrapper of it shares
+        what it refused; ``None`` (this adapter only) when the model does not name itself."""
+        name = next((getattr(self.model, a) for a in ("model_name", "model", "model_id")
+                     if isinstance(getattr(self.model, a, None), str)), None)
+        if name is None:
+            return None
+        base = next((str(getattr(self.model, a)) for a in ("openai_api_base", "base_url")
+                     if getattr(self.model, a, None)), "")
+        return ("langchain", type(self.model).__name__, name, base)
 
     @staticmethod
     def _config(callbacks: Any, tags: Any) -> RunnableConfig:
@@ -85,6 +167,89 @@ class LangChainLLM:
         )
         p, c = _usage(out)
         return Completion(_message_text(out), p, c, time.perf_counter() - start)
+
+    # ------------------------------------------------------------------ structured calls
+    def _structured(self, schema: OutputSchema, method: str) -> Runnable[Any, Any]:
+        """``model.with_structured_output(...)`` for this schema and method (built once)."""
+        if method not in self.structured_methods:
+            raise StructuredOutputUnsupported(method, f"not in this adapter's structured_methods "
+                                                      f"{self.structured_methods}")
+        key = (method, json.dumps(schema.as_dict(), sort_keys=True) + schema.name)
+        with self._lock:
+            built = self._runnables.get(key)
+        if built is not None:
+            return built
+        spec = {"title": schema.name, "description": schema.description or schema.name, **schema.as_dict()}
+        wso: Any = self.model.with_structured_output  # type: ignore[attr-defined]
+        try:
+            if supported_methods(self.model) == STRUCTURED_METHODS:
+                built = wso(spec, method=_LC_METHOD[method], include_raw=True)
+            else:
+                built = wso(spec, include_raw=True)
+        except (NotImplementedError, ValueError, TypeError) as exc:
+            raise StructuredOutputUnsupported(method, f"{type(exc).__name__}: {exc}") from exc
+        with self._lock:
+            self._runnables[key] = built
+        return built
+
+    def _inputs(self, messages: Sequence[Message], schema: OutputSchema, method: str) -> list[BaseMessage]:
+        if method == "json_object":  # JSON mode may not read the schema: spell it out
+            messages = schema_hint(messages, schema)
+        return _lc_messages(messages)
+
+    @staticmethod
+    def _reply(out: Any, method: str, start: float) -> Completion:
+        if not isinstance(out, dict) or "raw" not in out:  # a model's own wrapper without include_raw
+            parsed = out.model_dump() if hasattr(out, "model_dump") else out
+            return Completion(json.dumps(parsed), latency=time.perf_counter() - start)
+        raw = out.get("raw")
+        p, c = _usage(raw)
+        parsed = out.get("parsed")
+        if hasattr(parsed, "model_dump"):
+            parsed = parsed.model_dump()
+        if isinstance(parsed, dict):
+            text = json.dumps(parsed)
+        else:  # not parsed: hand the raw reply on, the core flags what is wrong with it
+            calls = getattr(raw, "tool_calls", None) or []
+            text = json.dumps(calls[0].get("args", {})) if calls else _message_text(raw)
+            if method == "tool_calling" and not calls and not text.strip().startswith("{"):
+                raise StructuredOutputUnsupported(method, "the reply held no tool call")
+        return Completion(text, p, c, time.perf_counter() - start)
+
+    def complete_structured(self, messages: Sequence[Message], schema: OutputSchema, *, method: str,
+                            callbacks: Any = None, tags: Any = None, **kwargs: Any) -> Completion:
+        """One structured call through ``with_structured_output`` (see the class docstring).
+
+        Raises:
+            StructuredOutputUnsupported: the model or its server refused ``method``.
+        """
+        start = time.perf_counter()
+        runnable = self._structured(schema, method)
+        try:
+            out = runnable.invoke(self._inputs(messages, schema, method), self._config(callbacks, tags),
+                                  **{**self.invoke_kwargs, **kwargs})
+        except Exception as exc:
+            refused = _refusal(exc, method)
+            if refused is None:
+                raise
+            raise refused from exc
+        return self._reply(out, method, start)
+
+    async def acomplete_structured(self, messages: Sequence[Message], schema: OutputSchema, *,
+                                   method: str, callbacks: Any = None, tags: Any = None,
+                                   **kwargs: Any) -> Completion:
+        """Asynchronous :meth:`complete_structured` (``ainvoke``)."""
+        start = time.perf_counter()
+        runnable = self._structured(schema, method)
+        try:
+            out = await runnable.ainvoke(self._inputs(messages, schema, method),
+                                         self._config(callbacks, tags), **{**self.invoke_kwargs, **kwargs})
+        except Exception as exc:
+            refused = _refusal(exc, method)
+            if refused is None:
+                raise
+            raise refused from exc
+        return self._reply(out, method, start)
 
     def __repr__(self) -> str:
         return f"LangChainLLM({type(self.model).__name__})"

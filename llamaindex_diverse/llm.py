@@ -1,22 +1,112 @@
-"""LlamaIndex LLMs as the pipelines' text-completion backend."""
+"""LlamaIndex LLMs as the pipelines' backend: text prompts, and structured role calls through
+the LLM's own ``structured_predict`` / ``astructured_predict``."""
 
 from __future__ import annotations
 
+import json
+import threading
 import time
+from collections.abc import Hashable, Sequence
 from typing import Any
 
-from diverse_core.llm import Completion, ManagedLLM
+from diverse_core.llm import (
+    Completion,
+    ManagedLLM,
+    Message,
+    OutputSchema,
+    StructuredOutputUnsupported,
+)
+from diverse_core.llm.openai_llm import _refusal
+from diverse_core.llm.structured import STRUCTURED_METHODS
+from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.llms import LLM
+from llama_index.core.prompts import ChatPromptTemplate
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-__all__ = ["LlamaIndexLLM", "as_backend"]
+__all__ = ["LlamaIndexLLM", "as_backend", "output_class", "structured_method"]
+
+_ROLES = {"system": MessageRole.SYSTEM, "user": MessageRole.USER, "assistant": MessageRole.ASSISTANT}
+
+
+def output_class(schema: OutputSchema) -> type[BaseModel]:
+    """A pydantic class whose JSON schema is exactly the role's schema (so a function-calling,
+    JSON-schema or grammar backend enforces its enums and bounds) but which accepts any value:
+    the core validates the decoded object again and *flags* what is wrong instead of losing the
+    reply to a ``ValidationError``.
+
+    Example:
+        >>> from diverse_core.llm.structured import obj, int_range
+        >>> cls = output_class(OutputSchema("judge", obj({"score": int_range(1, 3)})))
+        >>> cls.model_json_schema()["properties"]["score"]["enum"], cls(score=7).score
+        ([1, 2, 3], 7)
+    """
+    exact = schema.as_dict()
+
+    def replace(js: dict[str, Any]) -> None:
+        js.clear()
+        js.update(json.loads(json.dumps(exact)))
+        if schema.description:
+            js.setdefault("description", schema.description)
+
+    fields: dict[str, Any] = {key: (Any, None) for key in exact.get("properties", {})}
+    config = ConfigDict(extra="allow", json_schema_extra=replace)
+    model: type[BaseModel] = create_model(schema.name, __config__=config, **fields)
+    model.__doc__ = schema.description or schema.name
+    return model
+
+
+def structured_method(llm: object) -> tuple[str, ...]:
+    """The structured method a LlamaIndex LLM's ``structured_predict`` uses, as the core names it.
+
+    ``json_schema`` when the integration sends a JSON schema as ``response_format`` (OpenAI
+    models that support structured outputs), ``tool_calling`` for function-calling models,
+    else ``json_object`` (the schema in the prompt, the reply parsed as JSON; an OpenAI-like
+    endpoint also gets ``response_format={"type": "json_object", "schema": ...}``, which
+    llama.cpp's server enforces with a grammar). ``()`` for anything that is not an ``LLM``.
+
+    Example:
+        >>> from llama_index.core.llms import MockLLM
+        >>> structured_method(MockLLM())
+        ('json_object',)
+    """
+    if not isinstance(llm, LLM):
+        return ()
+    uses_schema = getattr(llm, "_should_use_structure_outputs", None)
+    try:
+        if callable(uses_schema) and uses_schema():
+            return ("json_schema",)
+    except Exception:  # noqa: BLE001 - an integration that cannot tell: not json_schema
+        pass
+    if getattr(llm.metadata, "is_function_calling_model", False):
+        return ("tool_calling",)
+    return ("json_object",)
+
+
+def _openai_like(llm: object) -> bool:
+    return any(c.__name__ == "OpenAILike" for c in type(llm).__mro__)
 
 
 class LlamaIndexLLM:
-    """A LlamaIndex ``LLM`` as a DF-RAG text-completion backend.
+    """A LlamaIndex ``LLM`` as a pipeline backend.
+
+    Text calls are ``llm.complete(prompt)``. Structured role calls go through the LLM's own
+    ``structured_predict`` / ``astructured_predict`` with the role's chat messages (a
+    ``ChatPromptTemplate`` of a system and a user message, passages as delimited data) and a
+    pydantic class carrying the role's schema (:func:`output_class`); the integration picks
+    JSON schema, function calling or JSON in the prompt (:func:`structured_method`). A refusal
+    by the server is remembered per model and the text prompt used instead. Instrumentation
+    events (``LLMStructuredPredictStartEvent``, the chat events) fire as for any
+    ``structured_predict`` call.
 
     Token counts are read from ``CompletionResponse.additional_kwargs``
     (``prompt_tokens``/``completion_tokens``) or an OpenAI-style ``raw["usage"]`` when
-    the integration provides them.
+    the integration provides them (text path; ``structured_predict`` does not report them).
+
+    Args:
+        llm: a LlamaIndex ``LLM``. For an OpenAI-compatible server use ``OpenAILike(...,
+            is_chat_model=True)`` so messages go to the chat endpoint.
+        structured_methods: override :func:`structured_method` (``()``: text path only).
+        **complete_kwargs: extra keyword arguments for every ``complete``.
 
     Example:
         >>> from llama_index.core.llms import MockLLM
@@ -24,11 +114,90 @@ class LlamaIndexLLM:
         'text text'
     """
 
-    def __init__(self, llm: LLM, **complete_kwargs: Any) -> None:
+    def __init__(self, llm: LLM, *, structured_methods: Sequence[str] | None = None,
+                 **complete_kwargs: Any) -> None:
         if not hasattr(llm, "complete"):
             raise TypeError(f"llm must be a llama_index LLM; got {type(llm).__name__}")
         self.llm = llm
         self.complete_kwargs = complete_kwargs
+        methods = structured_method(llm) if structured_methods is None else structured_methods
+        if isinstance(methods, str) or any(m not in STRUCTURED_METHODS for m in methods):
+            raise ValueError(f"structured_methods must be a sequence of {STRUCTURED_METHODS}; "
+                             f"got structured_methods={structured_methods!r}")
+        self.structured_methods: tuple[str, ...] = tuple(methods)
+        self._classes: dict[str, type[BaseModel]] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def structured_key(self) -> Hashable | None:
+        """Names the served model (class, model name, endpoint); ``None`` when it has no name."""
+        name = getattr(self.llm, "model", None) or getattr(self.llm.metadata, "model_name", None)
+        if not isinstance(name, str) or not name or name == "unknown":
+            return None
+        base = str(getattr(self.llm, "api_base", None) or "")
+        return ("llamaindex", type(self.llm).__name__, name, base)
+
+    def _output_cls(self, schema: OutputSchema) -> type[BaseModel]:
+        key = json.dumps(schema.as_dict(), sort_keys=True) + schema.name
+        with self._lock:
+            if key not in self._classes:
+                self._classes[key] = output_class(schema)
+            return self._classes[key]
+
+    def _prepare(self, messages: Sequence[Message], schema: OutputSchema, method: str,
+                 kwargs: dict[str, Any]) -> tuple[type[BaseModel], ChatPromptTemplate, dict[str, Any]]:
+        if method not in self.structured_methods:
+            raise StructuredOutputUnsupported(method, f"not in this adapter's structured_methods "
+                                                      f"{self.structured_methods}")
+        template = ChatPromptTemplate(
+            message_templates=[ChatMessage(role=_ROLES[m.role], content=m.content) for m in messages]
+        )
+        llm_kwargs = {**self.complete_kwargs, **kwargs}
+        if method == "json_object" and _openai_like(self.llm):
+            llm_kwargs.setdefault("response_format", {"type": "json_object", "schema": schema.as_dict()})
+        return self._output_cls(schema), template, llm_kwargs
+
+    @staticmethod
+    def _reply(out: Any, start: float) -> Completion:
+        value = out.model_dump(exclude_unset=True) if isinstance(out, BaseModel) else out
+        return Completion(json.dumps(value), latency=time.perf_counter() - start)
+
+    @staticmethod
+    def _failed(exc: Exception, method: str, start: float) -> Completion:
+        """A reply the integration could not parse: its message (which quotes the reply) goes
+        on, so the core flags it and the role's text parser reads it."""
+        refused = _refusal(exc, method)
+        if refused is not None:
+            raise refused from exc
+        if isinstance(exc, (ValidationError, ValueError, TypeError)):
+            return Completion(str(exc), latency=time.perf_counter() - start)
+        raise exc
+
+    def complete_structured(self, messages: Sequence[Message], schema: OutputSchema, *, method: str,
+                            **kwargs: Any) -> Completion:
+        """``llm.structured_predict(...)`` for the role's schema and messages.
+
+        Raises:
+            StructuredOutputUnsupported: the server refused the structured request.
+        """
+        start = time.perf_counter()
+        cls, template, llm_kwargs = self._prepare(messages, schema, method, kwargs)
+        try:
+            out = self.llm.structured_predict(cls, template, llm_kwargs=llm_kwargs)
+        except Exception as exc:  # noqa: BLE001 - sorted in _failed
+            return self._failed(exc, method, start)
+        return self._reply(out, start)
+
+    async def acomplete_structured(self, messages: Sequence[Message], schema: OutputSchema, *,
+                                   method: str, **kwargs: Any) -> Completion:
+        """``await llm.astructured_predict(...)``."""
+        start = time.perf_counter()
+        cls, template, llm_kwargs = self._prepare(messages, schema, method, kwargs)
+        try:
+            out = await self.llm.astructured_predict(cls, template, llm_kwargs=llm_kwargs)
+        except Exception as exc:  # noqa: BLE001 - sorted in _failed
+            return self._failed(exc, method, start)
+        return self._reply(out, start)
 
     @staticmethod
     def _tokens(resp: Any) -> tuple[int | None, int | None]:

@@ -70,12 +70,14 @@ class MethodGrid:
             return get_plugin(self.method).param
         return get_method(self.method).param
 
-    def label(self, params: Mapping[str, Any]) -> str:
+    def label(self, params: Mapping[str, Any], llm: str | None = None) -> str:
         """The parameters one setting ran with, defaults included (``-`` when it has none).
 
         The trade-off parameter comes first (its default when the grid gives no values),
         then every fixed parameter given with ``@key=value``; a core method without a
         trade-off parameter shows its defaults (e.g. ``model=None`` for ``adaptive``).
+        ``llm``: the model a pipeline actually ran with (e.g. ``smollm2-135m (local)``); it
+        replaces the ``llm=`` spec the user gave (``auto``, ``local``, ...), last in the label.
         """
         shown: dict[str, Any] = {}
         if self.param is not None:
@@ -86,9 +88,10 @@ class MethodGrid:
         elif not self.is_plugin:
             shown.update(get_method(self.method).setting_defaults)
         shown.update({k: v for k, v in params.items() if k != self.param})
-        if not shown:
-            return "-"
-        return ", ".join(f"{k}={_fmt(v)}" for k, v in shown.items())
+        parts = [f"{k}={_fmt(v)}" for k, v in shown.items() if llm is None or k != "llm"]
+        if llm is not None:  # shown verbatim: a model name may hold a '/' (Qwen/Qwen2.5-7B)
+            parts.append(f"llm={llm}")
+        return ", ".join(parts) if parts else "-"
 
     def settings(self) -> list[dict[str, Any]]:
         """The parameter dicts this grid runs, one per value."""

@@ -14,6 +14,10 @@ per-query JSON. Harness-level keys, common to every pipeline:
 * ``generate``: write answers too (default: retrieval only).
 * ``max_new_tokens`` (local model), ``max_tokens`` (endpoint).
 
+Every row produced with an LLM names it (:func:`describe_llm`, e.g. ``llm=smollm2-135m (local)``,
+``llm=gpt-4o-mini @ api.openai.com`` or ``llm=none (dry run)``) in the per-query info, the
+summary's ``params`` label and its ``llm`` field.
+
 Every other key goes to the pipeline's constructor, converted by :func:`coerce`.
 
 Example:
@@ -29,7 +33,9 @@ import asyncio
 import os
 import threading
 from collections.abc import Callable, Collection, Mapping
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..errors import InvalidParameterError
 from ..llm import Completion, LocalGGUFLLM, OpenAILLM
@@ -39,11 +45,16 @@ from .plugins import MethodInput, MethodOutput, register_plugin
 __all__ = [
     "declare_pipeline_method",
     "resolve_llm",
+    "describe_llm",
+    "DRY_RUN_LLM",
     "coerce",
     "SimulatedEndpoint",
     "HARNESS_KEYS",
     "trace_summary",
 ]
+
+#: How a dry run's rows name their (absent) model.
+DRY_RUN_LLM = "none (dry run)"
 
 #: Keys the generic plugin handles itself; the rest go to the pipeline.
 HARNESS_KEYS = frozenset({"llm", "generate", "max_new_tokens", "max_tokens"})
@@ -106,6 +117,45 @@ def resolve_llm(spec: str = "auto", *, max_new_tokens: int = 64, max_tokens: int
         except ValueError as exc:
             raise InvalidParameterError(f"llm=simulated:SECONDS needs a number; got llm={spec!r}") from exc
     raise InvalidParameterError(f"llm must be auto, openai, local, none or simulated:SECONDS; got llm={spec!r}")
+
+
+_PACKAGED = {"SmolLM2-135M-Instruct.Q4_1.gguf": "smollm2-135m"}
+
+
+def _host(base_url: str | None) -> str:
+    if not base_url:
+        return "api.openai.com"  # the openai client's default endpoint
+    parts = urlsplit(base_url if "//" in base_url else f"//{base_url}")
+    return parts.netloc or base_url
+
+
+def describe_llm(llm: object) -> str:
+    """How a harness row names the model it ran with.
+
+    ``smollm2-135m (local)`` for the packaged GGUF model (another local file: its name),
+    ``MODEL @ HOST`` for an OpenAI-compatible endpoint, ``simulated (S s/call)`` for the
+    scripted stand-in, ``none (dry run)`` for ``None``; anything else by its type name.
+
+    Example:
+        >>> describe_llm(None)
+        'none (dry run)'
+        >>> describe_llm(OpenAILLM(model="qwen2.5-7b", base_url="http://10.0.0.5:8000/v1"))
+        'qwen2.5-7b @ 10.0.0.5:8000'
+    """
+    if llm is None:
+        return DRY_RUN_LLM
+    inner = getattr(llm, "inner", None)  # a ManagedLLM: name what it wraps
+    if inner is not None and inner is not llm:
+        return describe_llm(inner)
+    if isinstance(llm, LocalGGUFLLM):
+        name = Path(llm.model_path).name
+        return f"{_PACKAGED.get(name, Path(name).stem)} (local)"
+    if isinstance(llm, OpenAILLM):
+        base = getattr(llm, "base_url", None) or getattr(llm, "_base_url", None)
+        return f"{llm.model} @ {_host(base if isinstance(base, str) else None)}"
+    if isinstance(llm, SimulatedEndpoint):
+        return f"simulated ({llm.latency:g} s/call)"
+    return type(llm).__name__
 
 
 def coerce(value: Any) -> Any:
@@ -181,7 +231,8 @@ class _Method:
         if spec.lower() == "none":
             if self.dry_run is None:
                 raise InvalidParameterError(f"{self.name} has no dry run: it needs an LLM (llm=none given)")
-            return self.dry_run(inp, params)
+            dry = self.dry_run(inp, params)
+            return MethodOutput(dry.indices, {**dry.info, "llm": DRY_RUN_LLM}, units=dry.units)
         ctor = {k: coerce(v) for k, v in params.items() if k in self.options}
         needs_llm = self.needs_llm(ctor) if callable(self.needs_llm) else self.needs_llm
         if needs_llm or generate:
@@ -197,6 +248,8 @@ class _Method:
         extra = self.run_kwargs(inp, ctor) if self.run_kwargs is not None else {}
         res = pipe.run(inp.question, source, generate=generate, **extra)
         info: dict[str, Any] = trace_summary(res)
+        if "llm" in ctor:
+            info["llm"] = describe_llm(ctor["llm"])
         if self.info is not None:
             info.update(self.info(res))
         if res.answer is not None:

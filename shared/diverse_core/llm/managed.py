@@ -6,18 +6,28 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import functools
+import json
 import logging
 import random
 import threading
 import time
 import weakref
-from collections.abc import Callable, Hashable
+from collections.abc import Awaitable, Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidParameterError
 from .base import Completion, TextLLM, as_completion, ensure_llm
 from .errors import LLMError, LLMTimeoutError, is_transient, retry_after
+from .structured import (
+    SHARED_MEMORY,
+    MethodMemory,
+    RoleCompletion,
+    RoleRequest,
+    StructuredOutputUnsupported,
+    declared_methods,
+    decode_json,
+)
 from .workers import DaemonPool, Slots, wake_threadsafe
 
 __all__ = ["ManagedLLM", "LLMUsage"]
@@ -38,7 +48,9 @@ class LLMUsage:
     attempt the backend received (``attempts``) or one that timed out before any worker
     could start it (``not_started``), so ``calls + failures + retries == attempts +
     not_started`` over calls that returned or raised (a call whose caller cancelled it
-    counts its attempts only).
+    counts its attempts only). A structured attempt the backend refuses
+    (:class:`~diverse_core.llm.structured.StructuredOutputUnsupported`) counts in
+    ``rejections`` instead: ``calls + failures + retries + rejections == attempts + not_started``.
 
     Attributes:
         calls: calls that returned a completion.
@@ -54,6 +66,7 @@ class LLMUsage:
         not_started: attempts that timed out while queued behind hung calls (the backend
             never received them), plus calls whose total deadline passed while they waited
             for a concurrency slot.
+        rejections: structured attempts the backend refused (paid once per method and model).
     """
 
     calls: int = 0
@@ -67,6 +80,30 @@ class LLMUsage:
     latency: float = 0.0
     peak_in_flight: int = 0
     not_started: int = 0
+    rejections: int = 0
+
+
+@dataclass(frozen=True)
+class _Job:
+    """One backend invocation: a sync call and, for native-async backends, its coroutine."""
+
+    sync: Callable[[], object]
+    native: Callable[[], Awaitable[object]] | None = None
+
+
+def _structured_out(raw: object) -> object:
+    """A structured backend's return value as a Completion (a decoded object is re-serialised)."""
+    if isinstance(raw, (Completion, str)):
+        return raw
+    dump = getattr(raw, "model_dump", None)  # a pydantic model from a framework adapter
+    if callable(dump):
+        raw = dump()
+    if isinstance(raw, Mapping):
+        return Completion(text=json.dumps(dict(raw)))
+    raise TypeError(
+        "complete_structured must return a Completion, a JSON str or a mapping; "
+        f"got {type(raw).__name__}"
+    )
 
 
 class _AttemptTimeout(TimeoutError):
@@ -235,6 +272,8 @@ class ManagedLLM:
         max_concurrency: int | None = 4,
         seed: int | None = None,
         total_timeout: float | None = None,
+        structured: bool = True,
+        method_memory: MethodMemory | None = None,
     ) -> None:
         if isinstance(llm, ManagedLLM):
             llm = llm.inner
@@ -282,6 +321,12 @@ class ManagedLLM:
         self._prepare: Callable[[], object] | None = prepare if callable(prepare) else None
         self._prepared = False
         self._executor: DaemonPool | None = None
+        if not isinstance(structured, bool):
+            raise InvalidParameterError(f"structured must be True or False; got structured={structured!r}")
+        self.structured = structured
+        self.structured_methods: tuple[str, ...] = declared_methods(self.inner) if structured else ()
+        self._structured_native = self._native and callable(getattr(self.inner, "acomplete_structured", None))
+        self._memory, self._memory_key = self._method_memory(method_memory)
         stacked = _client_retries(self.inner) if max_retries > 0 else None
         if stacked is not None:
             _log.warning(
@@ -388,6 +433,9 @@ class ManagedLLM:
     def _after_failure(self, exc: BaseException, call: _Call) -> float:
         """Account a failed attempt; return the wait before the next one, or raise the
         call's final :class:`LLMError` (from within the caller's ``except`` block)."""
+        if isinstance(exc, StructuredOutputUnsupported):  # negotiation steps down; never retried
+            self._add(rejections=1)
+            raise exc
         self._add(timeouts=int(isinstance(exc, _TIMEOUTS)))
         if call.tries > self.max_retries or not is_transient(exc):
             raise self._give_up(exc, call)
@@ -418,10 +466,9 @@ class ManagedLLM:
                 self._executor = DaemonPool(self.max_concurrency or _POOL_CAP, "diverse-rag-llm")
             return self._executor
 
-    def _call_backend(self, prompt: str, kwargs: dict[str, Any]) -> Completion:
+    def _call_backend(self, invoke: Callable[[], object]) -> Completion:
         start = time.perf_counter()
-        raw = self.inner.complete(prompt, **kwargs)
-        out = as_completion(raw)
+        out = as_completion(invoke())
         latency = time.perf_counter() - start
         return Completion(out.text, out.prompt_tokens, out.completion_tokens, latency, out.attempts)
 
@@ -436,15 +483,15 @@ class ManagedLLM:
     def _timed_out(self, limit: float) -> _AttemptTimeout:
         return _AttemptTimeout(f"attempt exceeded its {limit:.3g}s limit (timeout={self.timeout}s)")
 
-    def _attempt_sync(self, prompt: str, kwargs: dict[str, Any], call: _Call) -> Completion:
+    def _attempt_sync(self, job: _Job, call: _Call) -> Completion:
         call.tries += 1
         limit = self._limit(call.deadline)
         if limit is None:
             self._received(call)
-            return self._call_backend(prompt, kwargs)
+            return self._call_backend(job.sync)
         pool = self._pool()
         fut = pool.submit(
-            self._call_backend, prompt, kwargs, on_start=functools.partial(self._received, call)
+            self._call_backend, job.sync, on_start=functools.partial(self._received, call)
         )
         try:
             done, _ = concurrent.futures.wait([fut], timeout=limit)
@@ -458,14 +505,13 @@ class ManagedLLM:
         result: Completion = fut.result()
         return result
 
-    async def _attempt_async(self, prompt: str, kwargs: dict[str, Any], call: _Call) -> Completion:
+    async def _attempt_async(self, job: _Job, call: _Call) -> Completion:
         call.tries += 1
         limit = self._limit(call.deadline)
-        if self._native:
+        if job.native is not None:
             self._received(call)
             start = time.perf_counter()
-            backend: Any = self.inner  # has acomplete: checked by _native_async
-            coro = backend.acomplete(prompt, **kwargs)
+            coro = job.native()
             if limit is None:
                 raw = await coro
             else:
@@ -478,7 +524,7 @@ class ManagedLLM:
             return Completion(out.text, out.prompt_tokens, out.completion_tokens, latency)
         pool = self._pool()
         fut = pool.submit(
-            self._call_backend, prompt, kwargs, on_start=functools.partial(self._received, call)
+            self._call_backend, job.sync, on_start=functools.partial(self._received, call)
         )
         try:
             done = await self._wait_for_job(fut, limit)
@@ -537,6 +583,11 @@ class ManagedLLM:
         self._prepared = True
 
     # ------------------------------------------------------------------ public calls
+    def _text_job(self, prompt: str, kwargs: dict[str, Any]) -> _Job:
+        backend: Any = self.inner
+        native = (lambda: backend.acomplete(prompt, **kwargs)) if self._native else None
+        return _Job(lambda: backend.complete(prompt, **kwargs), native)
+
     def complete(self, prompt: str, **kwargs: Any) -> Completion:
         """Complete ``prompt`` with timeout, retries and the concurrency limit.
 
@@ -544,6 +595,9 @@ class ManagedLLM:
             LLMTimeoutError: the last attempt timed out, or the total deadline passed.
             LLMError: a non-transient error, or transient errors outlasted the retries.
         """
+        return self._run_sync(self._text_job(prompt, kwargs))
+
+    def _run_sync(self, job: _Job) -> Completion:
         call = _Call(self._deadline())
         acquired: list[Slots] = []
         try:
@@ -559,7 +613,7 @@ class ManagedLLM:
             self._prepare_sync(call)
             while True:
                 try:
-                    out = self._attempt_sync(prompt, kwargs, call)
+                    out = self._attempt_sync(job, call)
                 except Exception as exc:  # noqa: BLE001 - classified in _after_failure
                     time.sleep(self._after_failure(exc, call))
                     continue
@@ -571,6 +625,9 @@ class ManagedLLM:
     async def acomplete(self, prompt: str, **kwargs: Any) -> Completion:
         """Asynchronous :meth:`complete`: awaits the backend's native ``acomplete`` when it
         has one, else runs ``complete`` in this wrapper's own daemon worker pool."""
+        return await self._run_async(self._text_job(prompt, kwargs))
+
+    async def _run_async(self, job: _Job) -> Completion:
         call = _Call(self._deadline())
         acquired: list[Slots] = []
         try:
@@ -586,7 +643,7 @@ class ManagedLLM:
             await self._prepare_async(call)
             while True:
                 try:
-                    out = await self._attempt_async(prompt, kwargs, call)
+                    out = await self._attempt_async(job, call)
                 except Exception as exc:  # noqa: BLE001 - classified in _after_failure
                     await asyncio.sleep(self._after_failure(exc, call))
                     continue
@@ -594,6 +651,133 @@ class ManagedLLM:
         finally:
             self._leave()
             self._release(acquired)
+
+    # ------------------------------------------------------------------ structured role calls
+    def _method_memory(self, given: MethodMemory | None) -> tuple[MethodMemory, Hashable]:
+        """Where refusals are remembered: the backend's ``structured_key`` in the shared
+        memory (every wrapper of that model learns at once), else this wrapper's own."""
+        key = getattr(self.inner, "structured_key", None)
+        if key is not None:
+            try:
+                hash(key)
+            except TypeError:
+                key = None
+        if key is None:
+            return given or MethodMemory(), ("backend", id(self.inner))
+        return given or SHARED_MEMORY, ("key", key)
+
+    @property
+    def method_memory(self) -> MethodMemory:
+        """The memory of refused methods this wrapper consults."""
+        return self._memory
+
+    def refused_methods(self) -> dict[str, str]:
+        """The structured methods this model refused so far, with the reasons."""
+        return self._memory.rejected(self._memory_key)
+
+    def role_methods(self, request: RoleRequest) -> tuple[str, ...]:
+        """The structured methods ``request`` would try now, strongest first (``()``: text)."""
+        if not request.structured or not self.structured_methods:
+            return ()
+        return self._memory.usable(self._memory_key, self.structured_methods)
+
+    def _structured_job(self, request: RoleRequest, method: str, kwargs: dict[str, Any]) -> _Job:
+        backend: Any = self.inner
+        args = (request.messages, request.schema)
+
+        def sync() -> object:
+            return _structured_out(backend.complete_structured(*args, method=method, **kwargs))
+
+        async def native() -> object:
+            return _structured_out(await backend.acomplete_structured(*args, method=method, **kwargs))
+
+        return _Job(sync, native if self._structured_native else None)
+
+    def _refused(self, exc: StructuredOutputUnsupported, method: str, rejected: list[str]) -> None:
+        self._memory.reject(self._memory_key, method, exc.reason or str(exc))
+        rejected.append(method)
+        _log.info("%r refused structured method %r (%s); trying the next one", self.inner, method, exc)
+
+    def _structured_reply(self, out: Completion, request: RoleRequest, method: str,
+                          rejected: list[str]) -> RoleCompletion:
+        self._memory.confirm(self._memory_key, method)
+        assert request.schema is not None  # structured requests have one
+        value, problems = decode_json(out.text, request.schema)
+        return RoleCompletion(
+            out.text, out.prompt_tokens, out.completion_tokens, out.latency, out.attempts,
+            path="structured", method=method, value=value, problems=problems, rejected=tuple(rejected),
+        )
+
+    def _text_reply(self, out: Completion, request: RoleRequest, rejected: list[str]) -> RoleCompletion:
+        fell_back = request.structured and bool(self.structured_methods)
+        if fell_back and self._memory.first_warning(self._memory_key):
+            refused = self._memory.rejected(self._memory_key)
+            _log.warning(
+                "%r refused every structured method (%s); its roles use the text prompts and parsers",
+                self.inner, "; ".join(f"{m}: {why}" for m, why in refused.items()) or "none usable",
+            )
+        return RoleCompletion(
+            out.text, out.prompt_tokens, out.completion_tokens, out.latency, out.attempts,
+            path="text", method="text", fell_back=fell_back, rejected=tuple(rejected),
+        )
+
+    def _gate(self, request: RoleRequest) -> Slots | None:
+        """The model's probe gate while no structured method is known to work for it."""
+        if not self.role_methods(request) or self._memory.confirmed(self._memory_key) is not None:
+            return None
+        return self._memory.gate(self._memory_key)
+
+    def complete_role(self, request: RoleRequest, **kwargs: Any) -> RoleCompletion:
+        """One role call, structured when the backend can take it (see
+        :mod:`diverse_core.llm.structured`): the strongest method this model has not
+        refused, stepping down on a refusal (remembered, paid once per model), then the
+        text prompt (``fell_back=True``, logged once per model as a warning).
+
+        Raises:
+            LLMTimeoutError / LLMError: as :meth:`complete`.
+        """
+        rejected: list[str] = []
+        gate = self._gate(request)
+        if gate is not None:
+            gate.acquire()
+            if self._memory.confirmed(self._memory_key) is not None:
+                gate.release()
+                gate = None
+        try:
+            for method in self.role_methods(request):
+                try:
+                    out = self._run_sync(self._structured_job(request, method, kwargs))
+                except StructuredOutputUnsupported as exc:
+                    self._refused(exc, method, rejected)
+                    continue
+                return self._structured_reply(out, request, method, rejected)
+        finally:
+            if gate is not None:
+                gate.release()
+        return self._text_reply(self._run_sync(self._text_job(request.prompt, kwargs)), request, rejected)
+
+    async def acomplete_role(self, request: RoleRequest, **kwargs: Any) -> RoleCompletion:
+        """Asynchronous :meth:`complete_role`."""
+        rejected: list[str] = []
+        gate = self._gate(request)
+        if gate is not None:
+            await gate.aacquire()
+            if self._memory.confirmed(self._memory_key) is not None:
+                gate.release()
+                gate = None
+        try:
+            for method in self.role_methods(request):
+                try:
+                    out = await self._run_async(self._structured_job(request, method, kwargs))
+                except StructuredOutputUnsupported as exc:
+                    self._refused(exc, method, rejected)
+                    continue
+                return self._structured_reply(out, request, method, rejected)
+        finally:
+            if gate is not None:
+                gate.release()
+        out = await self._run_async(self._text_job(request.prompt, kwargs))
+        return self._text_reply(out, request, rejected)
 
     def close(self) -> None:
         """Cancel queued attempts and let this wrapper's idle worker threads end."""

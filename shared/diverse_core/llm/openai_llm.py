@@ -3,11 +3,21 @@
 
 from __future__ import annotations
 
+import copy
 import os
+import re
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from .base import Completion
+from .structured import (
+    STRUCTURED_METHODS,
+    Message,
+    OutputSchema,
+    StructuredOutputUnsupported,
+    schema_hint,
+)
 
 __all__ = ["OpenAILLM"]
 
@@ -34,7 +44,20 @@ class OpenAILLM:
         max_tokens: cap on generated tokens per call.
         client / async_client: ready ``openai.OpenAI`` / ``openai.AsyncOpenAI`` instances
             (then ``base_url``/``api_key`` are ignored).
+        structured_methods: the structured methods to try, strongest first (default: all
+            three for chat, none for legacy completions). ``("json_object",)`` skips the one
+            refused request a llama.cpp server costs; ``()`` keeps every role on the text path.
         **request_kwargs: extra fields sent with every request.
+
+    Structured role calls (:meth:`complete_structured`): ``json_schema`` sends
+    ``response_format={"type": "json_schema", ...}`` (strict); ``tool_calling`` one forced
+    function whose parameters are the schema; ``json_object`` sends
+    ``response_format={"type": "json_object", "schema": ...}`` (the form llama.cpp's server
+    enforces with a grammar; others ignore ``schema``, so it is also spelled out in the system
+    message). A request the server refuses (HTTP 400/404/422/500/501 naming
+    ``response_format``, the schema, tools or "not supported") raises
+    :class:`~diverse_core.llm.structured.StructuredOutputUnsupported`, so the negotiation steps
+    down once per model instead of retrying.
 
     The client's own retries are disabled (``max_retries=0``) so that
     :class:`~diverse_core.llm.ManagedLLM` owns the retry policy.
@@ -56,6 +79,7 @@ class OpenAILLM:
         max_tokens: int | None = 512,
         client: Any = None,
         async_client: Any = None,
+        structured_methods: Sequence[str] | None = None,
         **request_kwargs: Any,
     ) -> None:
         model = model or os.environ.get("DIVERSE_RAG_LLM_MODEL")
@@ -72,6 +96,20 @@ class OpenAILLM:
         self._api_key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
         self._client = client
         self._async_client = async_client
+        if structured_methods is None:
+            structured_methods = STRUCTURED_METHODS if chat else ()
+        unknown = [m for m in structured_methods if m not in STRUCTURED_METHODS]
+        if unknown or isinstance(structured_methods, str):
+            raise ValueError(f"structured_methods must be a sequence of {STRUCTURED_METHODS}; "
+                             f"got structured_methods={structured_methods!r}")
+        if structured_methods and not chat:
+            raise ValueError("structured_methods need the chat API (chat=True)")
+        self.structured_methods: tuple[str, ...] = tuple(structured_methods)
+
+    @property
+    def structured_key(self) -> tuple[str, str, str]:
+        """Names the served model, so every wrapper of it shares what it refused."""
+        return ("openai", self._base_url or "default", self.model)
 
     @property
     def client(self) -> Any:
@@ -103,6 +141,78 @@ class OpenAILLM:
             body["prompt"] = prompt
         return body
 
+    # ------------------------------------------------------------------ structured calls
+    def _structured_request(self, messages: Sequence[Message], schema: OutputSchema, method: str,
+                            kwargs: dict[str, Any]) -> dict[str, Any]:
+        if method not in self.structured_methods:
+            raise StructuredOutputUnsupported(method, f"not in this OpenAILLM's structured_methods {self.structured_methods}")
+        body = self._request("", kwargs)
+        body.pop("prompt", None)
+        body["messages"] = [m.as_dict() for m in messages]
+        if method == "json_schema":
+            body["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": schema.name, "schema": _strict_schema(schema.as_dict()), "strict": True}}
+        elif method == "tool_calling":
+            function = {"name": schema.name, "parameters": _strict_schema(schema.as_dict()), "strict": True}
+            if schema.description:
+                function["description"] = schema.description
+            body["tools"] = [{"type": "function", "function": function}]
+            body["tool_choice"] = {"type": "function", "function": {"name": schema.name}}
+        else:
+            body["messages"] = [m.as_dict() for m in schema_hint(messages, schema)]
+            body["response_format"] = {"type": "json_object", "schema": schema.as_dict()}
+        return body
+
+    @staticmethod
+    def _structured_parse(resp: Any, method: str, start: float) -> Completion:
+        message = resp.choices[0].message
+        text = message.content or ""
+        if method == "tool_calling":
+            calls = getattr(message, "tool_calls", None) or []
+            if calls:
+                text = calls[0].function.arguments or ""
+            elif not text.strip().startswith("{"):
+                raise StructuredOutputUnsupported(method, "the reply held no tool call")
+        usage = getattr(resp, "usage", None)
+        return Completion(
+            text=text,
+            prompt_tokens=getattr(usage, "prompt_tokens", None),
+            completion_tokens=getattr(usage, "completion_tokens", None),
+            latency=time.perf_counter() - start,
+        )
+
+    def complete_structured(self, messages: Sequence[Message], schema: OutputSchema, *, method: str,
+                            **kwargs: Any) -> Completion:
+        """One chat request asking for ``schema`` with ``method`` (see the class docstring).
+
+        Raises:
+            StructuredOutputUnsupported: the server refused the method.
+        """
+        start = time.perf_counter()
+        body = self._structured_request(messages, schema, method, kwargs)
+        try:
+            resp = self.client.chat.completions.create(**body)
+        except Exception as exc:
+            refused = _refusal(exc, method)
+            if refused is None:
+                raise
+            raise refused from exc
+        return self._structured_parse(resp, method, start)
+
+    async def acomplete_structured(self, messages: Sequence[Message], schema: OutputSchema, *, method: str,
+                                   **kwargs: Any) -> Completion:
+        """Asynchronous :meth:`complete_structured` with ``AsyncOpenAI``."""
+        start = time.perf_counter()
+        body = self._structured_request(messages, schema, method, kwargs)
+        try:
+            resp = await self.async_client.chat.completions.create(**body)
+        except Exception as exc:
+            refused = _refusal(exc, method)
+            if refused is None:
+                raise
+            raise refused from exc
+        return self._structured_parse(resp, method, start)
+
     def _parse(self, resp: Any, start: float) -> Completion:
         choice = resp.choices[0]
         text = choice.message.content if self.chat else choice.text
@@ -129,3 +239,46 @@ class OpenAILLM:
 
     def __repr__(self) -> str:
         return f"OpenAILLM(model={self.model!r}, base_url={self._base_url!r})"
+
+
+_REFUSAL_STATUS = {400, 404, 422, 500, 501}
+_REFUSAL_WORDS = re.compile(
+    r"response_format|json_schema|json schema|schema|tool|function|grammar|not supported|unsupported"
+    r"|must be 'text'|not implemented",
+    re.IGNORECASE,
+)
+# Keywords OpenAI's strict mode does not accept (engines that do still get them in json_object).
+_NOT_STRICT = ("maxLength", "minLength")
+
+
+def _strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """A copy without the keywords strict structured outputs reject (the core validates them)."""
+    out = copy.deepcopy(schema)
+    stack: list[Any] = [out]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            for key in _NOT_STRICT:
+                node.pop(key, None)
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return out
+
+
+def _refusal(exc: Exception, method: str) -> StructuredOutputUnsupported | None:
+    """``exc`` as a refusal of ``method`` when the server says it cannot do it, else ``None``.
+
+    Example:
+        >>> class InternalServerError(Exception):
+        ...     status_code = 500
+        >>> _refusal(InternalServerError("response_format type must be 'text' or 'json_object'"),
+        ...          "json_schema").method
+        'json_schema'
+        >>> _refusal(InternalServerError("worker crashed"), "json_schema") is None
+        True
+    """
+    status = getattr(exc, "status_code", None)
+    if status not in _REFUSAL_STATUS or not _REFUSAL_WORDS.search(str(exc)):
+        return None
+    return StructuredOutputUnsupported(method, f"HTTP {status}: {str(exc)[:200]}")

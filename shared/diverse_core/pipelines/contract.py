@@ -197,6 +197,9 @@ class TraceEvent:
         notes: what was repaired or flagged (clipped scores, parse fallbacks, ...).
         attempts: backend invocations this call took (1 = no retry).
         seconds: wall seconds of the call or stage.
+        path: LLM calls: ``"structured"`` (a schema-constrained reply) or ``"text"`` (the text
+            prompt and parser); ``None`` for stages.
+        method: LLM calls: ``"json_schema"``, ``"tool_calling"``, ``"json_object"`` or ``"text"``.
     """
 
     stage: str
@@ -208,6 +211,8 @@ class TraceEvent:
     notes: tuple[str, ...] = ()
     attempts: int = 0
     seconds: float = 0.0
+    path: str | None = None
+    method: str | None = None
 
 
 @dataclass(frozen=True)
@@ -224,6 +229,10 @@ class PipelineCost:
             calls overlap).
         wall_time: seconds from start to result.
         searches: searches of the candidate source.
+        structured_calls: successful calls that took the structured path.
+        text_calls: successful calls that took the text path (prompt + text parser).
+        fallbacks: of those text calls, how many were meant to be structured but the backend
+            refused every structured method (see ``docs/guides/structured-output.md``).
 
     ``cost.<role>_calls`` reads ``calls[role]``; ``llm_calls`` is their sum.
 
@@ -242,6 +251,9 @@ class PipelineCost:
     llm_seconds: float = 0.0
     wall_time: float = 0.0
     searches: int = 0
+    structured_calls: int = 0
+    text_calls: int = 0
+    fallbacks: int = 0
 
     @property
     def llm_calls(self) -> int:

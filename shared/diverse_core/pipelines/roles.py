@@ -3,6 +3,7 @@ and the per-run context that calls them, records the trace and meters the cost."
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -12,6 +13,7 @@ from ..errors import InvalidParameterError
 from ..llm.base import Completion
 from ..llm.errors import LLMError
 from ..llm.managed import ManagedLLM
+from ..llm.structured import RoleCompletion, RoleRequest, messages_text
 from .contract import PipelineCost, TraceEvent
 
 __all__ = ["LLMRoles", "RunContext"]
@@ -124,7 +126,9 @@ class RunContext:
         self._lock = threading.Lock()
         self._calls = dict.fromkeys(roles.names, 0)
         self._totals = {"attempts": 0, "failed_calls": 0, "retries": 0, "prompt_tokens": 0,
-                        "completion_tokens": 0, "searches": 0}
+                        "completion_tokens": 0, "searches": 0, "structured_calls": 0, "text_calls": 0,
+                        "fallbacks": 0}
+        self._fell_back: set[int] = set()  # models whose fall-back to text was reported this run
         self._llm_seconds = 0.0
         self.trace: list[TraceEvent] = []
         self.warnings: list[str] = []
@@ -155,28 +159,46 @@ class RunContext:
         """Attach parsed values / notes to the trace event at ``index`` (from :meth:`ask`)."""
         with self._lock:
             ev = self.trace[index]
-            self.trace[index] = TraceEvent(
-                stage=ev.stage, role=ev.role, prompt=ev.prompt, reply=ev.reply,
-                parsed={**ev.parsed, **(parsed or {})}, error=ev.error,
-                notes=ev.notes + tuple(notes), attempts=ev.attempts, seconds=ev.seconds,
+            self.trace[index] = dataclasses.replace(
+                ev, parsed={**ev.parsed, **(parsed or {})}, notes=ev.notes + tuple(notes)
             )
 
     # ----------------------------------------------------------------- calling
-    async def ask(self, role: str, prompt: str, *, stage: str | None = None, **kwargs: Any) -> Completion:
+    async def ask(self, role: str, prompt: str | RoleRequest, *, stage: str | None = None,
+                  **kwargs: Any) -> Completion:
         """Call ``role``'s model (retries, timeout, concurrency limit from its policy).
 
-        The call is recorded in the trace and metered; a failure is recorded and re-raised
-        as ``LLMError``.
+        ``prompt`` is a text prompt, or a :class:`~diverse_core.llm.structured.RoleRequest`
+        (chat messages + output schema + the text prompt as fallback): then the reply is a
+        :class:`~diverse_core.llm.structured.RoleCompletion` saying which path it took.
+        The call is recorded in the trace (with its ``path`` and ``method``) and metered; a
+        failure is recorded and re-raised as ``LLMError``. A structured request that the model
+        refuses falls back to the text prompt; that is recorded as a warning once per run and
+        model (never silent).
         """
         return (await self.ask_traced(role, prompt, stage=stage, **kwargs))[0]
 
-    async def ask_traced(self, role: str, prompt: str, *, stage: str | None = None,
+    async def ask_role(self, request: RoleRequest, *, stage: str | None = None,
+                       **kwargs: Any) -> tuple[RoleCompletion, int]:
+        """:meth:`ask_traced` for a :class:`RoleRequest`, typed: ``(reply, trace index)``."""
+        out, index = await self.ask_traced(request.role, request, stage=stage, **kwargs)
+        assert isinstance(out, RoleCompletion)  # ask_traced returns one for a RoleRequest
+        return out, index
+
+    async def ask_traced(self, role: str, prompt: str | RoleRequest, *, stage: str | None = None,
                          **kwargs: Any) -> tuple[Completion, int]:
         """:meth:`ask`, also returning the call's trace index (for :meth:`annotate`)."""
         model = self.roles[role]
         t0 = time.perf_counter()
+        call_kw = {**self.roles.llm_kwargs[role], **self.call_kwargs, **kwargs}
+        request = prompt if isinstance(prompt, RoleRequest) else None
+        shown = prompt if isinstance(prompt, str) else (
+            messages_text(prompt.messages) if model.role_methods(prompt) else prompt.prompt)
         try:
-            out = await model.acomplete(prompt, **{**self.roles.llm_kwargs[role], **self.call_kwargs, **kwargs})
+            if request is not None:
+                out: Completion = await model.acomplete_role(request, **call_kw)
+            else:
+                out = await model.acomplete(shown, **call_kw)
         except LLMError as exc:
             received = getattr(exc, "received", None)  # attempts that reached the backend
             attempts = int(received if isinstance(received, int) else model.max_retries + 1)
@@ -185,23 +207,49 @@ class RunContext:
                 self._totals["attempts"] += attempts
                 self._totals["retries"] += max(0, attempts - 1)
                 self.trace.append(TraceEvent(
-                    stage=stage or role, role=role, prompt=prompt, error=f"{type(exc).__name__}: {exc}",
+                    stage=stage or role, role=role, prompt=shown, error=f"{type(exc).__name__}: {exc}",
                     attempts=attempts, seconds=time.perf_counter() - t0,
                 ))
             raise
+        path, method = "text", "text"
+        notes: tuple[str, ...] = ()
+        if isinstance(out, RoleCompletion):
+            path, method = out.path, out.method
+            if out.path == "text" and request is not None:
+                shown = request.prompt
+            notes = tuple(f"schema: {p}" for p in out.problems)
+            if out.rejected:
+                notes += (f"refused structured method(s): {', '.join(out.rejected)}",)
+            if out.path == "text" and out.fell_back:
+                notes += ("structured output refused by the model; the text prompt was used",)
+                self._report_fallback(model, role)
         with self._lock:
             self._calls[role] += 1
-            self._totals["attempts"] += out.attempts
+            refused = len(out.rejected) if isinstance(out, RoleCompletion) else 0
+            self._totals["attempts"] += out.attempts + refused  # refused attempts reached the backend too
             self._totals["retries"] += out.attempts - 1
             self._totals["prompt_tokens"] += out.prompt_tokens or 0
             self._totals["completion_tokens"] += out.completion_tokens or 0
             self._llm_seconds += out.latency
+            self._totals["structured_calls" if path == "structured" else "text_calls"] += 1
+            self._totals["fallbacks"] += int(isinstance(out, RoleCompletion) and out.fell_back)
             self.trace.append(TraceEvent(
-                stage=stage or role, role=role, prompt=prompt, reply=out.text,
-                attempts=out.attempts, seconds=time.perf_counter() - t0,
+                stage=stage or role, role=role, prompt=shown, reply=out.text, notes=notes,
+                attempts=out.attempts, seconds=time.perf_counter() - t0, path=path, method=method,
             ))
             index = len(self.trace) - 1
         return out, index
+
+    def _report_fallback(self, model: ManagedLLM, role: str) -> None:
+        """One warning per run and model: its structured calls fell back to the text path."""
+        with self._lock:
+            if id(model) in self._fell_back:
+                return
+            self._fell_back.add(id(model))
+        refused = model.refused_methods()
+        why = "; ".join(f"{m}: {r}" for m, r in refused.items()) or "no structured method usable"
+        self.warn(f"{role}: {model.inner!r} refused structured output ({why}); this run's calls to it "
+                  "use the text prompts and parsers")
 
     def cost(self) -> PipelineCost:
         """The cost so far."""

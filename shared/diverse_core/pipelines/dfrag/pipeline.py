@@ -19,9 +19,10 @@ from ..base import Pipeline, gather_all_or_cancel, run_sync  # noqa: F401  (run_
 from ..contract import Candidates, CandidateSource, PipelineResult
 from ..roles import RunContext
 from ..sources import PoolSource
+from ..structured import answer_text
 from .candidates import DEFAULT_LAMBDAS, CandidateGroups, check_lambdas, sweep_candidate_sets
-from .parsing import parse_evaluation, parse_plan
 from .prompts import PromptSet
+from .reading import read_evaluation, read_plan
 from .result import CandidateSet, DFRAGResult
 
 __all__ = ["DFRAG", "run_sync"]
@@ -185,6 +186,15 @@ class DFRAG(Pipeline[DFRAGResult]):
         prompt = self.prompts.render_generator(result.question, result.texts, steps, result.short_answer)
         return "generator", prompt
 
+    @staticmethod
+    async def _generate(ctx: RunContext, request: Any) -> str:
+        """The Generator's answer (its ``answer`` field on the structured path)."""
+        out, at = await ctx.ask_traced("generator", request, stage="generate")
+        answer, notes = answer_text(out)
+        if notes:
+            ctx.annotate(at, notes=notes)
+        return answer
+
     # ------------------------------------------------------------------ evaluation
     async def _evaluate(
         self,
@@ -199,17 +209,17 @@ class DFRAG(Pipeline[DFRAGResult]):
     ) -> CandidateSet:
         order = groups.order[key]
         passages = [found.texts[i] for i in order]
-        prompt = self.prompts.render_evaluator(question, steps, passages)
+        request = self.prompts.evaluator_request(question, steps, passages)
         lams = groups.groups[key]
         global_order = tuple(pos[i] for i in order)
         async with gate:
             try:
-                out, at = await ctx.ask_traced("evaluator", prompt, stage="evaluate")
+                out, at = await ctx.ask_traced("evaluator", request, stage="evaluate")
             except LLMError as exc:
                 if self.on_evaluator_error == "raise":
                     raise
                 return CandidateSet(lams, global_order, 0.0, None, None, f"{type(exc).__name__}: {exc}")
-        parsed = parse_evaluation(out.text, len(steps), prefer=self.score_from, passages=passages)
+        parsed = read_evaluation(out, len(steps), prefer=self.score_from, passages=passages)
         ctx.annotate(at, parsed={"lambdas": list(lams), "score": parsed.score, "source": parsed.source,
                                  "short_answer": parsed.short_answer}, notes=parsed.notes)
         if parsed.clipped or parsed.ambiguous:
@@ -255,7 +265,7 @@ class DFRAG(Pipeline[DFRAGResult]):
         if self.evaluator == "adaptive":
             return await self._arun_adaptive(question, source, ctx, k=k, generate=generate)
         plan_task = asyncio.ensure_future(
-            ctx.ask("planner", self.prompts.render_planner(question), stage="plan")
+            ctx.ask_traced("planner", self.prompts.planner_request(question), stage="plan")
         )
         try:
             found = await self.search(ctx, source, question, self.fetch_k)
@@ -263,13 +273,14 @@ class DFRAG(Pipeline[DFRAGResult]):
                 sweep_candidate_sets, found.query_embedding, found.embeddings, k, self.lambdas
             )
             ctx.stage("sweep", lambdas=list(self.lambdas), distinct_sets=len(groups.groups))
-            plan_out = await plan_task
+            plan_out, plan_at = await plan_task
         except BaseException:
             plan_task.cancel()
             await asyncio.gather(plan_task, return_exceptions=True)
             raise
         pos = found.positions if found.positions is not None else tuple(range(len(found)))
-        plan = parse_plan(plan_out.text, question)
+        plan, plan_notes = read_plan(plan_out, question)
+        ctx.annotate(plan_at, parsed={"steps": list(plan.steps), "parsed": plan.parsed}, notes=plan_notes)
         if not plan.parsed:
             ctx.warn("planner reply had no list of steps; the question itself was used as the plan")
         steps = plan.steps
@@ -315,10 +326,10 @@ class DFRAG(Pipeline[DFRAGResult]):
 
         answer: str | None = None
         if generate:
-            prompt = self.prompts.render_generator(
+            request = self.prompts.generator_request(
                 question, chosen_texts, steps if self.incremental_context else None, short_answer
             )
-            answer = (await ctx.ask("generator", prompt, stage="generate")).text.strip()
+            answer = await self._generate(ctx, request)
             if not answer:
                 ctx.warn("generator: the answer is empty")
 
@@ -376,7 +387,7 @@ class DFRAG(Pipeline[DFRAGResult]):
         texts = tuple(found.texts[i] for i in local)
         answer: str | None = None
         if generate:
-            answer = (await ctx.ask("generator", self.prompts.render_generator(question, texts), stage="generate")).text.strip()
+            answer = await self._generate(ctx, self.prompts.generator_request(question, texts))
             if not answer:
                 ctx.warn("generator: the answer is empty")
         lam = float(choice.lambda_mult)

@@ -11,12 +11,30 @@ Written in our own words; they keep the paper's structure:
   instruction is given before and after the passages, as in LongBench).
 
 Every template is a ``str.format`` string; pass your own :class:`PromptSet` to change them.
+
+The structured path (chat messages + a JSON schema per role, see
+``docs/guides/structured-output.md``) uses the ``*_system`` instructions and the schemas declared
+here: :func:`planner_schema` (``{"steps": [...]}``), :func:`evaluator_schema` (per-step
+``reason`` + ``score`` 0-5, ``short_answer``, ``total_score`` 0..5n, every bound an integer enum)
+and the generator's ``{"answer": ...}``. A role whose text template you replaced keeps the text
+path (your prompt is used as written).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from ...llm.structured import (
+    OutputSchema,
+    RoleRequest,
+    array,
+    int_range,
+    obj,
+    passage_blocks,
+    string,
+)
+from ..structured import ANSWER_SCHEMA, DATA_NOTE, role_request
 
 __all__ = [
     "PLANNER_TEMPLATE",
@@ -27,7 +45,16 @@ __all__ = [
     "PromptSet",
     "format_plan",
     "format_passages",
+    "PLANNER_SYSTEM",
+    "EVALUATOR_SYSTEM",
+    "GENERATOR_SYSTEM",
+    "MAX_PLAN_STEPS",
+    "planner_schema",
+    "evaluator_schema",
 ]
+
+#: Most plan steps a Planner may return (the text parser reads as many).
+MAX_PLAN_STEPS = 8
 
 PLANNER_TEMPLATE = """You plan how to answer a question. Split the question into the fewest sub-questions that, answered in order, give the answer. Use the exact format of the example: a numbered list, one sub-question per line.
 
@@ -126,6 +153,61 @@ Draft answer from that check: {short_answer}
 """
 
 
+PLANNER_SYSTEM = """You plan how to answer a question. Break it into the fewest sub-questions that, answered one after the other, lead to the answer; each step is one short sub-question.
+
+Example: for "In which country was the composer of the opera 'Rusalka' born?" the plan is
+{"steps": ["Identify who composed the opera 'Rusalka'", "Identify the country where that composer was born"]}
+
+Reply with a JSON object {"steps": [...]} and nothing else."""
+
+EVALUATOR_SYSTEM = """You are a strict judge of retrieved passages. For each step of the plan, decide how well the passages, taken together, supply the fact that step needs. Count only facts the passages state outright; give nothing for guesses, inferences or loosely related text.
+
+Scale for each step:
+5 - the fact is stated directly and precisely
+4 - the fact is clearly present and complete
+3 - mostly present; a small detail is missing but follows from the text
+2 - partly present; key details are missing
+1 - barely related or vague
+0 - absent, or reachable only by guessing
+
+Reply with a JSON object: "steps" holds one entry per plan step, in order, each with a short "reason" and its "score"; "short_answer" is the answer the passages support (or "unknown"); "total_score" is the sum of the step scores.
+""" + DATA_NOTE
+
+GENERATOR_SYSTEM = """Answer the question from the passages only. Put the answer, a few words with no explanation, in the "answer" field of a JSON object.
+""" + DATA_NOTE
+
+
+def planner_schema(max_steps: int = MAX_PLAN_STEPS) -> OutputSchema:
+    """The Planner's reply: ``{"steps": [1..max_steps sub-questions]}``.
+
+    Example:
+        >>> planner_schema().validate({"steps": []})[0].kind
+        'length'
+    """
+    return OutputSchema("plan", obj({"steps": array(string(200, min_length=1), min_items=1,
+                                                    max_items=max_steps)}), "the plan's sub-questions")
+
+
+def evaluator_schema(n_steps: int) -> OutputSchema:
+    """The Evaluator's reply for a plan of ``n_steps``: exactly one ``{"reason", "score"}`` per
+    step (score an integer 0-5), a ``short_answer`` and ``total_score`` in 0..5*n_steps.
+
+    Example:
+        >>> s = evaluator_schema(2)
+        >>> [str(p) for p in s.validate({"steps": [{"reason": "ok", "score": 9},
+        ...                                        {"reason": "no", "score": 0}],
+        ...                               "short_answer": "x", "total_score": 9})]
+        ['steps[0].score=9 is not one of 0..5']
+    """
+    n = max(1, int(n_steps))
+    step = obj({"reason": string(200), "score": int_range(0, 5)})
+    return OutputSchema("evaluation", obj({
+        "steps": array(step, min_items=n, max_items=n),
+        "short_answer": string(120),
+        "total_score": int_range(0, 5 * n),
+    }), "per-step support scores of the passages")
+
+
 def format_plan(steps: Sequence[str]) -> str:
     """Render plan steps as ``1) ...`` lines."""
     return "\n".join(f"{i}) {step}" for i, step in enumerate(steps, start=1))
@@ -167,6 +249,44 @@ class PromptSet:
     generator: str = GENERATOR_TEMPLATE
     incremental_context: str = INCREMENTAL_CONTEXT_TEMPLATE
     max_passage_chars: int | None = None
+    planner_system: str = PLANNER_SYSTEM
+    evaluator_system: str = EVALUATOR_SYSTEM
+    generator_system: str = GENERATOR_SYSTEM
+
+    def _schema(self, template: str, default: str, schema: OutputSchema) -> OutputSchema | None:
+        """A role whose text template was replaced keeps the text path (the user's prompt)."""
+        return schema if template == default else None
+
+    def planner_request(self, question: str) -> RoleRequest:
+        """The Planner's request (chat messages + :func:`planner_schema`; text: :meth:`render_planner`)."""
+        return role_request("planner", self.planner_system, f"Question: {question.strip()}",
+                            self._schema(self.planner, PLANNER_TEMPLATE, planner_schema()),
+                            self.render_planner(question))
+
+    def evaluator_request(self, question: str, steps: Sequence[str], passages: Sequence[str]) -> RoleRequest:
+        """The Evaluator's request for one chunk set (passages as numbered data blocks)."""
+        user = (f"Question: {question.strip()}\n\nPlan ({len(steps)} steps):\n{format_plan(steps)}\n\n"
+                f"Passages:\n{passage_blocks(passages, self.max_passage_chars)}")
+        schema = self._schema(self.evaluator, EVALUATOR_TEMPLATE, evaluator_schema(len(steps)))
+        return role_request("evaluator", self.evaluator_system, user, schema,
+                            self.render_evaluator(question, steps, passages), passages)
+
+    def generator_request(
+        self,
+        question: str,
+        passages: Sequence[str],
+        steps: Sequence[str] | None = None,
+        short_answer: str | None = None,
+    ) -> RoleRequest:
+        """The Generator's request (``{"answer": ...}``), with the Incremental Context when ``steps``."""
+        user = f"Passages:\n{passage_blocks(passages, self.max_passage_chars)}\n"
+        if steps:
+            user += (f"\nPlan used to check the passages:\n{format_plan(steps)}\n"
+                     f"Draft answer from that check: {short_answer or 'unknown'}\n")
+        user += f"\nQuestion: {question.strip()}"
+        return role_request("generator", self.generator_system, user,
+                            self._schema(self.generator, GENERATOR_TEMPLATE, ANSWER_SCHEMA),
+                            self.render_generator(question, passages, steps, short_answer), passages)
 
     def render_planner(self, question: str) -> str:
         """The Planner prompt for ``question``."""

@@ -40,19 +40,20 @@ from numpy.typing import NDArray
 
 from ...errors import InvalidParameterError
 from ...llm.errors import LLMError
+from ...llm.structured import RoleRequest
 from ...validation import check_k, check_unit_interval
 from ..base import Pipeline, gather_all_or_cancel
 from ..contract import Candidates, CandidateSource, ChosenDocument
 from ..roles import RunContext
-from .parsing import (
-    aggregate_verdicts,
-    parse_ambiguity,
-    parse_interpretations,
-    parse_long_answer,
-    parse_qa_pairs,
-    parse_verdict,
-)
+from .parsing import aggregate_verdicts
 from .prompts import DEFAULT_MAX_INTERPRETATIONS, DivaPrompts
+from .reading import (
+    read_ambiguity,
+    read_interpretations,
+    read_long_answer,
+    read_qa_pairs,
+    read_verdict,
+)
 from .result import DivaResult
 from .retrieval import (
     DEFAULT_PER_INTERPRETATION_K,
@@ -207,13 +208,13 @@ class DIVA(Pipeline[DivaResult]):
                                                                           tuple[str, ...]]:
         """(interpretations, source, reason, kinds) from the two interpretation calls."""
         self._need_llm("interpreter", "to write interpretations (or pass interpretations= to run)")
-        out, at = await ctx.ask_traced("interpreter", self.prompts.render_ambiguity(question), stage="ambiguity")
-        amb = parse_ambiguity(out.text)
+        out, at = await ctx.ask_traced("interpreter", self.prompts.ambiguity_request(question), stage="ambiguity")
+        amb, amb_notes = read_ambiguity(out)
         ctx.annotate(at, parsed={"reason": amb.reason, "kinds": list(amb.kinds)},
-                     notes=() if amb.parsed else ("no reason or kind found",))
-        prompt = self.prompts.render_rewrite(question, amb.reason, self.max_interpretations)
-        out, at = await ctx.ask_traced("interpreter", prompt, stage="rewrite")
-        got = parse_interpretations(out.text, self.max_interpretations)
+                     notes=amb_notes + (() if amb.parsed else ("no reason or kind found",)))
+        request = self.prompts.rewrite_request(question, amb.reason, self.max_interpretations)
+        out, at = await ctx.ask_traced("interpreter", request, stage="rewrite")
+        got = read_interpretations(out, self.max_interpretations)
         ctx.annotate(at, parsed={"interpretations": list(got.interpretations)}, notes=got.notes)
         if not got.parsed:
             ctx.warn("interpreter: no interpretation could be read from the rewrite reply; "
@@ -275,15 +276,15 @@ class DIVA(Pipeline[DivaResult]):
         async def one(j: int, interp: str) -> tuple[bool | None, str | None]:
             async with gate:
                 try:
-                    out, at = await ctx.ask_traced("verifier", self.prompts.render_verify(interp, passages),
+                    out, at = await ctx.ask_traced("verifier", self.prompts.verify_request(interp, passages),
                                                    stage="verify")
                 except LLMError as exc:
                     if self.on_verifier_error == "raise":
                         raise
                     return None, f"{type(exc).__name__}: {exc}"
-            verdict = parse_verdict(out.text, passages)
+            verdict, notes = read_verdict(out, passages)
             ctx.annotate(at, parsed={"interpretation": j, "verdict": verdict},
-                         notes=() if verdict is not None else ("no yes/no verdict; counted as yes",))
+                         notes=notes + (() if verdict is not None else ("no yes/no verdict; counted as yes",)))
             return verdict, None
 
         got = await gather_all_or_cancel([one(j, q) for j, q in enumerate(interps)])
@@ -301,19 +302,28 @@ class DIVA(Pipeline[DivaResult]):
                         passages: tuple[str, ...], useless: bool) -> tuple[str, str, tuple[tuple[str, str], ...]]:
         """(answer, route, qa_pairs): closed book when the passages are useless, else the two calls."""
         if useless:
-            out = await ctx.ask("generator", self.prompts.render_closed_book(question), stage="closed_book")
-            return parse_long_answer(out.text), "closed_book", ()
-        out, at = await ctx.ask_traced("generator", self.prompts.render_extract(question, interps, passages),
+            return await self._long_answer(ctx, self.prompts.closed_book_request(question), "closed_book"), \
+                "closed_book", ()
+        out, at = await ctx.ask_traced("generator", self.prompts.extract_request(question, interps, passages),
                                        stage="extract")
-        qa = parse_qa_pairs(out.text, interps)
-        ctx.annotate(at, parsed={"qa_pairs": [list(p) for p in qa.pairs], "missing": list(qa.missing)})
+        qa, qa_notes = read_qa_pairs(out, interps)
+        ctx.annotate(at, parsed={"qa_pairs": [list(p) for p in qa.pairs], "missing": list(qa.missing)},
+                     notes=qa_notes)
         if not qa.pairs:
             ctx.warn("generator: the extraction reply had no answer lines; the long answer was written "
                      "from the passages without question-answer pairs")
         elif qa.missing:
             ctx.warn(f"generator: no short answer was extracted for interpretation(s) {list(qa.missing)}")
-        out = await ctx.ask("generator", self.prompts.render_answer(question, qa.pairs, passages), stage="answer")
-        return parse_long_answer(out.text), "passages", qa.pairs
+        answer = await self._long_answer(ctx, self.prompts.answer_request(question, qa.pairs, passages), "answer")
+        return answer, "passages", qa.pairs
+
+    @staticmethod
+    async def _long_answer(ctx: RunContext, request: RoleRequest, stage: str) -> str:
+        out, at = await ctx.ask_traced("generator", request, stage=stage)
+        answer, notes = read_long_answer(out)
+        if notes:
+            ctx.annotate(at, notes=notes)
+        return answer
 
     # ------------------------------------------------------------------ main flow
     def _no_llm_hint(self) -> str:

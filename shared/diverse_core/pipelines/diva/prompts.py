@@ -18,6 +18,13 @@ They keep the paper's structure and output formats:
 
 Every template is a ``str.format`` string; pass your own :class:`DivaPrompts` to change them.
 
+The structured path (chat messages + one JSON schema per call; see
+``docs/guides/structured-output.md``) uses the ``*_system`` instructions and the schemas declared
+here: ambiguity ``{"reason", "kinds"}`` (kinds from the fixed labels), rewrite
+``{"questions": [...]}`` (at most ``max_interpretations``), verify ``{"verdict": "yes"|"no"}``,
+extract ``{"answers": [...]}`` (one per reading, in order) and the long answers
+``{"answer": ...}``. A call whose text template you replaced keeps the text path.
+
 Example:
     >>> p = DivaPrompts()
     >>> "Verdict: Yes" in p.render_verify("Who won in 2019?", ["The 2019 title went to X."])
@@ -29,7 +36,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ...llm.structured import (
+    OutputSchema,
+    RoleRequest,
+    array,
+    enum_of,
+    obj,
+    passage_blocks,
+    string,
+)
 from ..dfrag.prompts import format_passages
+from ..structured import DATA_NOTE, answer_schema, role_request
 
 __all__ = [
     "AMBIGUITY_KINDS",
@@ -43,6 +60,17 @@ __all__ = [
     "DivaPrompts",
     "format_interpretations",
     "format_qa_pairs",
+    "AMBIGUITY_SYSTEM",
+    "REWRITE_SYSTEM",
+    "VERIFY_SYSTEM",
+    "EXTRACT_SYSTEM",
+    "ANSWER_SYSTEM",
+    "CLOSED_BOOK_SYSTEM",
+    "AMBIGUITY_SCHEMA",
+    "VERIFY_SCHEMA",
+    "LONG_ANSWER_SCHEMA",
+    "rewrite_schema",
+    "extract_schema",
 ]
 
 #: Most interpretations asked for (and parsed) per question.
@@ -160,6 +188,56 @@ Question: {question}
 Answer:"""
 
 
+AMBIGUITY_SYSTEM = """A question is ambiguous when it can reasonably be read in more than one way, so that different readings have different correct answers. Decide which kinds of ambiguity the question has:
+Subject - it is unclear who or what the question is about;
+Object - it is unclear which entity the action or relation is aimed at;
+Predicate - it is unclear what is asked about the subject: the verb or property could mean different things;
+Time - the answer depends on a time period the question does not fix;
+Location - the answer depends on a place the question does not fix;
+None - the question has a single clear reading.
+Example: "What is the minimum driving age?" -> {"reason": "The age differs from country to country.", "kinds": ["Location"]}
+Reply with a JSON object: "reason" says which part of the question is unclear and why; "kinds" lists the labels."""
+
+REWRITE_SYSTEM = """The question can be read in several ways; the reason is given. Rewrite it as separate questions, each fixing one reading so that it has exactly one answer. Put them in the "questions" list of a JSON object.
+Example: "Who holds the record for most international goals?" (reason: men's and women's records differ) -> {"questions": ["Which man has scored the most goals in international football?", "Which woman has scored the most goals in international football?"]}"""
+
+VERIFY_SYSTEM = """Decide whether the passages contain the answer to the question. Judge only from the passages. Reply with a JSON object whose "verdict" is "yes" or "no".
+""" + DATA_NOTE
+
+EXTRACT_SYSTEM = """An ambiguous question can be read in several ways, listed in the user message. Using the passages, give a short factual answer (a few words) to each reading, in the order of the readings, in the "answers" list of a JSON object; write "unknown" when the passages do not say.
+""" + DATA_NOTE
+
+ANSWER_SYSTEM = """Write a complete answer to an ambiguous question from the passages and the answer to each of its readings. Explain briefly why the question has several readings, then give the answer to every reading, in at least three sentences, in the "answer" field of a JSON object.
+""" + DATA_NOTE
+
+CLOSED_BOOK_SYSTEM = """The question is ambiguous: it has different answers depending on how it is read. From your own knowledge, write a complete answer that covers as many readings as you can, naming each reading and its answer, in at least three sentences, in the "answer" field of a JSON object."""
+
+#: Prompt (a)'s reply.
+AMBIGUITY_SCHEMA = OutputSchema("ambiguity", obj({
+    "reason": string(300),
+    "kinds": array(enum_of(*AMBIGUITY_KINDS), min_items=1, max_items=len(AMBIGUITY_KINDS)),
+}), "why the question is ambiguous, and which kinds")
+#: Prompt (c)'s reply.
+VERIFY_SCHEMA = OutputSchema("verdict", obj({"verdict": enum_of("yes", "no")}),
+                             "whether the passages answer the question")
+#: Prompts (e) and (f): the long answer.
+LONG_ANSWER_SCHEMA = answer_schema(1500, name="long_answer")
+
+
+def rewrite_schema(max_interpretations: int = DEFAULT_MAX_INTERPRETATIONS) -> OutputSchema:
+    """Prompt (b)'s reply: 1..``max_interpretations`` unambiguous questions."""
+    return OutputSchema("interpretations", obj({
+        "questions": array(string(300, min_length=1), min_items=1, max_items=max_interpretations),
+    }), "the unambiguous readings of the question")
+
+
+def extract_schema(n: int) -> OutputSchema:
+    """Prompt (d)'s reply: exactly one short answer per reading, in order."""
+    n = max(1, int(n))
+    return OutputSchema("reading_answers", obj({"answers": array(string(200), min_items=n, max_items=n)}),
+                        "one short answer per reading")
+
+
 def format_interpretations(interpretations: Sequence[str]) -> str:
     """Render interpretations as ``1: ...`` lines (the rewrite prompt's own format)."""
     return "\n".join(f"{i}: {q.strip()}" for i, q in enumerate(interpretations, start=1))
@@ -198,6 +276,66 @@ class DivaPrompts:
     answer: str = ANSWER_TEMPLATE
     closed_book: str = CLOSED_BOOK_TEMPLATE
     max_passage_chars: int | None = None
+    ambiguity_system: str = AMBIGUITY_SYSTEM
+    rewrite_system: str = REWRITE_SYSTEM
+    verify_system: str = VERIFY_SYSTEM
+    extract_system: str = EXTRACT_SYSTEM
+    answer_system: str = ANSWER_SYSTEM
+    closed_book_system: str = CLOSED_BOOK_SYSTEM
+
+    def _blocks(self, passages: Sequence[str]) -> str:
+        return passage_blocks(passages, self.max_passage_chars)
+
+    @staticmethod
+    def _schema(template: str, default: str, schema: OutputSchema) -> OutputSchema | None:
+        """A call whose text template was replaced keeps the text path (the user's prompt)."""
+        return schema if template == default else None
+
+    def ambiguity_request(self, question: str) -> RoleRequest:
+        """Prompt (a) as a request (text path: :meth:`render_ambiguity`)."""
+        return role_request("interpreter", self.ambiguity_system, f"Question: {question.strip()}",
+                            self._schema(self.ambiguity, AMBIGUITY_TEMPLATE, AMBIGUITY_SCHEMA),
+                            self.render_ambiguity(question))
+
+    def rewrite_request(self, question: str, reason: str,
+                        max_interpretations: int = DEFAULT_MAX_INTERPRETATIONS) -> RoleRequest:
+        """Prompt (b) as a request (text path: :meth:`render_rewrite`)."""
+        user = (f"Question: {question.strip()}\nReason: {' '.join(reason.split()) or 'not given'}\n"
+                f"Write at most {max_interpretations} questions.")
+        return role_request("interpreter", self.rewrite_system, user,
+                            self._schema(self.rewrite, REWRITE_TEMPLATE, rewrite_schema(max_interpretations)),
+                            self.render_rewrite(question, reason, max_interpretations))
+
+    def verify_request(self, interpretation: str, passages: Sequence[str]) -> RoleRequest:
+        """Prompt (c) as a request (text path: :meth:`render_verify`)."""
+        user = (f"Question: {interpretation.strip()}\n\nPassages:\n{self._blocks(passages)}\n\n"
+                f"Do the passages contain the answer to the question \"{interpretation.strip()}\"?")
+        return role_request("verifier", self.verify_system, user,
+                            self._schema(self.verify, VERIFY_TEMPLATE, VERIFY_SCHEMA),
+                            self.render_verify(interpretation, passages), passages)
+
+    def extract_request(self, question: str, interpretations: Sequence[str], passages: Sequence[str]) -> RoleRequest:
+        """Prompt (d) as a request (text path: :meth:`render_extract`)."""
+        user = (f"Passages:\n{self._blocks(passages)}\n\nQuestion: {question.strip()}\n"
+                f"Readings:\n{format_interpretations(interpretations)}")
+        return role_request("generator", self.extract_system, user,
+                            self._schema(self.extract, EXTRACT_TEMPLATE, extract_schema(len(interpretations))),
+                            self.render_extract(question, interpretations, passages), passages)
+
+    def answer_request(self, question: str, qa_pairs: Sequence[tuple[str, str]],
+                       passages: Sequence[str]) -> RoleRequest:
+        """Prompt (e) as a request (text path: :meth:`render_answer`)."""
+        user = (f"Passages:\n{self._blocks(passages)}\n\nQuestion: {question.strip()}\n"
+                f"{format_qa_pairs(qa_pairs)}")
+        return role_request("generator", self.answer_system, user,
+                            self._schema(self.answer, ANSWER_TEMPLATE, LONG_ANSWER_SCHEMA),
+                            self.render_answer(question, qa_pairs, passages), passages)
+
+    def closed_book_request(self, question: str) -> RoleRequest:
+        """Prompt (f) as a request (text path: :meth:`render_closed_book`)."""
+        return role_request("generator", self.closed_book_system, f"Question: {question.strip()}",
+                            self._schema(self.closed_book, CLOSED_BOOK_TEMPLATE, LONG_ANSWER_SCHEMA),
+                            self.render_closed_book(question))
 
     def _passages(self, passages: Sequence[str]) -> str:
         return format_passages(passages, self.max_passage_chars)

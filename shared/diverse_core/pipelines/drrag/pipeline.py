@@ -11,14 +11,16 @@ from typing import Any
 import numpy as np
 
 from ...errors import InvalidParameterError
+from ...llm.structured import RoleRequest, passage_blocks
 from ...validation import check_k, check_unit_interval
 from ..base import Pipeline
 from ..contract import Candidates, CandidateSource, PipelineResult
 from ..roles import RunContext
+from ..structured import ANSWER_SCHEMA, DATA_NOTE, answer_text, role_request
 from .classifier import PairClassifier, default_classifier, make_scorer
 from .select import CIS_RULES, MODES, PER_DOC, DrragSelection, default_k1, select_drrag
 
-__all__ = ["DRRAG", "DRRAGResult", "concat_query", "GENERATOR_TEMPLATE"]
+__all__ = ["DRRAG", "DRRAGResult", "concat_query", "GENERATOR_TEMPLATE", "GENERATOR_SYSTEM"]
 
 #: The Generator's prompt (our wording): answer from the passages, briefly.
 GENERATOR_TEMPLATE = """Use the passages to answer the question. Several passages may each hold one part of the answer: connect them. Reply with the answer only, in a few words.
@@ -28,6 +30,10 @@ Passages:
 
 Question: {question}
 Answer:"""
+
+#: The Generator's instructions on the structured path (reply schema: ``{"answer": ...}``).
+GENERATOR_SYSTEM = """Use the passages to answer the question. Several passages may each hold one part of the answer: connect them. Put the answer only, in a few words, in the "answer" field of a JSON object.
+""" + DATA_NOTE
 
 
 def concat_query(question: str, document: str) -> str:
@@ -154,6 +160,13 @@ class DRRAG(Pipeline[DRRAGResult]):
         passages = "\n".join(f"[{i + 1}] {t}" for i, t in enumerate(texts))
         return self.prompt.format(passages=passages, question=question.strip())
 
+    def request(self, question: str, texts: Sequence[str]) -> RoleRequest:
+        """The Generator's request: chat messages with the passages as numbered data blocks and
+        the ``{"answer": ...}`` schema; a replaced ``prompt`` template keeps the text path."""
+        user = f"Passages:\n{passage_blocks(texts)}\n\nQuestion: {question.strip()}"
+        schema = ANSWER_SCHEMA if self.prompt == GENERATOR_TEMPLATE else None
+        return role_request("generator", GENERATOR_SYSTEM, user, schema, self.render(question, texts), texts)
+
     def answer_prompt(self, result: PipelineResult) -> tuple[str, str] | None:
         """The Generator's prompt for a retrieval-only result (for streaming faces)."""
         return "generator", self.render(result.question, [d.text for d in result.documents])
@@ -234,8 +247,11 @@ class DRRAG(Pipeline[DRRAGResult]):
             documents.append(type(doc)(**{**doc.__dict__, "rank": rank, "relevance": float(relevance[pick.doc_id])}))
         answer = None
         if generate:
-            prompt = self.render(question, [d.text for d in documents])
-            answer = (await ctx.ask("generator", prompt, stage="generate")).text.strip()
+            out, at = await ctx.ask_traced("generator", self.request(question, [d.text for d in documents]),
+                                           stage="generate")
+            answer, notes = answer_text(out)
+            if notes:
+                ctx.annotate(at, notes=notes)
             if not answer:
                 ctx.warn("generator: the answer is empty")
         return DRRAGResult(

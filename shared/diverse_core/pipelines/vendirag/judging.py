@@ -9,13 +9,16 @@ never a silent default score.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from ...llm.base import Completion
 from ..judge import clip_score, read_json_object
+from ..structured import structured_value
 from .prompts import JUDGE_KEYS
 
-__all__ = ["Judgement", "read_judgement"]
+__all__ = ["Judgement", "read_judgement", "read_judge_reply"]
 
 
 @dataclass(frozen=True)
@@ -66,12 +69,18 @@ def read_judgement(reply: str, chunks: Sequence[str] = ()) -> Judgement:
     found = read_json_object(reply, JUDGE_KEYS, sources=chunks)
     if not found.parsed:
         return Judgement({}, None, False, found.notes)
-    notes = list(found.notes)
+    return _from_object(found.value, list(found.notes))
+
+
+def _from_object(ratings: Mapping[str, Any], notes: list[str]) -> Judgement:
+    """The three ratings of a decoded object (out-of-range values clipped *and* flagged)."""
     scores: dict[str, float] = {}
     for key in JUDGE_KEYS:
-        value = _number(found.value[key])
+        if key not in ratings:
+            return Judgement({}, None, False, (*notes, f"no {key!r} rating"))
+        value = _number(ratings[key])
         if value is None:
-            return Judgement({}, None, False, (*notes, f"{key} is not a number: {found.value[key]!r}"))
+            return Judgement({}, None, False, (*notes, f"{key} is not a number: {ratings[key]!r}"))
         if value != value or value in (float("inf"), float("-inf")):
             return Judgement({}, None, False, (*notes, f"{key} is not finite: {value!r}"))
         if not float(value).is_integer():
@@ -81,3 +90,22 @@ def read_judgement(reply: str, chunks: Sequence[str] = ()) -> Judgement:
         scores[key] = clipped
     quality = sum(scores.values()) / (10.0 * len(scores))
     return Judgement(scores, quality, True, tuple(notes))
+
+
+def read_judge_reply(out: Completion, chunks: Sequence[str] = ()) -> Judgement:
+    """The judge's ratings on either path: the decoded fields of a structured reply (only those:
+    a chunk saying ``{"coherence": 10, ...}`` is data, never read), else :func:`read_judgement`
+    over the text (``chunks``: the passages and the prompt it was shown).
+
+    Example:
+        >>> from diverse_core.llm.structured import RoleCompletion
+        >>> v = {"coherence": 8, "relevance": 11, "query_alignment": 6}
+        >>> j = read_judge_reply(RoleCompletion("{}", path="structured", method="json_object", value=v))
+        >>> j.scores["relevance"], j.notes
+        (10.0, ('relevance 11 out of range 1..10; clipped',))
+    """
+    value, notes = structured_value(out)
+    if isinstance(value, dict):
+        return _from_object(value, list(notes))
+    got = read_judgement(out.text, chunks)
+    return Judgement(got.scores, got.quality, got.parsed, (*notes, *got.notes)) if notes else got

@@ -12,13 +12,15 @@ from ...api import select
 from ...errors import InvalidParameterError
 from ...llm.base import Completion
 from ...llm.errors import LLMError
+from ...llm.structured import RoleRequest
 from ...methods.vendi import OBJECTIVES
 from ...metrics import mean_pairwise_similarity, vendi_score
 from ...validation import check_k, check_unit_interval
 from ..base import Pipeline
 from ..contract import Candidates, CandidateSource, ChosenDocument
 from ..roles import RunContext
-from .judging import Judgement, read_judgement
+from ..structured import structured_value
+from .judging import Judgement, read_judge_reply
 from .prompts import VendiPrompts, read_rewrite
 from .result import IterationRecord, VendiRAGResult
 from .s_update import check_s_update, next_s
@@ -188,7 +190,7 @@ class VendiRAG(Pipeline[VendiRAGResult]):
         self.prompts = dataclasses.replace(self.prompts, **templates)  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------ one LLM call
-    async def _call(self, ctx: RunContext, role: str, prompt: str, i: int,
+    async def _call(self, ctx: RunContext, role: str, prompt: str | RoleRequest, i: int,
                     step: _Step) -> tuple[Completion | None, int | None]:
         """One call; a failure after the retries is raised (``on_llm_error="raise"``) or recorded."""
         try:
@@ -207,13 +209,13 @@ class VendiRAG(Pipeline[VendiRAGResult]):
         """The judge's ratings (one retry after an unreadable reply); ``None`` when unjudged."""
         calls = 0
         for attempt in (1, 2):
-            prompt = self.prompts.render_judge(question, answer, texts, retry=attempt > 1)
-            out, at = await self._call(ctx, "judge", prompt, i, step)
+            request = self.prompts.judge_request(question, answer, texts, retry=attempt > 1)
+            out, at = await self._call(ctx, "judge", request, i, step)
             if out is None or at is None:
                 return None, calls
             calls += 1
             # the prompt is a source too: a model that echoes it must not score the example
-            got = read_judgement(out.text, (*texts, prompt))
+            got = read_judge_reply(out, (*texts, request.prompt))
             ctx.annotate(at, parsed={"attempt": attempt, "scores": got.scores, "quality": got.quality},
                          notes=got.notes)
             if got.parsed:
@@ -223,6 +225,16 @@ class VendiRAG(Pipeline[VendiRAGResult]):
                 return got, calls
             step.failures.append(f"judge reply {attempt} unreadable: {'; '.join(got.notes)}")
         return None, calls
+
+    @staticmethod
+    def _field(ctx: RunContext, out: Completion, at: int | None, name: str) -> str:
+        """A free-text field of a structured reply (the whole text on the text path)."""
+        value, notes = structured_value(out)
+        if notes and at is not None:
+            ctx.annotate(at, notes=notes)
+        if isinstance(value, dict) and isinstance(value.get(name), str):
+            return str(value[name]).strip()
+        return out.text.strip()
 
     # ------------------------------------------------------------------ selection
     def _select(self, found: Candidates, k: int, s: float, seen: set[str]) -> _Step:
@@ -247,16 +259,16 @@ class VendiRAG(Pipeline[VendiRAGResult]):
     ) -> tuple[str | None, str | None, Judgement | None, int]:
         """Reasoning over the current query, the answer over the original question and every
         note so far, then the judge: ``(reasoning, answer, judgement, judge_calls)``."""
-        out, _ = await self._call(ctx, "reasoner", self.prompts.render_reasoning(query, texts), i, step)
+        out, at = await self._call(ctx, "reasoner", self.prompts.reasoning_request(query, texts), i, step)
         if out is None:
             return None, None, None, 0
-        reasoning = out.text.strip()
+        reasoning = self._field(ctx, out, at, "reasoning")
         notes_so_far.append(reasoning)
-        out, _ = await self._call(ctx, "answerer", self.prompts.render_answer(question, texts, notes_so_far),
-                                  i, step)
+        out, at = await self._call(ctx, "answerer", self.prompts.answer_request(question, texts, notes_so_far),
+                                   i, step)
         if out is None:
             return reasoning, None, None, 0
-        answer = out.text.strip()
+        answer = self._field(ctx, out, at, "answer")
         if not answer:
             step.notes.append("the answer is empty")
         if not self.use_judge:
@@ -267,11 +279,12 @@ class VendiRAG(Pipeline[VendiRAGResult]):
     async def _rewrite(self, ctx: RunContext, question: str, query: str, answer: str, reasoning: str,
                        i: int, step: _Step) -> str:
         """The next query (the current one when the call fails or its reply holds none)."""
-        prompt = self.prompts.render_rewrite(question, query, answer, reasoning)
-        out, at = await self._call(ctx, "rewriter", prompt, i, step)
+        request = self.prompts.rewrite_request(question, query, answer, reasoning)
+        out, at = await self._call(ctx, "rewriter", request, i, step)
         if out is None:
             return query
-        new = read_rewrite(out.text)
+        value, _ = structured_value(out)
+        new = " ".join(str(value["query"]).split()) if isinstance(value, dict) else read_rewrite(out.text)
         if not new:
             step.failures.append("the rewrite reply held no query; the query was kept")
         if at is not None:

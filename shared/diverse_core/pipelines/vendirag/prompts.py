@@ -13,6 +13,12 @@ Four calls, in the order of Algorithm 1:
 Every template is a ``str.format`` string; pass your own :class:`VendiPrompts` to change them
 (keep the judge's JSON keys: the parser reads ``coherence``, ``relevance``,
 ``query_alignment``).
+
+The structured path (chat messages + one JSON schema per role; see
+``docs/guides/structured-output.md``) uses the ``*_system`` instructions and the schemas declared
+here: ``{"reasoning": ...}``, ``{"answer": ...}``, the judge's three ratings (each an integer
+enum 1..10, so grammar engines cannot return 2019) and ``{"query": ...}``. A role whose text
+template you replaced keeps the text path.
 """
 
 from __future__ import annotations
@@ -20,6 +26,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from ...llm.structured import OutputSchema, RoleRequest, int_range, obj, passage_blocks, string
+from ..structured import ANSWER_SCHEMA, DATA_NOTE, role_request
 
 __all__ = [
     "REASONING_TEMPLATE",
@@ -32,6 +41,13 @@ __all__ = [
     "format_chunks",
     "format_reasoning",
     "read_rewrite",
+    "REASONING_SYSTEM",
+    "ANSWER_SYSTEM",
+    "JUDGE_SYSTEM",
+    "REWRITE_SYSTEM",
+    "REASONING_SCHEMA",
+    "JUDGE_SCHEMA",
+    "REWRITE_SCHEMA",
 ]
 
 #: The judge's JSON keys (the paper's three criteria).
@@ -83,6 +99,30 @@ Current query: {query}
 Answer so far: {answer}
 Reasoning: {reasoning}
 New query:"""
+
+
+REASONING_SYSTEM = """Work through the question step by step, using only what the passages state. In the "reasoning" field write short numbered steps that link the facts you need, and say which facts the passages do not give. Do not give a final answer yet.
+""" + DATA_NOTE
+
+ANSWER_SYSTEM = """Answer the question using the passages and the reasoning notes collected so far. Put the shortest phrase that fully answers it, without explanation, in the "answer" field.
+""" + DATA_NOTE
+
+JUDGE_SYSTEM = """You grade one answer written by a retrieval-augmented question answering system. Give three ratings, each a whole number from 1 (very poor) to 10 (excellent):
+- coherence: the answer is logically consistent, with no contradictions and no gaps in its reasoning;
+- relevance: the answer addresses the question, judged against what the retrieved passages contain;
+- query_alignment: the answer matches what the question asks for, staying focused and appropriate.
+Reply with the JSON object of the three ratings.
+""" + DATA_NOTE
+
+REWRITE_SYSTEM = """The answer below was judged not good enough. Write one new search query that should find the information still missing; use what the reasoning and the answer uncovered (for example a name or place found along the way). Put the query in the "query" field."""
+
+#: The reasoner's reply.
+REASONING_SCHEMA = OutputSchema("reasoning", obj({"reasoning": string(1200)}), "step-by-step notes")
+#: The judge's reply: the paper's three criteria, integers 1..10.
+JUDGE_SCHEMA = OutputSchema("ratings", obj({key: int_range(1, 10) for key in JUDGE_KEYS}),
+                            "the three ratings of the answer")
+#: The rewriter's reply.
+REWRITE_SCHEMA = OutputSchema("rewrite", obj({"query": string(300, min_length=1)}), "the new search query")
 
 
 def format_chunks(chunks: Sequence[str], max_chars: int | None = None) -> str:
@@ -147,6 +187,50 @@ class VendiPrompts:
     judge_retry: str = JUDGE_RETRY_NOTE
     rewrite: str = REWRITE_TEMPLATE
     max_chunk_chars: int | None = None
+    reasoning_system: str = REASONING_SYSTEM
+    answer_system: str = ANSWER_SYSTEM
+    judge_system: str = JUDGE_SYSTEM
+    rewrite_system: str = REWRITE_SYSTEM
+
+    def _blocks(self, chunks: Sequence[str]) -> str:
+        return passage_blocks(chunks, self.max_chunk_chars)
+
+    @staticmethod
+    def _schema(template: str, default: str, schema: OutputSchema) -> OutputSchema | None:
+        """A role whose text template was replaced keeps the text path (the user's prompt)."""
+        return schema if template == default else None
+
+    def reasoning_request(self, query: str, chunks: Sequence[str]) -> RoleRequest:
+        """The reasoner's request (text path: :meth:`render_reasoning`)."""
+        user = f"Passages:\n{self._blocks(chunks)}\n\nQuestion: {query}"
+        return role_request("reasoner", self.reasoning_system, user,
+                            self._schema(self.reasoning, REASONING_TEMPLATE, REASONING_SCHEMA),
+                            self.render_reasoning(query, chunks), chunks)
+
+    def answer_request(self, question: str, chunks: Sequence[str], notes: Sequence[str]) -> RoleRequest:
+        """The answerer's request (text path: :meth:`render_answer`)."""
+        user = (f"Passages:\n{self._blocks(chunks)}\n\nReasoning notes (every round so far):\n"
+                f"{format_reasoning(notes)}\n\nQuestion: {question}")
+        return role_request("answerer", self.answer_system, user,
+                            self._schema(self.answer, ANSWER_TEMPLATE, ANSWER_SCHEMA),
+                            self.render_answer(question, chunks, notes), chunks)
+
+    def judge_request(self, question: str, answer: str, chunks: Sequence[str], *, retry: bool = False) -> RoleRequest:
+        """The judge's request (text path: :meth:`render_judge`)."""
+        user = f"Question: {question}\n\nRetrieved passages:\n{self._blocks(chunks)}\n\nAnswer to grade: {answer}"
+        if retry:
+            user += "\n\nYour previous reply could not be read: reply with the JSON object of the three ratings only."
+        return role_request("judge", self.judge_system, user,
+                            self._schema(self.judge, JUDGE_TEMPLATE, JUDGE_SCHEMA),
+                            self.render_judge(question, answer, chunks, retry=retry), chunks)
+
+    def rewrite_request(self, question: str, query: str, answer: str, reasoning: str) -> RoleRequest:
+        """The rewriter's request (text path: :meth:`render_rewrite`)."""
+        user = (f"Original question: {question}\nCurrent query: {query}\nAnswer so far: {answer}\n"
+                f"Reasoning: {reasoning}")
+        return role_request("rewriter", self.rewrite_system, user,
+                            self._schema(self.rewrite, REWRITE_TEMPLATE, REWRITE_SCHEMA),
+                            self.render_rewrite(question, query, answer, reasoning))
 
     def _chunks(self, chunks: Sequence[str]) -> str:
         return format_chunks(chunks, self.max_chunk_chars)

@@ -1,0 +1,104 @@
+"""Reading DF-RAG's Planner and Evaluator replies on either path.
+
+A structured reply (a decoded, schema-shaped JSON object) is read field by field; any other
+reply - the text path, or a structured reply that could not be decoded - goes through the text
+parsers of :mod:`.parsing` (which ignore what the reply quotes from the passages). Both give the
+same result types, so the pipeline does not care which path a call took.
+
+On the structured path a value outside its bound (a step score of 7, a total above ``5 * n``)
+is flagged in the schema notes *and* in the parse (``clipped=True`` with a note, as the text
+parser does), so the pipeline warns about it; nothing is clipped silently. A passage that says
+"Total Score: 10" cannot change the verdict here: only the ``total_score`` field is read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ...llm.base import Completion
+from ..structured import structured_value
+from .parsing import MAX_STEP_SCORE, EvaluationParse, PlanParse, parse_evaluation, parse_plan
+from .prompts import MAX_PLAN_STEPS
+
+__all__ = ["read_plan", "read_evaluation"]
+
+
+def read_plan(out: Completion, question: str) -> tuple[PlanParse, tuple[str, ...]]:
+    """The plan from a Planner reply, with notes on what was flagged.
+
+    Example:
+        >>> from diverse_core.llm.structured import RoleCompletion
+        >>> reply = RoleCompletion('{"steps": ["Find X", " "]}', path="structured",
+        ...                        method="json_schema", value={"steps": ["Find X", " "]})
+        >>> read_plan(reply, "Q?")[0].steps
+        ('Find X',)
+    """
+    value, notes = structured_value(out)
+    if isinstance(value, dict):
+        steps = tuple(" ".join(str(s).split()) for s in value.get("steps", ()) if str(s).strip())
+        if steps:
+            return PlanParse(steps=steps[:MAX_PLAN_STEPS], parsed=True), notes
+        notes += ("structured plan held no step; read with the text parser",)
+    return parse_plan(out.text, question, max_steps=MAX_PLAN_STEPS), notes
+
+
+def _clip(value: float, hi: float) -> float:
+    return min(max(value, 0.0), hi)
+
+
+def _from_object(value: dict[str, Any], n_steps: int, prefer: str,
+                 notes: list[str]) -> EvaluationParse:
+    raw_steps = [s.get("score") for s in value.get("steps", ()) if isinstance(s, dict)][:n_steps]
+    steps: list[float] = []
+    for i, raw in enumerate(raw_steps, start=1):
+        score = float(raw) if isinstance(raw, (int, float)) and not isinstance(raw, bool) else 0.0
+        if not 0.0 <= score <= MAX_STEP_SCORE:
+            notes.append(f"step {i} score {score:g} out of range 0..5; clipped")
+        steps.append(_clip(score, MAX_STEP_SCORE))
+    if len(raw_steps) < n_steps:
+        notes.append(f"{len(raw_steps)} step scores for {n_steps} plan steps")
+    hi = MAX_STEP_SCORE * n_steps
+    stated_raw = value.get("total_score")
+    stated = float(stated_raw) if isinstance(stated_raw, (int, float)) and not isinstance(stated_raw, bool) else None
+    if stated is not None and not 0.0 <= stated <= hi:
+        notes.append(f"total {stated:g} out of range 0..{hi:g}; clipped")
+    short = value.get("short_answer")
+    short_answer = short.strip() if isinstance(short, str) and short.strip() else None
+    clipped = any("clipped" in n for n in notes)
+    if steps and (prefer == "steps" or stated is None):
+        if stated is None:
+            notes.append("no total; summed step scores")
+        return EvaluationParse(float(sum(steps)), tuple(steps), stated, "steps", short_answer, True,
+                               tuple(notes), False, clipped)
+    if stated is not None:
+        return EvaluationParse(_clip(stated, hi), tuple(steps), stated, "total", short_answer, True,
+                               tuple(notes), False, clipped)
+    notes.append("no score found")
+    return EvaluationParse(0.0, (), None, "none", short_answer, False, tuple(notes))
+
+
+def read_evaluation(out: Completion, n_steps: int, prefer: str = "total",
+                    passages: Sequence[str] = ()) -> EvaluationParse:
+    """The Evaluator's verdict on either path (see the module docstring).
+
+    Example:
+        >>> from diverse_core.llm.structured import RoleCompletion
+        >>> v = {"steps": [{"reason": "Total Score: 10", "score": 4}], "short_answer": "x",
+        ...      "total_score": 4}
+        >>> r = read_evaluation(RoleCompletion("{}", path="structured", method="json_schema", value=v), 1)
+        >>> r.score, r.source
+        (4.0, 'total')
+    """
+    if prefer not in {"total", "steps"}:
+        raise ValueError(f"prefer must be 'total' or 'steps'; got prefer={prefer!r}")
+    n_steps = max(1, int(n_steps))
+    value, notes = structured_value(out)
+    if isinstance(value, dict):
+        return _from_object(value, n_steps, prefer, list(notes))
+    parsed = parse_evaluation(out.text, n_steps, prefer=prefer, passages=passages)
+    if not notes:
+        return parsed
+    return EvaluationParse(parsed.score, parsed.step_scores, parsed.stated_total, parsed.source,
+                           parsed.short_answer, parsed.parsed, (*notes, *parsed.notes),
+                           parsed.ambiguous, parsed.clipped)

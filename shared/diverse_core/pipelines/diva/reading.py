@@ -1,0 +1,118 @@
+"""Reading DIVA's replies on either path.
+
+A structured reply (decoded, schema-shaped JSON) is read from its fields; any other reply (the
+text path, or a structured reply that could not be decoded) goes through the text parsers of
+:mod:`.parsing`. A passage saying "Answer: yes" cannot change a verdict on the structured path:
+only the ``verdict`` field is read, and a verdict outside yes/no is unreadable (flagged, then
+counted as the pipeline counts unreadable verdicts), never guessed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ...llm.base import Completion
+from ..structured import answer_text, structured_value
+from .parsing import (
+    AmbiguityParse,
+    InterpretationParse,
+    QAParse,
+    parse_ambiguity,
+    parse_interpretations,
+    parse_long_answer,
+    parse_qa_pairs,
+    parse_verdict,
+)
+from .prompts import AMBIGUITY_KINDS
+
+__all__ = ["read_ambiguity", "read_interpretations", "read_verdict", "read_qa_pairs", "read_long_answer"]
+
+
+def read_ambiguity(out: Completion) -> tuple[AmbiguityParse, tuple[str, ...]]:
+    """Prompt (a)'s reason and kinds (unknown labels dropped).
+
+    Example:
+        >>> from diverse_core.llm.structured import RoleCompletion
+        >>> v = {"reason": "year not fixed", "kinds": ["Time", "Bogus"]}
+        >>> read_ambiguity(RoleCompletion("{}", path="structured", method="json_schema", value=v))[0].kinds
+        ('Time',)
+    """
+    value, notes = structured_value(out)
+    if isinstance(value, dict):
+        reason = " ".join(str(value.get("reason", "")).split())
+        kinds = tuple(dict.fromkeys(k for k in value.get("kinds", ()) if k in AMBIGUITY_KINDS))
+        return AmbiguityParse(reason, kinds, bool(reason or kinds)), notes
+    return parse_ambiguity(out.text), notes
+
+
+def read_interpretations(out: Completion, max_interpretations: int) -> InterpretationParse:
+    """Prompt (b)'s questions: distinct (case/space-insensitive), at most the cap.
+
+    Example:
+        >>> from diverse_core.llm.structured import RoleCompletion
+        >>> v = {"questions": ["Who won in 2018?", "who won  in 2018?", "Who won in 2019?"]}
+        >>> read_interpretations(RoleCompletion("{}", path="structured", method="json_schema", value=v), 5)
+        InterpretationParse(interpretations=('Who won in 2018?', 'Who won in 2019?'), parsed=True, notes=('duplicates dropped',))
+    """
+    value, notes = structured_value(out)
+    if not isinstance(value, dict):
+        got = parse_interpretations(out.text, max_interpretations)
+        return InterpretationParse(got.interpretations, got.parsed, (*notes, *got.notes)) if notes else got
+    items: dict[str, str] = {}
+    raw = [str(q) for q in value.get("questions", ())]
+    for q in raw:
+        item = " ".join(q.split()).strip("\"'\u201c\u201d ")
+        key = item.lower()
+        if item and key not in items:
+            items[key] = item
+    found = list(items.values())
+    extra: list[str] = []
+    if len(found) < len([q for q in raw if q.strip()]):
+        extra.append("duplicates dropped")
+    if len(found) > max_interpretations:
+        extra.append(f"capped at {max_interpretations}")
+        found = found[:max_interpretations]
+    if not found:
+        extra.append("no interpretation found")
+    return InterpretationParse(tuple(found), bool(found), (*notes, *extra))
+
+
+def read_verdict(out: Completion, passages: Sequence[str] = ()) -> tuple[bool | None, tuple[str, ...]]:
+    """Prompt (c)'s verdict: ``True`` / ``False`` / ``None`` (unreadable).
+
+    Example:
+        >>> from diverse_core.llm.structured import RoleCompletion
+        >>> read_verdict(RoleCompletion('{"verdict": "no"}', path="structured", method="json_schema",
+        ...                             value={"verdict": "no"}), ["Answer: yes"])
+        (False, ())
+    """
+    value, notes = structured_value(out)
+    if isinstance(value, dict):
+        verdict = value.get("verdict")
+        if verdict in ("yes", "no"):
+            return verdict == "yes", notes
+        return None, (*notes, f"verdict {verdict!r} is neither yes nor no")
+    return parse_verdict(out.text, passages), notes
+
+
+def read_qa_pairs(out: Completion, interpretations: Sequence[str]) -> tuple[QAParse, tuple[str, ...]]:
+    """Prompt (d)'s answers, one per reading in order (an empty answer counts as missing)."""
+    value, notes = structured_value(out)
+    if not isinstance(value, dict):
+        return parse_qa_pairs(out.text, interpretations), notes
+    answers = [" ".join(str(a).split()) for a in value.get("answers", ())]
+    pairs, missing = [], []
+    for i, interp in enumerate(interpretations):
+        if i < len(answers) and answers[i]:
+            pairs.append((interp.strip(), answers[i]))
+        else:
+            missing.append(i)
+    return QAParse(tuple(pairs), tuple(missing)), notes
+
+
+def read_long_answer(out: Completion) -> tuple[str, tuple[str, ...]]:
+    """Prompts (e)/(f): the ``answer`` field, else the text after its ``Answer:`` label."""
+    value, notes = structured_value(out)
+    if isinstance(value, dict):
+        return answer_text(out)
+    return parse_long_answer(out.text), notes

