@@ -287,7 +287,7 @@ class LocalGGUFLLM:
             import llguidance
         except ImportError as exc:
             raise StructuredOutputUnsupported("json_schema", _GRAMMAR_HINT) from exc
-        grammar = _json_grammar(json.dumps(schema.schema, sort_keys=True))
+        grammar = _json_grammar(json.dumps(schema.schema))  # key order kept: it is the order the model writes
         matcher = llguidance.LLMatcher(self._ll_tokenizer(), grammar)
         if matcher.is_error():
             raise StructuredOutputUnsupported("json_schema", f"llguidance: {matcher.get_error()}")

@@ -200,10 +200,10 @@ def evaluator_schema(n_steps: int) -> OutputSchema:
         ['steps[0].score=9 is not one of 0..5']
     """
     n = max(1, int(n_steps))
-    step = obj({"reason": string(200), "score": int_range(0, 5)})
+    step = obj({"reason": string(80), "score": int_range(0, 5)})
     return OutputSchema("evaluation", obj({
         "steps": array(step, min_items=n, max_items=n),
-        "short_answer": string(120),
+        "short_answer": string(60),
         "total_score": int_range(0, 5 * n),
     }), "per-step support scores of the passages")
 

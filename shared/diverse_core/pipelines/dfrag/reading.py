@@ -13,6 +13,7 @@ parser does), so the pipeline warns about it; nothing is clipped silently. A pas
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -69,13 +70,16 @@ def _from_object(value: dict[str, Any], n_steps: int, prefer: str,
     if steps and (prefer == "steps" or stated is None):
         if stated is None:
             notes.append("no total; summed step scores")
-        return EvaluationParse(float(sum(steps)), tuple(steps), stated, "steps", short_answer, True,
-                               tuple(notes), False, clipped)
+        return EvaluationParse(score=float(sum(steps)), step_scores=tuple(steps), stated_total=stated,
+                               source="steps", short_answer=short_answer, parsed=True, notes=tuple(notes),
+                               clipped=clipped)
     if stated is not None:
-        return EvaluationParse(_clip(stated, hi), tuple(steps), stated, "total", short_answer, True,
-                               tuple(notes), False, clipped)
+        return EvaluationParse(score=_clip(stated, hi), step_scores=tuple(steps), stated_total=stated,
+                               source="total", short_answer=short_answer, parsed=True, notes=tuple(notes),
+                               clipped=clipped)
     notes.append("no score found")
-    return EvaluationParse(0.0, (), None, "none", short_answer, False, tuple(notes))
+    return EvaluationParse(score=0.0, step_scores=(), stated_total=None, source="none",
+                           short_answer=short_answer, parsed=False, notes=tuple(notes))
 
 
 def read_evaluation(out: Completion, n_steps: int, prefer: str = "total",
@@ -99,6 +103,4 @@ def read_evaluation(out: Completion, n_steps: int, prefer: str = "total",
     parsed = parse_evaluation(out.text, n_steps, prefer=prefer, passages=passages)
     if not notes:
         return parsed
-    return EvaluationParse(parsed.score, parsed.step_scores, parsed.stated_total, parsed.source,
-                           parsed.short_answer, parsed.parsed, (*notes, *parsed.notes),
-                           parsed.ambiguous, parsed.clipped)
+    return dataclasses.replace(parsed, notes=(*notes, *parsed.notes))
