@@ -60,14 +60,16 @@ def structured_method(llm: object) -> tuple[str, ...]:
 
     ``json_schema`` when the integration sends a JSON schema as ``response_format`` (OpenAI
     models that support structured outputs), ``tool_calling`` for function-calling models,
-    else ``json_object`` (the schema in the prompt, the reply parsed as JSON; an OpenAI-like
-    endpoint also gets ``response_format={"type": "json_object", "schema": ...}``, which
-    llama.cpp's server enforces with a grammar). ``()`` for anything that is not an ``LLM``.
+    ``json_object`` for chat models and OpenAI-like endpoints (the schema in the prompt, the
+    reply parsed as JSON; an OpenAI-like endpoint also gets
+    ``response_format={"type": "json_object", "schema": ...}``, which llama.cpp's server
+    enforces with a grammar). ``()`` (the text prompts and the shared parser) for plain
+    completion models, which nothing makes follow a schema, and for anything not an ``LLM``.
 
     Example:
         >>> from llama_index.core.llms import MockLLM
         >>> structured_method(MockLLM())
-        ('json_object',)
+        ()
     """
     if not isinstance(llm, LLM):
         return ()
@@ -79,7 +81,9 @@ def structured_method(llm: object) -> tuple[str, ...]:
         pass
     if getattr(llm.metadata, "is_function_calling_model", False):
         return ("tool_calling",)
-    return ("json_object",)
+    if _openai_like(llm) or getattr(llm.metadata, "is_chat_model", False):
+        return ("json_object",)
+    return ()
 
 
 def _openai_like(llm: object) -> bool:

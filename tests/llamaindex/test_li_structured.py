@@ -72,7 +72,7 @@ def test_output_class_carries_the_exact_schema_but_accepts_any_value() -> None:
 
 
 def test_method_follows_the_integration() -> None:
-    assert structured_method(MockLLM()) == ("json_object",)
+    assert structured_method(MockLLM()) == ()  # a plain completion model: the text path
     fc = MockFunctionCallingLLM()
     assert structured_method(fc) == (("tool_calling",) if fc.metadata.is_function_calling_model else ("json_object",))
     assert structured_method(object()) == ()
@@ -103,7 +103,8 @@ def test_tool_calling_llm_gets_chat_messages_and_fires_events(monkeypatch: Any) 
 
 async def test_json_in_the_prompt_path_async_flags_out_of_range() -> None:
     SEEN.clear()
-    managed = ManagedLLM(LlamaIndexLLM(JsonLLM()), timeout=5.0, method_memory=MethodMemory())
+    managed = ManagedLLM(LlamaIndexLLM(JsonLLM(), structured_methods=("json_object",)), timeout=5.0,
+                         method_memory=MethodMemory())
     out = await managed.acomplete_role(_request())
     assert (out.path, out.method) == ("structured", "json_object")
     assert out.value == {"score": 2019, "verdict": "yes"}  # kept, not clipped, not lost
@@ -114,7 +115,8 @@ async def test_json_in_the_prompt_path_async_flags_out_of_range() -> None:
 def test_unparseable_reply_is_flagged_and_left_to_the_text_parser() -> None:
     llm = JsonLLM()
     llm.reply = "Score: 4, no JSON here"
-    out = ManagedLLM(LlamaIndexLLM(llm), timeout=None, method_memory=MethodMemory()).complete_role(_request())
+    backend = LlamaIndexLLM(llm, structured_methods=("json_object",))
+    out = ManagedLLM(backend, timeout=None, method_memory=MethodMemory()).complete_role(_request())
     assert out.path == "structured" and out.value is None and out.problems
     assert "Score: 4" in out.text  # the role's text parser still sees the reply
 

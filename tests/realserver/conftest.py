@@ -29,7 +29,7 @@ def require_server() -> None:
 def llama_server() -> Iterator[LlamaCppServer]:
     """The session's server (model alias ``smollm2-135m``)."""
     require_server()
-    server = LlamaCppServer(n_ctx=2048, n_threads=2, startup_timeout=180.0)
+    server = LlamaCppServer(n_ctx=2048, n_threads=2, startup_timeout=600.0)
     server.start()
     try:
         yield server

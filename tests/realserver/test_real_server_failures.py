@@ -16,7 +16,7 @@ pytestmark = pytest.mark.real_server
 def test_server_killed_mid_call_raises_a_typed_error_within_the_timeout() -> None:
     require_server()
     timeout = 30.0
-    with LlamaCppServer(n_ctx=512, n_threads=1) as server:
+    with LlamaCppServer(n_ctx=512, n_threads=1, startup_timeout=600.0) as server:
         backend = OpenAILLM(model=server.alias, base_url=server.base_url, max_tokens=400)
         assert backend.client is not None  # created (imported) outside the attempts' timeout
         llm = ManagedLLM(backend, timeout=timeout, max_retries=1, backoff_base=0.1)

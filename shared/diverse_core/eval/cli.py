@@ -335,6 +335,10 @@ def _run_train(args: argparse.Namespace) -> int:
         from .train_adaptive import main as train_adaptive
 
         return train_adaptive(args.args)
+    if args.model == "learned":
+        from .train_learned import main as train_learned
+
+        return train_learned(args.args)
     from .train_drrag import main as train_drrag
 
     train_drrag(args.args)
@@ -345,13 +349,14 @@ def register_train(subparsers: Any) -> argparse.ArgumentParser:
     """Add the ``train`` sub-command: retrain a shipped model from the TRAIN files.
 
     ``diverse-rag train adaptive [options]`` runs :mod:`diverse_core.eval.train_adaptive`,
-    ``diverse-rag train drrag [options]`` runs :mod:`diverse_core.eval.train_drrag`; the
+    ``diverse-rag train drrag [options]`` runs :mod:`diverse_core.eval.train_drrag`,
+    ``diverse-rag train learned [options]`` runs :mod:`diverse_core.eval.train_learned`; the
     options after the model name go to that command (``--help`` lists them).
     """
     parser: argparse.ArgumentParser = subparsers.add_parser(
-        "train", help="retrain a shipped model (adaptive λ selector, DR-RAG classifier) from TRAIN files"
+        "train", help="retrain a shipped model (adaptive λ selector, DR-RAG classifier, learned set selector) from TRAIN files"
     )
-    parser.add_argument("model", choices=["adaptive", "drrag"], help="which model to train")
+    parser.add_argument("model", choices=["adaptive", "drrag", "learned"], help="which model to train")
     parser.add_argument("args", nargs=argparse.REMAINDER, help="options of that trainer (see its --help)")
     parser.set_defaults(func=_run_train)
     return parser

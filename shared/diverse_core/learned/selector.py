@@ -10,7 +10,7 @@ share, DR-RAG's concatenated-query direction ``cos(q + pick, candidate)``, compu
 from the embeddings already at hand: no extra search). The most likely candidate is
 picked. Given ``question`` and ``texts`` it uses its text variant, otherwise the
 embedding-only one. The shipped models were trained on the TRAIN splits of
-HotpotQA, MuSiQue and 2WikiMultihopQA (``python -m diverse_core.eval.train_learned``);
+HotpotQA, MuSiQue and 2WikiMultihopQA (``diverse-rag train learned``);
 retrain on your own questions with :meth:`LearnedSelector.fit`.
 
 Example:
@@ -110,7 +110,7 @@ class LearnedSelector:
                 if m is not None and tuple(m.feature_names) != expected:
                     raise InvalidParameterError(
                         f"the {name!r} model was trained on other features than this version computes; retrain it "
-                        "(python -m diverse_core.eval.train_learned, or LearnedSelector.fit)"
+                        "(diverse-rag train learned, or LearnedSelector.fit)"
                     )
         self.variants = dict(variants)
         self.config = config
@@ -131,7 +131,7 @@ class LearnedSelector:
         if not path.is_file():
             raise FileNotFoundError(
                 f"the shipped {protocol!r} learned-selector model is missing at {path}; train it with: "
-                f"python -m diverse_core.eval.train_learned --protocols {protocol}"
+                f"diverse-rag train learned --protocols {protocol}"
             )
         return _load_cached(str(path))
 
@@ -147,7 +147,7 @@ class LearnedSelector:
         if meta.get("kind") != "learned" or meta.get("format") != FORMAT_VERSION:
             raise InvalidParameterError(
                 f"{p}: not a learned-selector file of format {FORMAT_VERSION} (kind={meta.get('kind')!r}, "
-                f"format={meta.get('format')!r}); retrain it (python -m diverse_core.eval.train_learned)"
+                f"format={meta.get('format')!r}); retrain it (diverse-rag train learned)"
             )
         try:
             variants = {
