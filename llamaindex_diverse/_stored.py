@@ -89,15 +89,16 @@ def _check_node_id_index(store: Any, table: Any, session: Any) -> None:
 
 
 def _postgres(store: Any) -> StoredVectors:
-    table = getattr(store, "_table_class", None)
-    session = getattr(store, "_session", None)
-
     def read(ids: list[str]) -> list[Any]:
         wanted = sorted(set(ids))
+        if callable(getattr(store, "_initialize", None)):
+            store._initialize()  # what the store's own calls do first (idempotent)
+        # Looked up after initialising: the store makes its session factory on first use.
+        table = getattr(store, "_table_class", None)
+        session = getattr(store, "_session", None)
         if table is not None and callable(session):
             from sqlalchemy import select
 
-            store._initialize()  # what the store's own calls do first (idempotent)
             _check_node_id_index(store, table, session)
             stmt = select(table.node_id, table.embedding).where(table.node_id.in_(wanted))
             with session() as s:
