@@ -7,7 +7,8 @@ vector index retriever over a store that keeps the vectors, they are read instea
 their vectors), FAISS (reconstructed from the index through the index's
 vector-id -> node-id map) and Postgres (``PGVectorStore``: one ``SELECT node_id,
 embedding ... WHERE node_id IN (...)`` per batch of cache misses; the store's query
-results carry no vectors, so they need this read). Stores are recognised by their class names and attributes,
+results carry no vectors, so they need this read unless the search itself kept them, see
+``_pg_rows``). Stores are recognised by their class names and attributes,
 so nothing here imports their packages. Other stores: ``None`` (the text is embedded).
 """
 

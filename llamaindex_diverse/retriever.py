@@ -37,6 +37,12 @@ class DiverseRetriever(BaseRetriever):
     engines, chat engines, routers). Sync ``retrieve`` and async ``aretrieve`` both
     work; the async path awaits the base retriever and the embedding model.
 
+    Candidate vectors are the stores' own when they keep them (SimpleVectorStore,
+    Qdrant, FAISS, ``PGVectorStore``). Over ``PGVectorStore`` a plain
+    ``index.as_retriever()`` in the default mode is searched with the store's query that
+    keeps the vector column (rows and vectors in one statement); otherwise the vectors
+    are read by node id in one batch.
+
     Args:
         retriever: the base retriever, e.g. ``index.as_retriever(similarity_top_k=20)``.
         postprocessor: a configured :class:`DiverseNodePostprocessor`; or leave it out
@@ -190,7 +196,7 @@ class DiverseRetriever(BaseRetriever):
             logger.warning(
                 "DiverseRetriever cannot read stored vectors behind %s: node texts are embedded "
                 "with the embed model through the cache (once per text per process). Read "
-                "directly: index.as_retriever() over SimpleVectorStore, Qdrant or FAISS.",
+                "directly: index.as_retriever() over SimpleVectorStore, Qdrant, FAISS or PGVectorStore.",
                 type(self._retriever).__name__,
             )
         return read
