@@ -24,7 +24,9 @@ topic centres, default 100) are timed, interleaved query by query (k = 10, lambd
 * ``mmr`` / ``gmmr`` / ``adaptive``: the faces' ``DiverseRetriever`` over the same store
   (the same search, the candidates' stored vectors, the selection, annotated copies).
   The embedding caches are cleared before every call, so every candidate's vector comes
-  from Postgres (LangChain: with the search rows; LlamaIndex: one read by node id);
+  from Postgres, with the search rows in both faces (LangChain: the store's own query,
+  vector column kept; LlamaIndex: ``PGVectorStore``'s vector-keeping query, the one its
+  MMR mode runs, instead of a second read by node id);
 * ``builtin mmr``: each integration's own MMR (LangChain
   ``max_marginal_relevance_search_by_vector``; LlamaIndex ``vector_store_query_mode="mmr"``
   with ``mmr_prefetch_k = fetch_k``).
@@ -36,6 +38,11 @@ Run (this machine sets OpenBLAS variables that users don't; one thread)::
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 \\
         python benchmarks/stores_scale.py --results-md benchmarks/RESULTS.md
+
+``--frameworks`` times only the named faces (their tables alone are loaded and indexed);
+``--from-json`` re-renders the section from earlier runs' JSON files, rows of a later file
+replacing those of an earlier one with the same framework, index and fetch_k (each row is
+labelled with its run).
 
 Needs the ``postgres`` extra and ``pgserver`` (in ``dev``).
 """
@@ -155,7 +162,8 @@ def _column_types(conn: Any, table: str, columns: list[str]) -> list[str]:
     return [types[c] for c in columns]
 
 
-def load(host: str, texts: list[str], vecs: np.ndarray, lookup: LookupEmbeddings) -> dict[str, float]:
+def load(host: str, texts: list[str], vecs: np.ndarray, lookup: LookupEmbeddings,
+         frameworks: tuple[str, ...] = ("langchain", "llamaindex")) -> dict[str, float]:
     """Create both integrations' tables through their own classes, then fill them with one
     binary COPY each (the integrations' row-by-row inserts take minutes at 100k rows; how
     rows got in does not change how they are searched)."""
@@ -185,32 +193,35 @@ def load(host: str, texts: list[str], vecs: np.ndarray, lookup: LookupEmbeddings
             "SELECT uuid FROM langchain_pg_collection WHERE name = 'scale'").fetchone()[0]
         cols = ["id", "collection_id", "embedding", "document", "cmetadata"]
         types = _column_types(conn, "langchain_pg_embedding", cols)
-        with conn.cursor().copy(f"COPY langchain_pg_embedding ({', '.join(cols)}) FROM STDIN "
-                                "WITH (FORMAT BINARY)") as copy:
-            copy.set_types(types)
-            for i, (t, v) in enumerate(zip(texts, vecs, strict=True)):
-                copy.write_row((str(i), collection, v, t, Jsonb({"i": i})))
-        seconds["langchain load"] = time.perf_counter() - t0
+        if "langchain" in frameworks:
+            with conn.cursor().copy(f"COPY langchain_pg_embedding ({', '.join(cols)}) FROM STDIN "
+                                    "WITH (FORMAT BINARY)") as copy:
+                copy.set_types(types)
+                for i, (t, v) in enumerate(zip(texts, vecs, strict=True)):
+                    copy.write_row((str(i), collection, v, t, Jsonb({"i": i})))
+            seconds["langchain load"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         cols = ["text", "metadata_", "node_id", "embedding"]
         types = _column_types(conn, "data_scale", cols)
         wrap = Jsonb if types[1] == "jsonb" else Json
-        with conn.cursor().copy(f"COPY data_scale ({', '.join(cols)}) FROM STDIN "
-                                "WITH (FORMAT BINARY)") as copy:
-            copy.set_types(types)
-            for i, (t, v) in enumerate(zip(texts, vecs, strict=True)):
-                node_id = f"n{i}"
-                copy.write_row((t, wrap(json.loads(template.replace("@@ID@@", node_id))), node_id, v))
-        conn.commit()
-        # PGVectorStore makes no index on node_id; the candidates' vectors are read by node id.
-        conn.execute("CREATE INDEX IF NOT EXISTS data_scale_node_id ON data_scale (node_id)")
-        conn.commit()
-        seconds["llamaindex load"] = time.perf_counter() - t0
+        if "llamaindex" in frameworks:
+            with conn.cursor().copy(f"COPY data_scale ({', '.join(cols)}) FROM STDIN "
+                                    "WITH (FORMAT BINARY)") as copy:
+                copy.set_types(types)
+                for i, (t, v) in enumerate(zip(texts, vecs, strict=True)):
+                    node_id = f"n{i}"
+                    copy.write_row((t, wrap(json.loads(template.replace("@@ID@@", node_id))), node_id, v))
+            conn.commit()
+            # PGVectorStore makes no index on node_id; a postprocessor given the store reads
+            # the candidates' vectors by node id (the retriever gets them with the search).
+            conn.execute("CREATE INDEX IF NOT EXISTS data_scale_node_id ON data_scale (node_id)")
+            conn.commit()
+            seconds["llamaindex load"] = time.perf_counter() - t0
     sql(u["psycopg"], "ANALYZE")
     return seconds
 
 
-def build_hnsw(host: str) -> dict[str, float]:
+def build_hnsw(host: str, frameworks: tuple[str, ...] = ("langchain", "llamaindex")) -> dict[str, float]:
     u = urls(host, None)["psycopg"]
     out = {}
     for name, stmt in [
@@ -219,6 +230,8 @@ def build_hnsw(host: str) -> dict[str, float]:
         ("llamaindex hnsw build", "CREATE INDEX IF NOT EXISTS li_scale_hnsw ON data_scale "
          "USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)"),
     ]:
+        if name.split()[0] not in frameworks:
+            continue
         t0 = time.perf_counter()
         sql(u, "SET maintenance_work_mem = '1GB'", stmt)
         out[name] = time.perf_counter() - t0
@@ -227,6 +240,20 @@ def build_hnsw(host: str) -> dict[str, float]:
 
 
 # ----------------------------------------------------------------------------- timing
+def _with_vectors(base: Any, bundle: Any) -> Any:
+    """The search DiverseRetriever runs over PGVectorStore (rows and vectors), nothing else."""
+    from llamaindex_diverse._pg_rows import collecting, searching_with_vectors
+
+    stand_in = searching_with_vectors(base, None)
+    if stand_in is None:
+        raise RuntimeError("PGVectorStore's vector-keeping query is not available")
+    with collecting() as found:
+        out = stand_in.retrieve(bundle)
+    if len(found) != len(out):
+        raise RuntimeError(f"{len(found)} vectors for {len(out)} rows")
+    return out
+
+
 def variants(host: str, fetch_k: int, ef_search: int | None, lookup: LookupEmbeddings,
              qvecs: dict[str, list[float]]
              ) -> tuple[dict[str, dict[str, Callable[[str], Any]]], Callable[[], None], Callable[[], None]]:
@@ -266,6 +293,7 @@ def variants(host: str, fetch_k: int, ef_search: int | None, lookup: LookupEmbed
         },
         "llamaindex": {
             "search": lambda q: base.retrieve(bundle(q)),
+            "search with vectors": lambda q: _with_vectors(base, bundle(q)),
             **{m: (lambda q, r=r: r.retrieve(bundle(q))) for m, r in li_div.items()},
             "builtin mmr": lambda q: li_mmr.retrieve(bundle(q)),
         },
@@ -298,7 +326,7 @@ def time_all(calls: dict[str, dict[str, Callable[[str], Any]]], queries: list[st
                 t0 = time.perf_counter()
                 out = fn(q)
                 dt = time.perf_counter() - t0
-                want = fetch_k if name == "search" else K
+                want = fetch_k if name.startswith("search") else K
                 if len(out) != want:
                     raise RuntimeError(f"{fw} {name} returned {len(out)} results, not {want}")
                 if i >= warmup:
@@ -313,19 +341,31 @@ def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
              f"{meta['queries']} queries (medians, ms; k={K}, lambda {LAMBDA}), one pgvector "
              f"{meta['pgvector']} server (pgserver, unix socket, same machine), "
              f"{meta['machine']}. Embedding caches cleared before every call: every candidate vector "
-             "is read from Postgres (LangChain: returned by the search itself; LlamaIndex: one read "
-             "by node id). `+%` = median(search + diversity) / median(search) - 1.", "",
-             "Command(s): `env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 "
-             f"python benchmarks/stores_scale.py {meta['argv']}`", "",
-             "| framework | index | fetch_k | search | mmr (+%) | gmmr (+%) | adaptive (+%) | builtin mmr (+%) |",
-             "|---|---|---:|---:|---:|---:|---:|---:|"]
+             "is read from Postgres, with the search rows (LangChain: the store's own query; "
+             "LlamaIndex: PGVectorStore's vector-keeping query). `+%` = median(search + diversity) / "
+             "median(search) - 1; `search with vectors` (LlamaIndex) is that query alone, no selection.",
+             ""]
+    argv = meta["argv"] if isinstance(meta["argv"], list) else [meta["argv"]]
+    prefix = "`env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 python benchmarks/stores_scale.py "
+    if len(argv) == 1:
+        lines += [f"Command: {prefix}{argv[0]}`", ""]
+    else:
+        lines += ["Commands (column `run`):", ""] + [f"{i}. {prefix}{a}`" for i, a in enumerate(argv, 1)] + [""]
+    runs = any("run" in r for r in rows)
+    lines += [("| run " if runs else "") + "| framework | index | fetch_k | search | search with vectors (+%) "
+              "| mmr (+%) | gmmr (+%) | adaptive (+%) | builtin mmr (+%) |",
+              ("|---:" if runs else "") + "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         s = r["search"]
 
         def cell(name: str, r: dict[str, Any] = r, s: float = s) -> str:
+            if name not in r:
+                return "-"
             return f"{r[name]:.1f} ({100 * (r[name] / s - 1):+.0f}%)"
 
-        lines.append(f"| {r['framework']} | {r['index']} | {r['fetch_k']} | {s:.1f} | {cell('mmr')} | "
+        lines.append((f"| {r.get('run', '')} " if runs else "")
+                     + f"| {r['framework']} | {r['index']} | {r['fetch_k']} | {s:.1f} | "
+                     f"{cell('search with vectors')} | {cell('mmr')} | "
                      f"{cell('gmmr')} | {cell('adaptive')} | {cell('builtin mmr')} |")
     lines += ["", "Load and index build (s): " + ", ".join(f"{k} {v:.0f}" for k, v in meta["setup"].items()),
               ""]
@@ -355,6 +395,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--fetch-k", type=int, nargs="+", default=[50, 200])
     ap.add_argument("--index", nargs="+", default=["exact", "hnsw"], choices=["exact", "hnsw"])
+    ap.add_argument("--frameworks", nargs="+", default=["langchain", "llamaindex"],
+                    choices=["langchain", "llamaindex"], help="faces to load and time")
     ap.add_argument("--host", default=None, help="a running server's socket folder (default: start pgserver)")
     ap.add_argument("--json", default=str(REPO / "benchmarks" / "results" / "stores_scale.json"))
     ap.add_argument("--results-md", default=None)
@@ -366,16 +408,24 @@ def main(argv: list[str] | None = None) -> int:
     if args.from_json:
         runs = [json.loads(Path(p).read_text(encoding="utf-8")) for p in args.from_json]
         meta = dict(runs[0]["meta"])
-        meta["argv"] = " ; ".join(r["meta"]["argv"] for r in runs)
-        for r in runs[1:]:
+        meta["argv"] = [r["meta"]["argv"] for r in runs]
+        meta["setup"] = {}
+        for r in runs:
             meta["setup"].update(r["meta"]["setup"])
         meta["note"] = Path(args.note).read_text(encoding="utf-8") if args.note else meta.get("note")
-        section = render([row for r in runs for row in r["rows"]], meta)
+        merged: dict[tuple[str, str, int], dict[str, Any]] = {}
+        for number, r in enumerate(runs, 1):
+            for row in r["rows"]:
+                merged[(row["framework"], row["index"], row["fetch_k"])] = {**row, "run": number}
+        order = {"langchain": 0, "llamaindex": 1}
+        rows_ = sorted(merged.values(), key=lambda x: (x["index"], x["fetch_k"], order[x["framework"]]))
+        section = render(rows_, meta)
         print(section)
         if args.results_md:
             replace_section(Path(args.results_md), section)
         return 0
 
+    frameworks = tuple(args.frameworks)
     texts, vecs, queries, qv = make_data(args.n, args.dim, args.topics, args.queries)
     qvecs = {q: v.tolist() for q, v in zip(queries, qv, strict=True)}
     lookup = LookupEmbeddings(qvecs)
@@ -392,16 +442,17 @@ def main(argv: list[str] | None = None) -> int:
         host = args.host
     try:
         sql(urls(host, None)["psycopg"], "CREATE EXTENSION IF NOT EXISTS vector")
-        setup = load(host, texts, vecs, lookup)
+        setup = load(host, texts, vecs, lookup, frameworks)
         print("loaded:", setup, flush=True)
         rows: list[dict[str, Any]] = []
         for index in args.index:
             if index == "hnsw":
-                setup.update(build_hnsw(host))
+                setup.update(build_hnsw(host, frameworks))
                 print("hnsw:", setup, flush=True)
             for fetch_k in args.fetch_k:
                 ef = max(40, fetch_k) if index == "hnsw" else None
                 calls, reset, close = variants(host, fetch_k, ef, lookup, qvecs)
+                calls = {fw: vs for fw, vs in calls.items() if fw in frameworks}
                 try:
                     times = time_all(calls, queries, args.warmup, fetch_k, reset)
                 finally:

@@ -7,7 +7,8 @@ vector index retriever over a store that keeps the vectors, they are read instea
 their vectors), FAISS (reconstructed from the index through the index's
 vector-id -> node-id map) and Postgres (``PGVectorStore``: one ``SELECT node_id,
 embedding ... WHERE node_id IN (...)`` per batch of cache misses; the store's query
-results carry no vectors, so they need this read). Stores are recognised by their class names and attributes,
+results carry no vectors, so they need this read unless the search itself kept them, see
+``_pg_rows``). Stores are recognised by their class names and attributes,
 so nothing here imports their packages. Other stores: ``None`` (the text is embedded).
 """
 
@@ -89,15 +90,16 @@ def _check_node_id_index(store: Any, table: Any, session: Any) -> None:
 
 
 def _postgres(store: Any) -> StoredVectors:
-    table = getattr(store, "_table_class", None)
-    session = getattr(store, "_session", None)
-
     def read(ids: list[str]) -> list[Any]:
         wanted = sorted(set(ids))
+        if callable(getattr(store, "_initialize", None)):
+            store._initialize()  # what the store's own calls do first (idempotent)
+        # Looked up after initialising: the store makes its session factory on first use.
+        table = getattr(store, "_table_class", None)
+        session = getattr(store, "_session", None)
         if table is not None and callable(session):
             from sqlalchemy import select
 
-            store._initialize()  # what the store's own calls do first (idempotent)
             _check_node_id_index(store, table, session)
             stmt = select(table.node_id, table.embedding).where(table.node_id.in_(wanted))
             with session() as s:

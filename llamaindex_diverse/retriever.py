@@ -14,6 +14,7 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.prompts.mixin import PromptMixinType
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
+from ._pg_rows import collected_reader, collecting, searching_with_vectors
 from ._stored import reading, stored_vectors_of
 from .postprocessor import DiverseNodePostprocessor
 
@@ -35,6 +36,12 @@ class DiverseRetriever(BaseRetriever):
     packaged as a retriever so it plugs in wherever LlamaIndex takes one (query
     engines, chat engines, routers). Sync ``retrieve`` and async ``aretrieve`` both
     work; the async path awaits the base retriever and the embedding model.
+
+    Candidate vectors are the stores' own when they keep them (SimpleVectorStore,
+    Qdrant, FAISS, ``PGVectorStore``). Over ``PGVectorStore`` a plain
+    ``index.as_retriever()`` in the default mode is searched with the store's query that
+    keeps the vector column (rows and vectors in one statement); otherwise the vectors
+    are read by node id in one batch.
 
     Args:
         retriever: the base retriever, e.g. ``index.as_retriever(similarity_top_k=20)``.
@@ -175,22 +182,29 @@ class DiverseRetriever(BaseRetriever):
     def _get_prompt_modules(self) -> PromptMixinType:
         return {"retriever": self._retriever}
 
-    def _stored_reader(self, nodes: list[NodeWithScore]) -> Any:
-        """The stored-vector reader for this call; warns once when nodes must be embedded."""
-        read = stored_vectors_of(self._retriever, self._postprocessor.embed_model)
+    def _searcher(self) -> BaseRetriever:
+        """The base retriever, or its stand-in that also returns the stored vectors
+        (``PGVectorStore``: one statement for rows and vectors, see ``_pg_rows``)."""
+        return searching_with_vectors(self._retriever, self._postprocessor.embed_model) or self._retriever
+
+    def _stored_reader(self, nodes: list[NodeWithScore], found: dict[str, Any]) -> Any:
+        """The stored-vector reader for this call (vectors the search returned first, then a
+        read by node id); warns once when nodes must be embedded."""
+        read = collected_reader(found, stored_vectors_of(self._retriever, self._postprocessor.embed_model))
         if read is None and not self._warned and any(n.node.embedding is None for n in nodes):
             self._warned = True
             logger.warning(
                 "DiverseRetriever cannot read stored vectors behind %s: node texts are embedded "
                 "with the embed model through the cache (once per text per process). Read "
-                "directly: index.as_retriever() over SimpleVectorStore, Qdrant or FAISS.",
+                "directly: index.as_retriever() over SimpleVectorStore, Qdrant, FAISS or PGVectorStore.",
                 type(self._retriever).__name__,
             )
         return read
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        nodes = self._retriever.retrieve(query_bundle)
-        with reading(self._stored_reader(nodes)):
+        with collecting() as found:
+            nodes = self._searcher().retrieve(query_bundle)
+        with reading(self._stored_reader(nodes, found)):
             return self._postprocessor.postprocess_nodes(nodes, query_bundle=query_bundle)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
@@ -207,6 +221,7 @@ class DiverseRetriever(BaseRetriever):
             query_bundle.embedding = await model.aget_agg_embedding_from_queries(
                 query_bundle.embedding_strs
             )
-        nodes = await self._retriever.aretrieve(query_bundle)
-        with reading(self._stored_reader(nodes)):
+        with collecting() as found:
+            nodes = await self._searcher().aretrieve(query_bundle)
+        with reading(self._stored_reader(nodes, found)):
             return await self._postprocessor.apostprocess_nodes(nodes, query_bundle=query_bundle)

@@ -14,6 +14,7 @@ from llama_index.core.indices.vector_store.base import VectorStoreIndex
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 from numpy.typing import NDArray
 
+from ._pg_rows import collected_reader, collecting, searching_with_vectors
 from ._stored import known_for, reading, stored_vectors_of
 from ._vectors import ModelBoundCache, nodes_to_embed, stack_node_vectors
 
@@ -71,6 +72,10 @@ class LlamaIndexSource:
             return self.origin.as_retriever(similarity_top_k=k or self.fetch_k, embed_model=self.embed_model)
         return self.origin
 
+    def _searcher(self, retriever: BaseRetriever) -> BaseRetriever:
+        """``retriever``, or its stand-in that also returns the stored vectors (PGVectorStore)."""
+        return searching_with_vectors(retriever, self._embed_model) or retriever
+
     @staticmethod
     def texts(nodes: Sequence[NodeWithScore]) -> list[str]:
         """What an LLM reads of each node."""
@@ -100,10 +105,11 @@ class LlamaIndexSource:
         retriever = self._retriever(k)
         model = self.embed_model
         query_embedding = model.get_query_embedding(query)
-        nodes = list(retriever.retrieve(self._bundle(query, retriever, query_embedding)))
+        with collecting() as found:
+            nodes = list(self._searcher(retriever).retrieve(self._bundle(query, retriever, query_embedding)))
         self._check(query, nodes)
         positions, texts = nodes_to_embed(nodes, MetadataMode.EMBED)
-        with reading(stored_vectors_of(retriever, self._embed_model)):
+        with reading(collected_reader(found, stored_vectors_of(retriever, self._embed_model))):
             embedded = _CACHE.for_model(model).embed(texts, known_for(nodes, positions)) if positions else None
         vecs = stack_node_vectors(nodes, positions, embedded, model.model_name)
         qv = np.asarray(query_embedding, dtype=np.float64)
@@ -114,10 +120,12 @@ class LlamaIndexSource:
         retriever = self._retriever(k)
         model = self.embed_model
         query_embedding = await model.aget_query_embedding(query)
-        nodes = list(await retriever.aretrieve(self._bundle(query, retriever, query_embedding)))
+        with collecting() as found:
+            nodes = list(await self._searcher(retriever).aretrieve(
+                self._bundle(query, retriever, query_embedding)))
         self._check(query, nodes)
         positions, texts = nodes_to_embed(nodes, MetadataMode.EMBED)
-        with reading(stored_vectors_of(retriever, self._embed_model)):
+        with reading(collected_reader(found, stored_vectors_of(retriever, self._embed_model))):
             embedded = (
                 await _CACHE.for_model(model).aembed(texts, None, known_for(nodes, positions))
                 if positions else None

@@ -1,6 +1,8 @@
-"""LlamaIndex over a real Postgres (``PGVectorStore``): its query results carry no vectors,
-so the candidates' stored vectors are read by node id in one statement; a query costs one
-query embedding."""
+"""LlamaIndex over a real Postgres (``PGVectorStore``): its query results carry no vectors.
+Over a plain vector index retriever the faces run the store's own query that keeps the
+vector column (one statement, rows and vectors); a postprocessor given the store (which
+sees the nodes only after the search) reads them by node id in one statement. A query
+costs one query embedding either way."""
 
 from __future__ import annotations
 
@@ -92,19 +94,31 @@ async def aindex(pg_socket_dir: str, table: str) -> Any:
 
 
 def _statements(store: Any) -> list[str]:
+    """Every statement the store sends from now on (its sync and its async engine)."""
     from sqlalchemy import event
 
     store._initialize()
     seen: list[str] = []
 
-    @event.listens_for(store._engine, "before_cursor_execute")
     def _record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
         seen.append(statement)
 
+    for engine in (store._engine, store._async_engine.sync_engine):
+        event.listen(engine, "before_cursor_execute", _record)
     return seen
 
 
-def test_retriever_one_query_embedding_one_batched_read(index: VectorStoreIndex) -> None:
+def _searches(seen: list[str]) -> list[str]:
+    """The similarity searches (ordered by distance, with a limit)."""
+    return [s for s in seen if "distance" in s and "LIMIT" in s]
+
+
+def _reads_by_id(seen: list[str]) -> list[str]:
+    """Reads of stored vectors by node id (no limit, an IN list)."""
+    return [s for s in seen if "IN (" in s and "embedding" in s and "LIMIT" not in s]
+
+
+def test_retriever_one_statement_rows_and_vectors(index: VectorStoreIndex) -> None:
     embed: CountingEmbedding = index._embed_model  # type: ignore[assignment]
     store = index.vector_store
     seen = _statements(store)
@@ -113,12 +127,51 @@ def test_retriever_one_query_embedding_one_batched_read(index: VectorStoreIndex)
     out = retriever.retrieve("q")
     assert out[0].node.get_content() in DUPS and out[1].node.get_content() == "bridge"
     assert embed.calls.queries == ["q"] and not embed.calls.documents
-    reads = [s for s in seen if "IN (" in s and ".embedding" in s and "LIMIT" not in s]
-    assert len(reads) == 1  # one batched read by id for the ten candidates, not the table
+    searches = _searches(seen)
+    assert len(searches) == 1 and ".embedding, " in searches[0]  # the search keeps the vector column
+    assert not _reads_by_id(seen)  # no second statement for the vectors
     assert all(n.node.embedding is None for n in out)  # returned nodes stay embedding-free
     seen.clear()
-    retriever.retrieve("q")  # cached: no read at all
-    assert not [s for s in seen if "IN (" in s and "LIMIT" not in s]
+    retriever.retrieve("q")  # cached vectors: still one statement, the search
+    assert len(_searches(seen)) == 1 and not _reads_by_id(seen)
+
+
+def test_stand_in_search_returns_what_the_store_returns(index: VectorStoreIndex) -> None:
+    """The vector-keeping search gives the plain search's nodes, scores and order."""
+    from llamaindex_diverse._pg_rows import collecting, searching_with_vectors
+
+    base = index.as_retriever(similarity_top_k=12)
+    bundle = QueryBundle("q", embedding=vector_of("q"))
+    plain = base.retrieve(bundle)
+    stand_in = searching_with_vectors(base, None)
+    assert stand_in is not None
+    with collecting() as found:
+        kept = stand_in.retrieve(QueryBundle("q", embedding=vector_of("q")))
+    assert [(n.node.node_id, n.score) for n in plain] == [(n.node.node_id, n.score) for n in kept]
+    assert [n.node.get_content() for n in plain] == [n.node.get_content() for n in kept]
+    assert set(found) == {n.node.node_id for n in kept}
+    for n in kept:
+        assert list(found[n.node.node_id]) == pytest.approx(vector_of(n.node.get_content()), abs=1e-6)
+    base.similarity_top_k = 5  # the stand-in shares the retriever's settings
+    with collecting():
+        assert len(stand_in.retrieve(bundle)) == 5
+    # Not for another model, another query mode, or a retriever subclass.
+    assert searching_with_vectors(base, CountingEmbedding()) is None
+    assert searching_with_vectors(index.as_retriever(vector_store_query_mode="mmr"), None) is None
+
+
+def test_by_id_read_is_the_fallback(index: VectorStoreIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A version of the integration without the vector-keeping query: one batched read by id."""
+    from llama_index.vector_stores.postgres import PGVectorStore
+
+    embed: CountingEmbedding = index._embed_model  # type: ignore[assignment]
+    monkeypatch.delattr(PGVectorStore, "_query_with_embedding")
+    seen = _statements(index.vector_store)
+    out = DiverseRetriever.from_index(index, top_n=2, fetch_k=10, method="mmr").retrieve("q")
+    assert _texts(out)[1] == "bridge"
+    assert embed.calls.queries == ["q"] and not embed.calls.documents
+    assert len(_searches(seen)) == 1 and ".embedding, " not in _searches(seen)[0]
+    assert len(_reads_by_id(seen)) == 1  # the ten candidates in one statement, not the table
 
 
 def test_stored_vectors_equal_the_model_vectors(index: VectorStoreIndex) -> None:
@@ -134,10 +187,12 @@ def test_postprocessor_with_vector_store_in_a_query_pipeline(index: VectorStoreI
     embed: CountingEmbedding = index._embed_model  # type: ignore[assignment]
     pp = DiverseNodePostprocessor(top_n=2, method="gmmr", embed_model=embed,
                                   vector_store=index.vector_store)
+    seen = _statements(index.vector_store)
     nodes = index.as_retriever(similarity_top_k=10).retrieve("q")
     out = pp.postprocess_nodes(nodes, query_str="q")
     assert _texts(out)[1] == "bridge" and _texts(out)[0] in DUPS
     assert not embed.calls.documents  # vectors read from Postgres
+    assert len(_reads_by_id(seen)) == 1  # after the search: one batched read by node id
     assert len(embed.calls.queries) == 2  # the retriever's and the postprocessor's (no bundle)
     with pytest.raises(InvalidParameterError, match="vector_store"):
         DiverseNodePostprocessor(top_n=2, vector_store=object())
@@ -145,28 +200,35 @@ def test_postprocessor_with_vector_store_in_a_query_pipeline(index: VectorStoreI
 
 async def test_async_retriever(aindex: VectorStoreIndex) -> None:
     embed: CountingEmbedding = aindex._embed_model  # type: ignore[assignment]
+    seen = _statements(aindex.vector_store)
     retriever = DiverseRetriever.from_index(aindex, top_n=2, fetch_k=10, method="mmr")
     out = await retriever.aretrieve("q")
     assert _texts(out)[1] == "bridge"
     assert embed.calls.queries == ["q"] and not embed.calls.documents
+    searches = _searches(seen)
+    assert len(searches) == 1 and ".embedding, " in searches[0] and not _reads_by_id(seen)
 
 
 def test_drrag_pipeline_embeds_only_its_queries(index: VectorStoreIndex) -> None:
     embed: CountingEmbedding = index._embed_model  # type: ignore[assignment]
+    seen = _statements(index.vector_store)
     retriever = DRRAGRetriever(index, k=4, fetch_k=8, mode="qdc", k1=2)
     result, nodes = retriever.run_pipeline("q")
     assert len(nodes) == 4 and result.cost.searches >= 2
     assert len(embed.calls.queries) == result.cost.searches  # one embedding per search
     assert not embed.calls.documents
+    assert len(_searches(seen)) == result.cost.searches and not _reads_by_id(seen)
     assert set(_texts(nodes)) & DUPS
 
 
 async def test_drrag_pipeline_async(aindex: VectorStoreIndex) -> None:
     embed: CountingEmbedding = aindex._embed_model  # type: ignore[assignment]
+    seen = _statements(aindex.vector_store)
     retriever = DRRAGRetriever(aindex, k=4, fetch_k=8, mode="qdc", k1=2)
     result, nodes = await retriever.arun_pipeline("q")
     assert len(nodes) == 4 and len(embed.calls.queries) == result.cost.searches
     assert not embed.calls.documents
+    assert len(_searches(seen)) == result.cost.searches and not _reads_by_id(seen)
 
 
 def test_missing_node_id_index_is_reported_once(index: VectorStoreIndex,
@@ -180,10 +242,13 @@ def test_missing_node_id_index_is_reported_once(index: VectorStoreIndex,
     from llamaindex_diverse import _stored
 
     monkeypatch.setattr(_stored, "_NODE_ID_INDEX", {})
-    retriever = DiverseRetriever.from_index(index, top_n=2, fetch_k=10)
+    embed = index._embed_model
+    pp = DiverseNodePostprocessor(top_n=2, embed_model=embed, vector_store=index.vector_store)
+    base = index.as_retriever(similarity_top_k=10)
     with caplog.at_level(logging.WARNING, logger="llamaindex_diverse"):
-        retriever.retrieve("q")
-        retriever.retrieve("dup a")  # other candidates: read again, not checked again
+        pp.postprocess_nodes(base.retrieve("q"), query_str="q")
+        # other candidates: read again, not checked again
+        pp.postprocess_nodes(base.retrieve("dup a"), query_str="dup a")
     found = [r for r in caplog.records if "no index on node_id" in r.message]
     assert len(found) == 1 and "CREATE INDEX ON" in found[0].message
     store = index.vector_store
@@ -193,7 +258,8 @@ def test_missing_node_id_index_is_reported_once(index: VectorStoreIndex,
     monkeypatch.setattr(_stored, "_NODE_ID_INDEX", {})
     clear_model_caches()  # the next query reads its candidates again
     caplog.clear()
+    pp = DiverseNodePostprocessor(top_n=2, embed_model=embed, vector_store=index.vector_store)
     with caplog.at_level(logging.WARNING, logger="llamaindex_diverse"):
-        DiverseRetriever.from_index(index, top_n=2, fetch_k=10).retrieve("dup b")
+        pp.postprocess_nodes(base.retrieve("dup b"), query_str="dup b")
     assert not [r for r in caplog.records if "no index on node_id" in r.message]
     assert _stored._NODE_ID_INDEX  # the table was checked (and found indexed)
