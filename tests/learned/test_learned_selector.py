@@ -207,7 +207,7 @@ def test_missing_shipped_model_names_the_train_command(monkeypatch: pytest.Monke
     from diverse_core.learned import selector
 
     monkeypatch.setitem(selector.DEFAULT_MODELS, "paragraphs", tmp_path / "absent.npz")
-    with pytest.raises(FileNotFoundError, match="train_learned --protocols paragraphs"):
+    with pytest.raises(FileNotFoundError, match="train learned --protocols paragraphs"):
         LearnedSelector.default("paragraphs")
 
 
