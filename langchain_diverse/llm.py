@@ -130,6 +130,15 @@ class LangChainLLM:
         self._lock = threading.Lock()
 
     @property
+    def max_tokens(self) -> int | None:
+        """The model's ``max_tokens`` (the structured path fits its length bounds to it)."""
+        for value in (self.invoke_kwargs.get("max_tokens"), getattr(self.model, "max_tokens", None),
+                      getattr(self.model, "max_new_tokens", None), getattr(self.model, "num_predict", None)):
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value
+        return None
+
+    @property
     def structured_key(self) -> Hashable | None:
         """Names the served model (class, model name, endpoint), so every wrapper of it shares
         what it refused; ``None`` (this adapter only) when the model does not name itself."""

@@ -133,6 +133,12 @@ class LlamaIndexLLM:
         self._lock = threading.Lock()
 
     @property
+    def max_tokens(self) -> int | None:
+        """The LLM's ``max_tokens`` (the structured path fits its length bounds to it)."""
+        value = self.complete_kwargs.get("max_tokens", getattr(self.llm, "max_tokens", None))
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    @property
     def structured_key(self) -> Hashable | None:
         """Names the served model (class, model name, endpoint); ``None`` when it has no name."""
         name = getattr(self.llm, "model", None) or getattr(self.llm.metadata, "model_name", None)
@@ -173,7 +179,13 @@ class LlamaIndexLLM:
         refused = _refusal(exc, method)
         if refused is not None:
             raise refused from exc
-        if isinstance(exc, (ValidationError, ValueError, TypeError)):
+        if isinstance(exc, ValidationError):
+            # pydantic's JSON errors carry the whole reply as their input: hand it on whole (its
+            # message truncates it), so the core's decoder reads what pydantic refused (e.g. a raw
+            # newline inside a string)
+            raw = next((e.get("input") for e in exc.errors() if isinstance(e.get("input"), str)), None)
+            return Completion(raw if raw is not None else str(exc), latency=time.perf_counter() - start)
+        if isinstance(exc, (ValueError, TypeError)):
             return Completion(str(exc), latency=time.perf_counter() - start)
         raise exc
 

@@ -126,3 +126,18 @@ def test_text_only_override() -> None:
     out = ManagedLLM(backend, timeout=None).complete_role(_request())
     assert (out.path, out.fell_back) == ("text", False)
     assert json.loads(out.text)["score"] == 2019
+
+
+class RawNewlineLLM(MockLLM):
+    """``structured_predict`` fails as pydantic does on a reply with a raw newline in a string."""
+
+    def structured_predict(self, output_cls: Any, prompt: Any, llm_kwargs: Any = None, **kw: Any) -> Any:  # type: ignore[override]
+        return output_cls.model_validate_json('{"score": 3, "verdict": "no\n"}')
+
+
+def test_a_reply_pydantic_refuses_reaches_the_core_whole() -> None:
+    llm = LlamaIndexLLM(RawNewlineLLM(), structured_methods=("json_object",))
+    out = ManagedLLM(llm, method_memory=MethodMemory()).complete_role(_request())
+    assert out.path == "structured" and out.text == '{"score": 3, "verdict": "no\n"}'
+    # decoded by the core (a raw newline is unambiguous); the stray newline breaks the enum: flagged
+    assert out.value == {"score": 3, "verdict": "no\n"} and [p.kind for p in out.problems] == ["range"]

@@ -5,7 +5,6 @@ schema-valid object. SmolLM2-135M: plumbing, not quality - nothing here checks a
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import pytest
@@ -14,15 +13,7 @@ from diverse_core.llm.server import LlamaCppServer
 from diverse_core.pipelines import InMemorySource, get_pipeline
 from tiny_corpus import PASSAGES, QUESTION, hash_embedder
 
-pytestmark = [
-    pytest.mark.real_server,
-    # Opt-in until it passes: on this 2-core machine (2026-11-25) the last run passed 2 of the 12 (DF-RAG via
-    # ChatOpenAI and OpenAILike; an earlier run passed DR-RAG via all three); the others failed on strings longer than the
-    # schema's maxLength (llama.cpp's json_object grammar does not enforce it), a raw control character
-    # inside a JSON string, and the server dropping connections mid-run. See issue 23.
-    pytest.mark.skipif(os.environ.get("DIVERSE_RAG_REAL_SERVER_E2E") != "1",
-                       reason="opt-in: DIVERSE_RAG_REAL_SERVER_E2E=1 (known failures, issue 23)"),
-]
+pytestmark = pytest.mark.real_server
 
 MAX_TOKENS = 160
 #: Small settings: few LLM calls per run (the suite's budget is minutes, on 2 cores).

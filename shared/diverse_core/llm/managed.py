@@ -683,7 +683,8 @@ class ManagedLLM:
 
     def _structured_job(self, request: RoleRequest, method: str, kwargs: dict[str, Any]) -> _Job:
         backend: Any = self.inner
-        args = (request.messages, request.schema)
+        assert request.schema is not None  # structured requests have one
+        args = (request.messages, request.schema.grammar_safe(budget=self._token_budget(kwargs)))
 
         def sync() -> object:
             return _structured_out(backend.complete_structured(*args, method=method, **kwargs))
@@ -692,6 +693,15 @@ class ManagedLLM:
             return _structured_out(await backend.acomplete_structured(*args, method=method, **kwargs))
 
         return _Job(sync, native if self._structured_native else None)
+
+    def _token_budget(self, kwargs: Mapping[str, Any]) -> int | None:
+        """The call's ``max_tokens`` (its own, else the backend's), which the grammar-bound
+        schema is fitted to (:meth:`OutputSchema.grammar_safe`); ``None`` when unknown."""
+        for value in (kwargs.get("max_tokens"), kwargs.get("max_new_tokens"),
+                      getattr(self.inner, "max_tokens", None), getattr(self.inner, "max_new_tokens", None)):
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value
+        return None
 
     def _refused(self, exc: StructuredOutputUnsupported, method: str, rejected: list[str]) -> None:
         self._memory.reject(self._memory_key, method, exc.reason or str(exc))

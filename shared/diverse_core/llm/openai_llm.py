@@ -9,6 +9,7 @@ import re
 import time
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 from .base import Completion
 from .structured import (
@@ -47,6 +48,11 @@ class OpenAILLM:
         structured_methods: the structured methods to try, strongest first (default: all
             three for chat, none for legacy completions). ``("json_object",)`` skips the one
             refused request a llama.cpp server costs; ``()`` keeps every role on the text path.
+        strict: send ``json_schema`` and tool schemas in OpenAI's *strict* form, which rejects
+            ``minLength``/``maxLength`` (they are removed; the core still validates them).
+            ``None`` (default): strict for OpenAI's own API (no ``base_url``, or an
+            ``api.openai.com`` one), not strict for other servers (vLLM, llama.cpp, Ollama), whose
+            grammar engines enforce the whole schema, length bounds included.
         **request_kwargs: extra fields sent with every request.
 
     Structured role calls (:meth:`complete_structured`): ``json_schema`` sends
@@ -80,6 +86,7 @@ class OpenAILLM:
         client: Any = None,
         async_client: Any = None,
         structured_methods: Sequence[str] | None = None,
+        strict: bool | None = None,
         **request_kwargs: Any,
     ) -> None:
         model = model or os.environ.get("DIVERSE_RAG_LLM_MODEL")
@@ -105,6 +112,9 @@ class OpenAILLM:
         if structured_methods and not chat:
             raise ValueError("structured_methods need the chat API (chat=True)")
         self.structured_methods: tuple[str, ...] = tuple(structured_methods)
+        if strict is not None and not isinstance(strict, bool):
+            raise ValueError(f"strict must be True, False or None; got strict={strict!r}")
+        self.strict: bool = _is_openai(self._base_url) if strict is None else strict
 
     @property
     def structured_key(self) -> tuple[str, str, str]:
@@ -149,11 +159,12 @@ class OpenAILLM:
         body = self._request("", kwargs)
         body.pop("prompt", None)
         body["messages"] = [m.as_dict() for m in messages]
+        wire = _strict_schema(schema.as_dict()) if self.strict else schema.as_dict()
         if method == "json_schema":
             body["response_format"] = {"type": "json_schema", "json_schema": {
-                "name": schema.name, "schema": _strict_schema(schema.as_dict()), "strict": True}}
+                "name": schema.name, "schema": wire, "strict": self.strict}}
         elif method == "tool_calling":
-            function = {"name": schema.name, "parameters": _strict_schema(schema.as_dict()), "strict": True}
+            function: dict[str, Any] = {"name": schema.name, "parameters": wire, "strict": self.strict}
             if schema.description:
                 function["description"] = schema.description
             body["tools"] = [{"type": "function", "function": function}]
@@ -249,6 +260,19 @@ _REFUSAL_WORDS = re.compile(
 )
 # Keywords OpenAI's strict mode does not accept (engines that do still get them in json_object).
 _NOT_STRICT = ("maxLength", "minLength")
+
+
+def _is_openai(base_url: str | None) -> bool:
+    """Whether ``base_url`` is OpenAI's own API (``None``: the client's default, which is).
+
+    Example:
+        >>> _is_openai(None), _is_openai("https://api.openai.com/v1"), _is_openai("http://127.0.0.1:8000/v1")
+        (True, True, False)
+    """
+    if base_url is None:
+        return True
+    host = urlsplit(base_url).hostname or ""
+    return host == "api.openai.com" or host.endswith(".openai.com")
 
 
 def _strict_schema(schema: dict[str, Any]) -> dict[str, Any]:

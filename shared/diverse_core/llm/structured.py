@@ -58,6 +58,7 @@ from .errors import LLMError
 from .workers import Slots
 
 __all__ = [
+    "GRAMMAR_MAX_LENGTH",
     "METHODS",
     "STRUCTURED_METHODS",
     "Message",
@@ -70,6 +71,7 @@ __all__ = [
     "MethodMemory",
     "decode_json",
     "declared_methods",
+    "longest_json",
     "messages_text",
     "schema_hint",
     "passage_blocks",
@@ -84,6 +86,11 @@ __all__ = [
 STRUCTURED_METHODS: tuple[str, ...] = ("json_schema", "tool_calling", "json_object")
 #: Every path a role call can take.
 METHODS: tuple[str, ...] = (*STRUCTURED_METHODS, "text")
+#: The longest ``maxLength`` sent to a backend (:meth:`OutputSchema.grammar_safe`): llama.cpp's
+#: grammar compiler rejects longer bounded strings ("number of rules ... exceeds sane defaults")
+#: and its server then drops the connection (measured with llama-cpp-python 0.3.36: 1000 passes,
+#: 1200 fails).
+GRAMMAR_MAX_LENGTH = 1000
 
 Path = Literal["structured", "text"]
 
@@ -327,11 +334,134 @@ class OutputSchema:
         copied: dict[str, Any] = json.loads(json.dumps(self.schema))
         return copied
 
+    def grammar_safe(self, max_length: int = GRAMMAR_MAX_LENGTH, *, budget: int | None = None) -> OutputSchema:
+        """The schema as sent to a backend: string length bounds a grammar engine can compile,
+        fitted to the call's token budget.
+
+        * Every ``maxLength`` is capped at ``max_length``: grammar engines unroll a length
+          bound into nested rules, and llama.cpp's refuses (its server then drops the request)
+          past about a thousand.
+        * With ``budget`` (the call's ``max_tokens``), when the longest JSON the schema allows
+          (:func:`longest_json`) would not fit in ``budget`` characters, the longest strings'
+          ``maxLength`` are lowered to one common cap, the largest that fits (shorter bounds
+          are kept). A token is at least one
+          character, so a grammar-constrained reply of ASCII text then closes its JSON before the
+          model runs out of tokens, instead of being cut off mid-string (unreadable). Schemas
+          with an unbounded string or array are left as they are.
+
+        The result accepts a subset of what the original does, so a reply decoded under it
+        still validates against the original; replies are always validated against the original.
+
+        Example:
+            >>> s = OutputSchema("a", obj({"text": string(5000), "tag": string(20)}))
+            >>> p = s.grammar_safe().schema["properties"]
+            >>> p["text"]["maxLength"], p["tag"]["maxLength"]
+            (1000, 20)
+            >>> p = s.grammar_safe(budget=160).schema["properties"]
+            >>> p["text"]["maxLength"], p["tag"]["maxLength"], longest_json(s.grammar_safe(budget=160).schema) <= 160
+            (109, 20, True)
+            >>> t = OutputSchema("b", obj({"tag": string(20)}))
+            >>> t.grammar_safe(budget=512) is t
+            True
+        """
+        if max_length < 1:
+            raise ValueError(f"max_length must be >= 1; got max_length={max_length!r}")
+        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
+            raise ValueError(f"budget must be a positive integer or None; got budget={budget!r}")
+        capped = _scale_lengths(self.as_dict(), lambda n: min(n, max_length))
+        if budget is not None:
+            capped = _fit_to_budget(capped, budget)
+        if capped == self.schema:
+            return self
+        return OutputSchema(self.name, capped, self.description)
+
+
+def _scale_lengths(node: Any, new_length: Any) -> Any:
+    """A copy of ``node`` with every integer ``maxLength`` replaced by ``new_length(maxLength)``
+    (never below the node's ``minLength``, never below 1)."""
+    if isinstance(node, dict):
+        out = {k: _scale_lengths(v, new_length) for k, v in node.items()}
+        if isinstance(out.get("maxLength"), int):
+            out["maxLength"] = max(int(new_length(out["maxLength"])), int(out.get("minLength", 0)), 1)
+        return out
+    if isinstance(node, list):
+        return [_scale_lengths(v, new_length) for v in node]
+    return node
+
+
+_Strings = list[tuple[float, int, int]]  # (multiplicity, maxLength, minLength) of each bounded string
+
+
+def _longest(node: Mapping[str, Any]) -> tuple[float, _Strings]:
+    """``(fixed, strings)``: the longest JSON ``node`` allows is ``fixed`` plus, for each bounded
+    string, its multiplicity times its ``maxLength``; ``fixed`` is ``inf`` when something is
+    unbounded. An estimate: one space around each separator and inside each bracket, strings
+    without escapes (a grammar that allows more whitespace lets a reply run longer)."""
+    if "enum" in node:
+        return float(max((len(json.dumps(v)) for v in node["enum"]), default=4)), []
+    kind = node.get("type")
+    if kind == "string":
+        if not isinstance(node.get("maxLength"), int):
+            return math.inf, []
+        return 2.0, [(1.0, int(node["maxLength"]), int(node.get("minLength", 0)))]
+    fixed_size = {"integer": 24.0, "number": 24.0, "boolean": 5.0, "null": 4.0}
+    if kind in fixed_size:
+        return fixed_size[str(kind)], []
+    if kind == "array":
+        items, n = node.get("items"), node.get("maxItems")
+        if not isinstance(items, Mapping) or not isinstance(n, int):
+            return math.inf, []
+        fixed, strings = _longest(items)
+        return 4.0 + n * (fixed + 3.0), [(n * m, hi, lo) for m, hi, lo in strings]
+    if kind == "object":
+        total, out = 4.0, []
+        for key, sub in node.get("properties", {}).items():
+            f, strings = _longest(sub)
+            total += len(json.dumps(key)) + 6.0 + f  # '"key" : value , '
+            out += strings
+        return total, out
+    return math.inf, []
+
+
+def _size(fixed: float, strings: _Strings, cap: int) -> float:
+    return fixed + sum(m * max(min(hi, cap), lo, 1) for m, hi, lo in strings)
+
+
+def longest_json(schema: Mapping[str, Any]) -> float:
+    """The most characters a JSON value of ``schema`` can take (``inf`` when unbounded).
+
+    Example:
+        >>> longest_json(obj({"verdict": enum_of("yes", "no")}))
+        24.0
+    """
+    fixed, strings = _longest(schema)
+    return fixed + sum(m * hi for m, hi, _ in strings)
+
+
+def _fit_to_budget(schema: dict[str, Any], budget: int) -> dict[str, Any]:
+    """Cap the longest strings at one common length so that the longest JSON fits ``budget``
+    (shorter bounds are kept; nothing changes when it already fits or cannot be made to)."""
+    fixed, strings = _longest(schema)
+    if not strings or not math.isfinite(fixed):
+        return schema
+    top = max(hi for _, hi, _ in strings)
+    if _size(fixed, strings, top) <= budget or _size(fixed, strings, 1) > budget:
+        return schema
+    lo, hi = 1, top  # the largest cap that fits: _size(lo) <= budget < _size(hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if _size(fixed, strings, mid) <= budget else (lo, mid)
+    fitted: dict[str, Any] = _scale_lengths(schema, lambda n: min(n, lo))
+    return fitted
+
+
+
 
 def decode_json(text: str, schema: OutputSchema) -> tuple[Any, tuple[SchemaProblem, ...]]:
     """Decode a structured reply and validate it.
 
-    Tolerates a markdown code fence around the object and whitespace. Returns
+    Tolerates a markdown code fence around the object, whitespace, and raw control characters
+    inside strings. Returns
     ``(value, problems)``; ``value`` is ``None`` when the text is not a JSON object or its
     shape is wrong (then ``problems`` says why); bound problems keep the value.
 
@@ -347,7 +477,9 @@ def decode_json(text: str, schema: OutputSchema) -> tuple[Any, tuple[SchemaProbl
         body = body.split("\n", 1)[1] if "\n" in body else ""
         body = body.rsplit("```", 1)[0]
     try:
-        value = json.loads(body)
+        # strict=False: a raw newline or tab inside a string (grammar engines allow them) is read
+        # as that character; it is unambiguous, unlike anything else JSON forbids.
+        value = json.loads(body, strict=False)
     except json.JSONDecodeError as exc:
         return None, (SchemaProblem("", "type", f"reply is not valid JSON ({exc.msg} at char {exc.pos})"),)
     problems = schema.validate(value)
