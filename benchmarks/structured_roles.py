@@ -168,28 +168,42 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data-dir", default=None)
     ap.add_argument("--json", default="benchmarks/results/structured_roles.json")
     ap.add_argument("--results-md", default=None)
+    ap.add_argument("--resume", action="store_true", help="keep the rows already in --json and measure the rest")
+    ap.add_argument("--render-only", action="store_true", help="only write the table from the rows in --json")
     args = ap.parse_args(argv)
     bench = load_hotpotqa(args.data_dir)
     docs = bench.corpus
     records = bench.records[: args.n]
-    embedder = _embedder()
-    rows: list[dict[str, Any]] = []
-    methods: dict[str, str] = {}
-    with LlamaCppServer(n_ctx=4096) as server:
-        for path in args.paths:
-            backend = OpenAILLM(model=server.alias, base_url=server.base_url, max_tokens=args.max_tokens,
-                                structured_methods=None if path == "structured" else ())
-            for name in args.pipelines:
-                for i, rec in enumerate(records):
-                    row = run_one(name, path, backend, rec, docs, embedder)
-                    rows.append(row)
-                    if path == "structured":
-                        methods.setdefault(name, ", ".join(row["methods"]) or "none")
-                    print(f"{name:9s} {path:10s} {i + 1:3d}/{len(records)} calls={row['calls']} "
-                          f"valid={row['valid']}/{row['structured']} {row['seconds']:.1f}s", flush=True)
-    summary = summarise(rows)
+    embedder = _embedder() if not args.render_only else None
     out = Path(args.json)
     out.parent.mkdir(parents=True, exist_ok=True)
+    rows: list[dict[str, Any]] = []
+    if args.resume and out.is_file():  # keep what an interrupted run measured
+        rows = [r for r in json.loads(out.read_text(encoding="utf-8"))["rows"]
+                if r["pipeline"] in args.pipelines and r["path"] in args.paths]
+    done = {(r["qid"], r["pipeline"], r["path"]) for r in rows}
+    if not args.render_only:
+        with LlamaCppServer(n_ctx=4096) as server:
+            backends = {path: OpenAILLM(model=server.alias, base_url=server.base_url, max_tokens=args.max_tokens,
+                                        structured_methods=None if path == "structured" else ())
+                        for path in args.paths}
+            # question by question, every pipeline and path each time: an interrupted run stays balanced
+            for i, rec in enumerate(records):
+                for name in args.pipelines:
+                    for path in args.paths:
+                        if (rec.qid, name, path) in done:
+                            continue
+                        row = run_one(name, path, backends[path], rec, docs, embedder)
+                        rows.append(row)
+                        print(f"{name:9s} {path:10s} {i + 1:3d}/{len(records)} calls={row['calls']} "
+                              f"valid={row['valid']}/{row['structured']} {row['seconds']:.1f}s", flush=True)
+                        out.write_text(json.dumps({"summary": summarise(rows), "rows": rows}, indent=1) + "\n",
+                                       encoding="utf-8")
+    methods: dict[str, str] = {}
+    for row in rows:
+        if row["path"] == "structured":
+            methods.setdefault(row["pipeline"], ", ".join(row["methods"]) or "none")
+    summary = summarise(rows)
     out.write_text(json.dumps({"summary": summary, "rows": rows}, indent=1) + "\n", encoding="utf-8")
     section = markdown(summary, args, methods)
     print(section)
