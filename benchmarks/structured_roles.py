@@ -3,7 +3,7 @@
 Each pipeline (DF-RAG, Vendi-RAG, DIVA, DR-RAG) answers HotpotQA dev questions (distractor
 setting: each question's own 10 paragraphs) with the packaged SmolLM2-135M served by
 llama-cpp-python's server on 127.0.0.1, once with structured role calls (the negotiated method:
-llama.cpp takes ``{"type": "json_object", "schema": ...}``) and once with the text prompts and
+llama.cpp refuses ``json_schema`` and takes tool calling) and once with the text prompts and
 parsers (``OpenAILLM(structured_methods=())``). Per pipeline and path it reports: schema-valid
 replies (% of structured calls whose reply decoded to a schema-valid object), clean reads (% of
 calls whose reply needed no repair note), fallbacks to text, LLM calls, tokens and wall seconds
