@@ -83,6 +83,9 @@ def run_one(name: str, path: str, backend: OpenAILLM, record: Any, docs: dict[st
         "tokens": result.cost.prompt_tokens + result.cost.completion_tokens,
         "seconds": seconds, "recall": len(gold & set(picked)) / len(gold) if gold else float("nan"),
         "roles": roles, "methods": sorted({e.method for e in structured}),
+        # why a structured reply was not schema-valid (the notes and the start of the reply)
+        "problems": [{"role": e.role, "notes": list(e.notes), "reply": (e.reply or "")[:400]}
+                     for e in structured if e not in valid],
     }
 
 

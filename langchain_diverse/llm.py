@@ -17,8 +17,7 @@ from diverse_core.llm import (
     OutputSchema,
     StructuredOutputUnsupported,
 )
-from diverse_core.llm.openai_llm import _refusal
-from diverse_core.llm.structured import STRUCTURED_METHODS, schema_hint
+from diverse_core.llm.structured import STRUCTURED_METHODS, refusal_from_error, schema_hint
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable, RunnableConfig
@@ -238,7 +237,7 @@ class LangChainLLM:
             out = runnable.invoke(self._inputs(messages, schema, method), self._config(callbacks, tags),
                                   **{**self.invoke_kwargs, **kwargs})
         except Exception as exc:
-            refused = _refusal(exc, method)
+            refused = refusal_from_error(exc, method)
             if refused is None:
                 raise
             raise refused from exc
@@ -254,7 +253,7 @@ class LangChainLLM:
             out = await runnable.ainvoke(self._inputs(messages, schema, method),
                                          self._config(callbacks, tags), **{**self.invoke_kwargs, **kwargs})
         except Exception as exc:
-            refused = _refusal(exc, method)
+            refused = refusal_from_error(exc, method)
             if refused is None:
                 raise
             raise refused from exc

@@ -16,8 +16,7 @@ from diverse_core.llm import (
     OutputSchema,
     StructuredOutputUnsupported,
 )
-from diverse_core.llm.openai_llm import _refusal
-from diverse_core.llm.structured import STRUCTURED_METHODS
+from diverse_core.llm.structured import STRUCTURED_METHODS, refusal_from_error
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.llms import LLM
 from llama_index.core.prompts import ChatPromptTemplate
@@ -176,7 +175,7 @@ class LlamaIndexLLM:
     def _failed(exc: Exception, method: str, start: float) -> Completion:
         """A reply the integration could not parse: its message (which quotes the reply) goes
         on, so the core flags it and the role's text parser reads it."""
-        refused = _refusal(exc, method)
+        refused = refusal_from_error(exc, method)
         if refused is not None:
             raise refused from exc
         if isinstance(exc, ValidationError):

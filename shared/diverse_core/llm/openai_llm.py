@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import os
-import re
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -17,6 +16,7 @@ from .structured import (
     Message,
     OutputSchema,
     StructuredOutputUnsupported,
+    refusal_from_error,
     schema_hint,
 )
 
@@ -204,7 +204,7 @@ class OpenAILLM:
         try:
             resp = self.client.chat.completions.create(**body)
         except Exception as exc:
-            refused = _refusal(exc, method)
+            refused = refusal_from_error(exc, method)
             if refused is None:
                 raise
             raise refused from exc
@@ -218,7 +218,7 @@ class OpenAILLM:
         try:
             resp = await self.async_client.chat.completions.create(**body)
         except Exception as exc:
-            refused = _refusal(exc, method)
+            refused = refusal_from_error(exc, method)
             if refused is None:
                 raise
             raise refused from exc
@@ -252,12 +252,6 @@ class OpenAILLM:
         return f"OpenAILLM(model={self.model!r}, base_url={self._base_url!r})"
 
 
-_REFUSAL_STATUS = {400, 404, 422, 500, 501}
-_REFUSAL_WORDS = re.compile(
-    r"response_format|json_schema|json schema|schema|tool|function|grammar|not supported|unsupported"
-    r"|must be 'text'|not implemented",
-    re.IGNORECASE,
-)
 # Keywords OpenAI's strict mode does not accept (engines that do still get them in json_object).
 _NOT_STRICT = ("maxLength", "minLength")
 
@@ -288,21 +282,3 @@ def _strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
         elif isinstance(node, list):
             stack.extend(node)
     return out
-
-
-def _refusal(exc: Exception, method: str) -> StructuredOutputUnsupported | None:
-    """``exc`` as a refusal of ``method`` when the server says it cannot do it, else ``None``.
-
-    Example:
-        >>> class InternalServerError(Exception):
-        ...     status_code = 500
-        >>> _refusal(InternalServerError("response_format type must be 'text' or 'json_object'"),
-        ...          "json_schema").method
-        'json_schema'
-        >>> _refusal(InternalServerError("worker crashed"), "json_schema") is None
-        True
-    """
-    status = getattr(exc, "status_code", None)
-    if status not in _REFUSAL_STATUS or not _REFUSAL_WORDS.search(str(exc)):
-        return None
-    return StructuredOutputUnsupported(method, f"HTTP {status}: {str(exc)[:200]}")

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import threading
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -75,6 +76,7 @@ __all__ = [
     "messages_text",
     "schema_hint",
     "passage_blocks",
+    "refusal_from_error",
     "obj",
     "array",
     "string",
@@ -562,6 +564,37 @@ class StructuredOutputUnsupported(LLMError):
         super().__init__(f"structured method {method!r} not supported: {reason}".rstrip(": "))
         self.method = method
         self.reason = reason
+
+
+_REFUSAL_STATUS = {400, 404, 422, 500, 501}
+_REFUSAL_WORDS = re.compile(
+    r"response_format|json_schema|json schema|schema|tool|function|grammar|not supported|unsupported"
+    r"|must be 'text'|not implemented",
+    re.IGNORECASE,
+)
+
+
+def refusal_from_error(exc: Exception, method: str) -> StructuredOutputUnsupported | None:
+    """``exc`` as a refusal of ``method`` when the server says it cannot do it, else ``None``.
+
+    For backends that reach an HTTP server through a client library (openai, LangChain,
+    LlamaIndex): an HTTP 400/404/422/500/501 whose message names ``response_format``, a
+    schema, tools, a grammar or "not supported" is a refusal (not retried; the negotiation
+    steps down); anything else keeps the retry policy.
+
+    Example:
+        >>> class InternalServerError(Exception):
+        ...     status_code = 500
+        >>> refusal_from_error(InternalServerError("response_format type must be 'text' or 'json_object'"),
+        ...          "json_schema").method
+        'json_schema'
+        >>> refusal_from_error(InternalServerError("worker crashed"), "json_schema") is None
+        True
+    """
+    status = getattr(exc, "status_code", None)
+    if status not in _REFUSAL_STATUS or not _REFUSAL_WORDS.search(str(exc)):
+        return None
+    return StructuredOutputUnsupported(method, f"HTTP {status}: {str(exc)[:200]}")
 
 
 @runtime_checkable
