@@ -99,7 +99,7 @@ def test_small_schemas_pass_unchanged() -> None:
 
 def test_budget_fit_lowers_the_longest_strings_only() -> None:
     s = OutputSchema("a", obj({"answer": string(600), "tag": string(10), "score": int_range(0, 10)}))
-    fitted = s.grammar_safe(budget=100)
+    fitted = s.grammar_safe(budget=100, chars_per_token=1)
     props = fitted.schema["properties"]
     assert props["tag"]["maxLength"] == 10 and props["score"] == s.schema["properties"]["score"]
     assert longest_json(fitted.schema) <= 100
@@ -107,23 +107,25 @@ def test_budget_fit_lowers_the_longest_strings_only() -> None:
     assert longest_json(one_more.schema) > 100  # the largest cap that fits
 
 
-def test_unbounded_or_impossible_schemas_are_left_alone() -> None:
+def test_unbounded_schemas_are_left_alone_impossible_ones_get_the_shortest_strings() -> None:
     unbounded = OutputSchema("u", obj({"steps": array(string(300))}))  # no maxItems
     assert math.isinf(longest_json(unbounded.schema))
     assert unbounded.grammar_safe(budget=50) is unbounded
     tight = OutputSchema("t", obj({"a_rather_long_key_name": string(50), "another_long_key_name": string(50)}))
-    assert tight.grammar_safe(budget=20) is tight  # even 1-character strings would not fit
+    shortest = tight.grammar_safe(budget=20, chars_per_token=1)  # even 1-character strings do not fit
+    assert _lengths(shortest.schema) == [1, 1]  # the least likely to be cut
 
 
 def test_min_length_is_kept() -> None:
     s = OutputSchema("q", obj({"query": string(300, min_length=5)}))
-    assert s.grammar_safe(budget=16).schema["properties"]["query"]["minLength"] == 5
-    assert s.grammar_safe(budget=16).schema["properties"]["query"]["maxLength"] >= 5
+    assert s.grammar_safe(budget=8).schema["properties"]["query"]["minLength"] == 5
+    assert s.grammar_safe(budget=8).schema["properties"]["query"]["maxLength"] >= 5
 
 
-@pytest.mark.parametrize("kwargs", [{"max_length": 0}, {"budget": 0}, {"budget": True}, {"budget": 2.5}])
+@pytest.mark.parametrize("kwargs", [{"max_length": 0}, {"budget": 0}, {"budget": True}, {"budget": 2.5},
+                                    {"budget": 10, "chars_per_token": 0}])
 def test_bad_arguments_name_the_parameter(kwargs: dict[str, Any]) -> None:
-    name = next(iter(kwargs))
+    name = list(kwargs)[-1]
     with pytest.raises(ValueError, match=name):
         LONG_ANSWER_SCHEMA.grammar_safe(**kwargs)
 
@@ -155,7 +157,7 @@ _schemas = st.dictionaries(st.text("abcdefgh_", min_size=1, max_size=8), _node, 
 @settings(max_examples=150, deadline=None)
 @given(_schemas, st.integers(10, 4000))
 def test_fitted_schema_fits_and_is_a_subset(schema: OutputSchema, budget: int) -> None:
-    fitted = schema.grammar_safe(budget=budget)
+    fitted = schema.grammar_safe(budget=budget, chars_per_token=1)  # budget in characters
     original, new = _lengths(schema.schema), _lengths(fitted.schema)
     assert len(original) == len(new)
     mins = _min_lengths(schema.schema)
@@ -168,8 +170,8 @@ def test_fitted_schema_fits_and_is_a_subset(schema: OutputSchema, budget: int) -
         if reference is not None:
             assert longest_json(fitted.schema) <= budget
             assert fitted.schema == _cap(capped.as_dict(), reference)  # the binary search finds the slow loop's cap
-        else:
-            assert fitted.schema == capped.schema
+        else:  # nothing fits: the shortest strings
+            assert fitted.schema == _cap(capped.as_dict(), 1)
     else:
         assert fitted.schema == capped.schema
     # longest_json is a safe (never short) estimate of the longest serialised value
@@ -213,10 +215,10 @@ def test_managed_llm_sends_the_fitted_schema_and_validates_against_the_original(
     request = RoleRequest("generator", (Message("user", "q?"),), LONG_ANSWER_SCHEMA, "q?")
     out = llm.complete_role(request)
     sent, _ = backend.sent[-1]
-    assert longest_json(sent.schema) <= 64 and sent.schema != LONG_ANSWER_SCHEMA.schema
+    assert longest_json(sent.schema) <= 64 * 2 and sent.schema != LONG_ANSWER_SCHEMA.schema  # ~2 chars/token
     assert out.value == {"answer": "x" * 900} and out.problems == ()
     llm.complete_role(request, max_tokens=400)  # the call's own max_tokens wins
-    assert 64 < longest_json(backend.sent[-1][0].schema) <= 400
+    assert 64 * 2 < longest_json(backend.sent[-1][0].schema) <= 400 * 2
     llm.close()
 
 

@@ -59,6 +59,7 @@ from .errors import LLMError
 from .workers import Slots
 
 __all__ = [
+    "CHARS_PER_TOKEN",
     "GRAMMAR_MAX_LENGTH",
     "METHODS",
     "STRUCTURED_METHODS",
@@ -93,6 +94,9 @@ METHODS: tuple[str, ...] = (*STRUCTURED_METHODS, "text")
 #: and its server then drops the connection (measured with llama-cpp-python 0.3.36: 1000 passes,
 #: 1200 fails).
 GRAMMAR_MAX_LENGTH = 1000
+#: Characters per token assumed when a schema is fitted to ``max_tokens`` (half the ~4 that
+#: English BPE tokenizers average: room for short tokens, digits and punctuation).
+CHARS_PER_TOKEN = 2.0
 
 Path = Literal["structured", "text"]
 
@@ -336,7 +340,8 @@ class OutputSchema:
         copied: dict[str, Any] = json.loads(json.dumps(self.schema))
         return copied
 
-    def grammar_safe(self, max_length: int = GRAMMAR_MAX_LENGTH, *, budget: int | None = None) -> OutputSchema:
+    def grammar_safe(self, max_length: int = GRAMMAR_MAX_LENGTH, *, budget: int | None = None,
+                     chars_per_token: float = CHARS_PER_TOKEN) -> OutputSchema:
         """The schema as sent to a backend: string length bounds a grammar engine can compile,
         fitted to the call's token budget.
 
@@ -344,12 +349,14 @@ class OutputSchema:
           bound into nested rules, and llama.cpp's refuses (its server then drops the request)
           past about a thousand.
         * With ``budget`` (the call's ``max_tokens``), when the longest JSON the schema allows
-          (:func:`longest_json`) would not fit in ``budget`` characters, the longest strings'
-          ``maxLength`` are lowered to one common cap, the largest that fits (shorter bounds
-          are kept). A token is at least one
-          character, so a grammar-constrained reply of ASCII text then closes its JSON before the
-          model runs out of tokens, instead of being cut off mid-string (unreadable). Schemas
-          with an unbounded string or array are left as they are.
+          (:func:`longest_json`) would not fit in ``budget * chars_per_token`` characters, the
+          longest strings' ``maxLength`` are lowered to one common cap, the largest that fits
+          (shorter bounds are kept; when even one character each does not fit, every string
+          gets its shortest bound). A grammar-constrained reply then closes its JSON before the
+          model runs out of tokens instead of being cut off mid-string (unreadable).
+          ``chars_per_token=1`` makes that certain for ASCII text; the default, 2, is half what
+          English BPE tokenizers average, and leaves the strings twice as long. Schemas with an
+          unbounded string or array are left as they are.
 
         The result accepts a subset of what the original does, so a reply decoded under it
         still validates against the original; replies are always validated against the original.
@@ -359,8 +366,8 @@ class OutputSchema:
             >>> p = s.grammar_safe().schema["properties"]
             >>> p["text"]["maxLength"], p["tag"]["maxLength"]
             (1000, 20)
-            >>> p = s.grammar_safe(budget=160).schema["properties"]
-            >>> p["text"]["maxLength"], p["tag"]["maxLength"], longest_json(s.grammar_safe(budget=160).schema) <= 160
+            >>> p = s.grammar_safe(budget=80).schema["properties"]  # 80 tokens, about 160 characters
+            >>> p["text"]["maxLength"], p["tag"]["maxLength"], longest_json(s.grammar_safe(budget=80).schema) <= 160
             (109, 20, True)
             >>> t = OutputSchema("b", obj({"tag": string(20)}))
             >>> t.grammar_safe(budget=512) is t
@@ -372,7 +379,9 @@ class OutputSchema:
             raise ValueError(f"budget must be a positive integer or None; got budget={budget!r}")
         capped = _scale_lengths(self.as_dict(), lambda n: min(n, max_length))
         if budget is not None:
-            capped = _fit_to_budget(capped, budget)
+            if not chars_per_token > 0:
+                raise ValueError(f"chars_per_token must be positive; got chars_per_token={chars_per_token!r}")
+            capped = _fit_to_budget(capped, int(budget * chars_per_token))
         if capped == self.schema:
             return self
         return OutputSchema(self.name, capped, self.description)
@@ -442,13 +451,16 @@ def longest_json(schema: Mapping[str, Any]) -> float:
 
 def _fit_to_budget(schema: dict[str, Any], budget: int) -> dict[str, Any]:
     """Cap the longest strings at one common length so that the longest JSON fits ``budget``
-    (shorter bounds are kept; nothing changes when it already fits or cannot be made to)."""
+    characters (shorter bounds are kept; nothing changes when it already fits)."""
     fixed, strings = _longest(schema)
     if not strings or not math.isfinite(fixed):
         return schema
     top = max(hi for _, hi, _ in strings)
-    if _size(fixed, strings, top) <= budget or _size(fixed, strings, 1) > budget:
+    if _size(fixed, strings, top) <= budget:
         return schema
+    if _size(fixed, strings, 1) > budget:  # cannot fit: the shortest strings make a cut least likely
+        shortest: dict[str, Any] = _scale_lengths(schema, lambda n: 1)
+        return shortest
     lo, hi = 1, top  # the largest cap that fits: _size(lo) <= budget < _size(hi)
     while hi - lo > 1:
         mid = (lo + hi) // 2
