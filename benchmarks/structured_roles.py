@@ -47,7 +47,10 @@ SETTINGS: dict[str, dict[str, Any]] = {
     "diva": {"k": K, "fetch_k": 10, "max_interpretations": 2},
     "drrag": {"k": K, "mode": "qdc", "fetch_k": 10},
 }
-_REPAIRS = ("schema:", "unreadable", "fallback", "no total", "unparseable", "clipped", "could not")
+#: Trace-note fragments that mean a reply needed repair or could not be read (both paths' readers).
+_REPAIRS = ("schema:", "unreadable", "fallback", "no total", "unparseable", "clipped", "could not", "no score",
+            "rating", "not a number", "not finite", "neither yes nor no", "ambiguous", "step scores for",
+            "out of range", "not an integer")
 
 
 def _embedder() -> Any:
@@ -86,6 +89,7 @@ def run_one(name: str, path: str, backend: OpenAILLM, record: Any, docs: dict[st
         # why a structured reply was not schema-valid (the notes and the start of the reply)
         "problems": [{"role": e.role, "notes": list(e.notes), "reply": (e.reply or "")[:400]}
                      for e in structured if e not in valid],
+        "repairs": [{"role": e.role, "notes": list(e.notes)} for e in calls if e not in clean],
     }
 
 
@@ -137,6 +141,9 @@ def markdown(summary: list[dict[str, Any]], args: argparse.Namespace, methods: d
         "`OpenAILLM(structured_methods=())` (text prompts + parsers). schema-valid = structured replies that "
         "decoded to a schema-valid object; clean = replies read without any repair note; s/q = median wall "
         "seconds per question. A 135M model's answers and verdicts mean nothing; the table shows the plumbing.",
+        "",
+        *([f"n = questions measured in the row: rows below {args.n} are from a run stopped before the end "
+           f"(`--resume` continues it)."] if any(s["n"] < args.n for s in summary) else []),
         "",
         "| pipeline | path | n | schema-valid | clean reads | fallbacks | errors | calls/q | tokens/q | s/q | recall@5 | schema-valid per role |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
