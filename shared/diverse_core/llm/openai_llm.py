@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import os
+import threading
 import time
+import weakref
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
@@ -103,6 +106,8 @@ class OpenAILLM:
         self._api_key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
         self._client = client
         self._async_client = async_client
+        self._loop_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
+        self._clients_lock = threading.Lock()
         if structured_methods is None:
             structured_methods = STRUCTURED_METHODS if chat else ()
         unknown = [m for m in structured_methods if m not in STRUCTURED_METHODS]
@@ -131,13 +136,26 @@ class OpenAILLM:
 
     @property
     def async_client(self) -> Any:
-        """The ``openai.AsyncOpenAI`` client (created on first use)."""
-        if self._async_client is None:
-            openai = _import_openai()
-            self._async_client = openai.AsyncOpenAI(
-                base_url=self._base_url, api_key=self._api_key, max_retries=0
-            )
-        return self._async_client
+        """The ``openai.AsyncOpenAI`` client for the running event loop (one per loop).
+
+        An async client's pooled connections belong to the loop that opened them; reused from
+        another loop (each synchronous ``pipeline.run()`` runs its own) a kept-alive connection
+        fails with "Event loop is closed". A client passed as ``async_client=`` is used as given.
+        """
+        if self._async_client is not None:
+            return self._async_client
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        with self._clients_lock:
+            client = self._loop_clients.get(loop) if loop is not None else None
+            if client is None:
+                openai = _import_openai()
+                client = openai.AsyncOpenAI(base_url=self._base_url, api_key=self._api_key, max_retries=0)
+                if loop is not None:
+                    self._loop_clients[loop] = client
+        return client
 
     def _request(self, prompt: str, kwargs: dict[str, Any]) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "temperature": self.temperature}
