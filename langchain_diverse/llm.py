@@ -17,7 +17,12 @@ from diverse_core.llm import (
     OutputSchema,
     StructuredOutputUnsupported,
 )
-from diverse_core.llm.structured import STRUCTURED_METHODS, refusal_from_error, schema_hint
+from diverse_core.llm.structured import (
+    STRUCTURED_METHODS,
+    refusal_from_error,
+    schema_hint,
+    token_budget,
+)
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable, RunnableConfig
@@ -131,11 +136,8 @@ class LangChainLLM:
     @property
     def max_tokens(self) -> int | None:
         """The model's ``max_tokens`` (the structured path fits its length bounds to it)."""
-        for value in (self.invoke_kwargs.get("max_tokens"), getattr(self.model, "max_tokens", None),
-                      getattr(self.model, "max_new_tokens", None), getattr(self.model, "num_predict", None)):
-            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-                return value
-        return None
+        return token_budget(self.invoke_kwargs.get("max_tokens"), getattr(self.model, "max_tokens", None),
+                            getattr(self.model, "max_new_tokens", None), getattr(self.model, "num_predict", None))
 
     @property
     def structured_key(self) -> Hashable | None:

@@ -16,7 +16,7 @@ from diverse_core.llm import (
     OutputSchema,
     StructuredOutputUnsupported,
 )
-from diverse_core.llm.structured import STRUCTURED_METHODS, refusal_from_error
+from diverse_core.llm.structured import STRUCTURED_METHODS, refusal_from_error, token_budget
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.llms import LLM
 from llama_index.core.prompts import ChatPromptTemplate
@@ -134,8 +134,7 @@ class LlamaIndexLLM:
     @property
     def max_tokens(self) -> int | None:
         """The LLM's ``max_tokens`` (the structured path fits its length bounds to it)."""
-        value = self.complete_kwargs.get("max_tokens", getattr(self.llm, "max_tokens", None))
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
+        return token_budget(self.complete_kwargs.get("max_tokens", getattr(self.llm, "max_tokens", None)))
 
     @property
     def structured_key(self) -> Hashable | None:

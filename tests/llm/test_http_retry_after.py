@@ -3,7 +3,6 @@ project's OpenAILLM and LangChain's ChatOpenAI (a tiny stdlib server on 127.0.0.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Iterator
@@ -12,12 +11,7 @@ from typing import Any
 
 import pytest
 from diverse_core.llm import LLMError, ManagedLLM, OpenAILLM
-
-REPLY = {
-    "id": "c1", "object": "chat.completion", "created": 0, "model": "m",
-    "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "ok"}}],
-    "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
-}
+from http_fakes import REPLY, send_json
 
 
 class Busy:
@@ -30,17 +24,12 @@ class Busy:
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 - http.server's name
-                self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 busy.times.append(time.monotonic())
                 status = busy.statuses.pop(0) if busy.statuses else 200
-                body = json.dumps(REPLY if status == 200 else {"error": {"message": "busy"}}).encode()
-                self.send_response(status)
-                if status != 200:
-                    self.send_header("Retry-After", "1")
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                if status == 200:
+                    send_json(self, 200, REPLY)
+                else:
+                    send_json(self, status, {"error": {"message": "busy"}}, {"Retry-After": "1"})
 
             def log_message(self, *args: Any) -> None:
                 pass

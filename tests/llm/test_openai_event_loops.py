@@ -6,7 +6,6 @@ A keep-alive (HTTP/1.1) stdlib server on 127.0.0.1 reproduces it."""
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -14,25 +13,14 @@ from typing import Any
 
 import pytest
 from diverse_core.llm import OpenAILLM
-
-REPLY = {
-    "id": "c1", "object": "chat.completion", "created": 0, "model": "m",
-    "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "ok"}}],
-    "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
-}
+from http_fakes import REPLY, send_json
 
 
 class _KeepAlive(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # connections stay open between requests
 
     def do_POST(self) -> None:  # noqa: N802 - http.server's name
-        self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        body = json.dumps(REPLY).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        send_json(self, 200, REPLY)
 
     def log_message(self, *args: Any) -> None:
         pass

@@ -27,6 +27,7 @@ from .structured import (
     StructuredOutputUnsupported,
     declared_methods,
     decode_json,
+    token_budget,
 )
 from .workers import DaemonPool, Slots, wake_threadsafe
 
@@ -697,11 +698,8 @@ class ManagedLLM:
     def _token_budget(self, kwargs: Mapping[str, Any]) -> int | None:
         """The call's ``max_tokens`` (its own, else the backend's), which the grammar-bound
         schema is fitted to (:meth:`OutputSchema.grammar_safe`); ``None`` when unknown."""
-        for value in (kwargs.get("max_tokens"), kwargs.get("max_new_tokens"),
-                      getattr(self.inner, "max_tokens", None), getattr(self.inner, "max_new_tokens", None)):
-            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-                return value
-        return None
+        return token_budget(kwargs.get("max_tokens"), kwargs.get("max_new_tokens"),
+                            getattr(self.inner, "max_tokens", None), getattr(self.inner, "max_new_tokens", None))
 
     def _refused(self, exc: StructuredOutputUnsupported, method: str, rejected: list[str]) -> None:
         self._memory.reject(self._memory_key, method, exc.reason or str(exc))

@@ -81,6 +81,7 @@ __all__ = [
     "obj",
     "array",
     "string",
+    "token_budget",
     "int_range",
     "enum_of",
 ]
@@ -385,6 +386,16 @@ class OutputSchema:
         if capped == self.schema:
             return self
         return OutputSchema(self.name, capped, self.description)
+
+
+def token_budget(*values: Any) -> int | None:
+    """The first of ``values`` that is a positive integer (a ``max_tokens`` setting), else ``None``.
+
+    Example:
+        >>> token_budget(None, True, 0, 192, 64)
+        192
+    """
+    return next((v for v in values if isinstance(v, int) and not isinstance(v, bool) and v > 0), None)
 
 
 def _scale_lengths(node: Any, new_length: Any) -> Any:
