@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Fresh-venv check (issue 19 item 4): `pip install ".[langchain]"` and `pip install ".[llamaindex]"`,
-# each alone in a new virtual environment, import and run a retrieval without torch installed.
+# Fresh-venv check (issue 19 item 4, issue 32 item 3): `pip install ".[langchain]"` and
+# `pip install ".[llamaindex]"`, each alone in a new virtual environment, import and run a retrieval
+# without torch installed, then run every README block marked `<!-- doc: extra=<that extra> -->`,
+# each on its own, unchanged, and compare what it prints with the output the README shows under it
+# (tests/docs/mdblocks.py). A README block that needs more than the install line it names fails here.
 # Usage: .ci/check_extras.sh [extra ...]     (default: langchain llamaindex)
 # Needs network access to PyPI (or a configured index); leaves nothing behind.
 set -euo pipefail
@@ -51,5 +54,7 @@ for extra in "${EXTRAS[@]}"; do
   # Run outside the repository so the installed package, not the source tree, is imported.
   (cd "$WORK" && HF_HUB_OFFLINE=1 "$venv/bin/python" -c "${!smoke_var}" \
      && "$venv/bin/python" -c "$no_torch")
-  echo "[$extra] fresh venv install + smoke test: $(( $(date +%s) - start )) s"
+  # The README's own blocks for this extra, each alone, in this venv (the parser needs only the stdlib).
+  "$PYTHON" "$ROOT/tests/docs/mdblocks.py" run "$ROOT/README.md" --extra "$extra" --python "$venv/bin/python"
+  echo "[$extra] fresh venv install + smoke test + README blocks: $(( $(date +%s) - start )) s"
 done

@@ -29,7 +29,7 @@ class DiverseCompressor(BaseDocumentCompressor):
     Args:
         embeddings: the model that embeds the query and the documents.
         k: documents to keep (all of them when fewer are handed in).
-        method: selection method name (``topk``, ``mmr``, ``gmmr``, ``dartboard``, ``vendi``).
+        method: selection method name (any of ``diverse_core.available_methods()``).
         method_params: the method's parameters, e.g. ``{"lambda_mult": 0.5}``.
         cache_size: most texts kept in the process-wide embedding cache of the model.
 

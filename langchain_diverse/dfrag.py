@@ -35,7 +35,7 @@ class DFRAGRetriever(PipelineRetriever):
     """Retrieve ``fetch_k`` candidates, then return the ``k`` chunks of DF-RAG's chosen λ.
 
     The candidates' gMMR selections over the λ grid are scored by an LLM Evaluator against a
-    Planner's plan (``df-rag.txt`` Sec. 3.4); the best λ (ties: upper median) decides the
+    Planner's plan (Khan et al. 2026, Sec. 3.4); the best λ (ties: upper median) decides the
     returned documents. Besides the shared metadata (see :class:`PipelineRetriever`; here
     ``selection_params`` holds ``lambda_mult``, ``lambda_source`` and ``k``), documents carry
     ``dfrag_lambda``, ``dfrag_lambda_scores`` and ``dfrag_plan``.

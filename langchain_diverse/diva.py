@@ -36,7 +36,7 @@ DIVA_USEFULNESS = "diva_usefulness"
 
 
 class DivaRetriever(PipelineRetriever):
-    """Retrieve for an ambiguous question with DIVA (``diva.txt``): the pruned, diversified set.
+    """Retrieve for an ambiguous question with DIVA (In et al., arXiv:2409.02361): the pruned, diversified set.
 
     The LLM first names the question's ambiguity and rewrites it into at most
     ``max_interpretations`` unambiguous questions (two calls per query, also when only

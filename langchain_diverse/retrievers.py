@@ -131,7 +131,7 @@ class DiverseRetriever(BaseRetriever):
     Candidates come from either a ``vectorstore`` (searched with the query embedding)
     or any ``base_retriever`` (invoked with ``fetch_k`` as its ``k``, see
     ``base_retriever_k_arg``); the selection ``method`` then picks ``k`` of them
-    (``topk``, ``mmr``, ``gmmr``, ``dartboard`` or ``vendi``, with ``method_params``).
+    (any registered method, ``diverse_core.available_methods()``, with ``method_params``).
     Embeddings are cached per text for the whole process. Returned documents are
     copies carrying ``relevance_score``, ``selection_score``, ``selection_rank``,
     ``selection_method`` and ``selection_params`` in their metadata.

@@ -30,7 +30,8 @@ class DiverseSelector(RunnableSerializable[dict[str, Any], list[Document]]):
     Args:
         embeddings: embeds the query and the documents.
         k: documents to return (all of them, re-ordered, when fewer come in).
-        method: ``topk``, ``mmr``, ``gmmr``, ``dartboard`` or ``vendi``.
+        method: any registered method (``diverse_core.available_methods()``, e.g. ``gmmr``,
+            ``mmr``, ``learned``).
         method_params: the method's parameters.
         query_key: input key holding the query text.
         documents_key: input key holding the candidate documents.

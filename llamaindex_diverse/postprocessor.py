@@ -74,8 +74,8 @@ def _same_params(old: dict[str, Any], new: Mapping[str, Any]) -> bool:
 class DiverseNodePostprocessor(BaseNodePostprocessor):
     """Keep ``top_n`` nodes that are relevant to the query *and* different from each other.
 
-    Runs one of the ``diverse_core`` methods (``topk``, ``mmr``, ``gmmr``, ``dartboard``,
-    ``vendi``) over the retrieved nodes. Node vectors are the nodes' own embeddings when
+    Runs one of the ``diverse_core`` methods (any of ``diverse_core.available_methods()``,
+    e.g. ``gmmr``, ``mmr``, ``learned``) over the retrieved nodes. Node vectors are the nodes' own embeddings when
     present; otherwise the node text (``metadata_mode`` content, what a vector index
     embeds) is embedded with ``embed_model`` through a bounded per-text cache. The query
     vector is ``QueryBundle.embedding`` (set by vector retrievers) or is embedded.
@@ -93,7 +93,7 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
     Args:
         top_n: nodes to keep (``k`` is accepted as an alias). Fewer nodes in than
             ``top_n`` returns all of them, re-ordered.
-        method: ``"topk"``, ``"mmr"``, ``"gmmr"``, ``"dartboard"`` or ``"vendi"``.
+        method: any registered method name (``diverse_core.available_methods()``).
         method_params: the method's parameters, e.g. ``{"lambda_mult": 0.5}``
             (mmr/gmmr), ``{"sigma": 0.1}`` (dartboard), ``{"s": 0.5}`` (vendi);
             validated here, defaults filled in.

@@ -1,8 +1,10 @@
 """diverse_core: framework-neutral diversity-aware selection for retrieval-augmented generation.
 
 The core picks ``k`` of ``n`` candidate embeddings for a query, trading relevance
-against redundancy, with one of several methods (``topk``, ``mmr``, ``gmmr``,
-``dartboard``, ``vendi``). It depends only on numpy and scipy.
+against redundancy, with one of the registered methods (:func:`available_methods`):
+``topk``, ``mmr``, ``gmmr``, ``dartboard``, ``vendi``, ``dpp``, ``msd``, ``cover``,
+``ssd``, ``gist``, and the trained selectors ``adaptive`` (gMMR's λ per query) and
+``learned`` (the set, pick by pick). It depends only on numpy and scipy.
 
 Example:
     >>> import numpy as np

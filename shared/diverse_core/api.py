@@ -27,8 +27,10 @@ def select(
     """Pick ``k`` of ``candidates`` for ``query`` with a registered method.
 
     Args:
-        method: ``"topk"``, ``"mmr"``, ``"gmmr"``, ``"dartboard"`` or ``"vendi"``
-            (see :func:`diverse_core.available_methods`).
+        method: a registered method name (:func:`diverse_core.available_methods`); the
+            built-in ones are ``"topk"``, ``"mmr"``, ``"gmmr"``, ``"dartboard"``, ``"vendi"``,
+            ``"dpp"``, ``"msd"``, ``"cover"``, ``"ssd"``, ``"gist"``, ``"adaptive"`` and
+            ``"learned"`` (the last two also read ``question=`` and ``texts=`` when given).
         query: query embedding, shape (d,).
         candidates: candidate embeddings, shape (n, d). Rows need not be unit
             length; they are normalised internally (inputs are never mutated).
@@ -36,7 +38,8 @@ def select(
         relevance: optional precomputed relevance of each candidate (e.g. a
             cross-encoder score); defaults to cosine similarity to the query.
         **params: the method's parameters, e.g. ``lambda_mult=0.5`` for
-            ``mmr``/``gmmr``, ``sigma=0.1`` for ``dartboard``, ``s=0.5`` for ``vendi``.
+            ``mmr``/``gmmr``, ``sigma=0.1`` for ``dartboard``, ``s=0.5`` for ``vendi``,
+            ``diversity=0.5`` for ``dpp``/``msd``/``cover``/``ssd``, ``lam=0.5`` for ``gist``.
 
     Returns:
         A :class:`Selection` with indices in pick order, objective values and relevance.

@@ -1,13 +1,13 @@
 """Diversity and agreement metrics for selected sets (numpy/scipy only, vectorised).
 
 * :func:`vendi_score` - effective number of distinct items (Friedman & Dieng, 2023;
-  ``vendi-rag.txt`` Eq. 1), with a cosine kernel and any Rényi order.
-* :func:`max_pairwise_distance` - MPD (``vendi-rag.txt`` Eq. 7), cosine or Euclidean.
+  Rezaei & Dieng 2025, Eq. 1), with a cosine kernel and any Rényi order.
+* :func:`max_pairwise_distance` - MPD (Rezaei & Dieng 2025, Eq. 7), cosine or Euclidean.
 * :func:`mean_pairwise_similarity` - mean cosine over distinct pairs
-  (one minus it is the diversity of ``dartboard.txt`` Fig. 3).
-* :func:`jaccard` / :func:`jaccard_matrix` - set overlap (``df-rag.txt`` Sec. 5.1, Fig. 4).
+  (one minus it is the diversity of Pickett et al. 2024, Fig. 3).
+* :func:`jaccard` / :func:`jaccard_matrix` - set overlap (Khan et al. 2026, Sec. 5.1, Fig. 4).
 * :func:`kendall_tau` / :func:`spearman_rho` - agreement of a ranking with the order of
-  reference scores (``vendi-rag.txt`` Table 2).
+  reference scores (Rezaei & Dieng 2025, Table 2).
 
 Example:
     >>> import numpy as np
@@ -139,7 +139,7 @@ def max_pairwise_distance(
     ``metric="cosine"`` (default) uses the cosine distance ``1 - cos(x_i, x_j)``,
     in ``[0, 2]``, which does not depend on vector lengths. ``metric="euclidean"``
     uses ``||x_i - x_j||_2`` on the embeddings as given, which is the definition
-    of ``vendi-rag.txt`` Eq. 7; for unit vectors it equals ``sqrt(2 * cosine distance)``.
+    of Rezaei & Dieng 2025, Eq. 7; for unit vectors it equals ``sqrt(2 * cosine distance)``.
 
     Args:
         embeddings: shape (n, d) with n >= 2.
@@ -180,7 +180,7 @@ def max_pairwise_distance(
 def mean_pairwise_similarity(embeddings: ArrayLike) -> float:
     """Mean cosine similarity over the ``n (n - 1) / 2`` distinct pairs of a set.
 
-    ``1 - mean_pairwise_similarity`` is the diversity plotted in ``dartboard.txt`` Fig. 3.
+    ``1 - mean_pairwise_similarity`` is the diversity plotted in Pickett et al. 2024, Fig. 3.
 
     Args:
         embeddings: shape (n, d) with n >= 2.
@@ -233,7 +233,7 @@ def jaccard(a: Iterable[Hashable], b: Iterable[Hashable]) -> float:
 
 
 def jaccard_matrix(sets: Sequence[Iterable[Hashable]] | ArrayLike) -> FloatArray:
-    """Pairwise Jaccard indices of ``L`` collections, shape (L, L) (``df-rag.txt`` Fig. 4).
+    """Pairwise Jaccard indices of ``L`` collections, shape (L, L) (Khan et al. 2026, Fig. 4).
 
     Args:
         sets: a sequence of collections, or an (L, k) array such as ``Sweep.indices``
@@ -316,7 +316,7 @@ def kendall_tau(ranking: ArrayLike, reference_scores: ArrayLike) -> float:
     reference scores of the same items, e.g. a selection's picks against their cosine
     similarity to the query. 1 means the ranking is in descending reference order,
     -1 ascending. Pass a full permutation of the candidates to compare against the
-    complete cosine ranking (``vendi-rag.txt`` Table 2); for a top-k list only the
+    complete cosine ranking (Rezaei & Dieng 2025, Table 2); for a top-k list only the
     order among the picked items is compared (use :func:`jaccard` for membership).
 
     Args:

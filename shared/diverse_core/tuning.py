@@ -1,4 +1,4 @@
-"""Choosing the trade-off parameter per query, as DF-RAG does (``df-rag.txt`` Sec. 3.4, App. B.3).
+"""Choosing the trade-off parameter per query, as DF-RAG does (Khan et al. 2026, Sec. 3.4, App. B.3).
 
 * :func:`upper_median` - the Tie-Breaking Gate: the median of the tied values,
   the upper median when their count is even.
@@ -151,7 +151,7 @@ def peak_search_steps(n: int) -> Generator[tuple[int, int], tuple[float, float],
 def binary_search_sample(
     grid: Sequence[float] | ArrayLike, score_fn: Callable[[float], float]
 ) -> BinarySearchResult:
-    """Binary-search sampling of a sorted parameter grid (``df-rag.txt`` App. B.3).
+    """Binary-search sampling of a sorted parameter grid (Khan et al. 2026, App. B.3).
 
     DF-RAG scores the chunk set of every grid value with an LLM Evaluator (uniform
     sampling, ``n`` calls). App. B.3 replaces this with a binary search that locates the

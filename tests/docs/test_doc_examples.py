@@ -10,21 +10,26 @@ for blocks that need a network model).
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
 import importlib.util
+import io
 import os
 import re
 import shlex
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
-from mdblocks import PYTHON_INFOS, Block, read_blocks
+from mdblocks import PYTHON_INFOS, Block, compare_output, read_blocks, shown_outputs
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC_FILES = sorted((ROOT / "docs").rglob("*.md")) + [ROOT / "README.md"]
 BLOCKS = [b for path in DOC_FILES for b in read_blocks(path)]
+#: ``{file: {line of a Python block: the ```text block showing its printed output}}``.
+SHOWN = {path: shown_outputs(read_blocks(path)) for path in DOC_FILES}
 
 
 def _id(block: Block) -> str:
@@ -53,10 +58,36 @@ def _inside(folder: Path) -> Any:
         os.chdir(before)
 
 
-def _execute(block: Block, run: _FileRun) -> None:
+class _Tee(io.StringIO):
+    """Keeps what a block prints and still passes it on (pytest shows it on failure)."""
+
+    def __init__(self, out: Any) -> None:
+        super().__init__()
+        self._out = out
+
+    def write(self, text: str) -> int:
+        self._out.write(text)
+        return super().write(text)
+
+
+def _execute(block: Block, run: _FileRun) -> str:
+    """Run ``block`` in ``run``'s namespace and folder; return what it printed."""
     code = compile(block.code, _id(block), "exec")
-    with _inside(run.folder):  # files a block writes land in a temporary folder
+    tee = _Tee(sys.stdout)
+    with _inside(run.folder), contextlib.redirect_stdout(tee):  # files a block writes land in a temporary folder
         exec(code, run.namespace)  # the documentation's own examples
+    return tee.getvalue()
+
+
+def _check_shown_output(block: Block, printed: str) -> None:
+    """A block followed by a ``<!-- doc: output -->`` block prints what that block shows."""
+    shown = SHOWN[block.path].get(block.line)
+    if shown is not None:
+        problems = compare_output(printed, shown.code)
+        assert problems == [], (
+            f"{_id(block)} prints something else than {_id(shown)} shows:\n" + "\n".join(problems)
+            + f"\n--- printed ---\n{printed}"
+        )
 
 
 RUNNABLE = [b for b in BLOCKS if b.runs]
@@ -75,8 +106,78 @@ def test_python_block(block: Block, monkeypatch: pytest.MonkeyPatch) -> None:
         run = _RUNS[block.path] = _FileRun(block.path)
         for earlier in in_file[:position]:
             _execute(earlier, run)
-    _execute(block, run)
+    printed = _execute(block, run)
     run.done = position + 1
+    _check_shown_output(block, printed)
+
+
+# --- blocks marked <!-- doc: extra=... -->: each runs on its own with only that extra ---
+
+ALONE = [b for b in BLOCKS if b.extras]
+#: Top-level modules a block may import with each extra installed (besides the standard library).
+_BASE_MODULES = {"numpy", "scipy", "diverse_core"}
+EXTRA_MODULES = {
+    "langchain": _BASE_MODULES | {"langchain_core", "langchain_diverse"},
+    "llamaindex": _BASE_MODULES | {"llama_index", "llamaindex_diverse"},
+}
+
+
+@pytest.mark.parametrize("block", ALONE, ids=[_id(b) for b in ALONE])
+def test_marked_block_runs_alone(block: Block, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A block marked ``extra=...`` needs no name from the blocks above it (fresh namespace)."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+    printed = _execute(block, _FileRun(block.path))
+    _check_shown_output(block, printed)
+
+
+def _imported_roots(code: str) -> set[str]:
+    roots: set[str] = set()
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Import):
+            roots.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            roots.add(node.module.split(".")[0])
+    return roots
+
+
+@pytest.mark.parametrize("block", ALONE, ids=[_id(b) for b in ALONE])
+def test_marked_block_imports_only_its_extras(block: Block) -> None:
+    """Every extra a block names is a real extra, and the block imports nothing beyond it."""
+    for extra in block.extras:
+        assert extra in EXTRA_MODULES, f"{_id(block)}: extra={extra} has no module list in this test"
+        extra_names = _PYPROJECT_EXTRAS
+        assert extra_names is None or extra in extra_names, f"{_id(block)}: pyproject.toml has no extra {extra!r}"
+        beyond = _imported_roots(block.code) - EXTRA_MODULES[extra] - set(sys.stdlib_module_names)
+        assert beyond == set(), f"{_id(block)} imports {sorted(beyond)}, which [{extra}] does not install"
+
+
+def _pyproject_extras() -> set[str] | None:
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        return None
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    return set(data["project"]["optional-dependencies"])
+
+
+_PYPROJECT_EXTRAS = _pyproject_extras()
+
+
+def test_every_readme_block_names_its_install_line() -> None:
+    """Every runnable README block says which extra it runs on (CI runs it in that extra's venv)."""
+    readme = [b for b in RUNNABLE if b.path == ROOT / "README.md"]
+    assert readme, "the README has runnable blocks"
+    unmarked = [_id(b) for b in readme if not b.extras]
+    assert unmarked == [], f"mark them <!-- doc: extra=... --> (the extra whose install line they need): {unmarked}"
+
+
+def test_check_extras_runs_the_readme_blocks() -> None:
+    """``.ci/check_extras.sh`` runs the README blocks of each extra, not only its smoke script."""
+    script = (ROOT / ".ci" / "check_extras.sh").read_text(encoding="utf-8")
+    assert "tests/docs/mdblocks.py" in script and "README.md" in script
+    for extra in sorted({e for b in ALONE if b.path == ROOT / "README.md" for e in b.extras}):
+        assert re.search(rf"EXTRAS=\(.*\b{extra}\b.*\)", script), f"check_extras.sh does not install [{extra}] by default"
 
 
 def test_every_python_block_is_marked() -> None:

@@ -44,8 +44,8 @@ class MethodGrid:
     """One method with the values of its trade-off parameter.
 
     Attributes:
-        method: a core method (``topk``, ``mmr``, ``gmmr``, ``dartboard``, ``vendi``)
-            or a registered plugin name.
+        method: a registered core method (:func:`diverse_core.available_methods`, e.g.
+            ``gmmr``, ``vendi``, ``learned``) or a registered plugin name.
         values: values of the trade-off parameter (empty: run once with the defaults).
         params: fixed keyword parameters shared by every value.
 
@@ -169,7 +169,7 @@ def parse_task(spec: str, default_protocols: Sequence[str]) -> list[tuple[str, s
     return [(name.strip(), p.strip()) for p in chosen]
 
 
-#: gMMR lambda grid of the per-query Oracle (``df-rag.txt`` Sec. 3.3).
+#: gMMR lambda grid of the per-query Oracle (Khan et al. 2026, Sec. 3.3).
 ORACLE_LAMBDAS: tuple[float, ...] = _grid(0.1, 1.0, 0.1)
 
 DEFAULT_METHODS: tuple[MethodGrid, ...] = (

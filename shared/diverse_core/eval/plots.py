@@ -3,11 +3,11 @@
 * ``recall_vs_lambda.png``: headline metric of gMMR against lambda per task, with
   cosine top-k, MMR and the per-query Oracle as reference lines.
 * ``gmmr_jaccard.png``: mean over questions of the Jaccard index between the gMMR sets
-  picked at each pair of lambdas (``df-rag.txt`` Fig. 4 analogue).
+  picked at each pair of lambdas (Khan et al. 2026, Fig. 4 analogue).
 * ``vendi_rank_agreement.png``: Kendall tau and Spearman rho of Vendi's pick order
-  against cosine order, against ``s`` (``vendi-rag.txt`` Table 2 analogue).
+  against cosine order, against ``s`` (Rezaei & Dieng 2025, Table 2 analogue).
 * ``dartboard_rgb.png``: NDCG@k and set diversity against sigma for Dartboard on RGB,
-  with cosine and MMR for reference (``dartboard.txt`` Figs. 2-3 analogue).
+  with cosine and MMR for reference (Pickett et al. 2024, Figs. 2-3 analogue).
 """
 
 from __future__ import annotations

@@ -15,10 +15,10 @@ once per value) and scores the picks:
 * ``str_em``: for pipelines that generate (``@generate=true``), the share of the question's
   answer groups (ASQA interpretations) whose short answer occurs in the generated answer
   (ASQA's reader-based DR needs a QA model; str-EM is reported instead);
-* ``diversity``: one minus the mean pairwise cosine of the picks (``dartboard.txt`` Fig. 3);
+* ``diversity``: one minus the mean pairwise cosine of the picks (Pickett et al. 2024, Fig. 3);
 * ``vendi``: Vendi Score of the picks;
 * ``tau`` / ``rho``: Kendall / Spearman agreement of the pick order with the picks'
-  cosine order (``vendi-rag.txt`` Table 2 analogue); computed only for the methods in
+  cosine order (Rezaei & Dieng 2025, Table 2 analogue); computed only for the methods in
   ``config.agreement_methods`` (default ``vendi``), as scipy's rank tests cost ~1 ms each.
 
 The per-query gMMR Oracle takes, for each question, the ``lambda_mult`` of

@@ -1,4 +1,4 @@
-"""``dartboard``: greedy maximisation of relevant information gain (``dartboard.txt``, Algorithm 1).
+"""``dartboard``: greedy maximisation of relevant information gain (Pickett et al., arXiv:2407.12101, Algorithm 1).
 
 The set ``G`` is grown greedily to maximise::
 

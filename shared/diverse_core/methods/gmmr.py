@@ -1,4 +1,4 @@
-"""``gmmr``: geometric MMR of DF-RAG (``df-rag.txt`` Eq. 1-3).
+"""``gmmr``: geometric MMR of DF-RAG (Khan et al. 2026, Eq. 1-3).
 
 The first pick is the most relevant candidate (Eq. 3). Afterwards candidate ``c``
 scores::

@@ -1,4 +1,4 @@
-"""``vendi``: greedy Vendi Retrieval Score selection (``vendi-rag.txt`` Eq. 1-2).
+"""``vendi``: greedy Vendi Retrieval Score selection (Rezaei & Dieng 2025, Eq. 1-2).
 
 Objective of a set ``T`` (``|T| = N``), maximised greedily one item at a time
 (``T = S ∪ {c}`` for the already picked ``S`` and each remaining candidate ``c``)::

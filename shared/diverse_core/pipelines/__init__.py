@@ -7,8 +7,15 @@
   per-role models with one retry/timeout policy, the trace and the cost meter.
 - :mod:`~diverse_core.pipelines.judge`: the shared judge-output parser.
 - :class:`InMemorySource` / :class:`PoolSource`: the core's candidate sources.
-- :mod:`~diverse_core.pipelines.dfrag`: DF-RAG.
-- :mod:`~diverse_core.pipelines.vendirag`: Vendi-RAG (the iterative VRS / judge / rewrite loop).
+- The pipelines (:func:`available_pipelines` names them):
+
+  - ``dfrag``, :mod:`~diverse_core.pipelines.dfrag`: DF-RAG (an LLM judge picks gMMR's λ per query).
+  - ``diva``, :mod:`~diverse_core.pipelines.diva`: DIVA (ambiguous questions: interpret,
+    retrieve per reading, verify, adapt).
+  - ``vendirag``, :mod:`~diverse_core.pipelines.vendirag`: Vendi-RAG (the iterative VRS /
+    judge / rewrite loop).
+  - ``drrag``, :mod:`~diverse_core.pipelines.drrag`: DR-RAG (query-document concatenation and
+    a pair classifier; one LLM call).
 
 Example:
     >>> from diverse_core.pipelines import InMemorySource, PipelineResult

@@ -1,4 +1,4 @@
-"""DF-RAG (``df-rag.txt``): choose gMMR's diversity trade-off λ per query with an LLM.
+"""DF-RAG (Khan et al., arXiv:2601.17212): choose gMMR's diversity trade-off λ per query with an LLM.
 
 - :class:`DFRAG` - the pipeline (Planner, λ sweep, Evaluator, tie gate, Generator).
 - :func:`oracle_select` - the same sweep scored by ground truth (upper bound).

@@ -1,4 +1,4 @@
-"""The Oracle (``df-rag.txt`` Sec. 3.3): the DF-RAG sweep scored by ground truth.
+"""The Oracle (Khan et al. 2026, Sec. 3.3): the DF-RAG sweep scored by ground truth.
 
 It uses the same λ grid, the same gMMR sets (identical sets scored once) and the same
 tie gate as the pipeline, but a caller-supplied ``score_fn`` replaces the LLM

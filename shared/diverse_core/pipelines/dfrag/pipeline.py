@@ -1,4 +1,4 @@
-"""The DF-RAG pipeline (``df-rag.txt`` Sec. 3.4): Planner, gMMR λ sweep, Evaluator, tie gate,
+"""The DF-RAG pipeline (Khan et al. 2026, Sec. 3.4): Planner, gMMR λ sweep, Evaluator, tie gate,
 Generator, on the shared pipeline contract."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Prompts of the DF-RAG Planner, Evaluator and Generator (``df-rag.txt`` App. A.3).
+"""Prompts of the DF-RAG Planner, Evaluator and Generator (Khan et al. 2026, App. A.3).
 
 Written in our own words; they keep the paper's structure:
 

@@ -1,4 +1,4 @@
-"""DIVA (diversify-verify-adapt, ``diva.txt``): the parts that need no pipeline contract.
+"""DIVA (diversify-verify-adapt; In et al., arXiv:2409.02361): the parts that need no pipeline contract.
 
 * :mod:`.retrieval` - retrieval diversification: per-interpretation hits, union, pruning.
 * :mod:`.prompts` - the six prompts (ambiguity, rewrite, verify, extract, answer, closed book).

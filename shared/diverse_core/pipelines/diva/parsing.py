@@ -1,4 +1,4 @@
-"""Tolerant parsers for DIVA's LLM replies, and the verdict aggregation (``diva.txt`` Eq. 7).
+"""Tolerant parsers for DIVA's LLM replies, and the verdict aggregation (In et al. 2024, Eq. 7).
 
 None of them raises on odd text. What they cannot read is reported, never guessed:
 

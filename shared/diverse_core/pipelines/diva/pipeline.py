@@ -1,4 +1,4 @@
-"""The DIVA pipeline (``diva.txt`` Alg. 1): diversify, verify, adapt, on the shared contract.
+"""The DIVA pipeline (In et al. 2024, Alg. 1): diversify, verify, adapt, on the shared contract.
 
 Per question, with ``m`` interpretations:
 
@@ -82,7 +82,7 @@ def _check_interpretations(value: Sequence[str]) -> tuple[str, ...]:
 
 
 class DIVA(Pipeline[DivaResult]):
-    """Diversify-verify-adapt RAG for ambiguous questions (``diva.txt``).
+    """Diversify-verify-adapt RAG for ambiguous questions (In et al., arXiv:2409.02361).
 
     Args:
         llm: the model for every role (``interpreter``, ``verifier``, ``generator``): anything

@@ -1,4 +1,4 @@
-"""DIVA's six prompts (``diva.txt`` App. D, Tables 7-12), written in our own words.
+"""DIVA's six prompts (In et al. 2024, App. D, Tables 7-12), written in our own words.
 
 They keep the paper's structure and output formats:
 

@@ -1,4 +1,4 @@
-"""DIVA's retrieval diversification (``diva.txt`` Sec. 3.2, Eq. 4-5), LLM-free and vectorised.
+"""DIVA's retrieval diversification (In et al. 2024, Sec. 3.2, Eq. 4-5), LLM-free and vectorised.
 
 Given a question's interpretations (pseudo-interpretations from an LLM, or gold ones):
 

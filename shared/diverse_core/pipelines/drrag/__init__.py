@@ -1,4 +1,4 @@
-"""DR-RAG (``dr-rag.txt``): two-stage retrieval with query-document concatenation (QDC) and
+"""DR-RAG (Hei et al., arXiv:2406.07348): two-stage retrieval with query-document concatenation (QDC) and
 classifier selection (CFS / CIS), framework-free.
 
 * :class:`DRRAG`: the pipeline on the shared contract (stage 1, QDC searches, CFS/CIS, one

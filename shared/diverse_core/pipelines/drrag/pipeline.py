@@ -1,4 +1,4 @@
-"""The DR-RAG pipeline (``dr-rag.txt``) on the shared contract: stage-1 retrieval, query-document
+"""The DR-RAG pipeline (Hei et al., arXiv:2406.07348) on the shared contract: stage-1 retrieval, query-document
 concatenation (QDC) searches, classifier selection (CFS / CIS), one Generator call."""
 
 from __future__ import annotations

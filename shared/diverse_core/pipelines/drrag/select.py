@@ -1,4 +1,4 @@
-"""DR-RAG's document selection (``dr-rag.txt`` §2.2), framework-free.
+"""DR-RAG's document selection (Hei et al. 2024, §2.2), framework-free.
 
 Stage 1 takes the ``k1`` documents most similar to the question. Stage 2 (QDC) searches
 again with the question followed by each stage-1 document; each stage-1 document in turn

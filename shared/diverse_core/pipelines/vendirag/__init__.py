@@ -1,4 +1,4 @@
-"""Vendi-RAG (``vendi-rag.txt``): an iterative loop that retrieves with the Vendi Retrieval Score,
+"""Vendi-RAG (Rezaei & Dieng, arXiv:2502.11228): an iterative loop that retrieves with the Vendi Retrieval Score,
 reasons, answers, has an LLM judge score the answer and moves the diversity weight ``s`` by it.
 
 - :class:`VendiRAG` - the pipeline; :class:`VendiRAGResult` / :class:`IterationRecord` - its result.

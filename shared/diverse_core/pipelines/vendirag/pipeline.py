@@ -1,4 +1,4 @@
-"""The Vendi-RAG loop (``vendi-rag.txt`` Algorithm 1) on the shared pipeline contract."""
+"""The Vendi-RAG loop (Rezaei & Dieng 2025, Algorithm 1) on the shared pipeline contract."""
 
 from __future__ import annotations
 

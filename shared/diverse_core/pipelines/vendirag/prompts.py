@@ -1,4 +1,4 @@
-"""Prompts of the Vendi-RAG loop (``vendi-rag.txt`` Sec. 3 and App. C), in our own words.
+"""Prompts of the Vendi-RAG loop (Rezaei & Dieng 2025, Sec. 3 and App. C), in our own words.
 
 Four calls, in the order of Algorithm 1:
 

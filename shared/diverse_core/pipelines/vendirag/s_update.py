@@ -4,7 +4,7 @@ Every rule has the signature ``rule(s, quality, best) -> s_next`` where ``s`` is
 iteration used, ``quality`` its judge quality ``Q_i`` in ``[0, 1]`` and ``best`` the highest
 quality of any judged iteration so far, this one included.
 
-* ``"paper"`` - ``s_{i+1} = 1 - Q_i``: Eq. 3 of ``vendi-rag.txt``
+* ``"paper"`` - ``s_{i+1} = 1 - Q_i``: Eq. 3 of Rezaei & Dieng 2025
   (``s_t = 1 - Q_{t-1} / max(Q)``) read with ``max(Q)`` the largest possible quality, 1. Low
   quality -> more diversity, high quality -> more relevance, and the step depends on this
   iteration's answer alone.
