@@ -1,0 +1,75 @@
+"""What the README and the docs' first page say in prose matches what the repository measured."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "benchmarks" / "RESULTS.md"
+
+#: Column header (README / docs/index.md) -> column header of the RESULTS learned-split table.
+HEADLINE_COLUMNS = {
+    "cosine top-k": "cosine",
+    "gMMR (λ from train)": "fixed gMMR (train)",
+    "adaptive (learned λ)": "adaptive",
+    "DR-RAG (retrieval only)": "DR-RAG",
+    "**`learned`**": "**learned**",
+    "λ Oracle (gold labels)": "λ Oracle",
+}
+
+
+def _table(text: str, first_header: str) -> list[dict[str, str]]:
+    """The rows of the Markdown table whose header row starts with ``first_header``, by header."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(first_header))
+    header = [c.strip() for c in lines[start].strip("|").split("|")]
+    rows = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        rows.append(dict(zip(header, (c.strip() for c in line.strip("|").split("|")), strict=True)))
+    return rows
+
+
+def _number(cell: str) -> float:
+    match = re.search(r"-?\d+(?:\.\d+)?", cell)
+    assert match, cell
+    return float(match.group())
+
+
+@pytest.mark.parametrize("page", ["README.md", "docs/index.md"])
+def test_headline_figures_come_from_the_learned_split_results(page: str) -> None:
+    """Every figure of the headline table is the RESULTS "Learned set selector" table's figure
+    (``benchmarks/learned_split.py --no-cv``); columns added later (support-level recall) are not
+    checked here."""
+    results = RESULTS.read_text(encoding="utf-8")
+    section = results[results.index("## Learned set selector") :]
+    source = {(r["dataset"], r["protocol"]): r for r in _table(section, "| dataset | protocol | n |")}
+    rows = _table((ROOT / page).read_text(encoding="utf-8"), "| dataset | protocol | cosine top-k |")
+    assert {(r["dataset"], r["protocol"]) for r in rows} == set(source)
+    for row in rows:
+        for ours, theirs in HEADLINE_COLUMNS.items():
+            assert _number(row[ours]) == _number(source[(row["dataset"], row["protocol"])][theirs]), (page, row, ours)
+
+
+def test_the_drrag_example_finds_its_stage2_document_only_with_titles() -> None:
+    """The README's DR-RAG block says the pair classifier reads the ``title: `` prefixes."""
+    pytest.importorskip("sentence_transformers")  # the default embedder of InMemorySource
+    from diverse_core.pipelines import InMemorySource
+    from diverse_core.pipelines.drrag import DRRAG
+
+    titled = [
+        "Ruleta: Ruleta is a song recorded by Romanian singer Inna for her fifth studio album.",
+        "Ruleta: Ruleta was released as a single in 2017 and features Erik.",
+        "Ruleta: The music video for Ruleta was filmed in Bucharest.",
+        "Inna: Inna, born Elena Alexandra Apostoleanu, is a Romanian singer born in Mangalia.",
+        "Mangalia: Mangalia is a city and port on the Black Sea coast of Romania.",
+        "Inna: Inna rose to fame with the single Hot in 2008.",
+    ]
+    question = "What is the place of birth of the performer of the song Ruleta?"
+    for docs, stage2 in ((titled, ["3"]), ([t.split(": ", 1)[1] for t in titled], [])):
+        res = DRRAG(None, k=3, fill=True).run(question, InMemorySource(docs), generate=False)
+        assert [d.id for d in res.documents if d.reason["stage"] == 2] == stage2
