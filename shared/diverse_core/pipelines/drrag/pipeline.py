@@ -83,6 +83,10 @@ class DRRAG(Pipeline[DRRAGResult]):
         classifier: a :class:`PairClassifier` (default: the shipped one, trained on MiniLM
             features of TRAIN questions only; its scalar features work with any embedder, but it
             is calibrated on MiniLM) or any ``(question, doc_a, doc_b) -> probability`` callable.
+            The shipped one reads each passage's title, the text before the first ``": "``
+            (``"Inna: Inna is a Romanian singer..."``): its strongest features compare one
+            passage's title with the other passage. On passages without titles those features
+            are empty and it accepts few pairs, so CFS/CIS return mostly stage-1 documents.
         threshold: accept a pair at this probability (default: the classifier's own threshold,
             chosen on held-out TRAIN pairs; 0.5 for a callable).
         fill: top the result up to ``k`` from the question's ranking (ours, not the paper's).
