@@ -159,3 +159,27 @@ def test_drrag_llamaindex_retriever_needs_no_llm():
     index = VectorStoreIndex.from_documents([Document(text=t) for t in TEXTS], embed_model=Table())
     nodes = DRRAGRetriever(index, embed_model=Table(), k=2, fetch_k=5, k1=1, mode="qdc").retrieve(Q)
     assert [n.node.get_content() for n in nodes] == [A, B]
+
+
+def _letters(texts: list[str]) -> np.ndarray:
+    """A deterministic stand-in embedder: letter counts (no model)."""
+    return np.asarray([[1.0 + t.count(c) for c in "aeiost"] for t in texts], dtype=np.float64)
+
+
+UNTITLED = ["Ruleta is a song by Inna.", "Inna was born in Mangalia.", "Mangalia is a port.", "Hot is a single."]
+
+
+@pytest.mark.parametrize("mode", ["cfs", "cis"])
+def test_drrag_says_when_the_shipped_classifier_has_no_titles_to_read(mode):
+    """The shipped pair classifier compares titles with passages; without any it accepts few pairs."""
+    from diverse_core.pipelines.drrag import UNTITLED_WARNING
+
+    q = "Where was the singer of Ruleta born?"
+    res = DRRAG(k=3, mode=mode).run(q, InMemorySource(UNTITLED, _letters), generate=False)
+    assert res.warnings == (UNTITLED_WARNING.format(n=4),)
+    titled = [f"{t.split()[0]}: {t}" for t in UNTITLED]
+    assert DRRAG(k=3, mode=mode).run(q, InMemorySource(titled, _letters), generate=False).warnings == ()
+    # QDC reads no classifier; a classifier of one's own may read anything
+    assert DRRAG(k=3, mode="qdc").run(q, InMemorySource(UNTITLED, _letters), generate=False).warnings == ()
+    own = DRRAG(k=3, mode=mode, classifier=lambda qq, a, b: 0.9)
+    assert own.run(q, InMemorySource(UNTITLED, _letters), generate=False).warnings == ()

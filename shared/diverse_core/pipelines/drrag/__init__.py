@@ -17,13 +17,14 @@ Example:
 """
 
 from .classifier import PairClassifier, default_classifier, make_scorer
-from .pipeline import DRRAG, DRRAGResult, concat_query
+from .pipeline import DRRAG, UNTITLED_WARNING, DRRAGResult, concat_query
 from .select import DrragPick, DrragSelection, default_k1, select_drrag
 
 __all__ = [
     "DRRAG",
     "DRRAGResult",
     "concat_query",
+    "UNTITLED_WARNING",
     "DrragPick",
     "DrragSelection",
     "PairClassifier",

@@ -18,9 +18,10 @@ from ..contract import Candidates, CandidateSource, PipelineResult
 from ..roles import RunContext
 from ..structured import ANSWER_SCHEMA, DATA_NOTE, answer_text, role_request
 from .classifier import PairClassifier, default_classifier, make_scorer
+from .features import split_title
 from .select import CIS_RULES, MODES, PER_DOC, DrragSelection, default_k1, select_drrag
 
-__all__ = ["DRRAG", "DRRAGResult", "concat_query", "GENERATOR_TEMPLATE", "GENERATOR_SYSTEM"]
+__all__ = ["DRRAG", "DRRAGResult", "concat_query", "GENERATOR_TEMPLATE", "GENERATOR_SYSTEM", "UNTITLED_WARNING"]
 
 #: The Generator's prompt (our wording): answer from the passages, briefly.
 GENERATOR_TEMPLATE = """Use the passages to answer the question. Several passages may each hold one part of the answer: connect them. Reply with the answer only, in a few words.
@@ -63,6 +64,13 @@ class DRRAGResult(PipelineResult):
 
 PairFn = Callable[[str, str, str], float]
 
+#: The warning of a CFS/CIS run whose passages carry no title for the shipped classifier to read.
+UNTITLED_WARNING = (
+    "drrag: none of the {n} candidate passages has a title (\"title: text\"); the shipped pair "
+    "classifier compares one passage's title with the other passage and accepts few pairs without "
+    "titles: give titled passages or your own classifier="
+)
+
 
 class DRRAG(Pipeline[DRRAGResult]):
     """DR-RAG: find the documents a question alone does not retrieve, with one LLM call.
@@ -86,7 +94,8 @@ class DRRAG(Pipeline[DRRAGResult]):
             The shipped one reads each passage's title, the text before the first ``": "``
             (``"Inna: Inna is a Romanian singer..."``): its strongest features compare one
             passage's title with the other passage. On passages without titles those features
-            are empty and it accepts few pairs, so CFS/CIS return mostly stage-1 documents.
+            are empty and it accepts few pairs, so CFS/CIS return mostly stage-1 documents;
+            such a run says so in ``result.warnings``.
         threshold: accept a pair at this probability (default: the classifier's own threshold,
             chosen on held-out TRAIN pairs; 0.5 for a callable).
         fill: top the result up to ``k`` from the question's ranking (ours, not the paper's).
@@ -236,6 +245,8 @@ class DRRAG(Pipeline[DRRAGResult]):
                   rejected=[ids[i] for i in selection.rejected], pairs_scored=pairs)
         if self.mode != "qdc" and len(selection) < k and not self.fill:
             ctx.stage("note", message=f"{self.mode} returned {len(selection)} of k={k} documents (fill=False)")
+        if self.mode != "qdc" and self.classifier is None and not any(split_title(t)[0] for t in texts):
+            ctx.warn(UNTITLED_WARNING.format(n=len(texts)))
         payloads = {cid: (found, i) for found in (first, *hits) for i, cid in enumerate(found.ids)}
         documents = []
         for rank, pick in enumerate(selection.picks):
