@@ -74,3 +74,30 @@ def test_the_drrag_example_finds_its_stage2_document_only_with_titles() -> None:
         res = DRRAG(None, k=3, fill=True).run(question, InMemorySource(docs), generate=False)
         assert [d.id for d in res.documents if d.reason["stage"] == 2] == stage2
         assert bool(res.warnings) == (not stage2)  # the untitled run says why
+
+
+def test_the_swap_example_differs_by_the_weight_not_the_formula() -> None:
+    """The README says: on its six chunks LangChain's MMR and gMMR pick the same three at equal
+    weight (0.5 and 0.7), and the shown difference comes from MMR's default 0.5 against gMMR's 0.7."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from mdblocks import read_blocks
+
+    block = next(b for b in read_blocks(ROOT / "README.md") if "langchain" in b.extras)
+    setup = block.code[: block.code.index("retriever = ")]  # chunks, question, the store
+    namespace: dict[str, object] = {}
+    exec(compile(setup, "README.md", "exec"), namespace)
+    from langchain_diverse import as_diverse_retriever
+
+    store, question = namespace["store"], namespace["question"]
+
+    def picks(search_type: str, lam: float) -> list[str]:
+        kwargs = {"k": 3, "fetch_k": 6, "lambda_mult": lam}
+        retriever = (store.as_retriever(search_type="mmr", search_kwargs=kwargs) if search_type == "lc-mmr"  # type: ignore[attr-defined]
+                     else as_diverse_retriever(store, search_type="gmmr", search_kwargs=kwargs))
+        return [d.page_content for d in retriever.invoke(question)]
+
+    for lam in (0.5, 0.7):
+        assert picks("lc-mmr", lam) == picks("gmmr", lam), lam
+    assert picks("lc-mmr", 0.5) != picks("gmmr", 0.7)
