@@ -39,7 +39,7 @@ __all__ = ["LlamaCppServer", "PortInUseError", "ServerStartError", "free_port", 
            "server_available"]
 
 _HINT = ('the llama-cpp-python server is missing; install it (built for a portable CPU target): '
-         'CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install "llama-cpp-python[server]"')
+         'CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install --no-cache-dir "llama-cpp-python[server]"')
 _SERVER_MODULES = ("llama_cpp", "fastapi", "uvicorn", "sse_starlette", "starlette_context")
 _PARENT_POLL_S = 0.25
 
