@@ -15,6 +15,7 @@ import subprocess
 import sys
 import textwrap
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -61,21 +62,32 @@ class Llama:
 '''
 
 
+def _llama_modules() -> dict[str, object]:
+    return {name: mod for name, mod in sys.modules.items() if name == "llama_cpp" or name.startswith("llama_cpp.")}
+
+
 @pytest.fixture()
-def fake_llama(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def fake_llama(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """Put the stand-in ``llama_cpp`` first on ``sys.path`` (for the child processes too),
     forget every earlier verdict and keep its models out of the process-wide registry;
     returns the file that counts its loads."""
     package = tmp_path / "site" / "llama_cpp"
     package.mkdir(parents=True)
     (package / "__init__.py").write_text(FAKE_LLAMA_CPP)
+    real = _llama_modules()  # the real llama_cpp, if this process imported it: back afterwards
+    for name in real:
+        del sys.modules[name]
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
-    monkeypatch.delitem(sys.modules, "llama_cpp", raising=False)
     monkeypatch.setattr(local, "_NATIVE_VERDICTS", {})
     monkeypatch.setattr(local, "_LOADED", {})
     loads = tmp_path / "loads.txt"
     monkeypatch.setenv("FAKE_LLAMA_LOADS", str(loads))
-    return loads
+    try:
+        yield loads
+    finally:  # later tests must find the real library, not the stand-in
+        for name in _llama_modules():
+            del sys.modules[name]
+        sys.modules.update(real)  # type: ignore[arg-type]
 
 
 @pytest.fixture()
