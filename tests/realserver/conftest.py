@@ -1,7 +1,8 @@
 """A real OpenAI-compatible server for the ``real_server`` tests: llama-cpp-python's, serving the
 packaged SmolLM2-135M GGUF on 127.0.0.1 (started once per session, stopped afterwards).
 
-Without llama-cpp-python's server (``pip install ".[realserver]"``) or the packaged model the
+Without llama-cpp-python's server (``CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install ".[realserver]"``,
+a portable build; ``make test`` does it) or the packaged model the
 tests skip with the reason; ``DIVERSE_RAG_REQUIRE_REAL_SERVER=1`` (set by ``.ci/run``) turns that
 skip into a failure, so CI cannot pass without running them.
 """

