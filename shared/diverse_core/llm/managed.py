@@ -170,10 +170,11 @@ def _serial_slots(backend: object) -> Slots | None:
         return slots
 
 
-def _client_retries(backend: object) -> tuple[str, int] | None:
-    """A retry count > 0 that the backend's own client applies (read from instance
-    attributes only, so no lazy client is created), e.g. ``OpenAILLM(client=OpenAI())``
-    or a LangChain ``ChatOpenAI(max_retries=2)`` inside ``LangChainLLM``."""
+def _client_retries(backend: object) -> tuple[str, int, object] | None:
+    """A retry count > 0 that the backend's own client applies, with the object that holds it
+    (read from instance attributes only, so no lazy client is created), e.g.
+    ``OpenAILLM(client=OpenAI())`` or a LangChain ``ChatOpenAI(max_retries=2)`` inside
+    ``LangChainLLM``."""
 
     def fields(obj: object) -> dict[str, Any]:
         found = getattr(obj, "__dict__", None)
@@ -187,8 +188,29 @@ def _client_retries(backend: object) -> tuple[str, int] | None:
     for prefix, owner in owners:
         value = fields(owner).get("max_retries")
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return f"{prefix}max_retries", value
+            return f"{prefix}max_retries", value, owner
     return None
+
+
+# The clients whose stacked retries were already reported (once per client object, however
+# many ManagedLLM wrap it: a face builds one per pipeline, a service one per request).
+_ADVISED: weakref.WeakSet[Any] = weakref.WeakSet()
+_ADVISED_IDS: set[int] = set()  # owners that take no weak reference
+_ADVISED_LOCK = threading.Lock()
+
+
+def _first_advice(owner: object) -> bool:
+    """``True`` the first time ``owner``'s stacked retries are reported in this process."""
+    with _ADVISED_LOCK:
+        try:
+            if owner in _ADVISED:
+                return False
+            _ADVISED.add(owner)
+        except TypeError:  # not weak-referenceable (or unhashable): remembered by id
+            if id(owner) in _ADVISED_IDS:
+                return False
+            _ADVISED_IDS.add(id(owner))
+        return True
 
 
 class ManagedLLM:
@@ -207,9 +229,11 @@ class ManagedLLM:
     **Client retries are not silently stacked.** When ``max_retries > 0`` and the backend's
     own client also retries (an ``OpenAILLM`` given a ``client=`` with ``max_retries > 0``, a
     LangChain ``ChatOpenAI`` with ``max_retries=2``, anything exposing ``max_retries`` > 0),
-    a warning is logged once, at construction, naming both counts; the client is *not*
-    changed (it is the caller's object). Set one of the two to 0. ``OpenAILLM`` builds its
-    own clients with ``max_retries=0``.
+    a warning is logged once per client object (at the first ``ManagedLLM`` that wraps it, not
+    again for later ones), naming both counts; the client is *not* changed (it is the caller's
+    object). Set one of the two to 0. ``OpenAILLM`` builds its own clients with
+    ``max_retries=0``, and the adapters send a structured method's first requests without the
+    client's retries, so a refusal costs one request.
 
     **Timeouts really bound a call.** A backend without native async (only ``complete``,
     or a ``native_async = False`` attribute) runs in this wrapper's own bounded pool of
@@ -329,7 +353,7 @@ class ManagedLLM:
         self._structured_native = self._native and callable(getattr(self.inner, "acomplete_structured", None))
         self._memory, self._memory_key = self._method_memory(method_memory)
         stacked = _client_retries(self.inner) if max_retries > 0 else None
-        if stacked is not None:
+        if stacked is not None and _first_advice(stacked[2]):
             _log.warning(
                 "ManagedLLM(max_retries=%d) wraps %r whose client also retries (%s=%d): "
                 "up to %d requests per call; set one of the two to 0",
