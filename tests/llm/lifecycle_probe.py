@@ -1,6 +1,6 @@
 """Run by ``test_openai_lifecycle.py`` in a subprocess: ``N`` synchronous ``DRRAG.run()`` calls on
 one ``OpenAILLM`` against a keep-alive server, under ``RLIMIT_NOFILE=256``; prints one JSON line
-with the open descriptors and threads after the first run, at every tenth of the way, and at the end.
+with the open descriptors, threads and RSS after the first run, at every tenth of the way, and at the end.
 
 Usage: ``python lifecycle_probe.py BASE_URL N``
 """
@@ -24,6 +24,11 @@ def fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
+def rss_mib() -> float:
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:")) / 1024
+
+
 def threads() -> int:
     """OS threads of this process (Python's and any library's)."""
     with open("/proc/self/status") as f:
@@ -45,10 +50,12 @@ def main() -> None:
         except Exception as exc:  # noqa: BLE001 - counted, reported
             errors[type(exc).__name__] = errors.get(type(exc).__name__, 0) + 1
         if i == 0 or (i + 1) % max(1, n // 10) == 0:
-            samples.append((i + 1, fds(), threads()))
+            samples.append((i + 1, fds(), threads(), rss_mib()))
+    live = len(llm._loop_clients)  # clients of finished loops must not be kept (nor their loops)
     llm.close()
-    samples.append((-1, fds(), threads()))
-    print(json.dumps({"samples": samples, "errors": errors, "seconds": time.perf_counter() - start}))
+    samples.append((-1, fds(), threads(), rss_mib()))
+    print(json.dumps({"samples": samples, "errors": errors, "seconds": time.perf_counter() - start,
+                      "live_loop_clients": live}))
 
 
 if __name__ == "__main__":

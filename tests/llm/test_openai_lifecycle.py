@@ -58,11 +58,15 @@ def test_sync_runs_keep_descriptors_and_threads_flat_under_a_low_fd_limit(base_u
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     assert report["errors"] == {}, report
     samples = report["samples"]
-    (_, fd0, th0), *rest = samples
+    (_, fd0, th0, _), *rest = samples
     assert RUNS >= 100 and len(rest) >= 10
     # flat: never more than a few above the first run (a run's own connection may still be closing)
-    assert max(fd for _, fd, _ in rest) <= fd0 + 4, samples
-    assert max(th for _, _, th in rest) <= th0 + 2, samples
+    assert max(fd for _, fd, _, _ in rest) <= fd0 + 4, samples
+    assert max(th for _, _, th, _ in rest) <= th0 + 2, samples
+    # finished loops and their clients are let go (each kept one held ~0.8 MiB)
+    assert report["live_loop_clients"] == 0, report
+    tenth = samples[1][3]  # after a tenth of the runs (allocator warm)
+    assert samples[-2][3] <= tenth + 0.05 * RUNS, samples
     assert "never retrieved" not in proc.stderr and "Event loop is closed" not in proc.stderr, proc.stderr[-3000:]
     assert "ResourceWarning" not in proc.stderr, proc.stderr[-3000:]
 

@@ -182,7 +182,11 @@ class OpenAILLM:
             client = openai.AsyncOpenAI(base_url=self._base_url, api_key=self._api_key, max_retries=0)
             if loop is None:
                 return client
-            closer = _close_when_loop_ends(client)
+            # a client holds its loop, so entries go when their loop ends, not by weak reference;
+            # loops closed without shutting their generators down are dropped here
+            for done in [lp for lp in self._loop_clients if lp.is_closed()]:
+                del self._loop_clients[done]
+            closer = _close_when_loop_ends(client, self._loop_clients, self._clients_lock)
             self._loop_clients[loop] = _LoopClient(client, closer)
         _start(closer)  # the loop now closes the client when it shuts down (shutdown_asyncgens)
         return client
@@ -401,13 +405,20 @@ async def _quiet_close(client: Any) -> None:
         pass
 
 
-async def _close_when_loop_ends(client: Any) -> AsyncIterator[None]:
+async def _close_when_loop_ends(client: Any, registry: Any, lock: threading.Lock) -> AsyncIterator[None]:
     """Suspended at its ``yield`` until the loop shuts its async generators down
-    (``asyncio.run`` does, before closing the loop): then it closes ``client``."""
+    (``asyncio.run`` does, before closing the loop): then it closes ``client`` and removes the
+    loop's entry from ``registry`` (the client refers to its loop, so the entry would otherwise
+    keep the finished loop, and the client, alive)."""
     try:
         yield
     finally:
         await _quiet_close(client)
+        loop = asyncio.get_running_loop()
+        with lock:
+            entry = registry.get(loop)
+            if entry is not None and entry.client is client:
+                del registry[loop]
 
 
 def _start(closer: Any) -> None:
