@@ -161,3 +161,16 @@ def test_no_never_retrieved_noise_from_managed_runs(base_url: str, caplog: pytes
         gc.collect()
     assert "never retrieved" not in caplog.text and "Event loop is closed" not in caplog.text
     llm.close()
+
+
+def test_sync_close_inside_a_running_loop_closes_that_loops_client(base_url: str) -> None:
+    llm = OpenAILLM(model="m", base_url=base_url)
+
+    async def go() -> Any:
+        assert (await llm.acomplete("hi")).text == "ok"
+        client = llm.async_client
+        llm.close()  # cannot block the loop: the client closes in a task of this loop
+        await asyncio.sleep(0.05)
+        return client
+
+    assert asyncio.run(go()).is_closed()

@@ -224,7 +224,9 @@ class OpenAILLM:
             if loop.is_closed():
                 continue
             if loop is current:  # cannot block here: close it in the background of this loop
-                loop.create_task(_quiet_close(client))
+                task = loop.create_task(_quiet_close(client))
+                _CLOSING.add(task)  # the loop holds tasks weakly
+                task.add_done_callback(_CLOSING.discard)
             elif loop.is_running():
                 fut = asyncio.run_coroutine_threadsafe(_quiet_close(client), loop)
                 try:
@@ -396,6 +398,9 @@ class _LoopClient:
 
     client: Any
     closer: Any
+
+
+_CLOSING: set[asyncio.Task[None]] = set()
 
 
 async def _quiet_close(client: Any) -> None:
