@@ -56,6 +56,7 @@ def test_sync_runs_keep_descriptors_and_threads_flat_under_a_low_fd_limit(base_u
                           capture_output=True, text=True, env=env, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(proc.stdout.strip().splitlines()[-1])
+    print(f"lifecycle probe, {RUNS} runs: {json.dumps(report)}")  # shown with pytest -s
     assert report["errors"] == {}, report
     samples = report["samples"]
     (_, fd0, th0, _), *rest = samples
