@@ -130,8 +130,10 @@ class LangChainLLM:
             raise ValueError(f"structured_methods must be a sequence of {STRUCTURED_METHODS}; "
                              f"got structured_methods={structured_methods!r}")
         self.structured_methods: tuple[str, ...] = tuple(methods)
-        self._runnables: dict[tuple[str, str], Runnable[Any, Any]] = {}
+        self._runnables: dict[tuple[str, str, bool], Runnable[Any, Any]] = {}
         self._lock = threading.Lock()
+        self._proven: set[str] = set()  # structured methods that returned a reply once
+        self._quiet: Any = None  # the model without its client's retries (built on first probe)
 
     @property
     def max_tokens(self) -> int | None:
@@ -179,18 +181,30 @@ class LangChainLLM:
         return Completion(_message_text(out), p, c, time.perf_counter() - start)
 
     # ------------------------------------------------------------------ structured calls
+    def _probe_model(self) -> Any:
+        """The model without its client's own retries, for a structured method's first
+        requests: a refusal then costs one request, not ``max_retries + 1``
+        (``ChatOpenAI(max_retries=2)``: three HTTP errors per refused probe). The model itself
+        when it has no retries, or cannot be copied."""
+        if self._quiet is None:
+            self._quiet = _without_retries(self.model)
+        return self._quiet
+
     def _structured(self, schema: OutputSchema, method: str) -> Runnable[Any, Any]:
-        """``model.with_structured_output(...)`` for this schema and method (built once)."""
+        """``model.with_structured_output(...)`` for this schema and method (built once; until
+        the method has worked, on :meth:`_probe_model`)."""
         if method not in self.structured_methods:
             raise StructuredOutputUnsupported(method, f"not in this adapter's structured_methods "
                                                       f"{self.structured_methods}")
-        key = (method, json.dumps(schema.as_dict(), sort_keys=True) + schema.name)
+        probing = method not in self._proven
+        key = (method, json.dumps(schema.as_dict(), sort_keys=True) + schema.name, probing)
         with self._lock:
             built = self._runnables.get(key)
         if built is not None:
             return built
         spec = {"title": schema.name, "description": schema.description or schema.name, **schema.as_dict()}
-        wso: Any = self.model.with_structured_output  # type: ignore[attr-defined]
+        model = self._probe_model() if probing else self.model
+        wso: Any = model.with_structured_output
         try:
             if supported_methods(self.model) == STRUCTURED_METHODS:
                 built = wso(spec, method=_LC_METHOD[method], include_raw=True)
@@ -243,6 +257,7 @@ class LangChainLLM:
             if refused is None:
                 raise
             raise refused from exc
+        self._proven.add(method)
         return self._reply(out, method, start)
 
     async def acomplete_structured(self, messages: Sequence[Message], schema: OutputSchema, *,
@@ -259,10 +274,41 @@ class LangChainLLM:
             if refused is None:
                 raise
             raise refused from exc
+        self._proven.add(method)
         return self._reply(out, method, start)
 
     def __repr__(self) -> str:
         return f"LangChainLLM({type(self.model).__name__})"
+
+
+def _positive(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def _without_retries(model: Any) -> Any:
+    """A copy of ``model`` whose client does not retry (``model`` itself when it has no
+    ``max_retries > 0`` or cannot be copied). ``ChatOpenAI``-style models keep their OpenAI
+    clients in ``root_client`` / ``root_async_client``: the copy gets them
+    ``with_options(max_retries=0)`` (same connection pool, no new client to close)."""
+    copy = getattr(model, "model_copy", None)
+    own = getattr(model, "max_retries", None)  # ChatOpenAI: None = the openai client's default (2)
+    client = getattr(getattr(model, "root_client", None), "max_retries", None)
+    if not callable(copy) or not any(_positive(r) for r in (own, client)):
+        return model
+    update: dict[str, Any] = {"max_retries": 0}
+    for root, leaf in (("root_client", "client"), ("root_async_client", "async_client")):
+        client = getattr(model, root, None)
+        with_options = getattr(client, "with_options", None)
+        if callable(with_options):
+            quiet = with_options(max_retries=0)
+            update[root] = quiet
+            chat = getattr(quiet, "chat", None)
+            if getattr(model, leaf, None) is not None and chat is not None:
+                update[leaf] = chat.completions
+    try:
+        return copy(update=update)
+    except Exception:  # noqa: BLE001 - a model that cannot be copied keeps its retries
+        return model
 
 
 def as_backend(llm: Any) -> Any:

@@ -130,6 +130,8 @@ class LlamaIndexLLM:
         self.structured_methods: tuple[str, ...] = tuple(methods)
         self._classes: dict[str, type[BaseModel]] = {}
         self._lock = threading.Lock()
+        self._proven: set[str] = set()  # structured methods that returned a reply once
+        self._quiet: Any = None  # the LLM without its own retries (built on the first probe)
 
     @property
     def max_tokens(self) -> int | None:
@@ -165,6 +167,17 @@ class LlamaIndexLLM:
             llm_kwargs.setdefault("response_format", {"type": "json_object", "schema": schema.as_dict()})
         return self._output_cls(schema), template, llm_kwargs
 
+    def _llm_for(self, method: str) -> Any:
+        """The LLM for a structured call: until ``method`` has worked once, a copy without its
+        retries (``OpenAILike`` retries 3 times itself *and* through its client: a refused
+        probe would cost up to 16 requests), so a refusal costs one request."""
+        if method in self._proven:
+            return self.llm
+        with self._lock:
+            if self._quiet is None:
+                self._quiet = _without_retries(self.llm)
+            return self._quiet
+
     @staticmethod
     def _reply(out: Any, start: float) -> Completion:
         value = out.model_dump(exclude_unset=True) if isinstance(out, BaseModel) else out
@@ -197,9 +210,10 @@ class LlamaIndexLLM:
         start = time.perf_counter()
         cls, template, llm_kwargs = self._prepare(messages, schema, method, kwargs)
         try:
-            out = self.llm.structured_predict(cls, template, llm_kwargs=llm_kwargs)
+            out = self._llm_for(method).structured_predict(cls, template, llm_kwargs=llm_kwargs)
         except Exception as exc:  # noqa: BLE001 - sorted in _failed
             return self._failed(exc, method, start)
+        self._proven.add(method)
         return self._reply(out, start)
 
     async def acomplete_structured(self, messages: Sequence[Message], schema: OutputSchema, *,
@@ -208,9 +222,10 @@ class LlamaIndexLLM:
         start = time.perf_counter()
         cls, template, llm_kwargs = self._prepare(messages, schema, method, kwargs)
         try:
-            out = await self.llm.astructured_predict(cls, template, llm_kwargs=llm_kwargs)
+            out = await self._llm_for(method).astructured_predict(cls, template, llm_kwargs=llm_kwargs)
         except Exception as exc:  # noqa: BLE001 - sorted in _failed
             return self._failed(exc, method, start)
+        self._proven.add(method)
         return self._reply(out, start)
 
     @staticmethod
@@ -242,6 +257,31 @@ class LlamaIndexLLM:
 
     def __repr__(self) -> str:
         return f"LlamaIndexLLM({type(self.llm).__name__})"
+
+
+def _without_retries(llm: Any) -> Any:
+    """A copy of ``llm`` with ``max_retries=0`` whose OpenAI clients (``OpenAI``/``OpenAILike``
+    keep them in ``_client``/``_aclient``) are the original's ``with_options(max_retries=0)``
+    (same connection pool: nothing new to close); ``llm`` itself when it has no retries or
+    cannot be copied."""
+    retries = getattr(llm, "max_retries", None)
+    copy = getattr(llm, "model_copy", None)
+    if not isinstance(retries, int) or isinstance(retries, bool) or retries <= 0 or not callable(copy):
+        return llm
+    try:
+        quiet = copy(update={"max_retries": 0})
+    except Exception:  # noqa: BLE001 - an LLM that cannot be copied keeps its retries
+        return llm
+    if getattr(llm, "reuse_client", False):
+        for getter, attr in (("_get_client", "_client"), ("_get_aclient", "_aclient")):
+            get = getattr(llm, getter, None)
+            try:
+                client = get() if callable(get) else None
+                if client is not None and callable(getattr(client, "with_options", None)):
+                    setattr(quiet, attr, client.with_options(max_retries=0))
+            except Exception:  # noqa: BLE001 - then the copy builds its own client, without retries
+                setattr(quiet, attr, None)
+    return quiet
 
 
 def as_backend(llm: Any) -> Any:

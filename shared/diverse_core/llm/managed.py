@@ -1,34 +1,39 @@
 """Per-attempt timeout, retries with backoff (or the server's ``Retry-After``), a concurrency
-limit and exact accounting around any :class:`~diverse_core.llm.base.TextLLM`."""
+limit and exact accounting around any :class:`~diverse_core.llm.base.TextLLM`.
+
+``ManagedLLM`` is composed by job: the call policy (:mod:`.policy`), usage accounting
+(:mod:`.usage`), structured negotiation (:mod:`.negotiation`) and the worker pool and slots
+(:mod:`.workers`); this module runs attempts on them."""
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
 import functools
-import json
 import logging
 import random
 import threading
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Hashable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from ..errors import InvalidParameterError
 from .base import Completion, TextLLM, as_completion, ensure_llm
-from .errors import LLMError, LLMTimeoutError, is_transient, retry_after
-from .structured import (
-    SHARED_MEMORY,
-    MethodMemory,
-    RoleCompletion,
-    RoleRequest,
-    StructuredOutputUnsupported,
-    declared_methods,
-    decode_json,
-    token_budget,
+from .errors import LLMError
+from .negotiation import StructuredNegotiation
+from .policy import (
+    CallPolicy,
+    _AttemptTimeout,
+    _Call,
+    _check_nonneg,
+    _check_positive,
+    _client_retries,
+    _first_advice,
+    _Job,
 )
+from .structured import MethodMemory, declared_methods
+from .usage import LLMUsage, UsageMeter
 from .workers import DaemonPool, Slots, wake_threadsafe
 
 __all__ = ["ManagedLLM", "LLMUsage"]
@@ -39,104 +44,6 @@ _POOL_CAP = 32  # worker threads per ManagedLLM when max_concurrency is None
 # One slot per serial backend (or per shared ``serial_key``), shared by every ManagedLLM.
 _SERIAL_SLOTS: weakref.WeakValueDictionary[Hashable, Slots] = weakref.WeakValueDictionary()
 _SERIAL_LOCK = threading.Lock()
-
-
-@dataclass(frozen=True)
-class LLMUsage:
-    """Cumulative accounting of a :class:`ManagedLLM` (a snapshot).
-
-    Every call either succeeds (``calls``) or fails (``failures``); each of its tries is an
-    attempt the backend received (``attempts``) or one that timed out before any worker
-    could start it (``not_started``), so ``calls + failures + retries == attempts +
-    not_started`` over calls that returned or raised (a call whose caller cancelled it
-    counts its attempts only). A structured attempt the backend refuses
-    (:class:`~diverse_core.llm.structured.StructuredOutputUnsupported`) counts in
-    ``rejections`` instead: ``calls + failures + retries + rejections == attempts + not_started``.
-
-    Attributes:
-        calls: calls that returned a completion.
-        failures: calls that raised after their last attempt.
-        attempts: backend invocations, retries of failed calls included.
-        retries: attempts repeated after a transient error.
-        timeouts: attempts that hit the per-attempt timeout (or the total deadline).
-        prompt_tokens: prompt tokens summed over calls whose backend reported them.
-        completion_tokens: completion tokens summed likewise.
-        calls_with_token_counts: calls whose backend reported token counts.
-        latency: seconds spent in successful attempts, summed.
-        peak_in_flight: the most calls that ran at the same time.
-        not_started: attempts that timed out while queued behind hung calls (the backend
-            never received them), plus calls whose total deadline passed while they waited
-            for a concurrency slot.
-        rejections: structured attempts the backend refused (paid once per method and model).
-    """
-
-    calls: int = 0
-    failures: int = 0
-    attempts: int = 0
-    retries: int = 0
-    timeouts: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    calls_with_token_counts: int = 0
-    latency: float = 0.0
-    peak_in_flight: int = 0
-    not_started: int = 0
-    rejections: int = 0
-
-
-@dataclass(frozen=True)
-class _Job:
-    """One backend invocation: a sync call and, for native-async backends, its coroutine."""
-
-    sync: Callable[[], object]
-    native: Callable[[], Awaitable[object]] | None = None
-
-
-def _structured_out(raw: object) -> object:
-    """A structured backend's return value as a Completion (a decoded object is re-serialised)."""
-    if isinstance(raw, (Completion, str)):
-        return raw
-    dump = getattr(raw, "model_dump", None)  # a pydantic model from a framework adapter
-    if callable(dump):
-        raw = dump()
-    if isinstance(raw, Mapping):
-        return Completion(text=json.dumps(dict(raw)))
-    raise TypeError(
-        "complete_structured must return a Completion, a JSON str or a mapping; "
-        f"got {type(raw).__name__}"
-    )
-
-
-class _AttemptTimeout(TimeoutError):
-    """One attempt exceeded its time limit (raised by ManagedLLM, not by a backend)."""
-
-
-@dataclass
-class _Call:
-    """One call's progress: its deadline, tries so far, tries the backend received."""
-
-    deadline: float | None
-    tries: int = 0
-    received: int = 0
-
-
-# Distinct classes before Python 3.11.
-_TIMEOUTS = (TimeoutError, asyncio.TimeoutError, concurrent.futures.TimeoutError)
-
-
-def _check_nonneg(value: float | None, name: str, allow_none: bool = False) -> None:
-    if value is None and allow_none:
-        return
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-        raise InvalidParameterError(f"{name} must be a number >= 0; got {name}={value!r}")
-
-
-def _check_positive(value: float | None, name: str) -> float | None:
-    """``value`` if > 0; ``None`` for ``None`` or infinity (no limit)."""
-    _check_nonneg(value, name, allow_none=True)
-    if value is not None and value == 0:
-        raise InvalidParameterError(f"{name} must be > 0 or None; got {name}={value!r}")
-    return None if value is None or value == float("inf") else value
 
 
 def _native_async(backend: object) -> bool:
@@ -170,28 +77,7 @@ def _serial_slots(backend: object) -> Slots | None:
         return slots
 
 
-def _client_retries(backend: object) -> tuple[str, int] | None:
-    """A retry count > 0 that the backend's own client applies (read from instance
-    attributes only, so no lazy client is created), e.g. ``OpenAILLM(client=OpenAI())``
-    or a LangChain ``ChatOpenAI(max_retries=2)`` inside ``LangChainLLM``."""
-
-    def fields(obj: object) -> dict[str, Any]:
-        found = getattr(obj, "__dict__", None)
-        return found if isinstance(found, dict) else {}
-
-    top = fields(backend)
-    owners: list[tuple[str, object]] = [("", backend)]
-    for attr in ("client", "_client", "async_client", "_async_client", "model", "llm", "_model"):
-        if top.get(attr) is not None:
-            owners.append((f"{attr}.", top[attr]))
-    for prefix, owner in owners:
-        value = fields(owner).get("max_retries")
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return f"{prefix}max_retries", value
-    return None
-
-
-class ManagedLLM:
+class ManagedLLM(UsageMeter, CallPolicy, StructuredNegotiation):
     """Wrap a :class:`TextLLM` with timeouts, retries, a concurrency limit and accounting.
 
     **Retries.** Transient failures (timeouts, connection errors, HTTP 408/409/425/429/5xx;
@@ -207,9 +93,11 @@ class ManagedLLM:
     **Client retries are not silently stacked.** When ``max_retries > 0`` and the backend's
     own client also retries (an ``OpenAILLM`` given a ``client=`` with ``max_retries > 0``, a
     LangChain ``ChatOpenAI`` with ``max_retries=2``, anything exposing ``max_retries`` > 0),
-    a warning is logged once, at construction, naming both counts; the client is *not*
-    changed (it is the caller's object). Set one of the two to 0. ``OpenAILLM`` builds its
-    own clients with ``max_retries=0``.
+    a warning is logged once per client object (at the first ``ManagedLLM`` that wraps it, not
+    again for later ones), naming both counts; the client is *not* changed (it is the caller's
+    object). Set one of the two to 0. ``OpenAILLM`` builds its own clients with
+    ``max_retries=0``, and the adapters send a structured method's first requests without the
+    client's retries, so a refusal costs one request.
 
     **Timeouts really bound a call.** A backend without native async (only ``complete``,
     or a ``native_async = False`` attribute) runs in this wrapper's own bounded pool of
@@ -329,136 +217,13 @@ class ManagedLLM:
         self._structured_native = self._native and callable(getattr(self.inner, "acomplete_structured", None))
         self._memory, self._memory_key = self._method_memory(method_memory)
         stacked = _client_retries(self.inner) if max_retries > 0 else None
-        if stacked is not None:
+        if stacked is not None and _first_advice(stacked[2]):
             _log.warning(
                 "ManagedLLM(max_retries=%d) wraps %r whose client also retries (%s=%d): "
                 "up to %d requests per call; set one of the two to 0",
                 max_retries, self.inner, stacked[0], stacked[1],
                 (max_retries + 1) * (stacked[1] + 1),
             )
-
-    # ------------------------------------------------------------------ accounting
-    @staticmethod
-    def _zero_usage() -> dict[str, Any]:
-        return {f: getattr(LLMUsage(), f) for f in LLMUsage.__dataclass_fields__}
-
-    def usage(self) -> LLMUsage:
-        """A snapshot of the cumulative accounting."""
-        with self._lock:
-            return LLMUsage(**self._usage)
-
-    def reset_usage(self) -> None:
-        """Zero every counter."""
-        with self._lock:
-            self._usage = self._zero_usage()
-
-    def _add(self, **delta: float) -> None:
-        with self._lock:
-            for key, value in delta.items():
-                self._usage[key] += value
-
-    def _received(self, call: _Call) -> None:
-        """An attempt reached the backend (runs just before it is invoked)."""
-        call.received += 1
-        self._add(attempts=1)
-
-    def _enter(self) -> None:
-        with self._lock:
-            self._in_flight += 1
-            self._usage["peak_in_flight"] = max(self._usage["peak_in_flight"], self._in_flight)
-
-    def _leave(self) -> None:
-        with self._lock:
-            self._in_flight -= 1
-
-    def _succeed(self, out: Completion, call: _Call) -> Completion:
-        out = Completion(out.text, out.prompt_tokens, out.completion_tokens, out.latency, call.tries)
-        known = out.prompt_tokens is not None or out.completion_tokens is not None
-        self._add(
-            calls=1,
-            latency=out.latency,
-            prompt_tokens=out.prompt_tokens or 0,
-            completion_tokens=out.completion_tokens or 0,
-            calls_with_token_counts=int(known),
-        )
-        return out
-
-    # ------------------------------------------------------------------ retry policy
-    def _delay(self, attempt: int) -> float:
-        base = min(self.backoff_max, self.backoff_base * (2.0**attempt))
-        with self._lock:
-            factor = 1.0 + self.jitter * (2.0 * self._rng.random() - 1.0)
-        return max(0.0, base * factor)
-
-    def _retry_delay(self, exc: BaseException, attempt: int) -> float:
-        """The server's ``Retry-After`` (capped at ``backoff_max``), else the backoff."""
-        hint = retry_after(exc)
-        return min(hint, self.backoff_max) if hint is not None else self._delay(attempt)
-
-    def _deadline(self) -> float | None:
-        return None if self.total_timeout is None else time.monotonic() + self.total_timeout
-
-    @staticmethod
-    def _remaining(deadline: float | None) -> float | None:
-        return None if deadline is None else max(0.0, deadline - time.monotonic())
-
-    def _limit(self, deadline: float | None) -> float | None:
-        """This attempt's time limit: the per-attempt timeout, within the total deadline."""
-        left = self._remaining(deadline)
-        if left is None:
-            return self.timeout
-        return left if self.timeout is None else min(self.timeout, left)
-
-    def _budget(self) -> str:
-        text = f"timeout={self.timeout}s per attempt"
-        if self.total_timeout is not None:
-            text += f", total_timeout={self.total_timeout}s"
-        return f"{text}, max_retries={self.max_retries}"
-
-    def _give_up(self, exc: BaseException, call: _Call, *, deadline: bool = False) -> LLMError:
-        self._add(failures=1)
-        timed_out = deadline or isinstance(exc, _TIMEOUTS)
-        what = "hit its total_timeout" if deadline else ("timed out" if timed_out else "failed")
-        tries = f"{call.tries} attempt{'' if call.tries == 1 else 's'}"
-        if call.received != call.tries:
-            tries += f", {call.received} reaching the backend"
-        err = (LLMTimeoutError if timed_out else LLMError)(
-            f"LLM call {what} after {tries} ({self._budget()}): {type(exc).__name__}: {exc}",
-            attempts=call.tries,
-            timeout=self.timeout,
-            received=call.received,
-        )
-        err.__cause__ = exc
-        return err
-
-    def _after_failure(self, exc: BaseException, call: _Call) -> float:
-        """Account a failed attempt; return the wait before the next one, or raise the
-        call's final :class:`LLMError` (from within the caller's ``except`` block)."""
-        if isinstance(exc, StructuredOutputUnsupported):  # negotiation steps down; never retried
-            self._add(rejections=1)
-            raise exc
-        self._add(timeouts=int(isinstance(exc, _TIMEOUTS)))
-        if call.tries > self.max_retries or not is_transient(exc):
-            raise self._give_up(exc, call)
-        delay = self._retry_delay(exc, call.tries - 1)
-        left = self._remaining(call.deadline)
-        if left is not None and delay >= left:
-            raise self._give_up(exc, call, deadline=True)
-        self._add(retries=1)
-        _log.warning(
-            "LLM attempt %d of %d failed (%s: %s); retrying in %.2fs",
-            call.tries, self.max_retries + 1, type(exc).__name__, exc, delay,
-        )
-        return delay
-
-    def _slot_timeout(self, call: _Call) -> LLMError:
-        self._add(not_started=1)
-        return self._give_up(TimeoutError("no concurrency slot became free"), call, deadline=True)
-
-    @staticmethod
-    def _release(acquired: list[Slots]) -> None:
-        for slots in reversed(acquired):
-            slots.release()
 
     # ------------------------------------------------------------------ backend calls
     def _pool(self) -> DaemonPool:
@@ -652,140 +417,6 @@ class ManagedLLM:
         finally:
             self._leave()
             self._release(acquired)
-
-    # ------------------------------------------------------------------ structured role calls
-    def _method_memory(self, given: MethodMemory | None) -> tuple[MethodMemory, Hashable]:
-        """Where refusals are remembered: the backend's ``structured_key`` in the shared
-        memory (every wrapper of that model learns at once), else this wrapper's own."""
-        key = getattr(self.inner, "structured_key", None)
-        if key is not None:
-            try:
-                hash(key)
-            except TypeError:
-                key = None
-        if key is None:
-            return given or MethodMemory(), ("backend", id(self.inner))
-        return given or SHARED_MEMORY, ("key", key)
-
-    @property
-    def method_memory(self) -> MethodMemory:
-        """The memory of refused methods this wrapper consults."""
-        return self._memory
-
-    def refused_methods(self) -> dict[str, str]:
-        """The structured methods this model refused so far, with the reasons."""
-        return self._memory.rejected(self._memory_key)
-
-    def role_methods(self, request: RoleRequest) -> tuple[str, ...]:
-        """The structured methods ``request`` would try now, strongest first (``()``: text)."""
-        if not request.structured or not self.structured_methods:
-            return ()
-        return self._memory.usable(self._memory_key, self.structured_methods)
-
-    def _structured_job(self, request: RoleRequest, method: str, kwargs: dict[str, Any]) -> _Job:
-        backend: Any = self.inner
-        assert request.schema is not None  # structured requests have one
-        args = (request.messages, request.schema.grammar_safe(budget=self._token_budget(kwargs)))
-
-        def sync() -> object:
-            return _structured_out(backend.complete_structured(*args, method=method, **kwargs))
-
-        async def native() -> object:
-            return _structured_out(await backend.acomplete_structured(*args, method=method, **kwargs))
-
-        return _Job(sync, native if self._structured_native else None)
-
-    def _token_budget(self, kwargs: Mapping[str, Any]) -> int | None:
-        """The call's ``max_tokens`` (its own, else the backend's), which the grammar-bound
-        schema is fitted to (:meth:`OutputSchema.grammar_safe`); ``None`` when unknown."""
-        return token_budget(kwargs.get("max_tokens"), kwargs.get("max_new_tokens"),
-                            getattr(self.inner, "max_tokens", None), getattr(self.inner, "max_new_tokens", None))
-
-    def _refused(self, exc: StructuredOutputUnsupported, method: str, rejected: list[str]) -> None:
-        self._memory.reject(self._memory_key, method, exc.reason or str(exc))
-        rejected.append(method)
-        _log.info("%r refused structured method %r (%s); trying the next one", self.inner, method, exc)
-
-    def _structured_reply(self, out: Completion, request: RoleRequest, method: str,
-                          rejected: list[str]) -> RoleCompletion:
-        self._memory.confirm(self._memory_key, method)
-        assert request.schema is not None  # structured requests have one
-        value, problems = decode_json(out.text, request.schema)
-        return RoleCompletion(
-            out.text, out.prompt_tokens, out.completion_tokens, out.latency, out.attempts,
-            path="structured", method=method, value=value, problems=problems, rejected=tuple(rejected),
-        )
-
-    def _text_reply(self, out: Completion, request: RoleRequest, rejected: list[str]) -> RoleCompletion:
-        fell_back = request.structured and bool(self.structured_methods)
-        if fell_back and self._memory.first_warning(self._memory_key):
-            refused = self._memory.rejected(self._memory_key)
-            _log.warning(
-                "%r refused every structured method (%s); its roles use the text prompts and parsers",
-                self.inner, "; ".join(f"{m}: {why}" for m, why in refused.items()) or "none usable",
-            )
-        return RoleCompletion(
-            out.text, out.prompt_tokens, out.completion_tokens, out.latency, out.attempts,
-            path="text", method="text", fell_back=fell_back, rejected=tuple(rejected),
-        )
-
-    def _gate(self, request: RoleRequest) -> Slots | None:
-        """The model's probe gate while no structured method is known to work for it."""
-        if not self.role_methods(request) or self._memory.confirmed(self._memory_key) is not None:
-            return None
-        return self._memory.gate(self._memory_key)
-
-    def complete_role(self, request: RoleRequest, **kwargs: Any) -> RoleCompletion:
-        """One role call, structured when the backend can take it (see
-        :mod:`diverse_core.llm.structured`): the strongest method this model has not
-        refused, stepping down on a refusal (remembered, paid once per model), then the
-        text prompt (``fell_back=True``, logged once per model as a warning).
-
-        Raises:
-            LLMTimeoutError / LLMError: as :meth:`complete`.
-        """
-        rejected: list[str] = []
-        gate = self._gate(request)
-        if gate is not None:
-            gate.acquire()
-            if self._memory.confirmed(self._memory_key) is not None:
-                gate.release()
-                gate = None
-        try:
-            for method in self.role_methods(request):
-                try:
-                    out = self._run_sync(self._structured_job(request, method, kwargs))
-                except StructuredOutputUnsupported as exc:
-                    self._refused(exc, method, rejected)
-                    continue
-                return self._structured_reply(out, request, method, rejected)
-        finally:
-            if gate is not None:
-                gate.release()
-        return self._text_reply(self._run_sync(self._text_job(request.prompt, kwargs)), request, rejected)
-
-    async def acomplete_role(self, request: RoleRequest, **kwargs: Any) -> RoleCompletion:
-        """Asynchronous :meth:`complete_role`."""
-        rejected: list[str] = []
-        gate = self._gate(request)
-        if gate is not None:
-            await gate.aacquire()
-            if self._memory.confirmed(self._memory_key) is not None:
-                gate.release()
-                gate = None
-        try:
-            for method in self.role_methods(request):
-                try:
-                    out = await self._run_async(self._structured_job(request, method, kwargs))
-                except StructuredOutputUnsupported as exc:
-                    self._refused(exc, method, rejected)
-                    continue
-                return self._structured_reply(out, request, method, rejected)
-        finally:
-            if gate is not None:
-                gate.release()
-        out = await self._run_async(self._text_job(request.prompt, kwargs))
-        return self._text_reply(out, request, rejected)
 
     def close(self) -> None:
         """Cancel queued attempts and let this wrapper's idle worker threads end."""

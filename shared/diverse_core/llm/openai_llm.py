@@ -4,12 +4,15 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import copy
 import os
 import threading
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -69,12 +72,24 @@ class OpenAILLM:
     down once per model instead of retrying.
 
     The client's own retries are disabled (``max_retries=0``) so that
-    :class:`~diverse_core.llm.ManagedLLM` owns the retry policy.
+    :class:`~diverse_core.llm.ManagedLLM` owns the retry policy. A structured request on a
+    ``client=`` / ``async_client=`` given with retries of its own is sent through
+    ``with_options(max_retries=0)`` until its method has worked once, so a refused probe
+    costs one request.
+
+    **Connections.** The clients this object builds are its own and it closes them: the
+    synchronous client (one, shared by every thread) on :meth:`close`; the asynchronous ones
+    (one per event loop, since pooled connections belong to the loop that opened them) when
+    their loop finishes (``asyncio.run`` - hence every synchronous ``pipeline.run()`` - closes
+    them before it closes the loop) or on :meth:`close` / :meth:`aclose`, whichever comes
+    first. Connections are reused within a loop. ``with OpenAILLM(...) as llm:`` (or
+    ``async with``) closes it at the end of the block. Clients passed as ``client=`` /
+    ``async_client=`` belong to the caller and are never closed here.
 
     Example:
-        >>> llm = OpenAILLM(model="qwen2.5-7b", base_url="http://localhost:8000/v1",
-        ...                 api_key="EMPTY")  # doctest: +SKIP
-        >>> llm.complete("Say hi").text  # doctest: +SKIP
+        >>> with OpenAILLM(model="qwen2.5-7b", base_url="http://localhost:8000/v1",
+        ...                api_key="EMPTY") as llm:  # doctest: +SKIP
+        ...     llm.complete("Say hi").text
     """
 
     def __init__(
@@ -106,8 +121,12 @@ class OpenAILLM:
         self._api_key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
         self._client = client
         self._async_client = async_client
-        self._loop_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
+        self._loop_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopClient] = (
+            weakref.WeakKeyDictionary())
         self._clients_lock = threading.Lock()
+        self._closed = False
+        self._own_client = False  # whether self._client was built here (then close() closes it)
+        self._proven: set[str] = set()  # structured methods that returned a reply once
         if structured_methods is None:
             structured_methods = STRUCTURED_METHODS if chat else ()
         unknown = [m for m in structured_methods if m not in STRUCTURED_METHODS]
@@ -128,11 +147,14 @@ class OpenAILLM:
 
     @property
     def client(self) -> Any:
-        """The synchronous ``openai.OpenAI`` client (created on first use)."""
-        if self._client is None:
-            openai = _import_openai()
-            self._client = openai.OpenAI(base_url=self._base_url, api_key=self._api_key, max_retries=0)
-        return self._client
+        """The synchronous ``openai.OpenAI`` client (created on first use, closed by :meth:`close`)."""
+        with self._clients_lock:
+            if self._client is None:
+                self._check_open()
+                openai = _import_openai()
+                self._client = openai.OpenAI(base_url=self._base_url, api_key=self._api_key, max_retries=0)
+                self._own_client = True
+            return self._client
 
     @property
     def async_client(self) -> Any:
@@ -140,7 +162,10 @@ class OpenAILLM:
 
         An async client's pooled connections belong to the loop that opened them; reused from
         another loop (each synchronous ``pipeline.run()`` runs its own) a kept-alive connection
-        fails with "Event loop is closed". A client passed as ``async_client=`` is used as given.
+        fails with "Event loop is closed". So each loop gets its own client, closed when that
+        loop finishes (see the class docstring). Outside a running loop a fresh client is
+        returned that nothing here keeps (the caller closes it). A client passed as
+        ``async_client=`` is used as given.
         """
         if self._async_client is not None:
             return self._async_client
@@ -149,13 +174,97 @@ class OpenAILLM:
         except RuntimeError:
             loop = None
         with self._clients_lock:
-            client = self._loop_clients.get(loop) if loop is not None else None
-            if client is None:
-                openai = _import_openai()
-                client = openai.AsyncOpenAI(base_url=self._base_url, api_key=self._api_key, max_retries=0)
-                if loop is not None:
-                    self._loop_clients[loop] = client
+            self._check_open()
+            entry = self._loop_clients.get(loop) if loop is not None else None
+            if entry is not None:
+                return entry.client
+            openai = _import_openai()
+            client = openai.AsyncOpenAI(base_url=self._base_url, api_key=self._api_key, max_retries=0)
+            if loop is None:
+                return client
+            # a client holds its loop, so entries go when their loop ends, not by weak reference;
+            # loops closed without shutting their generators down are dropped here
+            for done in [lp for lp in self._loop_clients if lp.is_closed()]:
+                del self._loop_clients[done]
+            closer = _close_when_loop_ends(client, self._loop_clients, self._clients_lock)
+            self._loop_clients[loop] = _LoopClient(client, closer)
+        _start(closer)  # the loop now closes the client when it shuts down (shutdown_asyncgens)
         return client
+
+    # ------------------------------------------------------------------ lifecycle
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError(f"{self!r} is closed")
+
+    def _take_clients(self) -> tuple[Any, list[tuple[asyncio.AbstractEventLoop, Any]]]:
+        with self._clients_lock:
+            self._closed = True
+            sync = self._client if self._own_client else None
+            if self._own_client:
+                self._client, self._own_client = None, False
+            loops = [(loop, entry.client) for loop, entry in self._loop_clients.items()]
+            self._loop_clients.clear()
+        return sync, loops
+
+    def close(self) -> None:
+        """Close the clients this object built (idempotent; it cannot be used afterwards).
+
+        An async client whose loop runs in another thread is closed on that loop (waiting up
+        to 5 s); one whose loop is idle is closed by running that loop; one whose loop is
+        already closed has nothing left to close. Call :meth:`aclose` from inside a loop.
+        """
+        sync, loops = self._take_clients()
+        if sync is not None:
+            sync.close()
+        try:
+            current: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            current = None
+        for loop, client in loops:
+            if loop.is_closed():
+                continue
+            if loop is current:  # cannot block here: close it in the background of this loop
+                task = loop.create_task(_quiet_close(client))
+                _CLOSING.add(task)  # the loop holds tasks weakly
+                task.add_done_callback(_CLOSING.discard)
+            elif loop.is_running():
+                fut = asyncio.run_coroutine_threadsafe(_quiet_close(client), loop)
+                try:
+                    fut.result(timeout=5.0)
+                except (concurrent.futures.TimeoutError, RuntimeError):
+                    fut.cancel()
+            else:
+                loop.run_until_complete(_quiet_close(client))
+
+    async def aclose(self) -> None:
+        """:meth:`close` from inside an event loop (the running loop's client is awaited)."""
+        sync, loops = self._take_clients()
+        if sync is not None:
+            await asyncio.to_thread(sync.close)
+        current = asyncio.get_running_loop()
+        for loop, client in loops:
+            if loop is current:
+                await _quiet_close(client)
+            elif loop.is_running() and not loop.is_closed():
+                fut = asyncio.run_coroutine_threadsafe(_quiet_close(client), loop)
+                try:
+                    await asyncio.wait_for(asyncio.wrap_future(fut), 5.0)
+                except (asyncio.TimeoutError, RuntimeError):
+                    fut.cancel()
+
+    def __enter__(self) -> OpenAILLM:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    async def __aenter__(self) -> OpenAILLM:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.aclose()
 
     def _request(self, prompt: str, kwargs: dict[str, Any]) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "temperature": self.temperature}
@@ -220,13 +329,13 @@ class OpenAILLM:
         start = time.perf_counter()
         body = self._structured_request(messages, schema, method, kwargs)
         try:
-            resp = self.client.chat.completions.create(**body)
+            resp = self._probe(self.client, method).chat.completions.create(**body)
         except Exception as exc:
             refused = refusal_from_error(exc, method)
             if refused is None:
                 raise
             raise refused from exc
-        return self._structured_parse(resp, method, start)
+        return self._proved(self._structured_parse(resp, method, start), method)
 
     async def acomplete_structured(self, messages: Sequence[Message], schema: OutputSchema, *, method: str,
                                    **kwargs: Any) -> Completion:
@@ -234,13 +343,26 @@ class OpenAILLM:
         start = time.perf_counter()
         body = self._structured_request(messages, schema, method, kwargs)
         try:
-            resp = await self.async_client.chat.completions.create(**body)
+            resp = await self._probe(self.async_client, method).chat.completions.create(**body)
         except Exception as exc:
             refused = refusal_from_error(exc, method)
             if refused is None:
                 raise
             raise refused from exc
-        return self._structured_parse(resp, method, start)
+        return self._proved(self._structured_parse(resp, method, start), method)
+
+    def _probe(self, client: Any, method: str) -> Any:
+        """``client`` without its own retries while ``method`` has not worked yet (a caller's
+        client may retry; a refusal then costs one request, not one per client retry)."""
+        retries = getattr(client, "max_retries", 0)
+        if method in self._proven or not isinstance(retries, int) or retries <= 0:
+            return client
+        with_options = getattr(client, "with_options", None)
+        return with_options(max_retries=0) if callable(with_options) else client
+
+    def _proved(self, out: Completion, method: str) -> Completion:
+        self._proven.add(method)
+        return out
 
     def _parse(self, resp: Any, start: float) -> Completion:
         choice = resp.choices[0]
@@ -268,6 +390,49 @@ class OpenAILLM:
 
     def __repr__(self) -> str:
         return f"OpenAILLM(model={self.model!r}, base_url={self._base_url!r})"
+
+
+@dataclass(frozen=True)
+class _LoopClient:
+    """An event loop's async client and the generator that closes it when the loop ends."""
+
+    client: Any
+    closer: Any
+
+
+_CLOSING: set[asyncio.Task[None]] = set()
+
+
+async def _quiet_close(client: Any) -> None:
+    try:
+        await client.close()
+    except Exception:  # noqa: BLE001 - closing a client whose connections already broke
+        pass
+
+
+async def _close_when_loop_ends(client: Any, registry: Any, lock: threading.Lock) -> AsyncIterator[None]:
+    """Suspended at its ``yield`` until the loop shuts its async generators down
+    (``asyncio.run`` does, before closing the loop): then it closes ``client`` and removes the
+    loop's entry from ``registry`` (the client refers to its loop, so the entry would otherwise
+    keep the finished loop, and the client, alive)."""
+    try:
+        yield
+    finally:
+        await _quiet_close(client)
+        loop = asyncio.get_running_loop()
+        with lock:
+            entry = registry.get(loop)
+            if entry is not None and entry.client is client:
+                del registry[loop]
+
+
+def _start(closer: Any) -> None:
+    """Run ``closer`` to its ``yield`` now (synchronously), which registers it with the running
+    loop's async-generator hooks."""
+    try:
+        closer.__anext__().send(None)
+    except StopIteration:
+        pass
 
 
 # Keywords OpenAI's strict mode does not accept (engines that do still get them in json_object).

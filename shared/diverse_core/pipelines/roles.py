@@ -172,7 +172,8 @@ class RunContext:
         (chat messages + output schema + the text prompt as fallback): then the reply is a
         :class:`~diverse_core.llm.structured.RoleCompletion` saying which path it took.
         The call is recorded in the trace (with its ``path`` and ``method``) and metered; a
-        failure is recorded and re-raised as ``LLMError``. A structured request that the model
+        failure is recorded and re-raised as ``LLMError``. A structured reply that broke its
+        schema (repaired, or read with the text parser) is a warning of the run. A structured request that the model
         refuses falls back to the text prompt; that is recorded as a warning once per run and
         model (never silent).
         """
@@ -218,6 +219,8 @@ class RunContext:
             if out.path == "text" and request is not None:
                 shown = request.prompt
             notes = tuple(f"schema: {p}" for p in out.problems)
+            if out.problems:
+                self._report_schema(role, out)
             if out.rejected:
                 notes += (f"refused structured method(s): {', '.join(out.rejected)}",)
             if out.path == "text" and out.fell_back:
@@ -239,6 +242,17 @@ class RunContext:
             ))
             index = len(self.trace) - 1
         return out, index
+
+    def _report_schema(self, role: str, out: RoleCompletion) -> None:
+        """A warning for a structured reply that broke its schema: repaired (unknown keys
+        dropped, too long cut; bounds flagged for the reader to clip) or, when its shape was
+        wrong, read with the text parser. Never silent, so the run is not ``ok``."""
+        shown = "; ".join(str(p) for p in out.problems[:3])
+        if len(out.problems) > 3:
+            shown += f"; and {len(out.problems) - 3} more"
+        what = ("repaired and used" if out.value is not None
+                else "unusable; read with the text parser")
+        self.warn(f"{role}: structured reply broke its schema ({shown}); {what}")
 
     def _report_fallback(self, model: ManagedLLM, role: str) -> None:
         """One warning per run and model: its structured calls fell back to the text path."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ...llm.base import Completion
-from ..structured import answer_text, structured_value
+from ..structured import answer_text, structured_value, unusable_json
 from .parsing import (
     AmbiguityParse,
     InterpretationParse,
@@ -113,6 +113,6 @@ def read_qa_pairs(out: Completion, interpretations: Sequence[str]) -> tuple[QAPa
 def read_long_answer(out: Completion) -> tuple[str, tuple[str, ...]]:
     """Prompts (e)/(f): the ``answer`` field, else the text after its ``Answer:`` label."""
     value, notes = structured_value(out)
-    if isinstance(value, dict):
+    if isinstance(value, dict) or unusable_json(out):
         return answer_text(out)
     return parse_long_answer(out.text), notes

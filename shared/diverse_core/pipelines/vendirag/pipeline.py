@@ -19,7 +19,7 @@ from ...validation import check_k, check_unit_interval
 from ..base import Pipeline
 from ..contract import Candidates, CandidateSource, ChosenDocument
 from ..roles import RunContext
-from ..structured import structured_value
+from ..structured import field_text, structured_value, unusable_json
 from .judging import Judgement, read_judge_reply
 from .prompts import VendiPrompts, read_rewrite
 from .result import IterationRecord, VendiRAGResult
@@ -229,12 +229,10 @@ class VendiRAG(Pipeline[VendiRAGResult]):
     @staticmethod
     def _field(ctx: RunContext, out: Completion, at: int | None, name: str) -> str:
         """A free-text field of a structured reply (the whole text on the text path)."""
-        value, notes = structured_value(out)
+        text, notes = field_text(out, name)
         if notes and at is not None:
             ctx.annotate(at, notes=notes)
-        if isinstance(value, dict) and isinstance(value.get(name), str):
-            return str(value[name]).strip()
-        return out.text.strip()
+        return text
 
     # ------------------------------------------------------------------ selection
     def _select(self, found: Candidates, k: int, s: float, seen: set[str]) -> _Step:
@@ -284,7 +282,10 @@ class VendiRAG(Pipeline[VendiRAGResult]):
         if out is None:
             return query
         value, _ = structured_value(out)
-        new = " ".join(str(value["query"]).split()) if isinstance(value, dict) else read_rewrite(out.text)
+        if isinstance(value, dict):
+            new = " ".join(str(value["query"]).split())
+        else:  # never the JSON text of an unusable structured reply
+            new = "" if unusable_json(out) else read_rewrite(out.text)
         if not new:
             step.failures.append("the rewrite reply held no query; the query was kept")
         if at is not None:
