@@ -72,12 +72,13 @@ def test_every_pipeline_face_spells_its_pipeline_as_the_core_does() -> None:
     """``<core class name>Retriever`` (and ``QueryEngine``) for every pipeline in both faces."""
     pytest.importorskip("langchain_core")
     pytest.importorskip("llama_index.core")
-    import langchain_diverse
-    import llamaindex_diverse
     from diverse_core.pipelines.dfrag import DFRAG
     from diverse_core.pipelines.diva import DIVA
     from diverse_core.pipelines.drrag import DRRAG
     from diverse_core.pipelines.vendirag import VendiRAG
+
+    import langchain_diverse
+    import llamaindex_diverse
 
     for core in (DFRAG, DIVA, DRRAG, VendiRAG):
         lc = getattr(langchain_diverse, f"{core.__name__}Retriever")

@@ -304,3 +304,54 @@ def test_native_async_detection() -> None:
     assert LangChainLLM(FakeListChatModel(responses=["x"])).native_async is False
     assert not li_native(MockLLM())
     assert LlamaIndexLLM(MockLLM()).native_async is False
+
+
+# ---------------------------------------------------------------------------- hung evaluator only
+EVALUATOR_MARK = "strict judge of retrieved passages"  # in DF-RAG's evaluator prompts only
+
+
+@pytest.mark.parametrize("face", ["langchain", "llamaindex", "core"])
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_dfrag_with_a_hung_evaluator_ends_within_two_calls_bounds(
+    face: str, mode: str, release: threading.Event
+) -> None:
+    """The fuzzer's hung-evaluator mode: the planner and generator answer, every evaluator call
+    hangs. The run is two LLM stages long after the planner (evaluations, then the answer), so it
+    ends within two calls' bound, in the faces as in the core. (With the default
+    ``max_concurrency=4`` the abandoned evaluator attempts hold every worker, so the answer call
+    may time out unstarted: a typed ``LLMTimeoutError``.)"""
+    from diverse_core.pipelines import InMemorySource
+    from diverse_core.pipelines.dfrag import DFRAG
+
+    def reply(prompt: str) -> str:
+        if EVALUATOR_MARK in prompt:
+            release.wait(HANG)
+        return "Answer: town 1"
+
+    kw = {"k": 2, "timeout": TIMEOUT, "max_retries": RETRIES, "lambdas": [0.2, 0.8]}
+    if face == "langchain":
+        _, emb = _langchain(release, tools=False, native=False)
+        from langchain_core.runnables import RunnableLambda
+
+        chain = _lc_retriever("DFRAG", RunnableLambda(lambda p: reply(str(p))), emb).as_chain()
+        call, acall = (lambda: chain.invoke(QUESTION)), (lambda: chain.ainvoke(QUESTION))
+    elif face == "llamaindex":
+        llm, emb = _llamaindex(release, chat=False)
+        llm_cls = type(llm)
+
+        class EvalHung(llm_cls):  # type: ignore[misc, valid-type]
+            def complete(self, prompt: str, formatted: bool = False, **kw: Any) -> Any:
+                from llama_index.core.llms import CompletionResponse
+
+                return CompletionResponse(text=reply(prompt))
+
+        engine = _li_engine("DFRAG", EvalHung(), emb)
+        call, acall = (lambda: engine.query(QUESTION)), (lambda: engine.aquery(QUESTION))
+    else:
+        source = InMemorySource(TEXTS, lambda ts: np.array([vec(t) for t in ts]), default_k=8)
+        pipe = DFRAG(reply, **kw)
+        call, acall = (lambda: pipe.run(QUESTION, source, generate=True)), (
+            lambda: pipe.arun(QUESTION, source, generate=True))
+    out, elapsed = _timed(call if mode == "sync" else (lambda: asyncio.run(acall())))
+    assert elapsed <= 2 * BOUND, f"took {elapsed:.2f}s > {2 * BOUND:.2f}s"
+    assert isinstance(out, LLMError) or out is not None, repr(out)
