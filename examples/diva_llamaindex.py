@@ -1,4 +1,4 @@
-"""DIVA in LlamaIndex: ``DivaQueryEngine`` over a vector index, for ambiguous questions. Offline.
+"""DIVA in LlamaIndex: ``DIVAQueryEngine`` over a vector index, for ambiguous questions. Offline.
 
 The LLM here is a SCRIPTED MOCK (``ScriptedLLM`` below): its interpretations, verdicts and
 answers are written in this file, so the output shows DIVA's flow (interpretations ->
@@ -25,7 +25,7 @@ from llama_index.core.base.llms.types import CompletionResponse, LLMMetadata  # 
 from llama_index.core.llms import CustomLLM  # noqa: E402
 from llama_index.core.llms.callbacks import llm_completion_callback  # noqa: E402
 
-from llamaindex_diverse import DivaQueryEngine, MiniLMEmbedding  # noqa: E402
+from llamaindex_diverse import DIVAQueryEngine, MiniLMEmbedding  # noqa: E402
 
 NOTICE = ("NOTE: the LLM in this example is scripted (fixed replies written in the file); only the "
           "retrieval (MiniLM + DIVA's union and pruning) is computed. Pass a real model as llm=.")
@@ -101,7 +101,7 @@ class ScriptedLLM(CustomLLM):
 def main() -> None:
     embed = MiniLMEmbedding()
     index = VectorStoreIndex.from_documents([Document(text=t) for t in PASSAGES], embed_model=embed)
-    engine = DivaQueryEngine.from_args(
+    engine = DIVAQueryEngine.from_args(
         index.as_retriever(similarity_top_k=len(PASSAGES)),  # the first-stage pool
         llm=ScriptedLLM(),  # any llama_index LLM
         embed_model=embed,

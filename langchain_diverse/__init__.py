@@ -23,7 +23,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 import logging as _logging
 
 from diverse_core import __version__
-from diverse_core._lazy import lazy_exports
+from diverse_core._lazy import deprecated_aliases, lazy_exports
 
 from .compressors import DiverseCompressor
 from .embeddings import (
@@ -35,8 +35,8 @@ from .embeddings import (
 from .errors import EmptyDocumentError
 from .retrievers import DiverseRetriever, as_diverse_retriever
 from .selection import (
-    METADATA_KEYS,
     RELEVANCE_SCORE,
+    SELECTION_METADATA_KEYS,
     SELECTION_METHOD,
     SELECTION_PARAMS,
     SELECTION_RANK,
@@ -57,7 +57,7 @@ __all__ = [
     "cached_embeddings",
     "clear_embedding_caches",
     "EmptyDocumentError",
-    "METADATA_KEYS",
+    "SELECTION_METADATA_KEYS",
     "RELEVANCE_SCORE",
     "SELECTION_SCORE",
     "SELECTION_RANK",
@@ -76,7 +76,7 @@ _LAZY = {
     "create_pipeline_chain": ".pipeline_retriever",
     "LangChainSource": ".sources",
     "DRRAGRetriever": ".drrag",
-    "DivaRetriever": ".diva",
+    "DIVARetriever": ".diva",
     "create_diva_chain": ".diva",
     "VendiRAGRetriever": ".vendirag",
     "create_vendirag_chain": ".vendirag",
@@ -84,4 +84,8 @@ _LAZY = {
 __all__ += list(_LAZY)
 
 
-__getattr__, __dir__ = lazy_exports(__name__, globals(), _LAZY)
+_lazy_getattr, __dir__ = lazy_exports(__name__, globals(), _LAZY)
+
+#: Renamed public names: the old one still works, with a DeprecationWarning on each access.
+_DEPRECATED = {"DivaRetriever": "DIVARetriever", "METADATA_KEYS": "SELECTION_METADATA_KEYS"}
+__getattr__ = deprecated_aliases(__name__, globals(), _DEPRECATED, _lazy_getattr)

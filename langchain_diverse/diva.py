@@ -1,10 +1,10 @@
 """DIVA for LangChain, declared on the generic pipeline face.
 
-* :class:`DivaRetriever` - the ``k`` passages DIVA keeps for an ambiguous question: each
+* :class:`DIVARetriever` - the ``k`` passages DIVA keeps for an ambiguous question: each
   LLM-written interpretation takes its top hits from one first-stage pool (or searches the
   store itself), the union is pruned by mean similarity to all interpretations. Each document
   says which interpretations it serves.
-* :meth:`DivaRetriever.as_chain` / :func:`create_diva_chain` - a Runnable
+* :meth:`DIVARetriever.as_chain` / :func:`create_diva_chain` - a Runnable
   ``question -> {answer, context, interpretations, verdicts, usefulness, route, trace, warnings,
   cost, result}`` that also verifies the passages and answers (with them, or closed book when
   they are useless).
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from diverse_core._lazy import deprecated_aliases
 from diverse_core.pipelines import PipelineResult
 from diverse_core.pipelines.diva import (
     DEFAULT_MAX_INTERPRETATIONS,
@@ -26,7 +27,7 @@ from langchain_core.runnables import Runnable
 
 from .pipeline_retriever import PipelineRetriever, create_pipeline_chain
 
-__all__ = ["DivaRetriever", "create_diva_chain", "DIVA_INTERPRETATIONS", "DIVA_USEFULNESS"]
+__all__ = ["DIVARetriever", "create_diva_chain", "DIVA_INTERPRETATIONS", "DIVA_USEFULNESS"]
 
 #: Metadata key: every interpretation of the question (the document's own are in
 #: ``pipeline_reason["interpretations"]``).
@@ -35,7 +36,7 @@ DIVA_INTERPRETATIONS = "diva_interpretations"
 DIVA_USEFULNESS = "diva_usefulness"
 
 
-class DivaRetriever(PipelineRetriever):
+class DIVARetriever(PipelineRetriever):
     """Retrieve for an ambiguous question with DIVA (In et al., arXiv:2409.02361): the pruned, diversified set.
 
     The LLM first names the question's ambiguity and rewrites it into at most
@@ -62,7 +63,7 @@ class DivaRetriever(PipelineRetriever):
         >>> store = InMemoryVectorStore(DeterministicFakeEmbedding(size=16))
         >>> _ = store.add_texts([f"fact {i}" for i in range(8)])
         >>> llm = FakeListLLM(responses=["Reason: the year.\\nKinds: [Time]", "1: In 2018?\\n2: In 2019?"])
-        >>> docs = DivaRetriever(llm=llm, vectorstore=store, k=2, fetch_k=8).invoke("Who won?")
+        >>> docs = DIVARetriever(llm=llm, vectorstore=store, k=2, fetch_k=8).invoke("Who won?")
         >>> len(docs), docs[0].metadata["diva_interpretations"]
         (2, ['In 2018?', 'In 2019?'])
     """
@@ -90,8 +91,12 @@ class DivaRetriever(PipelineRetriever):
         return {key: summary[key] for key in ("interpretations", "verdicts", "usefulness", "route")}
 
 
-def create_diva_chain(retriever: DivaRetriever) -> Runnable[Any, dict[str, Any]]:
+def create_diva_chain(retriever: DIVARetriever) -> Runnable[Any, dict[str, Any]]:
     """A Runnable that answers an ambiguous question with DIVA end to end (see
     :func:`~langchain_diverse.pipeline_retriever.create_pipeline_chain`; adds
     ``interpretations``, ``verdicts``, ``usefulness`` and ``route``)."""
     return create_pipeline_chain(retriever)
+
+
+#: Old names kept as deprecated aliases (each access warns): ``DivaRetriever`` -> ``DIVARetriever``.
+__getattr__ = deprecated_aliases(__name__, globals(), {"DivaRetriever": "DIVARetriever"})

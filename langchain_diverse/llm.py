@@ -27,7 +27,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
-__all__ = ["LangChainLLM", "as_backend", "supported_methods"]
+__all__ = ["LangChainLLM", "as_backend", "native_async", "supported_methods"]
 
 
 def _message_text(out: Any) -> str:
@@ -89,6 +89,48 @@ def supported_methods(model: object) -> tuple[str, ...]:
     return ()
 
 
+def native_async(model: object) -> bool:
+    """Whether ``model.ainvoke`` is truly asynchronous, not LangChain's fallback that runs the
+    sync code in the event loop's default executor.
+
+    That fallback's thread cannot be abandoned: ``asyncio.run`` (every synchronous pipeline
+    ``run()``) joins the default executor before returning, so a hung call would outlast the
+    timeout. A model that is not natively async is run by :class:`~diverse_core.llm.ManagedLLM`
+    in its own bounded pool of daemon threads instead, sync and async calls alike.
+
+    Native: a chat model or LLM class that implements ``_agenerate`` (or an LLM's ``_acall``),
+    a ``RunnableLambda`` given an async function, a binding or sequence of native parts, any
+    other Runnable overriding ``ainvoke``.
+
+    Example:
+        >>> from langchain_core.language_models import FakeListChatModel
+        >>> from langchain_core.runnables import RunnableLambda
+        >>> async def echo(x: str) -> str:
+        ...     return x
+        >>> native_async(FakeListChatModel(responses=["x"])), native_async(RunnableLambda(echo))
+        (False, True)
+    """
+    from langchain_core.language_models import BaseLLM
+    from langchain_core.language_models.chat_models import SimpleChatModel
+    from langchain_core.language_models.llms import LLM
+    from langchain_core.runnables import RunnableBinding, RunnableLambda, RunnableSequence
+
+    cls = type(model)
+    if isinstance(model, BaseChatModel):
+        return cls._agenerate not in (BaseChatModel._agenerate, SimpleChatModel._agenerate)
+    if isinstance(model, BaseLLM):
+        if isinstance(model, LLM) and cls._acall is not LLM._acall:
+            return True
+        return cls._agenerate not in (BaseLLM._agenerate, LLM._agenerate)
+    if isinstance(model, RunnableLambda):
+        return callable(getattr(model, "afunc", None))
+    if isinstance(model, RunnableBinding):
+        return native_async(model.bound)
+    if isinstance(model, RunnableSequence):
+        return all(native_async(step) for step in model.steps)
+    return cls.ainvoke is not Runnable.ainvoke
+
+
 def _lc_messages(messages: Sequence[Message]) -> list[BaseMessage]:
     return [_ROLES[m.role](content=m.content) for m in messages]
 
@@ -130,6 +172,9 @@ class LangChainLLM:
             raise ValueError(f"structured_methods must be a sequence of {STRUCTURED_METHODS}; "
                              f"got structured_methods={structured_methods!r}")
         self.structured_methods: tuple[str, ...] = tuple(methods)
+        #: Read by ManagedLLM: ``False`` runs ``complete`` in its own daemon pool for async calls
+        #: too, so a hung call is abandoned at its timeout (see :func:`native_async`).
+        self.native_async = native_async(model)
         self._runnables: dict[tuple[str, str, bool], Runnable[Any, Any]] = {}
         self._lock = threading.Lock()
         self._proven: set[str] = set()  # structured methods that returned a reply once

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 from diverse_core import select
+from diverse_core._lazy import deprecated_aliases
 from diverse_core.errors import DimensionMismatchError, InvalidParameterError
 from diverse_core.registry import get_method, resolve_user_params
 from diverse_core.validation import check_k
@@ -38,7 +39,7 @@ __all__ = [
     "SELECTION_RANK",
     "SELECTION_METHOD",
     "SELECTION_PARAMS",
-    "METADATA_KEYS",
+    "SELECTION_METADATA_KEYS",
     "SelectionPlan",
     "plan_selection",
     "plan_for_call",
@@ -51,8 +52,9 @@ SELECTION_SCORE = "selection_score"
 SELECTION_RANK = "selection_rank"
 SELECTION_METHOD = "selection_method"
 SELECTION_PARAMS = "selection_params"
-#: Every metadata key the faces add to a returned document.
-METADATA_KEYS = (RELEVANCE_SCORE, SELECTION_SCORE, SELECTION_RANK, SELECTION_METHOD, SELECTION_PARAMS)
+#: Every metadata key the faces add to a returned document (the name the
+#: LlamaIndex face uses too; the old ``METADATA_KEYS`` is a deprecated alias).
+SELECTION_METADATA_KEYS = (RELEVANCE_SCORE, SELECTION_SCORE, SELECTION_RANK, SELECTION_METHOD, SELECTION_PARAMS)
 
 #: Keyword arguments accepted per call (``retriever.invoke(query, k=3, ...)``).
 CALL_OPTIONS = ("k", "fetch_k", "method", "method_params")
@@ -263,3 +265,7 @@ def select_documents(
         metadata[SELECTION_PARAMS] = shown.copy()  # one per document: safe to edit
         out.append(_annotated_copy(doc, metadata))
     return out
+
+
+#: Old names kept as deprecated aliases (each access warns).
+__getattr__ = deprecated_aliases(__name__, globals(), {"METADATA_KEYS": "SELECTION_METADATA_KEYS"})

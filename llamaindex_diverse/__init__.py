@@ -21,7 +21,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 import logging as _logging
 
 from diverse_core import __version__
-from diverse_core._lazy import lazy_exports
+from diverse_core._lazy import deprecated_aliases, lazy_exports
 
 from ._metadata import SELECTION_METADATA_KEYS
 from .embeddings import MiniLMEmbedding
@@ -50,12 +50,16 @@ _LAZY = {
     "LlamaIndexSource": ".sources",
     "DRRAGQueryEngine": ".drrag",
     "DRRAGRetriever": ".drrag",
-    "DivaQueryEngine": ".diva",
-    "DivaRetriever": ".diva",
+    "DIVAQueryEngine": ".diva",
+    "DIVARetriever": ".diva",
     "VendiRAGQueryEngine": ".vendirag",
     "VendiRAGRetriever": ".vendirag",
 }
 __all__ += list(_LAZY)
 
 
-__getattr__, __dir__ = lazy_exports(__name__, globals(), _LAZY)
+_lazy_getattr, __dir__ = lazy_exports(__name__, globals(), _LAZY)
+
+#: Renamed public names: the old one still works, with a DeprecationWarning on each access.
+_DEPRECATED = {"DivaRetriever": "DIVARetriever", "DivaQueryEngine": "DIVAQueryEngine"}
+__getattr__ = deprecated_aliases(__name__, globals(), _DEPRECATED, _lazy_getattr)

@@ -1,8 +1,8 @@
 """DIVA for LlamaIndex, declared on the generic pipeline faces.
 
-* :class:`DivaRetriever` - the ``k`` nodes DIVA keeps for an ambiguous question (each node's
+* :class:`DIVARetriever` - the ``k`` nodes DIVA keeps for an ambiguous question (each node's
   ``selection_params["interpretations"]`` says which interpretations it serves).
-* :class:`DivaQueryEngine` - verifies the kept nodes and answers with them, or from the model's
+* :class:`DIVAQueryEngine` - verifies the kept nodes and answers with them, or from the model's
   own knowledge when they are useless; ``Response.metadata`` holds the interpretations, the
   verdicts, the grade, the route, warnings, cost and trace.
 """
@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from diverse_core._lazy import deprecated_aliases
 from diverse_core.pipelines import PipelineResult
 from diverse_core.pipelines.diva import DIVA, DivaResult
 
 from .pipeline_engine import PipelineQueryEngine, PipelineRetriever, pipeline_response_metadata
 
-__all__ = ["DivaRetriever", "DivaQueryEngine", "response_metadata"]
+__all__ = ["DIVARetriever", "DIVAQueryEngine", "response_metadata"]
 
 
 def response_metadata(result: PipelineResult) -> dict[str, Any]:
@@ -34,7 +35,7 @@ def response_metadata(result: PipelineResult) -> dict[str, Any]:
     }
 
 
-class DivaRetriever(PipelineRetriever):
+class DIVARetriever(PipelineRetriever):
     """A base retriever's candidates, diversified over the question's interpretations (DIVA).
 
     The LLM writes the interpretations (two calls per query, also when only retrieving); each
@@ -56,7 +57,7 @@ class DivaRetriever(PipelineRetriever):
         >>> from llama_index.core.llms import MockLLM
         >>> emb = MockEmbedding(embed_dim=8)
         >>> index = VectorStoreIndex.from_documents([Document(text=t) for t in "abcdef"], embed_model=emb)
-        >>> r = DivaRetriever(index.as_retriever(similarity_top_k=6), llm=MockLLM(), embed_model=emb, k=2)
+        >>> r = DIVARetriever(index.as_retriever(similarity_top_k=6), llm=MockLLM(), embed_model=emb, k=2)
         >>> len(r.retrieve("question"))
         2
     """
@@ -66,7 +67,7 @@ class DivaRetriever(PipelineRetriever):
                "verify_in_retrieval", "on_verifier_error", "prompts")
 
 
-class DivaQueryEngine(PipelineQueryEngine):
+class DIVAQueryEngine(PipelineQueryEngine):
     """Answer an ambiguous question with DIVA: interpretations, diversified retrieval,
     verification, and an answer from the passages (Useful / PartialUseful) or closed book
     (Useless).
@@ -78,13 +79,19 @@ class DivaQueryEngine(PipelineQueryEngine):
     ``streaming=True`` is not supported.
 
     Example:
-        >>> engine = DivaQueryEngine.from_args(index.as_retriever(similarity_top_k=50),
+        >>> engine = DIVAQueryEngine.from_args(index.as_retriever(similarity_top_k=50),
         ...                                    llm=llm, k=5)  # doctest: +SKIP
         >>> resp = engine.query("Who won the cup?")  # doctest: +SKIP
         >>> resp.metadata["diva_route"], len(resp.source_nodes)  # doctest: +SKIP
     """
 
-    retriever_class = DivaRetriever
+    retriever_class = DIVARetriever
 
     def response_metadata(self, result: PipelineResult) -> dict[str, Any]:
         return response_metadata(result)
+
+
+#: Old names kept as deprecated aliases (each access warns).
+__getattr__ = deprecated_aliases(
+    __name__, globals(), {"DivaRetriever": "DIVARetriever", "DivaQueryEngine": "DIVAQueryEngine"}
+)

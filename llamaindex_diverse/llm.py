@@ -3,6 +3,7 @@ the LLM's own ``structured_predict`` / ``astructured_predict``."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import threading
 import time
@@ -22,7 +23,7 @@ from llama_index.core.llms import LLM
 from llama_index.core.prompts import ChatPromptTemplate
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-__all__ = ["LlamaIndexLLM", "as_backend", "output_class", "structured_method"]
+__all__ = ["LlamaIndexLLM", "as_backend", "native_async", "output_class", "structured_method"]
 
 _ROLES = {"system": MessageRole.SYSTEM, "user": MessageRole.USER, "assistant": MessageRole.ASSISTANT}
 
@@ -85,6 +86,32 @@ def structured_method(llm: object) -> tuple[str, ...]:
     return ()
 
 
+def native_async(llm: object) -> bool:
+    """Whether ``llm.acomplete`` / ``achat`` are truly asynchronous.
+
+    ``CustomLLM`` (and ``MockLLM``) implement them by calling the sync method inside the event
+    loop, which blocks the loop, so no timeout can fire until the call returns; such an LLM is
+    run by :class:`~diverse_core.llm.ManagedLLM` in its own bounded pool of daemon threads
+    instead (abandoned at its timeout), sync and async calls alike. A ``CustomLLM`` subclass
+    that implements both ``acomplete`` and ``achat`` itself, and every other ``LLM``
+    integration, count as native.
+
+    Example:
+        >>> from llama_index.core.llms import MockLLM
+        >>> native_async(MockLLM())
+        False
+    """
+    from llama_index.core.llms.custom import CustomLLM
+
+    if not isinstance(llm, CustomLLM):
+        return callable(getattr(llm, "acomplete", None))
+    def own(name: str) -> bool:  # LlamaIndex's instrumentation wraps methods: compare the code
+        mine = inspect.unwrap(getattr(type(llm), name))
+        return getattr(mine, "__code__", None) is not getattr(inspect.unwrap(getattr(CustomLLM, name)), "__code__", None)
+
+    return own("acomplete") and own("achat")
+
+
 def _openai_like(llm: object) -> bool:
     return any(c.__name__ == "OpenAILike" for c in type(llm).__mro__)
 
@@ -128,6 +155,9 @@ class LlamaIndexLLM:
             raise ValueError(f"structured_methods must be a sequence of {STRUCTURED_METHODS}; "
                              f"got structured_methods={structured_methods!r}")
         self.structured_methods: tuple[str, ...] = tuple(methods)
+        #: Read by ManagedLLM: ``False`` runs ``complete`` in its own daemon pool for async calls
+        #: too, so a hung call is abandoned at its timeout (see :func:`native_async`).
+        self.native_async = native_async(llm)
         self._classes: dict[str, type[BaseModel]] = {}
         self._lock = threading.Lock()
         self._proven: set[str] = set()  # structured methods that returned a reply once

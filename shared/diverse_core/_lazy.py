@@ -1,13 +1,14 @@
 """Module attributes imported on first use (PEP 562), for packages whose heavier parts most users
-never touch."""
+never touch, and deprecated aliases of renamed public names."""
 
 from __future__ import annotations
 
 import importlib
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["lazy_exports"]
+__all__ = ["lazy_exports", "deprecated_aliases"]
 
 
 def lazy_exports(
@@ -34,3 +35,41 @@ def lazy_exports(
         return sorted(set(namespace) | set(names))
 
     return __getattr__, __dir__
+
+
+def deprecated_aliases(
+    module: str,
+    namespace: dict[str, Any],
+    aliases: Mapping[str, str],
+    getattr_: Callable[[str], Any] | None = None,
+) -> Callable[[str], Any]:
+    """A module ``__getattr__`` that also answers old names (``old -> new``) with the new name's
+    object, warning with a :class:`DeprecationWarning` on every access (the alias is never
+    cached in the module, so each use warns); other names go to ``getattr_`` (e.g. a
+    :func:`lazy_exports` one; ``None``: ``AttributeError``).
+
+    Example:
+        >>> import warnings
+        >>> ns = {"new": 42}
+        >>> get = deprecated_aliases("demo", ns, {"old": "new"})
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     value = get("old")
+        >>> value, caught[0].category.__name__
+        (42, 'DeprecationWarning')
+    """
+
+    def __getattr__(name: str) -> Any:
+        if name in aliases:
+            new = aliases[name]
+            warnings.warn(
+                f"{module}.{name} is deprecated; use {module}.{new} (the same object)",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            return namespace[new] if new in namespace else __getattr__(new)
+        if getattr_ is None:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        return getattr_(name)
+
+    return __getattr__

@@ -16,7 +16,9 @@ __all__ = ["main", "build_parser"]
 
 def _run_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
+    from .eval.cli import check_folder
 
+    check_folder(args.out, "--out")
     run_demo(k=args.k, out_dir=args.out)
     return 0
 

@@ -22,7 +22,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult  # noqa: E402
 from langchain_core.vectorstores import InMemoryVectorStore  # noqa: E402
 
 import langchain_diverse.diva as lc_diva  # noqa: E402
-from langchain_diverse import DivaRetriever, create_diva_chain  # noqa: E402
+from langchain_diverse import DIVARetriever, create_diva_chain  # noqa: E402
 
 
 class HandEmbeddings(Embeddings):
@@ -83,10 +83,10 @@ def store() -> InMemoryVectorStore:
     return s
 
 
-def _retriever(store: InMemoryVectorStore, script: ScriptedDiva, **kw: Any) -> DivaRetriever:
+def _retriever(store: InMemoryVectorStore, script: ScriptedDiva, **kw: Any) -> DIVARetriever:
     opts: dict[str, Any] = {"k": 3, "fetch_k": 6, "per_interpretation_k": 3, "max_retries": 0}
     opts.update(kw)
-    return DivaRetriever(llm=ScriptedChat(script=script), vectorstore=store, **opts)
+    return DIVARetriever(llm=ScriptedChat(script=script), vectorstore=store, **opts)
 
 
 def test_retriever_returns_the_pruned_documents_with_their_interpretations(store):

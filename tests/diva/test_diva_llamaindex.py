@@ -24,7 +24,7 @@ from llama_index.core.llms.callbacks import llm_completion_callback  # noqa: E40
 from llama_index.core.schema import TextNode  # noqa: E402
 
 import llamaindex_diverse.diva as li_diva  # noqa: E402
-from llamaindex_diverse import DivaQueryEngine, DivaRetriever  # noqa: E402
+from llamaindex_diverse import DIVAQueryEngine, DIVARetriever  # noqa: E402
 
 
 class HandEmbedding(BaseEmbedding):
@@ -79,10 +79,10 @@ def index() -> VectorStoreIndex:
     return VectorStoreIndex(nodes=nodes, embed_model=HandEmbedding())
 
 
-def _retriever(index: VectorStoreIndex, script: ScriptedDiva, **kw: Any) -> DivaRetriever:
+def _retriever(index: VectorStoreIndex, script: ScriptedDiva, **kw: Any) -> DIVARetriever:
     opts: dict[str, Any] = {"k": 3, "per_interpretation_k": 3, "max_retries": 0}
     opts.update(kw)
-    return DivaRetriever(index.as_retriever(similarity_top_k=6), llm=ScriptedLlamaLLM(script=script),
+    return DIVARetriever(index.as_retriever(similarity_top_k=6), llm=ScriptedLlamaLLM(script=script),
                          embed_model=HandEmbedding(), **opts)
 
 
@@ -107,7 +107,7 @@ def test_retriever_sync_and_async(index):
 ])
 def test_query_engine_routes_metadata_and_instrumentation(index, verdict, route, calls):
     script = ScriptedDiva(verdict=verdict)
-    engine = DivaQueryEngine(_retriever(index, script))
+    engine = DIVAQueryEngine(_retriever(index, script))
     handler = Prompts(prompts=[])
     dispatcher = get_dispatcher()
     dispatcher.add_event_handler(handler)
@@ -130,7 +130,7 @@ def test_query_engine_routes_metadata_and_instrumentation(index, verdict, route,
 
 
 def test_query_engine_async_matches_sync_and_from_args(index):
-    engine = DivaQueryEngine.from_args(index.as_retriever(similarity_top_k=6),
+    engine = DIVAQueryEngine.from_args(index.as_retriever(similarity_top_k=6),
                                        llm=ScriptedLlamaLLM(script=ScriptedDiva()),
                                        embed_model=HandEmbedding(), k=3, per_interpretation_k=3)
     a = asyncio.run(engine.aquery(QUESTION))
@@ -147,10 +147,10 @@ def test_search_option_and_bad_configuration(index):
     assert len(nodes) == 3
     with pytest.raises(InvalidParameterError, match="unknown option"):
         _retriever(index, ScriptedDiva(), lambdas=(0.5,))
-    with pytest.raises(InvalidParameterError, match="DivaRetriever"):
-        DivaQueryEngine(index.as_retriever())  # type: ignore[arg-type]
+    with pytest.raises(InvalidParameterError, match="DIVARetriever"):
+        DIVAQueryEngine(index.as_retriever())  # type: ignore[arg-type]
     with pytest.raises(InvalidParameterError, match="streaming"):
-        DivaQueryEngine(_retriever(index, ScriptedDiva()), streaming=True).query(QUESTION)
+        DIVAQueryEngine(_retriever(index, ScriptedDiva()), streaming=True).query(QUESTION)
 
 
 def test_docstring_example():

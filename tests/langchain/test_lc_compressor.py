@@ -9,7 +9,7 @@ from langchain_core.vectorstores import InMemoryVectorStore
 from lc_fakes import DIVERSE, DUPS, TableEmbeddings
 from pydantic import ValidationError
 
-from langchain_diverse import METADATA_KEYS, DiverseCompressor, EmptyDocumentError
+from langchain_diverse import SELECTION_METADATA_KEYS, DiverseCompressor, EmptyDocumentError
 
 classic = pytest.importorskip("langchain_classic", reason="langchain-classic is not installed")
 from langchain_classic.retrievers import ContextualCompressionRetriever  # noqa: E402
@@ -31,7 +31,7 @@ def test_compressor_known_answer(table_embeddings: TableEmbeddings, corpus_docs:
     out = compressor.compress_documents(corpus_docs, "q")
     assert names(out)[0] in DUPS and names(out)[1] == "bridge"
     for rank, doc in enumerate(out):
-        assert set(METADATA_KEYS) <= set(doc.metadata)
+        assert set(SELECTION_METADATA_KEYS) <= set(doc.metadata)
         assert doc.metadata["selection_rank"] == rank
         assert doc.metadata["selection_method"] == method
     topk = DiverseCompressor(embeddings=table_embeddings, k=2, method="topk")

@@ -11,7 +11,7 @@ from langchain_core.vectorstores import InMemoryVectorStore
 from lc_fakes import DUPS
 from pydantic import PrivateAttr
 
-from langchain_diverse import METADATA_KEYS, DiverseRetriever, EmptyDocumentError
+from langchain_diverse import SELECTION_METADATA_KEYS, DiverseRetriever, EmptyDocumentError
 from langchain_diverse.selection import _annotated_copy, document_texts
 
 
@@ -70,7 +70,7 @@ def test_every_document_has_complete_metadata_of_its_own(store: InMemoryVectorSt
     docs = DiverseRetriever(vectorstore=store, k=3, fetch_k=5, method="gmmr",
                             method_params={"lambda_mult": 0.4}).invoke("q")
     for rank, d in enumerate(docs):
-        assert set(METADATA_KEYS) <= set(d.metadata)
+        assert set(SELECTION_METADATA_KEYS) <= set(d.metadata)
         assert d.metadata["selection_rank"] == rank
         assert d.metadata["selection_params"] == {"lambda_mult": 0.4}
         assert isinstance(d.metadata["relevance_score"], float)

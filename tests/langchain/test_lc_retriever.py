@@ -22,7 +22,7 @@ from langchain_core.vectorstores import InMemoryVectorStore
 from lc_fakes import CORPUS, DIVERSE, DUPS, VECTORS, TableEmbeddings
 from pydantic import ValidationError
 
-from langchain_diverse import METADATA_KEYS, DiverseRetriever, EmptyDocumentError
+from langchain_diverse import SELECTION_METADATA_KEYS, DiverseRetriever, EmptyDocumentError
 
 
 class ListRetriever(BaseRetriever):
@@ -62,7 +62,7 @@ def test_metadata_matches_core_selection(store: InMemoryVectorStore) -> None:
     docs = retriever.invoke("q")
     assert [d.metadata["selection_rank"] for d in docs] == [0, 1, 2]
     for d in docs:
-        assert set(METADATA_KEYS) <= set(d.metadata)
+        assert set(SELECTION_METADATA_KEYS) <= set(d.metadata)
         assert d.metadata["selection_method"] == "gmmr"
         assert d.metadata["selection_params"] == {"lambda_mult": 0.4}
         assert d.metadata["name"] == d.page_content  # original metadata kept

@@ -106,10 +106,10 @@ def test_core_concurrent_aruns_match_serial(name: str, tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------------------- faces
-FACES = ["DFRAGRetriever", "DivaRetriever", "VendiRAGRetriever", "DRRAGRetriever"]
+FACES = ["DFRAGRetriever", "DIVARetriever", "VendiRAGRetriever", "DRRAGRetriever"]
 FACE_KW: dict[str, dict[str, Any]] = {
     "DFRAGRetriever": {"lambdas": [0.2, 0.8]},
-    "DivaRetriever": {},
+    "DIVARetriever": {},
     "VendiRAGRetriever": {"max_iterations": 2},
     "DRRAGRetriever": {"k1": 2, "mode": "qdc", "fill": True},
 }

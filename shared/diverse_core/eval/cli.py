@@ -41,7 +41,7 @@ from .config import (
 )
 from .protocols import PROTOCOLS
 
-__all__ = ["register", "add_arguments", "config_from_args", "run_from_args", "main", "load_plugin", "cli_errors", "OneLineParser"]
+__all__ = ["register", "add_arguments", "config_from_args", "run_from_args", "main", "load_plugin", "cli_errors", "OneLineParser", "check_folder"]
 
 _DEFAULT_METHOD_SPECS = " ".join(
     ("cosine" if g.method == "topk" else g.method) + ("=" + ",".join(f"{v:g}" for v in g.values) if g.values else "")
@@ -141,7 +141,7 @@ def load_plugin(spec: str) -> str | None:
         sys.path.insert(0, os.getcwd())  # like `python -m`: modules in the current folder are found
     try:
         module = importlib.import_module(module_name)
-    except ImportError as exc:
+    except (ImportError, SyntaxError) as exc:  # a module that is not Python source (or not UTF-8)
         raise InvalidParameterError(f"--plugin {spec!r}: cannot import {module_name!r} ({exc})") from exc
     if not attr:
         return None
@@ -233,11 +233,34 @@ def config_from_args(args: argparse.Namespace, command: str | None = None) -> Be
     return config
 
 
+def check_folder(path: str | Path | None, option: str) -> None:
+    """Raise :class:`InvalidParameterError` naming ``option`` unless ``path`` is a folder or can
+    be made one (neither it nor a parent is a file)."""
+    if path is None:
+        return
+    p = Path(path)
+    for part in (p, *p.parents):
+        if part.exists() or part.is_symlink():
+            if not part.is_dir():
+                what = "is" if part == p else f"lies under {str(part)!r}, which is"
+                raise InvalidParameterError(f"{option} must be a folder; {str(p)!r} {what} not a folder")
+            return
+
+
 def _check_paths(config: BenchConfig, needs_data_dir: bool) -> None:
     from .datasets import resolve_data_dir
 
     if needs_data_dir:
         resolve_data_dir(config.data_dir)
+    per_query = config.per_query_dir
+    if per_query is None and config.out_dir is not None:
+        per_query = Path(config.out_dir) / "per_query"
+    from .disk_cache import default_cache_dir
+
+    cache = ("--cache-dir", config.cache_dir) if config.cache_dir is not None else (
+        "the cache folder ($DIVERSE_RAG_CACHE or the user cache folder)", default_cache_dir())
+    for option, path in (("--out", config.out_dir), ("--per-query-dir", per_query), cache):
+        check_folder(path, option)
     if config.results_md is not None:
         parent = Path(config.results_md).parent
         if not parent.is_dir():
@@ -291,15 +314,17 @@ def run_from_args(args: argparse.Namespace) -> int:
 
 
 #: Exceptions that are the user's input (exit code 2); anything else exits with 1.
-_USER_ERRORS = (DiverseRAGError, FileNotFoundError, PermissionError, ImportError, ValueError)
+_USER_ERRORS = (DiverseRAGError, FileNotFoundError, PermissionError, ImportError, ValueError,
+                FileExistsError, NotADirectoryError, IsADirectoryError)
 
 
 def cli_errors(func: Any, args: argparse.Namespace, prog: str) -> int:
     """Run ``func(args)``; any exception prints one line and returns a non-zero exit code.
 
     The line reads ``prog: error: <type>: <message> (rerun with -v for the traceback)``;
-    input errors exit with 2, anything else (a bug, a plugin's own failure) with 1, an
-    interrupt with 130. With ``-v`` the exception propagates with its traceback.
+    input errors (the library's typed errors, ``ValueError``, and the file-system errors a
+    bad path gives: not found, no permission, a file where a folder belongs) exit with 2,
+    anything else (a bug, a plugin's own failure) with 1, an interrupt with 130. With ``-v`` the exception propagates with its traceback.
     """
     try:
         return int(func(args) or 0)

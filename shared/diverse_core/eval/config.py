@@ -21,6 +21,7 @@ __all__ = [
     "parse_task",
     "DEFAULT_METHODS",
     "DEFAULT_TASKS",
+    "MAX_GRID_VALUES",
     "ORACLE_LAMBDAS",
     "display_name",
 ]
@@ -34,9 +35,30 @@ def display_name(method: str) -> str:
     return "cosine" if method == "topk" else method
 
 
+#: The most values one method grid may hold (``lo:hi:step`` or a comma list); a larger grid
+#: is refused with one line before anything is built.
+MAX_GRID_VALUES = 1000
+
+
 def _grid(lo: float, hi: float, step: float) -> tuple[float, ...]:
     n = int(round((hi - lo) / step))
     return tuple(float(round(lo + i * step, 10)) for i in range(n + 1))
+
+
+def _grid_size(lo: float, hi: float, step: float, spec: str) -> None:
+    """Refuse a ``lo:hi:step`` grid that is not finite or would hold over :data:`MAX_GRID_VALUES`
+    values (``(hi - lo) / step`` is computed in floats: it may overflow to ``inf``)."""
+    if not all(np.isfinite((lo, hi, step))) or step <= 0 or hi < lo:
+        raise InvalidParameterError(
+            f"parameter values 'lo:hi:step' need finite lo <= hi and step > 0; got {spec!r}"
+        )
+    with np.errstate(over="ignore"):
+        count = np.float64(hi - lo) / np.float64(step)
+    if not np.isfinite(count) or round(float(count)) + 1 > MAX_GRID_VALUES:  # as _grid counts
+        raise InvalidParameterError(
+            f"parameter grid {spec!r} holds {'too many' if not np.isfinite(count) else f'{round(float(count)) + 1:,}'} "
+            f"values; at most {MAX_GRID_VALUES:,} (MAX_GRID_VALUES) are accepted: use a larger step"
+        )
 
 
 @dataclass(frozen=True)
@@ -109,7 +131,13 @@ def _fmt(value: Any) -> str:
 
 
 def parse_values(spec: str) -> tuple[float, ...]:
-    """``"0.1,0.5"`` or ``"lo:hi:step"`` (inclusive) to a tuple of floats.
+    """``"0.1,0.5"`` or ``"lo:hi:step"`` (inclusive) to a tuple of finite floats.
+
+    At most :data:`MAX_GRID_VALUES` values (1,000).
+
+    Raises:
+        InvalidParameterError: a malformed spec, a value that is not finite, a step that is
+            not > 0, or a grid over :data:`MAX_GRID_VALUES` values.
 
     Example:
         >>> parse_values("0:0.4:0.2"), parse_values("0.5,0.7")
@@ -118,14 +146,23 @@ def parse_values(spec: str) -> tuple[float, ...]:
     try:
         if ":" in spec:
             lo, hi, step = (float(x) for x in spec.split(":"))
-            if step <= 0 or hi < lo:
-                raise ValueError
+            _grid_size(lo, hi, step, spec)
             return _grid(lo, hi, step)
-        return tuple(float(x) for x in spec.split(",") if x.strip())
-    except ValueError as exc:
+        values = tuple(float(x) for x in spec.split(",") if x.strip())
+    except (ValueError, OverflowError) as exc:
+        if isinstance(exc, InvalidParameterError):
+            raise
         raise InvalidParameterError(
             f"parameter values must be 'v1,v2,...' or 'lo:hi:step' with step > 0; got {spec!r}"
         ) from exc
+    if len(values) > MAX_GRID_VALUES:
+        raise InvalidParameterError(
+            f"parameter grid holds {len(values):,} values; at most {MAX_GRID_VALUES:,} (MAX_GRID_VALUES) "
+            f"are accepted; got {spec[:40]!r}..."
+        )
+    if not all(np.isfinite(values)):
+        raise InvalidParameterError(f"parameter values must be finite numbers; got {spec!r}")
+    return values
 
 
 def _scalar(text: str) -> Any:

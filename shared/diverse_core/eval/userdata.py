@@ -75,11 +75,33 @@ def _passage(p: Any, path: Path, lineno: int, builder: CorpusBuilder, ids: dict[
     return doc, bool(p.get("gold", False))
 
 
+def _decode(raw: bytes, path: Path, lineno: int) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _fail(path, lineno, f"not UTF-8 text ({exc.reason} at byte {exc.start} of the line)") from None
+
+
+def _json_line(line: str, path: Path, lineno: int) -> Any:
+    """One line's JSON value; any decoding failure (syntax, nesting too deep for the parser,
+    an integer over Python's digit limit) is a :class:`DatasetFormatError` naming the line."""
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as exc:
+        hint = " (a JSON array? write one object per line)" if line.lstrip().startswith("[") else ""
+        raise _fail(path, lineno, f"not valid JSON ({exc.msg}){hint}") from None
+    except RecursionError:
+        raise _fail(path, lineno, "JSON nested too deeply to read") from None
+    except ValueError as exc:  # e.g. an integer literal over the interpreter's digit limit
+        raise _fail(path, lineno, f"unreadable JSON value ({' '.join(str(exc).split())[:120]})") from None
+
+
 def load_jsonl_dataset(path: str | Path, name: str | None = None) -> Benchmark:
     """Read a dataset in the format above into a :class:`Benchmark`.
 
     Raises:
-        FileNotFoundError: no such file. DatasetFormatError: the file does not match the format.
+        FileNotFoundError: no such file. DatasetFormatError: the file does not match the format
+            (not UTF-8, not JSON, nested too deeply, or not the fields above), naming the line.
     """
     p = Path(path)
     if not p.is_file():
@@ -87,15 +109,12 @@ def load_jsonl_dataset(path: str | Path, name: str | None = None) -> Benchmark:
     builder = CorpusBuilder()
     ids: dict[str, str] = {}
     pending: list[tuple[int, str, str, tuple[str, ...], list[str], list[str], list[Any]]] = []
-    with p.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
+    with p.open("rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            line = _decode(raw, p, lineno)
             if not line.strip():
                 continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                hint = " (a JSON array? write one object per line)" if line.lstrip().startswith("[") else ""
-                raise _fail(p, lineno, f"not valid JSON ({exc.msg}){hint}") from None
+            obj = _json_line(line, p, lineno)
             if not isinstance(obj, dict):
                 raise _fail(p, lineno, f"each line must be a JSON object, got {type(obj).__name__}")
             if "passage" in obj and "question" not in obj:

@@ -22,18 +22,40 @@ T = TypeVar("T")
 R = TypeVar("R", bound=PipelineResult)
 
 
+def _run_on_fresh_loop(coro: Any) -> Any:
+    """``asyncio.run(coro)`` without its last step, joining the loop's default executor: a
+    thread stuck there (e.g. a framework running a hung sync model call with
+    ``run_in_executor``) would hold the caller past every timeout. Its threads are let go
+    (``shutdown(wait=False)`` when the loop closes) and end when their call returns."""
+    loop = asyncio.new_event_loop()
+    try:
+        asyncio.set_event_loop(loop)
+        return loop.run_until_complete(coro)
+    finally:
+        try:
+            pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+            for task in pending:
+                task.cancel()
+            if pending:
+                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            asyncio.set_event_loop(None)
+            loop.close()
+
+
 def run_sync(coro: Any) -> Any:
     """Run a coroutine to completion from sync code, even inside a running event loop
     (then it runs on a fresh loop in a helper thread)."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(coro)
+        return _run_on_fresh_loop(coro)
     box: Future[Any] = Future()
 
     def target() -> None:
         try:
-            box.set_result(asyncio.run(coro))
+            box.set_result(_run_on_fresh_loop(coro))
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
             box.set_exception(exc)
 
