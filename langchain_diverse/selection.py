@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from diverse_core import select
 from diverse_core.errors import DimensionMismatchError, InvalidParameterError
-from diverse_core.registry import get_method, resolve_user_params
+from diverse_core.registry import DIVERSITY, get_method, resolve_user_params, with_diversity
 from diverse_core.validation import check_k
 from langchain_core.documents import Document
 from numpy.typing import ArrayLike
@@ -44,6 +44,7 @@ __all__ = [
     "plan_for_call",
     "document_texts",
     "select_documents",
+    "fold_diversity",
 ]
 
 RELEVANCE_SCORE = "relevance_score"
@@ -56,6 +57,17 @@ METADATA_KEYS = (RELEVANCE_SCORE, SELECTION_SCORE, SELECTION_RANK, SELECTION_MET
 
 #: Keyword arguments accepted per call (``retriever.invoke(query, k=3, ...)``).
 CALL_OPTIONS = ("k", "fetch_k", "method", "method_params")
+
+
+def fold_diversity(data: dict[str, Any]) -> None:
+    """Move a face's ``diversity=`` keyword (0 = pure relevance, 1 = the method's most diverse
+    setting) into ``method_params``, where the core maps it to the method's own parameter.
+
+    Raises:
+        ConflictingParametersError: ``method_params`` holds a different ``diversity``.
+    """
+    if DIVERSITY in data:
+        data["method_params"] = with_diversity(data.get("method_params"), data.pop(DIVERSITY))
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ __all__ = [
     "get_method",
     "available_methods",
     "resolve_user_params",
+    "with_diversity",
 ]
 
 IndexScores = tuple[NDArray[np.int64], NDArray[np.float64]]
@@ -201,6 +202,32 @@ def resolve_user_params(spec: MethodSpec, params: Mapping[str, Any], where: str 
         for name in TEXT_PARAMS:
             resolved.pop(name, None)
     return resolved
+
+
+def with_diversity(params: Mapping[str, Any] | None, diversity: object, where: str = "") -> dict[str, Any]:
+    """``params`` with a face's ``diversity=`` argument added (``None``: left as is).
+
+    The faces take ``diversity`` as an argument of its own and hand it to the method with
+    its other parameters, where :meth:`MethodSpec.resolve_params` maps it.
+
+    Raises:
+        ConflictingParametersError: ``params`` already holds a different ``diversity``.
+
+    Example:
+        >>> with_diversity({"gamma": 0.5}, 0.3)
+        {'gamma': 0.5, 'diversity': 0.3}
+    """
+    out = dict(params or {})
+    if diversity is None:
+        return out
+    given = out.get(DIVERSITY)
+    if given is not None and given != diversity:
+        raise ConflictingParametersError(
+            f"diversity given twice with different values: diversity={diversity!r} and "
+            f"method_params={{'diversity': {given!r}}}{where}; give it once"
+        )
+    out[DIVERSITY] = diversity
+    return out
 
 
 _REGISTRY: dict[str, MethodSpec] = {}
