@@ -152,3 +152,14 @@ def test_one_registry_every_builtin_method_registers_in_methods_package() -> Non
                  and isinstance(n.args[0] if n.args else None, ast.Attribute)
                  and n.args[0].attr == "SPEC"]
         assert not calls, f"{path} registers a built-in SPEC outside methods/__init__.py"
+
+
+def test_methods_index_shows_the_registered_mapping() -> None:
+    text = (ROOT / "docs" / "methods" / "index.md").read_text(encoding="utf-8")
+    table = text.split("| method | `diversity` maps to |", 1)[1].split("\n\n", 1)[0]
+    shown: dict[str, str] = {}
+    for line in table.strip().splitlines()[1:]:
+        names, formula = (cell.strip() for cell in line.strip("|").split("|"))
+        for name in names.split(","):
+            shown[name.strip().strip("`")] = formula
+    assert shown == {m: get_method(m).diversity.formula for m in dc.available_methods()}
