@@ -13,7 +13,13 @@ from langchain_core.embeddings import Embeddings
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from .embeddings import DEFAULT_CACHE_SIZE, CachedEmbeddings, cached_embeddings
-from .selection import SelectionPlan, document_texts, fold_diversity, plan_selection, select_documents
+from .selection import (
+    SelectionPlan,
+    document_texts,
+    fold_diversity,
+    plan_selection,
+    select_documents,
+)
 
 __all__ = ["DiverseCompressor"]
 

@@ -62,8 +62,6 @@ class DivaRetriever(PipelineRetriever):
     """
 
     pipeline_class = DIVA
-    options = ("per_interpretation_k", "max_interpretations", "search", "prune", "mmr_lambda",
-               "verify_in_retrieval", "on_verifier_error", "prompts")
 
 
 class DivaQueryEngine(PipelineQueryEngine):

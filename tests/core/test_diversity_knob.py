@@ -5,10 +5,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import diverse_core as dc
 import numpy as np
 import pytest
-
-import diverse_core as dc
 from diverse_core.errors import ConflictingParametersError, InvalidParameterError
 from diverse_core.registry import DIVERSITY, get_method, with_diversity
 

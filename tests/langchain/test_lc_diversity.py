@@ -9,7 +9,12 @@ from langchain_core.documents import Document
 from langchain_core.vectorstores import InMemoryVectorStore
 from lc_fakes import TableEmbeddings
 
-from langchain_diverse import DiverseCompressor, DiverseRetriever, DiverseSelector, as_diverse_retriever
+from langchain_diverse import (
+    DiverseCompressor,
+    DiverseRetriever,
+    DiverseSelector,
+    as_diverse_retriever,
+)
 
 
 def _ids(docs: list[Document]) -> list[str]:
