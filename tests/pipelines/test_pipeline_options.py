@@ -184,3 +184,21 @@ def test_builtin_constructor_signatures_keep_their_keywords() -> None:
         params = inspect.signature(cls.__init__).parameters
         for option in cls.OPTIONS:
             assert params[option.name].default == option.default or option.default is params[option.name].default
+
+
+def test_a_registered_pipeline_runs_in_the_harness_without_a_plugin_of_its_own() -> None:
+    from diverse_core.eval import get_plugin, parse_method
+    from diverse_core.eval.plugins import MethodInput
+    from diverse_core.pipelines import InMemorySource, register_pipeline
+
+    register_pipeline(WideSearch, "wide-search-auto")
+    grid = parse_method("wide-search-auto@width=2@tag=auto")
+    assert grid.is_plugin
+    plugin = get_plugin("wide-search-auto")
+    assert {"tag", "width", "timeout"} <= plugin.fn.options  # type: ignore[attr-defined]
+    emb = np.array([_vec(t) for t in TEXTS])
+    inp = MethodInput(question=TEXTS[1], query_embedding=emb[1], texts=TEXTS, embeddings=emb,
+                      relevance=emb @ emb[1], k=2, units=np.arange(len(TEXTS)),
+                      source_factory=lambda: InMemorySource(TEXTS, embedder=lambda ts: [_vec(t) for t in ts]))
+    out = plugin.fn(inp, **grid.params)
+    assert out.info["reasons"][0]["tag"] == "auto" and len(out.indices) == 2

@@ -53,6 +53,7 @@ __all__ = [
     "coerce",
     "SimulatedEndpoint",
     "HARNESS_KEYS",
+    "declare_registered_pipeline",
     "POLICY_OPTIONS",
     "trace_summary",
 ]
@@ -312,3 +313,32 @@ def declare_pipeline_method(
     method = _Method(name, build, extra, info, dry_run, needs_llm, run_kwargs, declared)
     register_plugin(name, method, replace=True)
     return method
+
+
+def declare_registered_pipeline(name: str) -> Callable[..., MethodOutput]:
+    """Declare the registered pipeline ``name`` as a harness method with nothing of its own:
+    its declared options (``OPTIONS``) and the call policy are accepted, it is built as
+    ``cls(llm, k=k, **options)``, and it gets an LLM when ``cls.requires_llm`` (or with
+    ``@generate=true``). A pipeline that needs more (extra keys, per-query info, a dry run)
+    declares itself with :func:`declare_pipeline_method`.
+
+    Example:
+        >>> from diverse_core.pipelines import Pipeline, register_pipeline
+        >>> @register_pipeline
+        ... class Quiet(Pipeline):
+        ...     name, roles, requires_llm = "quiet-doc", (), False
+        ...     async def _arun(self, question, source, ctx, *, k, generate): ...
+        >>> from diverse_core.eval import get_plugin
+        >>> get_plugin("quiet-doc").name
+        'quiet-doc'
+    """
+    from ..pipelines import get_pipeline
+
+    cls = get_pipeline(name)
+
+    def build(params: dict[str, Any], k: int) -> Pipeline[Any]:
+        params = dict(params)
+        built: Pipeline[Any] = cls(params.pop("llm", None), k=k, **params)
+        return built
+
+    return declare_pipeline_method(name, build, needs_llm=bool(cls.requires_llm), pipeline=cls)

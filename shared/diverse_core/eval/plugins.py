@@ -132,12 +132,26 @@ def register_plugin(name: str, fn: PluginFn, *, param: str | None = None, replac
 
 
 def get_plugin(name: str) -> Plugin:
-    """Look up a registered plugin."""
+    """Look up a registered plugin.
+
+    A pipeline registered with :func:`~diverse_core.pipelines.register_pipeline` (or built in)
+    that no plugin declares is declared on first use with the generic plugin
+    (:func:`~diverse_core.eval.pipeline_plugin.declare_registered_pipeline`).
+    """
+    if name not in _PLUGINS:
+        from ..pipelines import available_pipelines
+
+        if name in available_pipelines():
+            from .pipeline_plugin import declare_registered_pipeline
+
+            declare_registered_pipeline(name)
     if name not in _PLUGINS:
         raise UnknownMethodError(f"unknown plugin {name!r}; registered: {available_plugins()}")
     return _PLUGINS[name]
 
 
 def available_plugins() -> list[str]:
-    """Names of the registered plugins, sorted."""
-    return sorted(_PLUGINS)
+    """Names of the registered plugins and of every registered pipeline, sorted."""
+    from ..pipelines import available_pipelines
+
+    return sorted(set(_PLUGINS) | set(available_pipelines()))
