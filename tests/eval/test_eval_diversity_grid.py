@@ -61,3 +61,17 @@ def test_harness_runs_a_diversity_grid(tmp_path: Path, fake_embedder: Any) -> No
     rows = json.loads((tmp_path / "out" / "summary.json").read_text())["rows"]
     labels = {(r["method"], r["params"]) for r in rows}
     assert ("gmmr", "diversity=0.5") in labels and ("gist", "diversity=1") in labels
+
+
+def test_command_line_takes_a_diversity_grid(tmp_path: Path) -> None:
+    from diverse_core.cli import build_parser
+    from diverse_core.eval.cli import config_from_args
+
+    args = build_parser().parse_args(["bench", "--datasets", "hotpotqa", "--methods", "cosine",
+                                      "gmmr@diversity=0:1:0.25", "dartboard@diversity=0.5",
+                                      "--out", str(tmp_path), "--data-dir", str(tmp_path)])
+    cfg = config_from_args(args)
+    gm = cfg.methods[1]
+    assert gm.over == "diversity" and gm.values == (0.0, 0.25, 0.5, 0.75, 1.0)
+    assert cfg.methods[2].params == {"diversity": 0.5}
+    cfg.validate(require_tasks=False)
