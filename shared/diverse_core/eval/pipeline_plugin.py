@@ -43,7 +43,7 @@ from ..errors import InvalidParameterError
 from ..llm import Completion, LocalGGUFLLM, OpenAILLM
 from ..pipelines import Pipeline, PipelineResult, PoolSource
 from ..pipelines.options import Option, harness_options
-from .plugins import MethodInput, MethodOutput, register_plugin
+from .plugins import MethodInput, MethodOutput, add_plugin_resolver, register_plugin
 
 __all__ = [
     "declare_pipeline_method",
@@ -342,3 +342,15 @@ def declare_registered_pipeline(name: str) -> Callable[..., MethodOutput]:
         return built
 
     return declare_pipeline_method(name, build, needs_llm=bool(cls.requires_llm), pipeline=cls)
+
+
+def _declare_if_registered(name: str) -> bool:
+    from ..pipelines import available_pipelines
+
+    if name not in available_pipelines():
+        return False
+    declare_registered_pipeline(name)
+    return True
+
+
+add_plugin_resolver(_declare_if_registered)

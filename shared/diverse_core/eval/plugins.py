@@ -40,6 +40,7 @@ __all__ = [
     "register_plugin",
     "get_plugin",
     "available_plugins",
+    "add_plugin_resolver",
 ]
 
 
@@ -131,6 +132,16 @@ def register_plugin(name: str, fn: PluginFn, *, param: str | None = None, replac
     _PLUGINS[name] = Plugin(name, fn, param)
 
 
+#: Hooks that may declare a plugin on first use (``resolve(name) -> declared``).
+_RESOLVERS: list[Callable[[str], bool]] = []
+
+
+def add_plugin_resolver(resolve: Callable[[str], bool]) -> None:
+    """Let ``resolve(name)`` declare a plugin that :func:`get_plugin` does not know yet (it
+    returns whether it did); the pipeline plugin adds one for every registered pipeline."""
+    _RESOLVERS.append(resolve)
+
+
 def get_plugin(name: str) -> Plugin:
     """Look up a registered plugin.
 
@@ -139,12 +150,9 @@ def get_plugin(name: str) -> Plugin:
     (:func:`~diverse_core.eval.pipeline_plugin.declare_registered_pipeline`).
     """
     if name not in _PLUGINS:
-        from ..pipelines import available_pipelines
-
-        if name in available_pipelines():
-            from .pipeline_plugin import declare_registered_pipeline
-
-            declare_registered_pipeline(name)
+        for resolve in _RESOLVERS:
+            if resolve(name):
+                break
     if name not in _PLUGINS:
         raise UnknownMethodError(f"unknown plugin {name!r}; registered: {available_plugins()}")
     return _PLUGINS[name]
