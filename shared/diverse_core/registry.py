@@ -189,7 +189,7 @@ def resolve_user_params(spec: MethodSpec, params: Mapping[str, Any], where: str 
 
     Example:
         >>> resolve_user_params(get_method("adaptive"), {})
-        {'model': None}
+        {'model': None, 'variant': 'auto'}
     """
     given = sorted(set(params) & set(TEXT_PARAMS)) if spec.reads_text else []
     if given:
