@@ -153,8 +153,8 @@ class DiverseRetriever(BaseRetriever):
         method_params: the method's parameters, e.g. ``{"lambda_mult": 0.5}``.
         diversity: the shared knob in [0, 1] (0: pure relevance, 1: the method's most diverse
             setting), mapped to the method's own parameter (a keyword, kept in
-            ``method_params``; also accepted in ``search_kwargs`` and per call in
-            ``method_params``).
+            ``method_params``; also accepted in ``search_kwargs`` and per call:
+            ``invoke(q, diversity=0.8)`` replaces the configured trade-off).
         search_kwargs: extra arguments for the store search (e.g. ``filter``).
         base_retriever_k_arg: keyword under which ``fetch_k`` is passed to
             ``base_retriever.invoke`` when the retriever accepts it (``None``: never

@@ -56,7 +56,7 @@ SELECTION_PARAMS = "selection_params"
 METADATA_KEYS = (RELEVANCE_SCORE, SELECTION_SCORE, SELECTION_RANK, SELECTION_METHOD, SELECTION_PARAMS)
 
 #: Keyword arguments accepted per call (``retriever.invoke(query, k=3, ...)``).
-CALL_OPTIONS = ("k", "fetch_k", "method", "method_params")
+CALL_OPTIONS = ("k", "fetch_k", "method", "method_params", "diversity")
 
 
 def fold_diversity(data: dict[str, Any]) -> None:
@@ -154,7 +154,9 @@ def plan_for_call(
     """Merge per-call keyword arguments over the configured ``(method, params, k, fetch_k)``.
 
     ``method_params`` given per call update the configured ones when the method is
-    unchanged; naming another method starts from that method's defaults.
+    unchanged; naming another method starts from that method's defaults. ``diversity``
+    given per call replaces the configured trade-off (``diversity`` or the method's own
+    parameter it maps to).
     """
     unknown = sorted(set(kwargs) - set(CALL_OPTIONS))
     if unknown:
@@ -164,10 +166,14 @@ def plan_for_call(
     method, params, k, fetch_k = defaults
     call_method = kwargs.get("method", method)
     base: Mapping[str, Any] = params if call_method == method else {}
+    if kwargs.get(DIVERSITY) is not None:
+        mapping = get_method(call_method).diversity
+        knob = {DIVERSITY, mapping.param if mapping is not None else None}
+        base = {name: v for name, v in base.items() if name not in knob}
     call_params = kwargs.get("method_params")
     if call_params is not None and not isinstance(call_params, Mapping):
         raise InvalidParameterError(f"method_params must be a dict; got method_params={call_params!r}")
-    merged = {**base, **(call_params or {})}
+    merged = with_diversity({**base, **(call_params or {})}, kwargs.get(DIVERSITY), " (per-call arguments)")
     call_fetch_k = kwargs.get("fetch_k", fetch_k) if fetch_k is not None else kwargs.get("fetch_k")
     return plan_selection(
         call_method, merged, kwargs.get("k", k), call_fetch_k, where=" (per-call arguments)"

@@ -57,3 +57,12 @@ def test_compressor_and_selector_take_diversity(table_embeddings: TableEmbedding
     assert _ids(a.compress_documents(corpus_docs, "q")) == _ids(b.compress_documents(corpus_docs, "q"))
     sel = DiverseSelector(embeddings=table_embeddings, k=3, method="gmmr", diversity=1.0)
     assert _ids(sel.invoke({"query": "q", "documents": corpus_docs})) == _ids(b.compress_documents(corpus_docs, "q"))
+
+
+def test_per_call_diversity_replaces_the_configured_trade_off(store: InMemoryVectorStore) -> None:
+    retriever = DiverseRetriever(vectorstore=store, method="gmmr", k=3, fetch_k=8, method_params={"lambda_mult": 0.9})
+    fixed = DiverseRetriever(vectorstore=store, method="gmmr", k=3, fetch_k=8, method_params={"lambda_mult": 0.0})
+    assert _ids(retriever.invoke("q", diversity=1.0)) == _ids(fixed.invoke("q"))
+    assert retriever.invoke("q", diversity=1.0)[0].metadata["selection_params"]["lambda_mult"] == 0.0
+    with pytest.raises(ConflictingParametersError):
+        retriever.invoke("q", diversity=1.0, method_params={"lambda_mult": 0.5})
