@@ -430,6 +430,12 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="issue 28: each strategy against the peer library that ships it",
     )
+    parser.add_argument(
+        "--clock",
+        choices=("wall", "cpu"),
+        default="wall",
+        help="with --peer-strategies: wall time, or this process's CPU time (for an oversubscribed machine)",
+    )
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error("--repeats must be >= 1")
@@ -445,7 +451,7 @@ def main(argv: list[str] | None = None) -> None:
             report_vendi_k(n, d, entries, args.repeats)
         return
     if args.peer_strategies:
-        peer_strategies(args.repeats, args.seed)
+        peer_strategies(args.repeats, args.seed, clock=args.clock)
         return
     grid = (
         [(int(n), int(d)) for n, d in args.cell]

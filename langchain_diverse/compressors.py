@@ -13,7 +13,13 @@ from langchain_core.embeddings import Embeddings
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from .embeddings import DEFAULT_CACHE_SIZE, CachedEmbeddings, cached_embeddings
-from .selection import SelectionPlan, document_texts, plan_selection, select_documents
+from .selection import (
+    SelectionPlan,
+    document_texts,
+    fold_diversity,
+    plan_selection,
+    select_documents,
+)
 
 __all__ = ["DiverseCompressor"]
 
@@ -31,6 +37,8 @@ class DiverseCompressor(BaseDocumentCompressor):
         k: documents to keep (all of them when fewer are handed in).
         method: selection method name (any of ``diverse_core.available_methods()``).
         method_params: the method's parameters, e.g. ``{"lambda_mult": 0.5}``.
+        diversity: the shared knob in [0, 1] (0: pure relevance, 1: the method's most diverse
+            setting), a keyword kept in ``method_params``.
         cache_size: most texts kept in the process-wide embedding cache of the model.
 
     Example:
@@ -53,6 +61,7 @@ class DiverseCompressor(BaseDocumentCompressor):
     _embedder_memo: tuple[Embeddings, CachedEmbeddings] | None = PrivateAttr(default=None)
 
     def __init__(self, **data: Any) -> None:
+        fold_diversity(data)
         for name in ("k", "cache_size"):  # before pydantic turns "3" into 3
             if name in data:
                 check_k(data[name], name)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from diverse_core.pipelines import PipelineResult
-from diverse_core.pipelines.dfrag import DEFAULT_LAMBDAS, DFRAG, DFRAGResult, PromptSet
+from diverse_core.pipelines.dfrag import DFRAG, DFRAGResult
 from langchain_core.runnables import Runnable
 
 from .llm import LangChainLLM
@@ -57,15 +57,6 @@ class DFRAGRetriever(PipelineRetriever):
     """
 
     pipeline_class = DFRAG
-
-    lambdas: tuple[float, ...] = DEFAULT_LAMBDAS
-    sampling: str = "uniform"
-    incremental_context: bool = False
-    prompts: PromptSet | None = None
-    score_from: str = "total"
-    on_evaluator_error: str = "score_zero"
-    evaluator: str = "llm"
-    selector: Any = None
 
     @classmethod
     def result_metadata(cls, result: PipelineResult) -> dict[str, Any]:

@@ -17,10 +17,7 @@ from typing import Any
 from diverse_core._lazy import deprecated_aliases
 from diverse_core.pipelines import PipelineResult
 from diverse_core.pipelines.diva import (
-    DEFAULT_MAX_INTERPRETATIONS,
-    DEFAULT_PER_INTERPRETATION_K,
     DIVA,
-    DivaPrompts,
     DivaResult,
 )
 from langchain_core.runnables import Runnable
@@ -69,15 +66,6 @@ class DIVARetriever(PipelineRetriever):
     """
 
     pipeline_class = DIVA
-
-    per_interpretation_k: int = DEFAULT_PER_INTERPRETATION_K
-    max_interpretations: int = DEFAULT_MAX_INTERPRETATIONS
-    search: str = "pool"
-    prune: str = "mean"
-    mmr_lambda: float = 0.5
-    verify_in_retrieval: bool = False
-    on_verifier_error: str = "count_yes"
-    prompts: DivaPrompts | None = None
 
     @classmethod
     def result_metadata(cls, result: PipelineResult) -> dict[str, Any]:

@@ -41,16 +41,6 @@ class DRRAGRetriever(PipelineRetriever):
 
     pipeline_class = DRRAG
 
-    k1: int | None = None
-    m: int = 5
-    mode: str = "cfs"
-    classifier: Any = None
-    threshold: float | None = None
-    fill: bool = False
-    per_doc: str = "first"
-    cis_rule: str = "stage1"
-    protect_stage1: bool = True
-
     @classmethod
     def chain_fields(cls, result: PipelineResult) -> dict[str, Any]:
         assert isinstance(result, DRRAGResult)

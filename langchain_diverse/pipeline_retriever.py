@@ -1,8 +1,10 @@
 """The one LangChain face of every LLM pipeline: a retriever and a question-answering Runnable.
 
 A pipeline's retriever (``DFRAGRetriever``, ...) subclasses :class:`PipelineRetriever` and only
-declares its ``pipeline_class`` and its options as pydantic fields; fetching candidates, the LLM
-adapter, callbacks, sync/async, per-call ``k``, document metadata and the chain are shared here.
+declares its ``pipeline_class``: the pipeline's options become pydantic fields, generated from the
+core's declaration (``pipeline_class.OPTIONS``, see :mod:`diverse_core.pipelines.options`);
+fetching candidates, the LLM adapter, callbacks, sync/async, per-call ``k``, document metadata and
+the chain are shared here.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from typing import Any, ClassVar
 
 from diverse_core.errors import InvalidParameterError
 from diverse_core.pipelines import Pipeline, PipelineResult
+from diverse_core.pipelines.options import face_options
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
     CallbackManagerForRetrieverRun,
@@ -43,8 +46,9 @@ PIPELINE_REASON = "pipeline_reason"
 class PipelineRetriever(BaseRetriever):
     """Run an LLM pipeline over a vector store or a retriever; return its chosen documents.
 
-    Subclasses set ``pipeline_class`` and declare the pipeline's own options as fields (every
-    field not defined here is passed to the pipeline's constructor). Returned documents are
+    Subclasses set ``pipeline_class``; its declared options (``pipeline_class.OPTIONS``) become
+    fields with the core's defaults (a subclass may still declare a field itself; every field not
+    defined here is passed to the pipeline's constructor). Returned documents are
     copies whose metadata carries ``relevance_score``, ``selection_score``, ``selection_rank``,
     ``selection_method`` (the pipeline's name), ``selection_params`` (why it was chosen, with
     ``k``), ``pipeline_reason`` and ``pipeline_warnings`` (never silent: what fell back).
@@ -84,6 +88,23 @@ class PipelineRetriever(BaseRetriever):
     llm_kwargs: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
     _pipeline: Pipeline = PrivateAttr()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # Runs before pydantic collects the fields: add one per declared option.
+        super().__init_subclass__(**kwargs)
+        pipeline = cls.__dict__.get("pipeline_class")
+        if pipeline is None:
+            return
+        own = cls.__dict__.get("__annotations__")
+        if own is None:
+            own = {}
+            cls.__annotations__ = own
+        inherited = getattr(cls, "__pydantic_fields__", {})
+        for option in face_options(pipeline.OPTIONS):
+            if option.name in own or option.name in cls.__dict__ or option.name in inherited:
+                continue
+            own[option.name] = option.type
+            setattr(cls, option.name, option.default)
 
     def __init__(self, **data: Any) -> None:
         super().__init__(**data)

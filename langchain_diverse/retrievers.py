@@ -28,6 +28,7 @@ from .embeddings import DEFAULT_CACHE_SIZE, CachedEmbeddings, KnownVectors, cach
 from .selection import (
     SelectionPlan,
     document_texts,
+    fold_diversity,
     plan_for_call,
     plan_selection,
     select_documents,
@@ -43,7 +44,7 @@ _FIELD_KEYS = {"k": "k", "fetch_k": "fetch_k", "score_threshold": "score_thresho
 
 
 def _absorb_search_kwargs(data: dict[str, Any]) -> None:
-    """Move ``k``/``fetch_k``/``lambda_mult``/``score_threshold`` from ``search_kwargs`` to fields.
+    """Move ``k``/``fetch_k``/``lambda_mult``/``diversity``/``score_threshold`` from ``search_kwargs`` to fields.
 
     What ``store.as_retriever(search_type="mmr", search_kwargs={...})`` users pass is
     accepted here; a key given both ways with different values is rejected, naming both.
@@ -65,15 +66,17 @@ def _absorb_search_kwargs(data: dict[str, Any]) -> None:
                 f"search_kwargs={{{key!r}: {value!r}}}; give it once"
             )
         data[field] = value
-    if "lambda_mult" in rest:
-        value = rest.pop("lambda_mult")
+    for name in ("lambda_mult", "diversity"):
+        if name not in rest:
+            continue
+        value = rest.pop(name)
         params = dict(data.get("method_params") or {})
-        if "lambda_mult" in params and not _same_value(params["lambda_mult"], value):
+        if name in params and not _same_value(params[name], value):
             raise InvalidParameterError(
-                f"lambda_mult given twice with different values: method_params={params!r} and "
-                f"search_kwargs={{'lambda_mult': {value!r}}}; give it once"
+                f"{name} given twice with different values: method_params={params!r} and "
+                f"search_kwargs={{{name!r}: {value!r}}}; give it once"
             )
-        params["lambda_mult"] = value
+        params[name] = value
         data["method_params"] = params
     data["search_kwargs"] = rest
 
@@ -148,6 +151,10 @@ class DiverseRetriever(BaseRetriever):
         fetch_k: candidates to fetch (``k <= fetch_k``).
         method: selection method name.
         method_params: the method's parameters, e.g. ``{"lambda_mult": 0.5}``.
+        diversity: the shared knob in [0, 1] (0: pure relevance, 1: the method's most diverse
+            setting), mapped to the method's own parameter (a keyword, kept in
+            ``method_params``; also accepted in ``search_kwargs`` and per call:
+            ``invoke(q, diversity=0.8)`` replaces the configured trade-off).
         search_kwargs: extra arguments for the store search (e.g. ``filter``).
         base_retriever_k_arg: keyword under which ``fetch_k`` is passed to
             ``base_retriever.invoke`` when the retriever accepts it (``None``: never
@@ -164,7 +171,7 @@ class DiverseRetriever(BaseRetriever):
             (documents and queries apart; the bound only grows when shared).
 
     ``search_kwargs`` also takes what ``store.as_retriever(search_type="mmr")`` users
-    pass: ``k``, ``fetch_k``, ``lambda_mult`` and ``score_threshold`` are moved to the
+    pass: ``k``, ``fetch_k``, ``lambda_mult``, ``diversity`` and ``score_threshold`` are moved to the
     fields (the same key given both ways with different values is rejected), the rest
     (``filter``, ...) goes to the store search. See also :func:`as_diverse_retriever`.
 
@@ -200,6 +207,7 @@ class DiverseRetriever(BaseRetriever):
     _warned: set[str] = PrivateAttr(default_factory=set)
 
     def __init__(self, **data: Any) -> None:
+        fold_diversity(data)
         _absorb_search_kwargs(data)
         for name in ("k", "fetch_k", "cache_size"):  # before pydantic turns "3" into 3
             if name in data:

@@ -26,7 +26,7 @@ import numpy as np
 from diverse_core import select
 from diverse_core._lazy import deprecated_aliases
 from diverse_core.errors import DimensionMismatchError, InvalidParameterError
-from diverse_core.registry import get_method, resolve_user_params
+from diverse_core.registry import DIVERSITY, get_method, resolve_user_params, with_diversity
 from diverse_core.validation import check_k
 from langchain_core.documents import Document
 from numpy.typing import ArrayLike
@@ -45,6 +45,7 @@ __all__ = [
     "plan_for_call",
     "document_texts",
     "select_documents",
+    "fold_diversity",
 ]
 
 RELEVANCE_SCORE = "relevance_score"
@@ -57,7 +58,18 @@ SELECTION_PARAMS = "selection_params"
 SELECTION_METADATA_KEYS = (RELEVANCE_SCORE, SELECTION_SCORE, SELECTION_RANK, SELECTION_METHOD, SELECTION_PARAMS)
 
 #: Keyword arguments accepted per call (``retriever.invoke(query, k=3, ...)``).
-CALL_OPTIONS = ("k", "fetch_k", "method", "method_params")
+CALL_OPTIONS = ("k", "fetch_k", "method", "method_params", "diversity")
+
+
+def fold_diversity(data: dict[str, Any]) -> None:
+    """Move a face's ``diversity=`` keyword (0 = pure relevance, 1 = the method's most diverse
+    setting) into ``method_params``, where the core maps it to the method's own parameter.
+
+    Raises:
+        ConflictingParametersError: ``method_params`` holds a different ``diversity``.
+    """
+    if DIVERSITY in data:
+        data["method_params"] = with_diversity(data.get("method_params"), data.pop(DIVERSITY))
 
 
 @dataclass(frozen=True)
@@ -144,7 +156,9 @@ def plan_for_call(
     """Merge per-call keyword arguments over the configured ``(method, params, k, fetch_k)``.
 
     ``method_params`` given per call update the configured ones when the method is
-    unchanged; naming another method starts from that method's defaults.
+    unchanged; naming another method starts from that method's defaults. ``diversity``
+    given per call replaces the configured trade-off (``diversity`` or the method's own
+    parameter it maps to).
     """
     unknown = sorted(set(kwargs) - set(CALL_OPTIONS))
     if unknown:
@@ -154,10 +168,14 @@ def plan_for_call(
     method, params, k, fetch_k = defaults
     call_method = kwargs.get("method", method)
     base: Mapping[str, Any] = params if call_method == method else {}
+    if kwargs.get(DIVERSITY) is not None:
+        mapping = get_method(call_method).diversity
+        knob = {DIVERSITY, mapping.param if mapping is not None else None}
+        base = {name: v for name, v in base.items() if name not in knob}
     call_params = kwargs.get("method_params")
     if call_params is not None and not isinstance(call_params, Mapping):
         raise InvalidParameterError(f"method_params must be a dict; got method_params={call_params!r}")
-    merged = {**base, **(call_params or {})}
+    merged = with_diversity({**base, **(call_params or {})}, kwargs.get(DIVERSITY), " (per-call arguments)")
     call_fetch_k = kwargs.get("fetch_k", fetch_k) if fetch_k is not None else kwargs.get("fetch_k")
     return plan_selection(
         call_method, merged, kwargs.get("k", k), call_fetch_k, where=" (per-call arguments)"

@@ -13,6 +13,7 @@ from pydantic import ConfigDict, Field, PrivateAttr
 
 from .compressors import DiverseCompressor
 from .embeddings import DEFAULT_CACHE_SIZE
+from .selection import fold_diversity
 
 __all__ = ["DiverseSelector"]
 
@@ -33,6 +34,7 @@ class DiverseSelector(RunnableSerializable[dict[str, Any], list[Document]]):
         method: any registered method (``diverse_core.available_methods()``, e.g. ``gmmr``,
             ``mmr``, ``learned``).
         method_params: the method's parameters.
+        diversity: the shared knob in [0, 1] (a keyword kept in ``method_params``).
         query_key: input key holding the query text.
         documents_key: input key holding the candidate documents.
         cache_size: most texts kept in the model's process-wide embedding cache.
@@ -58,6 +60,7 @@ class DiverseSelector(RunnableSerializable[dict[str, Any], list[Document]]):
     _compressor: DiverseCompressor = PrivateAttr()
 
     def __init__(self, **data: Any) -> None:
+        fold_diversity(data)
         super().__init__(**data)
         self._compressor = DiverseCompressor(
             embeddings=self.embeddings, k=self.k, method=self.method,

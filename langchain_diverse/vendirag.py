@@ -16,7 +16,7 @@ from dataclasses import asdict
 from typing import Any
 
 from diverse_core.pipelines import PipelineResult
-from diverse_core.pipelines.vendirag import VendiPrompts, VendiRAG, VendiRAGResult
+from diverse_core.pipelines.vendirag import VendiRAG, VendiRAGResult
 from langchain_core.runnables import Runnable
 
 from .pipeline_retriever import PipelineRetriever, create_pipeline_chain
@@ -66,19 +66,6 @@ class VendiRAGRetriever(PipelineRetriever):
     """
 
     pipeline_class = VendiRAG
-
-    initial_s: float = 0.8
-    threshold: float = 0.85
-    max_iterations: int = 5
-    s_update: str = "paper"
-    final: str = "best"
-    rewrite: bool = True
-    use_judge: bool = True
-    exclude_seen: bool = False
-    objective: str = "paper"
-    return_documents: str = "final"
-    on_llm_error: str = "stop"
-    prompts: VendiPrompts | None = None
 
     @classmethod
     def result_metadata(cls, result: PipelineResult) -> dict[str, Any]:

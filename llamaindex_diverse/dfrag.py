@@ -55,8 +55,6 @@ class DFRAGRetriever(PipelineRetriever):
     """
 
     pipeline_class = DFRAG
-    options = ("lambdas", "sampling", "incremental_context", "prompts", "score_from", "on_evaluator_error",
-               "evaluator", "selector")
 
     @classmethod
     def _llm_from_settings(cls, options: dict[str, Any]) -> bool:

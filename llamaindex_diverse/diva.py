@@ -63,8 +63,6 @@ class DIVARetriever(PipelineRetriever):
     """
 
     pipeline_class = DIVA
-    options = ("per_interpretation_k", "max_interpretations", "search", "prune", "mmr_lambda",
-               "verify_in_retrieval", "on_verifier_error", "prompts")
 
 
 class DIVAQueryEngine(PipelineQueryEngine):

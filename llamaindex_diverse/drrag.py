@@ -31,7 +31,6 @@ class DRRAGRetriever(PipelineRetriever):
     """
 
     pipeline_class = DRRAG
-    options = ("k1", "m", "mode", "classifier", "threshold", "fill", "per_doc", "cis_rule", "protect_stage1")
     llm_default_from_settings = False
 
 

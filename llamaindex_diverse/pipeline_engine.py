@@ -1,8 +1,9 @@
 """The one LlamaIndex face of every LLM pipeline: a retriever and a query engine.
 
 A pipeline's classes (``DFRAGRetriever`` / ``DFRAGQueryEngine``, ...) subclass
-:class:`PipelineRetriever` / :class:`PipelineQueryEngine` and only declare the pipeline class,
-its option names and, if they like, extra response metadata; candidate fetching, embeddings,
+:class:`PipelineRetriever` / :class:`PipelineQueryEngine` and only declare the pipeline class
+(its option names come from the core's declaration, ``pipeline_class.OPTIONS``) and, if they
+like, extra response metadata; candidate fetching, embeddings,
 the LLM adapter, sync/async, instrumentation and node metadata are shared here.
 """
 
@@ -13,6 +14,7 @@ from typing import Any, ClassVar
 
 from diverse_core.errors import InvalidParameterError
 from diverse_core.pipelines import Pipeline, PipelineResult
+from diverse_core.pipelines.options import face_options
 from llama_index.core.base.base_query_engine import BaseQueryEngine
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -48,7 +50,8 @@ def pipeline_response_metadata(result: PipelineResult, prefix: str) -> dict[str,
 class PipelineRetriever(BaseRetriever):
     """Run an LLM pipeline over an index or a retriever; return its chosen nodes.
 
-    Subclasses set ``pipeline_class`` and ``options`` (the option names they accept). Nodes are
+    Subclasses set ``pipeline_class``; ``options`` (the option names they accept) defaults to the
+    pipeline's declared options (``pipeline_class.OPTIONS``). Nodes are
     copies carrying ``selection_method`` (the pipeline's name), ``selection_params`` (why the
     node was chosen, with ``k``), ``selection_rank``, ``selection_score``,
     ``selection_relevance`` and, in the response metadata, the run's warnings.
@@ -73,6 +76,12 @@ class PipelineRetriever(BaseRetriever):
     pipeline_class: ClassVar[type[Pipeline]]
     options: ClassVar[tuple[str, ...]] = ()
     llm_default_from_settings: ClassVar[bool] = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        pipeline = cls.__dict__.get("pipeline_class")
+        if pipeline is not None and "options" not in cls.__dict__:
+            cls.options = tuple(o.name for o in face_options(pipeline.OPTIONS))
 
     def __init__(
         self,

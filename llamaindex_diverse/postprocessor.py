@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 from diverse_core import get_method, select
 from diverse_core.errors import DimensionMismatchError, InvalidParameterError
-from diverse_core.registry import resolve_user_params
+from diverse_core.registry import resolve_user_params, with_diversity
 from diverse_core.validation import check_k
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
@@ -94,6 +94,8 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
         top_n: nodes to keep (``k`` is accepted as an alias). Fewer nodes in than
             ``top_n`` returns all of them, re-ordered.
         method: any registered method name (``diverse_core.available_methods()``).
+        diversity: the shared knob in [0, 1] (0: pure relevance, 1: the method's most
+            diverse setting), mapped to the method's own parameter; kept in ``method_params``.
         method_params: the method's parameters, e.g. ``{"lambda_mult": 0.5}``
             (mmr/gmmr), ``{"sigma": 0.1}`` (dartboard), ``{"s": 0.5}`` (vendi);
             validated here, defaults filled in.
@@ -172,13 +174,14 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
         cache_size: int = 10_000,
         vector_store: Any = None,
         callback_manager: CallbackManager | None = None,
+        diversity: float | None = None,
     ) -> None:
         if top_n is not None and k is not None and top_n != k:
             raise InvalidParameterError(
                 f"top_n and k are aliases; got top_n={top_n!r} and k={k!r}"
             )
         n_keep = check_k(top_n if top_n is not None else (k if k is not None else 4), "top_n")
-        params = dict(method_params or {})
+        params = with_diversity(method_params, diversity)
         resolve_user_params(get_method(method), params)  # typed error on a bad method/params
         if embed_model is not None and not isinstance(embed_model, BaseEmbedding):
             raise InvalidParameterError(

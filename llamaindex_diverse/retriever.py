@@ -48,7 +48,7 @@ class DiverseRetriever(BaseRetriever):
         postprocessor: a configured :class:`DiverseNodePostprocessor`; or leave it out
             and give ``top_n``/``method``/``method_params``/``embed_model``.
         top_n: nodes returned (``k`` is an alias); default 4.
-        method, method_params, embed_model: see :class:`DiverseNodePostprocessor`.
+        method, method_params, embed_model, diversity: see :class:`DiverseNodePostprocessor`.
         fetch_k: candidates the base retriever returns. Read from the retriever's
             ``similarity_top_k`` when it has one; used to reject ``top_n > fetch_k``.
         callback_manager: defaults to the base retriever's; also given to the postprocessor.
@@ -82,6 +82,7 @@ class DiverseRetriever(BaseRetriever):
         fetch_k: int | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
+        diversity: float | None = None,
     ) -> None:
         if not isinstance(retriever, BaseRetriever):
             raise InvalidParameterError(
@@ -89,7 +90,7 @@ class DiverseRetriever(BaseRetriever):
             )
         settings = {
             "top_n": top_n, "k": k, "method": method,
-            "method_params": method_params, "embed_model": embed_model,
+            "method_params": method_params, "embed_model": embed_model, "diversity": diversity,
         }
         given = sorted(name for name, value in settings.items() if value is not None)
         if postprocessor is not None:
@@ -110,6 +111,7 @@ class DiverseRetriever(BaseRetriever):
                 method=method or "gmmr",
                 method_params=method_params,
                 embed_model=embed_model,
+                diversity=diversity,
             )
         declared = _declared_fetch_k(retriever)
         if fetch_k is not None:
@@ -143,6 +145,7 @@ class DiverseRetriever(BaseRetriever):
         method: str = "gmmr",
         method_params: Mapping[str, Any] | None = None,
         embed_model: BaseEmbedding | None = None,
+        diversity: float | None = None,
         **retriever_kwargs: Any,
     ) -> DiverseRetriever:
         """Wrap ``index.as_retriever(similarity_top_k=fetch_k, **retriever_kwargs)``.
@@ -162,6 +165,7 @@ class DiverseRetriever(BaseRetriever):
             method_params=method_params,
             embed_model=model if isinstance(model, BaseEmbedding) else None,
             fetch_k=fetch_k,
+            diversity=diversity,
         )
 
     @property

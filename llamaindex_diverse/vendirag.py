@@ -20,8 +20,6 @@ from .pipeline_engine import PipelineQueryEngine, PipelineRetriever, pipeline_re
 
 __all__ = ["VendiRAGRetriever", "VendiRAGQueryEngine", "response_metadata"]
 
-_OPTIONS = ("initial_s", "threshold", "max_iterations", "s_update", "final", "rewrite", "use_judge",
-            "exclude_seen", "objective", "return_documents", "on_llm_error", "prompts")
 
 
 def response_metadata(result: PipelineResult) -> dict[str, Any]:
@@ -61,7 +59,6 @@ class VendiRAGRetriever(PipelineRetriever):
     """
 
     pipeline_class = VendiRAG
-    options = _OPTIONS
 
     run_vendirag = PipelineRetriever.run_pipeline
     arun_vendirag = PipelineRetriever.arun_pipeline

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging as _logging
 
-from . import methods as _methods  # noqa: F401  (registers the built-in methods)
+from . import methods as _methods  # noqa: F401  (registers all twelve built-in methods)
 from ._version import __version__
 from .api import select, sweep
 from .errors import (
@@ -83,15 +83,3 @@ __all__ = [
     "BinarySearchResult",
     "__version__",
 ]
-
-# --- adaptive (issue 18): the learned lambda selector, registered as method "adaptive" ---
-from . import adaptive as _adaptive  # noqa: E402
-
-register_method(_adaptive.SPEC, replace=True)
-# --- end adaptive ---
-
-# --- learned (issue 25): the learned set selector, registered as method "learned" ---
-from . import learned as _learned  # noqa: E402
-
-register_method(_learned.SPEC, replace=True)
-# --- end learned ---

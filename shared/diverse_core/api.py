@@ -8,7 +8,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .errors import InvalidParameterError
-from .registry import get_method
+from .registry import DIVERSITY, get_method
 from .result import Selection, Sweep
 from .validation import check_values, prepare_inputs
 
@@ -39,7 +39,11 @@ def select(
             cross-encoder score); defaults to cosine similarity to the query.
         **params: the method's parameters, e.g. ``lambda_mult=0.5`` for
             ``mmr``/``gmmr``, ``sigma=0.1`` for ``dartboard``, ``s=0.5`` for ``vendi``,
-            ``diversity=0.5`` for ``dpp``/``msd``/``cover``/``ssd``, ``lam=0.5`` for ``gist``.
+            ``lam=0.5`` for ``gist``; or ``diversity`` in [0, 1] for any method (0: pure
+            relevance, 1: the method's most diverse setting), mapped to its own parameter (for
+            ``dpp``/``msd``/``cover``/``ssd`` it is their own parameter; see
+            :class:`~diverse_core.registry.DiversityMap`; the native name wins when both are
+            given, and they must agree).
 
     Returns:
         A :class:`Selection` with indices in pick order, objective values and relevance.
@@ -74,6 +78,7 @@ def sweep(
     values: ArrayLike,
     *,
     relevance: ArrayLike | None = None,
+    over: str | None = None,
     **params: Any,
 ) -> Sweep:
     """Run ``method`` for every value of its trade-off parameter at once.
@@ -86,6 +91,10 @@ def sweep(
             ``lambda_mult``; ``dartboard``: ``sigma``; ``vendi``: ``s``).
         query, candidates, k, relevance: as in :func:`select`.
         values: the parameter values to sweep, shape (L,).
+        over: ``"diversity"`` to sweep the shared knob instead (``values`` in [0, 1], each
+            mapped to the method's own parameter; the result's ``param`` is then
+            ``"diversity"``); ``None`` or the method's own parameter name: ``values`` are
+            values of that parameter.
         **params: the method's other parameters, shared by every value.
 
     Example:
@@ -95,25 +104,39 @@ def sweep(
         ...            values=[0.1, 0.5, 1.0])
         >>> sw.indices.shape
         (3, 5)
+        >>> sweep("gmmr", rng.normal(size=8), rng.normal(size=(20, 8)), 5,
+        ...       values=[0.0, 0.5], over="diversity").param
+        'diversity'
     """
     spec = get_method(method)
     if spec.param is None or spec.run_sweep is None:
         raise InvalidParameterError(f"method {method!r} has no trade-off parameter to sweep")
-    grid = check_values(values, "values")
-    if spec.param in params:
+    if over not in (None, spec.param, DIVERSITY):
         raise InvalidParameterError(
-            f"{spec.param} is swept by `values`; do not also pass {spec.param}={params[spec.param]!r}"
+            f"over must be None, {spec.param!r} or {DIVERSITY!r} for method {method!r}; got over={over!r}"
         )
-    for v in grid:  # range-check every value with the method's own rules
+    grid = check_values(values, "values")
+    swept = over or spec.param
+    for name in dict.fromkeys((spec.param, swept)):
+        if name in params and not (name == DIVERSITY and params[name] is None):
+            raise InvalidParameterError(
+                f"{name} is swept by `values`; do not also pass {name}={params[name]!r}"
+            )
+    native_grid = grid
+    if swept == DIVERSITY and spec.param != DIVERSITY:
+        native_grid = np.array(
+            [spec.diversity_params({DIVERSITY: float(v)})[spec.param] for v in grid], dtype=np.float64
+        )
+    for v in native_grid:  # range-check every value with the method's own rules
         spec.resolve_params({**params, spec.param: float(v)})
     resolved = spec.resolve_params(params)
     resolved.pop(spec.param, None)
     prep = prepare_inputs(query, candidates, k, relevance)
-    indices, scores = spec.run_sweep(prep, grid, **resolved)
+    indices, scores = spec.run_sweep(prep, native_grid, **resolved)
     indices = np.asarray(indices, dtype=np.int64)
     return Sweep(
         method=spec.name,
-        param=spec.param,
+        param=swept,
         values=grid,
         indices=indices,
         scores=np.asarray(scores, dtype=np.float64),

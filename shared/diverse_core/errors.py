@@ -16,6 +16,7 @@ __all__ = [
     "NonFiniteInputError",
     "ZeroVectorError",
     "UnknownMethodError",
+    "ConflictingParametersError",
 ]
 
 
@@ -53,3 +54,8 @@ class ZeroVectorError(DiverseRAGError):
 
 class UnknownMethodError(DiverseRAGError):
     """The method name is not registered."""
+
+
+class ConflictingParametersError(InvalidParameterError):
+    """Two parameters that set the same thing disagree (e.g. ``diversity=0.2`` with
+    ``lambda_mult=0.5`` for gMMR, where ``diversity=0.2`` means ``lambda_mult=0.8``)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -9,16 +10,19 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .errors import InvalidParameterError, UnknownMethodError
-from .validation import PreparedInputs
+from .errors import ConflictingParametersError, InvalidParameterError, UnknownMethodError
+from .validation import PreparedInputs, check_unit_interval
 
 __all__ = [
     "MethodSpec",
+    "DiversityMap",
+    "DIVERSITY",
     "TEXT_PARAMS",
     "register_method",
     "get_method",
     "available_methods",
     "resolve_user_params",
+    "with_diversity",
 ]
 
 IndexScores = tuple[NDArray[np.int64], NDArray[np.float64]]
@@ -26,6 +30,44 @@ IndexScores = tuple[NDArray[np.int64], NDArray[np.float64]]
 IndexScoresDetails = tuple[NDArray[np.int64], NDArray[np.float64], dict[str, Any]]
 RunFn = Callable[..., IndexScores | IndexScoresDetails]
 SweepFn = Callable[..., IndexScores]
+
+
+#: The shared trade-off knob every method and face accepts: ``diversity`` in [0, 1].
+DIVERSITY = "diversity"
+
+
+@dataclass(frozen=True)
+class DiversityMap:
+    """How a method reads the shared ``diversity`` knob (0 = pure relevance, 1 = its most
+    diverse setting).
+
+    Attributes:
+        param: the method's own trade-off parameter that ``diversity`` sets, or ``None``
+            when the method has none (``topk``, ``adaptive``, ``learned``).
+        to_native: ``diversity -> param value``, monotone (``None`` with ``param=None``).
+        formula: the mapping in words, as the methods index shows it
+            (``"lambda_mult = 1 - diversity"``).
+        accepts: with ``param=None``, the ``diversity`` values the method accepts
+            (``topk``: ``(0.0,)``, it is pure relevance); any other value raises.
+        reason: with ``param=None``, why other values are refused (said in the error).
+
+    Example:
+        >>> gm = DiversityMap("lambda_mult", lambda d: 1.0 - d, "lambda_mult = 1 - diversity")
+        >>> gm.native(0.25)
+        0.75
+    """
+
+    param: str | None
+    to_native: Callable[[float], float] | None = None
+    formula: str = ""
+    accepts: tuple[float, ...] = ()
+    reason: str = ""
+
+    def native(self, diversity: float) -> float:
+        """The value of :attr:`param` that ``diversity`` (already checked to lie in [0, 1]) means."""
+        if self.to_native is None:
+            raise InvalidParameterError("this method has no trade-off parameter for diversity to set")
+        return float(self.to_native(diversity))
 
 
 @dataclass(frozen=True)
@@ -47,6 +89,9 @@ class MethodSpec:
         reads_text: whether the method also reads the query text and the candidate texts
             (its ``question`` and ``texts`` parameters, filled in by the framework faces and
             the harness, never shown in the selection metadata).
+        diversity: how the shared ``diversity`` knob maps to the method's own parameter
+            (see :class:`DiversityMap`); ``None``: the method does not accept ``diversity``
+            (unless it is its own parameter's name).
     """
 
     name: str
@@ -56,6 +101,7 @@ class MethodSpec:
     param: str | None = None
     run_sweep: SweepFn | None = None
     reads_text: bool = False
+    diversity: DiversityMap | None = None
 
     @property
     def setting_defaults(self) -> dict[str, Any]:
@@ -63,7 +109,16 @@ class MethodSpec:
         return {k: v for k, v in self.defaults.items() if not (self.reads_text and k in TEXT_PARAMS)}
 
     def resolve_params(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        """Fill defaults, reject unknown names and validate ranges."""
+        """Fill defaults, reject unknown names and validate ranges.
+
+        ``diversity`` (when it is not the method's own parameter's name) is mapped to the
+        method's parameter by :attr:`diversity`; see :meth:`diversity_params`.
+        ``diversity=None`` counts as not given.
+        """
+        if DIVERSITY in params and DIVERSITY not in self.defaults:
+            params = self.diversity_params(params)
+        elif params.get(DIVERSITY, 0.0) is None:  # the method's own ``diversity``, not given
+            params = {k: v for k, v in params.items() if k != DIVERSITY}
         unknown = sorted(set(params) - set(self.defaults))
         if unknown:
             raise InvalidParameterError(
@@ -73,6 +128,49 @@ class MethodSpec:
         merged = dict(self.defaults)
         merged.update(params)
         return self.check(merged)
+
+    def diversity_params(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """``params`` with ``diversity`` replaced by the method's own parameter.
+
+        The native name wins when both are given; they must then agree.
+
+        Raises:
+            InvalidParameterError: ``diversity`` outside [0, 1], or a value the method does
+                not accept (``topk``: anything but 0; ``adaptive``/``learned``: any value).
+            ConflictingParametersError: both given, and they disagree.
+
+        Example:
+            >>> get_method("gmmr").diversity_params({"diversity": 0.2})
+            {'lambda_mult': 0.8}
+        """
+        out = dict(params)
+        given = out.pop(DIVERSITY)
+        if given is None:  # not given (a face's unset field)
+            return out
+        value = check_unit_interval(given, DIVERSITY)
+        mapping = self.diversity
+        if mapping is None or mapping.param is None:
+            if mapping is not None and value in mapping.accepts:
+                return out
+            why = mapping.reason if mapping is not None else "it declares no diversity mapping"
+            allowed = f" (accepted: {list(mapping.accepts)})" if mapping is not None and mapping.accepts else ""
+            raise InvalidParameterError(
+                f"method {self.name!r} does not take diversity={params[DIVERSITY]!r}{allowed}: {why}"
+            )
+        native = mapping.native(value)
+        if mapping.param in out:
+            given = out[mapping.param]
+            if isinstance(given, (int, float)) and not isinstance(given, bool) and math.isclose(
+                float(given), native, rel_tol=1e-9, abs_tol=1e-12
+            ):
+                return out
+            raise ConflictingParametersError(
+                f"method {self.name!r}: diversity={params[DIVERSITY]!r} means "
+                f"{mapping.param}={native!r} ({mapping.formula}), but {mapping.param}={given!r} "
+                f"was also given; pass one of them"
+            )
+        out[mapping.param] = native
+        return out
 
 
 #: The parameters of a text-reading method (:attr:`MethodSpec.reads_text`) that the faces
@@ -91,7 +189,7 @@ def resolve_user_params(spec: MethodSpec, params: Mapping[str, Any], where: str 
 
     Example:
         >>> resolve_user_params(get_method("adaptive"), {})
-        {'model': None}
+        {'model': None, 'variant': 'auto'}
     """
     given = sorted(set(params) & set(TEXT_PARAMS)) if spec.reads_text else []
     if given:
@@ -104,6 +202,32 @@ def resolve_user_params(spec: MethodSpec, params: Mapping[str, Any], where: str 
         for name in TEXT_PARAMS:
             resolved.pop(name, None)
     return resolved
+
+
+def with_diversity(params: Mapping[str, Any] | None, diversity: object, where: str = "") -> dict[str, Any]:
+    """``params`` with a face's ``diversity=`` argument added (``None``: left as is).
+
+    The faces take ``diversity`` as an argument of its own and hand it to the method with
+    its other parameters, where :meth:`MethodSpec.resolve_params` maps it.
+
+    Raises:
+        ConflictingParametersError: ``params`` already holds a different ``diversity``.
+
+    Example:
+        >>> with_diversity({"gamma": 0.5}, 0.3)
+        {'gamma': 0.5, 'diversity': 0.3}
+    """
+    out = dict(params or {})
+    if diversity is None:
+        return out
+    given = out.get(DIVERSITY)
+    if given is not None and given != diversity:
+        raise ConflictingParametersError(
+            f"diversity given twice with different values: diversity={diversity!r} and "
+            f"method_params={{'diversity': {given!r}}}{where}; give it once"
+        )
+    out[DIVERSITY] = diversity
+    return out
 
 
 _REGISTRY: dict[str, MethodSpec] = {}

@@ -500,6 +500,51 @@ def _relevance(value: ArrayLike, n: int) -> FloatArray:
     return rel
 
 
+#: Pools up to this size (bytes of the candidate matrix) try :func:`_prepare_fast` first.
+_FAST_MAX_BYTES = _FUSED_MIN_BYTES
+_FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _prepare_fast(query: object, candidates: object, k_int: int) -> PreparedInputs | None:
+    """The validated inputs of a well-formed call in a few numpy passes, or ``None``.
+
+    Taken for a float32/float64 candidate ndarray (2-D, not empty, at most
+    :data:`_FAST_MAX_BYTES`) and a float query ndarray of the same dimension, with no
+    caller relevance. The row norms are the check: NaN or inf anywhere in a row makes
+    its squared norm NaN or inf, a zero row makes it 0, and entries whose products would
+    overflow or underflow push it outside :data:`_SAFE_NORMS`; any of these (or any other
+    input) returns ``None`` and the full checks of :func:`prepare_inputs` run and raise
+    the same typed errors as before. The values computed are those of the full path,
+    operation for operation (same dtypes, same order), so a call gives the same picks
+    either way.
+    """
+    if type(candidates) is not np.ndarray or type(query) is not np.ndarray:
+        return None
+    if candidates.dtype not in _FLOAT_DTYPES or candidates.ndim != 2 or candidates.nbytes > _FAST_MAX_BYTES:
+        return None
+    n, d = candidates.shape
+    if n == 0 or d == 0 or query.ndim != 1 or query.shape[0] != d or query.dtype.kind != "f":
+        return None
+    q = np.array(query, dtype=np.float64)
+    with np.errstate(all="ignore"):  # NaN/inf/overflow: judged below, then the full checks
+        q_norm = float(np.sqrt(np.dot(q, q)))
+        norms = np.sqrt(np.asarray(row_dots(candidates), dtype=np.float64))
+    low, high = _SAFE_NORMS[0]
+    if not low < q_norm < high:  # NaN fails too
+        return None
+    low, high = _SAFE_NORMS[candidates.dtype == np.float32]
+    if not (low < norms.min() and norms.max() < high):
+        return None
+    q /= q_norm
+    unit_q = q.astype(candidates.dtype, copy=False)
+    view = candidates.view()
+    view.flags.writeable = False  # never write through to the caller's array
+    inv_norms = 1.0 / norms
+    rel = np.asarray(view @ unit_q, dtype=np.float64)
+    rel *= inv_norms
+    return PreparedInputs(query=unit_q, vectors=view, inv_norms=inv_norms, relevance=rel, k=min(k_int, n))
+
+
 def prepare_inputs(
     query: ArrayLike,
     candidates: ArrayLike,
@@ -524,6 +569,10 @@ def prepare_inputs(
         InvalidParameterError: a bad ``k``, or relevance beyond ``±RELEVANCE_MAX``.
     """
     k_int = check_k(k)
+    if relevance is None:
+        fast = _prepare_fast(query, candidates, k_int)
+        if fast is not None:
+            return fast
     cand = _read_only_matrix(candidates, "candidates")
     if cand.shape[0] == 0:
         raise EmptyCandidatesError("candidates is empty (shape (0, d)); need at least one candidate")

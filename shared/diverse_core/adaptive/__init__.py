@@ -24,7 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import InvalidParameterError
-from ..registry import MethodSpec
+from ..registry import DiversityMap, MethodSpec
 from ..validation import PreparedInputs
 from .candidates import GoldModel, candidate_features, fit_gold_model, gold_set_features
 from .features import FEATURE_NAMES, LEXICAL_SET_FEATURES, lexical_set_features, set_features
@@ -100,4 +100,8 @@ def _check(params: dict[str, Any]) -> dict[str, Any]:
 SPEC = MethodSpec(
     name="adaptive", run=_run, defaults={"model": None, "variant": "auto", "question": None, "texts": None}, check=_check, param=None,
     reads_text=True,
+    diversity=DiversityMap(
+        None, formula="not accepted (chosen per query by the trained model)",
+        reason="the trained model learns the lambda_mult of gMMR per query; use gmmr with diversity= to set the trade-off",
+    ),
 )

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidParameterError, UnknownMethodError
-from ..registry import available_methods, get_method
+from ..registry import DIVERSITY, available_methods, get_method
 from .plugins import available_plugins, get_plugin
 
 __all__ = [
@@ -70,15 +70,21 @@ class MethodGrid:
             ``gmmr``, ``vendi``, ``learned``) or a registered plugin name.
         values: values of the trade-off parameter (empty: run once with the defaults).
         params: fixed keyword parameters shared by every value.
+        over: ``"diversity"`` when ``values`` are values of the shared knob
+            (``gmmr@diversity=0:1:0.25``, each mapped to the method's own parameter);
+            ``None``: values of the method's own trade-off parameter.
 
     Example:
         >>> parse_method("gmmr=0:1:0.5")
-        MethodGrid(method='gmmr', values=(0.0, 0.5, 1.0), params={})
+        MethodGrid(method='gmmr', values=(0.0, 0.5, 1.0), params={}, over=None)
+        >>> parse_method("gmmr@diversity=0:1:0.5").settings()
+        [{'diversity': 0.0}, {'diversity': 0.5}, {'diversity': 1.0}]
     """
 
     method: str
     values: tuple[float, ...] = ()
     params: Mapping[str, Any] = field(default_factory=dict)
+    over: str | None = None
 
     @property
     def is_plugin(self) -> bool:
@@ -87,7 +93,10 @@ class MethodGrid:
 
     @property
     def param(self) -> str | None:
-        """Name of the trade-off parameter (``lambda_mult``, ``sigma``, ``s`` or the plugin's)."""
+        """Name of the trade-off parameter (``lambda_mult``, ``sigma``, ``s`` or the plugin's;
+        ``diversity`` for a grid over the shared knob)."""
+        if self.over is not None:
+            return self.over
         if self.is_plugin:
             return get_plugin(self.method).param
         return get_method(self.method).param
@@ -177,7 +186,10 @@ def _scalar(text: str) -> Any:
 def parse_method(spec: str) -> MethodGrid:
     """Parse ``NAME[=VALUES][@KEY=VAL...]``, e.g. ``dartboard=0.05,0.1@triage_k=100``.
 
-    ``cosine`` is an alias of ``topk``.
+    ``cosine`` is an alias of ``topk``. ``@diversity=VALUES`` with several values
+    (``gmmr@diversity=0:1:0.25``, ``vendi@diversity=0,0.5``) is a grid over the shared
+    ``diversity`` knob in place of ``=VALUES``; one value (``@diversity=0.3``) is a fixed
+    parameter like any other.
     """
     head, *extras = spec.strip().split("@")
     name, _, values = head.partition("=")
@@ -188,11 +200,25 @@ def parse_method(spec: str) -> MethodGrid:
             f"plugins: {available_plugins()}"
         )
     params: dict[str, Any] = {}
+    over: tuple[float, ...] = ()
     for extra in extras:
         key, sep, val = extra.partition("=")
         if not sep or not key:
             raise InvalidParameterError(f"fixed parameters must look like @key=value; got {extra!r} in {spec!r}")
+        if key.strip() == DIVERSITY and (":" in val or "," in val):
+            over = parse_values(val.strip())
+            continue
         params[key.strip()] = _scalar(val.strip())
+    if over:
+        if values:
+            raise InvalidParameterError(
+                f"give the grid once: '={values}' or '@{DIVERSITY}=...', not both, in {spec!r}"
+            )
+        if name not in available_methods():
+            raise InvalidParameterError(f"@{DIVERSITY}=GRID is for core methods; {name!r} is a plugin")
+        if get_method(name).param is None:
+            raise InvalidParameterError(f"method {name!r} has no trade-off parameter; a {DIVERSITY} grid needs one")
+        return MethodGrid(name, over, params, over=DIVERSITY)
     grid = MethodGrid(name, parse_values(values) if values else (), params)
     if grid.values and grid.param is None:
         raise InvalidParameterError(f"method {name!r} has no trade-off parameter; drop '={values}'")
@@ -313,7 +339,7 @@ class BenchConfig:
 
     def oracle_missing(self) -> list[float]:
         """The ``oracle_lambdas`` that no gmmr grid runs (the Oracle is skipped when any is missing)."""
-        ran = [v for g in self.methods if g.method == "gmmr" for v in g.values]
+        ran = [v for g in self.methods if g.method == "gmmr" and g.over is None for v in g.values]
         return [float(v) for v in self.oracle_lambdas if not np.any(np.isclose(ran, v))] if ran else [
             float(v) for v in self.oracle_lambdas
         ]

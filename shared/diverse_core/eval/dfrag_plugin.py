@@ -39,8 +39,8 @@ from .plugins import MethodInput, MethodOutput
 
 __all__ = ["dfrag_method", "resolve_llm", "SimulatedEndpoint", "main"]
 
-_OPTIONS = {"sampling", "max_concurrency", "incremental_context", "score_from", "timeout",
-            "max_retries", "zero_shot", "max_passage_chars", "evaluator"}
+#: The plugin's own keys (DF-RAG's declared options and the call policy come from ``DFRAG.OPTIONS``).
+_EXTRA = {"zero_shot", "max_passage_chars"}
 
 
 def _build(params: dict[str, Any], k: int) -> DFRAG:
@@ -71,7 +71,7 @@ def _dry_run(inp: MethodInput, params: dict[str, Any]) -> MethodOutput:
 
 #: The harness plugin: DF-RAG's chosen chunk set for one question.
 dfrag_method = declare_pipeline_method(
-    "dfrag", _build, options=_OPTIONS, info=_info, dry_run=_dry_run,
+    "dfrag", _build, options=_EXTRA, info=_info, dry_run=_dry_run, pipeline=DFRAG,
     needs_llm=lambda params: params.get("evaluator", "llm") != "adaptive",
 )
 

@@ -38,9 +38,8 @@ from .plugins import MethodInput
 
 __all__ = ["diva_method"]
 
-_OPTIONS = {"fetch_k", "per_interpretation_k", "max_interpretations", "search", "prune", "mmr_lambda",
-            "verify_in_retrieval", "on_verifier_error", "max_concurrency", "timeout", "max_retries",
-            "max_passage_chars", "interpretations"}
+#: The plugin's own keys (DIVA's declared options and the call policy come from ``DIVA.OPTIONS``).
+_EXTRA = {"max_passage_chars", "interpretations"}
 
 
 def _interpretation_source(params: dict[str, Any]) -> str:
@@ -79,6 +78,6 @@ def _info(res: PipelineResult) -> dict[str, Any]:
 #: The harness plugin: DIVA's pruned, diversified passages for one question (and its answer
 #: with ``@generate=true``).
 diva_method = declare_pipeline_method(
-    "diva", _build, options=_OPTIONS, info=_info, run_kwargs=_run_kwargs,
+    "diva", _build, options=_EXTRA, info=_info, run_kwargs=_run_kwargs, pipeline=DIVA,
     needs_llm=lambda params: _interpretation_source(params) != "gold",
 )

@@ -3,8 +3,9 @@
 Retrieval-only runs need no LLM (the default); ``@generate=true`` adds the one Generator call
 (``@llm=...``). Per query the info records every document's stage, the stage-1 document that
 led to it, the classifier probability, the number of documents returned (CFS/CIS may return
-fewer than ``k``) and the searches made. Options: ``k1``, ``m``, ``mode``, ``threshold``,
-``fill``, ``per_doc``, ``cis_rule``, ``protect_stage1``. (The perfect-classifier ceiling needs
+fewer than ``k``) and the searches made. Options: DR-RAG's declared ones (``DRRAG.OPTIONS``:
+``k1``, ``m``, ``mode``, ``classifier`` as a saved classifier's path, ``threshold``, ``fill``,
+``per_doc``, ``cis_rule``, ``protect_stage1``, ``fetch_k``) and the call policy. (The perfect-classifier ceiling needs
 the gold documents: ``benchmarks/drrag_retrieval.py`` measures it.)
 """
 
@@ -18,9 +19,6 @@ from .pipeline_plugin import declare_pipeline_method
 
 __all__ = ["drrag_method"]
 
-_OPTIONS = {"k1", "m", "mode", "threshold", "fill", "per_doc", "cis_rule", "protect_stage1"}
-
-
 def _build(params: dict[str, Any], k: int) -> DRRAG:
     return DRRAG(params.pop("llm", None), k=k, **params)
 
@@ -31,4 +29,4 @@ def _info(res: PipelineResult) -> dict[str, Any]:
 
 
 #: The harness plugin: DR-RAG's chosen documents for one question.
-drrag_method = declare_pipeline_method("drrag", _build, options=_OPTIONS, info=_info, needs_llm=False)
+drrag_method = declare_pipeline_method("drrag", _build, info=_info, needs_llm=False, pipeline=DRRAG)

@@ -18,7 +18,9 @@ Every row produced with an LLM names it (:func:`describe_llm`, e.g. ``llm=smollm
 ``llm=gpt-4o-mini @ api.openai.com`` or ``llm=none (dry run)``) in the per-query info, the
 summary's ``params`` label and its ``llm`` field.
 
-Every other key goes to the pipeline's constructor, converted by :func:`coerce`.
+Every other key goes to the pipeline's constructor: the pipeline's declared options
+(``Pipeline.OPTIONS`` with ``harness=True``, converted by the option's ``parse`` or by
+:func:`coerce`), the call policy (:data:`POLICY_OPTIONS`) and the plugin's own extra keys.
 
 Example:
     >>> _ = declare_pipeline_method("toy-doc", lambda params, k: None, options={"width"})
@@ -40,7 +42,8 @@ from urllib.parse import urlsplit
 from ..errors import InvalidParameterError
 from ..llm import Completion, LocalGGUFLLM, OpenAILLM
 from ..pipelines import Pipeline, PipelineResult, PoolSource
-from .plugins import MethodInput, MethodOutput, register_plugin
+from ..pipelines.options import Option, harness_options
+from .plugins import MethodInput, MethodOutput, add_plugin_resolver, register_plugin
 
 __all__ = [
     "declare_pipeline_method",
@@ -50,6 +53,8 @@ __all__ = [
     "coerce",
     "SimulatedEndpoint",
     "HARNESS_KEYS",
+    "declare_registered_pipeline",
+    "POLICY_OPTIONS",
     "trace_summary",
 ]
 
@@ -58,6 +63,8 @@ DRY_RUN_LLM = "none (dry run)"
 
 #: Keys the generic plugin handles itself; the rest go to the pipeline.
 HARNESS_KEYS = frozenset({"llm", "generate", "max_new_tokens", "max_tokens"})
+#: The call policy every pipeline's constructor takes, accepted for every declared pipeline.
+POLICY_OPTIONS = frozenset({"max_concurrency", "timeout", "max_retries"})
 
 Builder = Callable[[dict[str, Any], int], Pipeline[Any] | None]
 DryRun = Callable[[MethodInput, dict[str, Any]], MethodOutput]
@@ -199,10 +206,12 @@ class _Method:
 
     def __init__(self, name: str, build: Builder, options: Collection[str],
                  info: Callable[[PipelineResult], Mapping[str, Any]] | None, dry_run: DryRun | None,
-                 needs_llm: bool | Callable[[dict[str, Any]], bool], run_kwargs: RunKwargs | None) -> None:
+                 needs_llm: bool | Callable[[dict[str, Any]], bool], run_kwargs: RunKwargs | None,
+                 declared: Collection[Option] = ()) -> None:
         self.name = name
         self.build = build
-        self.options = frozenset(options)
+        self.declared = {o.name: o for o in declared}
+        self.options = frozenset(options) | frozenset(self.declared)
         self.info = info
         self.dry_run = dry_run
         self.needs_llm = needs_llm
@@ -220,6 +229,12 @@ class _Method:
                 self._cache[key] = built
             return self._cache[key]
 
+    def _convert(self, key: str, value: Any) -> Any:
+        option = self.declared.get(key)
+        if option is not None and option.parse is not None and isinstance(value, str):
+            return option.parse(value)
+        return coerce(value)
+
     def __call__(self, inp: MethodInput, **params: Any) -> MethodOutput:
         unknown = set(params) - self.options - HARNESS_KEYS
         if unknown:
@@ -233,7 +248,7 @@ class _Method:
                 raise InvalidParameterError(f"{self.name} has no dry run: it needs an LLM (llm=none given)")
             dry = self.dry_run(inp, params)
             return MethodOutput(dry.indices, {**dry.info, "llm": DRY_RUN_LLM}, units=dry.units)
-        ctor = {k: coerce(v) for k, v in params.items() if k in self.options}
+        ctor = {k: self._convert(k, v) for k, v in params.items() if k in self.options}
         needs_llm = self.needs_llm(ctor) if callable(self.needs_llm) else self.needs_llm
         if needs_llm or generate:
             ctor["llm"] = resolve_llm(
@@ -269,6 +284,7 @@ def declare_pipeline_method(
     dry_run: DryRun | None = None,
     needs_llm: bool | Callable[[dict[str, Any]], bool] = True,
     run_kwargs: RunKwargs | None = None,
+    pipeline: type[Pipeline[Any]] | None = None,
 ) -> Callable[..., MethodOutput]:
     """Register pipeline ``name`` as a harness method.
 
@@ -276,17 +292,65 @@ def declare_pipeline_method(
         name: the method name (``--methods NAME@...``).
         build: ``build(constructor_params, k) -> Pipeline`` (``constructor_params`` holds the
             converted ``options`` and, when an LLM is used, ``llm``).
-        options: the pipeline's own parameter names accepted after ``@``.
+        options: parameter names accepted after ``@`` besides the declared ones (the plugin's
+            own keys, e.g. DF-RAG's ``zero_shot``; a pipeline without ``pipeline=`` lists all
+            of its options here).
         info: extra per-query fields from a result (e.g. DF-RAG's λ*).
         dry_run: what ``llm=none`` runs (labelled as a dry run in its info); ``None``: refused.
         needs_llm: the pipeline's retrieval needs an LLM (DF-RAG) or not (DR-RAG); or a function
             of the converted options deciding it.
         run_kwargs: extra keyword arguments of one question's ``run`` from its input and the
             converted options (e.g. DIVA's gold interpretations from the record's ``meta``).
+        pipeline: the pipeline class whose declared options (``OPTIONS`` with ``harness=True``)
+            and the call policy (:data:`POLICY_OPTIONS`) are accepted too, generated rather than
+            listed again.
 
     Returns:
         The registered plugin callable ``fn(inputs, **params) -> MethodOutput``.
     """
-    method = _Method(name, build, options, info, dry_run, needs_llm, run_kwargs)
+    declared = harness_options(pipeline.OPTIONS) if pipeline is not None else ()
+    extra = set(options) | (POLICY_OPTIONS if pipeline is not None else set())
+    method = _Method(name, build, extra, info, dry_run, needs_llm, run_kwargs, declared)
     register_plugin(name, method, replace=True)
     return method
+
+
+def declare_registered_pipeline(name: str) -> Callable[..., MethodOutput]:
+    """Declare the registered pipeline ``name`` as a harness method with nothing of its own:
+    its declared options (``OPTIONS``) and the call policy are accepted, it is built as
+    ``cls(llm, k=k, **options)``, and it gets an LLM when ``cls.requires_llm`` (or with
+    ``@generate=true``). A pipeline that needs more (extra keys, per-query info, a dry run)
+    declares itself with :func:`declare_pipeline_method`.
+
+    Example:
+        >>> from diverse_core.pipelines import Pipeline, register_pipeline
+        >>> @register_pipeline
+        ... class Quiet(Pipeline):
+        ...     name, roles, requires_llm = "quiet-doc", (), False
+        ...     async def _arun(self, question, source, ctx, *, k, generate): ...
+        >>> from diverse_core.eval import get_plugin
+        >>> get_plugin("quiet-doc").name
+        'quiet-doc'
+    """
+    from ..pipelines import get_pipeline
+
+    cls = get_pipeline(name)
+
+    def build(params: dict[str, Any], k: int) -> Pipeline[Any]:
+        params = dict(params)
+        built: Pipeline[Any] = cls(params.pop("llm", None), k=k, **params)
+        return built
+
+    return declare_pipeline_method(name, build, needs_llm=bool(cls.requires_llm), pipeline=cls)
+
+
+def _declare_if_registered(name: str) -> bool:
+    from ..pipelines import available_pipelines
+
+    if name not in available_pipelines():
+        return False
+    declare_registered_pipeline(name)
+    return True
+
+
+add_plugin_resolver(_declare_if_registered)

@@ -40,6 +40,7 @@ __all__ = [
     "register_plugin",
     "get_plugin",
     "available_plugins",
+    "add_plugin_resolver",
 ]
 
 
@@ -131,13 +132,34 @@ def register_plugin(name: str, fn: PluginFn, *, param: str | None = None, replac
     _PLUGINS[name] = Plugin(name, fn, param)
 
 
+#: Hooks that may declare a plugin on first use (``resolve(name) -> declared``).
+_RESOLVERS: list[Callable[[str], bool]] = []
+
+
+def add_plugin_resolver(resolve: Callable[[str], bool]) -> None:
+    """Let ``resolve(name)`` declare a plugin that :func:`get_plugin` does not know yet (it
+    returns whether it did); the pipeline plugin adds one for every registered pipeline."""
+    _RESOLVERS.append(resolve)
+
+
 def get_plugin(name: str) -> Plugin:
-    """Look up a registered plugin."""
+    """Look up a registered plugin.
+
+    A pipeline registered with :func:`~diverse_core.pipelines.register_pipeline` (or built in)
+    that no plugin declares is declared on first use with the generic plugin
+    (:func:`~diverse_core.eval.pipeline_plugin.declare_registered_pipeline`).
+    """
+    if name not in _PLUGINS:
+        for resolve in _RESOLVERS:
+            if resolve(name):
+                break
     if name not in _PLUGINS:
         raise UnknownMethodError(f"unknown plugin {name!r}; registered: {available_plugins()}")
     return _PLUGINS[name]
 
 
 def available_plugins() -> list[str]:
-    """Names of the registered plugins, sorted."""
-    return sorted(_PLUGINS)
+    """Names of the registered plugins and of every registered pipeline, sorted."""
+    from ..pipelines import available_pipelines
+
+    return sorted(set(_PLUGINS) | set(available_pipelines()))

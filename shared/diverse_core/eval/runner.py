@@ -133,7 +133,8 @@ def _picks_for_grid(
             rows.append((params, np.asarray(res.indices, dtype=np.int64), dict(res.info), units))
         return rows
     if grid.values and grid.param is not None:
-        sw = sweep(grid.method, inp.query_embedding, inp.embeddings, inp.k, grid.values, **grid.params)
+        sw = sweep(grid.method, inp.query_embedding, inp.embeddings, inp.k, grid.values, over=grid.over,
+                   **grid.params)
         return [({**grid.params, grid.param: float(v)}, sw.indices[i], {}, None) for i, v in enumerate(sw.values)]
     extra = {"question": inp.question, "texts": list(inp.texts)} if get_method(grid.method).reads_text else {}
     sel = select(grid.method, inp.query_embedding, inp.embeddings, inp.k, **grid.params, **extra)
@@ -206,7 +207,7 @@ def run_task(
     shared_sources: dict[str, Any] = {}
     settings: dict[tuple[str, str], SettingResult] = {}
     order: list[tuple[str, str]] = []
-    gm_grid = next((g for g in config.methods if g.method == "gmmr" and len(g.values) > 1), None)
+    gm_grid = next((g for g in config.methods if g.method == "gmmr" and g.over is None and len(g.values) > 1), None)
     jac_sum: NDArray[np.float64] | None = None
     iterator: Any = enumerate(task.records)
     if config.progress:

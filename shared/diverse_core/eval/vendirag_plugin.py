@@ -38,9 +38,8 @@ from .plugins import MethodInput, MethodOutput
 
 __all__ = ["vendirag_method", "SimulatedVendiEndpoint"]
 
-_OPTIONS = {"initial_s", "threshold", "max_iterations", "s_update", "final", "rewrite", "use_judge",
-            "exclude_seen", "objective", "return_documents", "on_llm_error", "fetch_k",
-            "max_concurrency", "timeout", "max_retries", "max_chunk_chars", "simulated_ratings"}
+#: The plugin's own keys (Vendi-RAG's declared options and the call policy come from ``VendiRAG.OPTIONS``).
+_EXTRA = {"max_chunk_chars", "simulated_ratings"}
 
 _QUESTION = re.compile(r"^(?:Original question|Question): (.*)$", re.MULTILINE)
 
@@ -128,4 +127,5 @@ def _dry_run(inp: MethodInput, params: dict[str, Any]) -> MethodOutput:
 
 
 #: The harness plugin: the chunks of Vendi-RAG's final iteration for one question.
-vendirag_method = declare_pipeline_method("vendirag", _build, options=_OPTIONS, info=_info, dry_run=_dry_run)
+vendirag_method = declare_pipeline_method("vendirag", _build, options=_EXTRA, info=_info, dry_run=_dry_run,
+                                          pipeline=VendiRAG)

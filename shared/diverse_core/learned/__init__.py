@@ -24,7 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import InvalidParameterError
-from ..registry import MethodSpec
+from ..registry import DiversityMap, MethodSpec
 from ..validation import PreparedInputs
 from .greedy import greedy_picks
 from .selector import (
@@ -106,4 +106,8 @@ def _check(params: dict[str, Any]) -> dict[str, Any]:
 SPEC = MethodSpec(
     name="learned", run=_run, defaults={"model": None, "variant": "auto", "question": None, "texts": None},
     check=_check, param=None, reads_text=True,
+    diversity=DiversityMap(
+        None, formula="not accepted (chosen per query by the trained model)",
+        reason="the trained model learns its picks per query; use gmmr with diversity= to set the trade-off",
+    ),
 )

@@ -37,7 +37,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import InvalidParameterError
-from ..registry import MethodSpec
+from ..registry import DiversityMap, MethodSpec
 from ..validation import PreparedInputs, check_unit_interval, product_with_rows
 from ._common import GRAM_MAX_N, argmax_first
 from .topk import topk_select
@@ -192,5 +192,6 @@ SPEC = MethodSpec(
     defaults={"diversity": 0.5, "gamma": 0.5},
     check=_check,
     param="diversity",
+    diversity=DiversityMap("diversity", float, "diversity (the method's own parameter)"),
     run_sweep=cover_sweep,
 )

@@ -39,7 +39,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..errors import DimensionMismatchError, InvalidParameterError
-from ..registry import MethodSpec
+from ..registry import DiversityMap, MethodSpec
 from ..validation import PreparedInputs, as_real_array, check_k, check_positive
 from ._common import argmax_rows
 
@@ -251,11 +251,31 @@ def _check(params: dict[str, Any]) -> dict[str, Any]:
     return params
 
 
+#: ``sigma`` at ``diversity`` 0 and 1: the kernel width grows geometrically between them.
+SIGMA_AT_DIVERSITY = (1e-2, 10.0)
+
+
+def sigma_for_diversity(diversity: float) -> float:
+    """``sigma = 0.01 * 1000 ** diversity``: 0 gives ``0.01`` (plain top-k unless candidates'
+    distances to the query differ by less than about ``sigma^2``), 0.5 about ``0.32``, 1 gives
+    ``10`` (the kernels are nearly flat: coverage of the triaged pool, beyond which larger
+    ``sigma`` changed the picks of random pools by less than 1%). The default ``sigma=0.1`` is
+    ``diversity = 1/3``.
+
+    Example:
+        >>> [round(sigma_for_diversity(d), 4) for d in (0.0, 0.5, 1.0)]
+        [0.01, 0.3162, 10.0]
+    """
+    low, high = SIGMA_AT_DIVERSITY
+    return float(low * (high / low) ** diversity)
+
+
 SPEC = MethodSpec(
     name="dartboard",
     run=dartboard_select,
     defaults={"sigma": 0.1, "variant": "cosine", "scorer": None, "triage_k": 100},
     check=_check,
     param="sigma",
+    diversity=DiversityMap("sigma", sigma_for_diversity, "sigma = 0.01 * 1000^diversity"),
     run_sweep=dartboard_sweep,
 )

@@ -34,7 +34,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import InvalidParameterError
-from ..registry import MethodSpec
+from ..registry import DiversityMap, MethodSpec
 from ..validation import PreparedInputs, check_positive, check_unit_interval
 from ._common import (
     GRAM_MAX_N,
@@ -195,5 +195,6 @@ SPEC = MethodSpec(
     defaults={"diversity": 0.5, "scale": 1.0},
     check=_check,
     param="diversity",
+    diversity=DiversityMap("diversity", float, "diversity (the method's own parameter)"),
     run_sweep=dpp_sweep,
 )

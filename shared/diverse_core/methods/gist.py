@@ -44,7 +44,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import InvalidParameterError
-from ..registry import MethodSpec
+from ..registry import DiversityMap, MethodSpec
 from ..validation import PreparedInputs, check_non_negative, product_with_rows
 
 __all__ = ["EPS_MIN", "gist_select", "gist_sweep", "gist_thresholds", "SPEC"]
@@ -221,11 +221,30 @@ def _check(params: dict[str, Any]) -> dict[str, Any]:
     return params
 
 
+#: ``lam`` at ``diversity = 1``: the diversity term outweighs any utility difference
+#: (``g`` changes by at most ``2k`` between sets), so relevance only breaks ties.
+LAM_AT_DIVERSITY_ONE = 1e6
+
+
+def lam_for_diversity(diversity: float) -> float:
+    """``lam = diversity / (1 - diversity)`` (0: top-k; 0.5: ``lam = 1``, the default),
+    capped at :data:`LAM_AT_DIVERSITY_ONE` (reached at ``diversity = 1``).
+
+    Example:
+        >>> [lam_for_diversity(d) for d in (0.0, 0.5, 0.75, 1.0)]
+        [0.0, 1.0, 3.0, 1000000.0]
+    """
+    if diversity >= 1.0:
+        return LAM_AT_DIVERSITY_ONE
+    return float(min(diversity / (1.0 - diversity), LAM_AT_DIVERSITY_ONE))
+
+
 SPEC = MethodSpec(
     name="gist",
     run=gist_select,
     defaults={"lam": 1.0, "eps": 0.1},
     check=_check,
     param="lam",
+    diversity=DiversityMap("lam", lam_for_diversity, "lam = diversity / (1 - diversity), 1e6 at 1"),
     run_sweep=gist_sweep,
 )

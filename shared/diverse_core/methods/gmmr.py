@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..registry import MethodSpec
+from ..registry import DiversityMap, MethodSpec
 from ..validation import PreparedInputs, check_unit_interval, row_dots
 from ._common import PickColumns, argmax_first, argmax_rows
 
@@ -162,5 +162,6 @@ SPEC = MethodSpec(
     defaults={"lambda_mult": 0.5},
     check=_check,
     param="lambda_mult",
+    diversity=DiversityMap("lambda_mult", lambda d: 1.0 - d, "lambda_mult = 1 - diversity"),
     run_sweep=gmmr_sweep,
 )

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..registry import MethodSpec
+from ..registry import DiversityMap, MethodSpec
 from ..validation import PreparedInputs, check_unit_interval
 from ._common import (
     GRAM_MAX_N,
@@ -203,5 +203,6 @@ SPEC = MethodSpec(
     defaults={"lambda_mult": 0.5},
     check=_check,
     param="lambda_mult",
+    diversity=DiversityMap("lambda_mult", lambda d: 1.0 - d, "lambda_mult = 1 - diversity"),
     run_sweep=mmr_sweep,
 )

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..registry import MethodSpec
+from ..registry import DiversityMap, MethodSpec
 from ..validation import PreparedInputs, check_unit_interval
 from ._common import (
     GRAM_MAX_N,
@@ -129,5 +129,6 @@ SPEC = MethodSpec(
     defaults={"diversity": 0.5},
     check=_check,
     param="diversity",
+    diversity=DiversityMap("diversity", float, "diversity (the method's own parameter)"),
     run_sweep=msd_sweep,
 )

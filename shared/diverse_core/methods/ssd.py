@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..registry import MethodSpec
+from ..registry import DiversityMap, MethodSpec
 from ..validation import PreparedInputs, check_k, check_positive, check_unit_interval
 from ._common import (
     GRAM_MAX_N,
@@ -251,5 +251,6 @@ SPEC = MethodSpec(
     defaults={"diversity": 0.5, "gamma": 1.0, "window": None},
     check=_check,
     param="diversity",
+    diversity=DiversityMap("diversity", float, "diversity (the method's own parameter)"),
     run_sweep=ssd_sweep,
 )

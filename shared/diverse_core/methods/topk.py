@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..registry import MethodSpec
+from ..registry import DiversityMap, MethodSpec
 from ..validation import PreparedInputs
 
 __all__ = ["topk_select", "SPEC"]
@@ -31,4 +31,12 @@ def topk_select(prep: PreparedInputs, **_: Any) -> tuple[NDArray[np.int64], NDAr
     return order, prep.relevance[order].copy()
 
 
-SPEC = MethodSpec(name="topk", run=topk_select, defaults={})
+SPEC = MethodSpec(
+    name="topk",
+    run=topk_select,
+    defaults={},
+    diversity=DiversityMap(
+        None, formula="diversity = 0 only (pure relevance)", accepts=(0.0,),
+        reason="topk is pure relevance (diversity 0) and has no trade-off; use mmr, gmmr or another method",
+    ),
+)

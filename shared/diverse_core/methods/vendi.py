@@ -78,7 +78,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import InvalidParameterError
-from ..registry import MethodSpec
+from ..registry import DiversityMap, MethodSpec
 from ..validation import PreparedInputs, check_renyi_order, check_unit_interval
 from ._common import SimilarityColumns, cosine_block
 from ._vendi_spectral import SpectralBound
@@ -479,5 +479,6 @@ SPEC = MethodSpec(
     defaults={"s": 0.5, "objective": "paper", "order": 1.0},
     check=_check,
     param="s",
+    diversity=DiversityMap("s", float, "s = diversity"),
     run_sweep=vendi_sweep,
 )

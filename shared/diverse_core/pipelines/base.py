@@ -14,6 +14,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 from ..errors import InvalidParameterError
 from ..validation import check_k
 from .contract import Candidates, CandidateSource, ChosenDocument, PipelineResult
+from .options import Option
 from .roles import LLMRoles, RunContext
 
 __all__ = ["Pipeline", "run_sync", "gather_all_or_cancel"]
@@ -113,6 +114,9 @@ class Pipeline(ABC, Generic[R]):
 
     name: ClassVar[str] = "pipeline"
     roles: ClassVar[tuple[str, ...]] = ()
+    #: The pipeline's own constructor options, declared once for both faces and the harness
+    #: (see :mod:`diverse_core.pipelines.options`).
+    OPTIONS: ClassVar[tuple[Option, ...]] = ()
     requires_llm: ClassVar[bool] = True
 
     def __init__(

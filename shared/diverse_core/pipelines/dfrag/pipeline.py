@@ -17,6 +17,7 @@ from ...tuning import argmax_upper_median, peak_search_steps, upper_median
 from ...validation import check_k
 from ..base import Pipeline, gather_all_or_cancel, run_sync  # noqa: F401  (run_sync re-exported)
 from ..contract import Candidates, CandidateSource, PipelineResult
+from ..options import Option
 from ..roles import RunContext
 from ..sources import PoolSource
 from ..structured import answer_text
@@ -26,6 +27,32 @@ from .reading import read_evaluation, read_plan
 from .result import CandidateSet, DFRAGResult
 
 __all__ = ["DFRAG", "run_sync"]
+
+def _float_tuple(text: str) -> tuple[float, ...]:
+    """The harness's ``@lambdas=0.2,0.5,0.8``."""
+    return tuple(float(v) for v in text.split(",") if v.strip())
+
+
+#: DF-RAG's own options (see :class:`DFRAG`).
+DFRAG_OPTIONS: tuple[Option, ...] = (
+    Option("lambdas", DEFAULT_LAMBDAS, "the gMMR lambda grid the Evaluator chooses from", tuple[float, ...],
+           bounds="each in [0, 1]", parse=_float_tuple),
+    Option("sampling", "uniform", "every lambda ('uniform') or a binary search over them", str,
+           choices=("uniform", "binary")),
+    Option("incremental_context", False, "the Evaluator sees each set's new chunks only", bool),
+    Option("prompts", None, "a PromptSet (None: the shipped prompts)", Any, harness=False),
+    Option("score_from", "total", "the Evaluator's total or the sum of its step scores", str,
+           choices=("total", "steps")),
+    Option("on_evaluator_error", "score_zero", "an unreadable Evaluator reply scores 0 or raises", str,
+           choices=("score_zero", "raise")),
+    Option("evaluator", "llm", "who chooses lambda: the LLM Evaluator or the trained adaptive scorer", str,
+           choices=("llm", "adaptive")),
+    Option("selector", None, "the adaptive scorer for evaluator='adaptive' (None: the shipped one)", Any,
+           harness=False),
+    Option("fetch_k", None, "candidates per search (the source's default when None)", int | None,
+           bounds=">= k", faces=False),
+)
+
 
 class DFRAG(Pipeline[DFRAGResult]):
     """Query-adaptive diversity (DF-RAG): pick gMMR's λ per query with an LLM judge.
@@ -88,6 +115,7 @@ class DFRAG(Pipeline[DFRAGResult]):
     """
 
     name = "dfrag"
+    OPTIONS = DFRAG_OPTIONS
     roles = ("planner", "evaluator", "generator")
     requires_llm = False  # checked in __init__: only evaluator="adaptive" runs without one
 

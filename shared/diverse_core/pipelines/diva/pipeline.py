@@ -44,6 +44,7 @@ from ...llm.structured import RoleRequest
 from ...validation import check_k, check_unit_interval
 from ..base import Pipeline, gather_all_or_cancel
 from ..contract import Candidates, CandidateSource, ChosenDocument
+from ..options import Option
 from ..roles import RunContext
 from .parsing import aggregate_verdicts
 from .prompts import DEFAULT_MAX_INTERPRETATIONS, DivaPrompts
@@ -79,6 +80,25 @@ def _check_interpretations(value: Sequence[str]) -> tuple[str, ...]:
             f"interpretations must be a non-empty sequence of non-empty strings; got interpretations={value!r}"
         )
     return tuple(v.strip() for v in value)
+
+
+#: DIVA's own options (see :class:`DIVA`).
+DIVA_OPTIONS: tuple[Option, ...] = (
+    Option("per_interpretation_k", DEFAULT_PER_INTERPRETATION_K, "hits kept per interpretation", int,
+           bounds=">= 1"),
+    Option("max_interpretations", DEFAULT_MAX_INTERPRETATIONS, "most interpretations the LLM may write", int,
+           bounds=">= 1"),
+    Option("search", "pool", "interpretations search the first-stage pool or the source", str,
+           choices=SEARCH_MODES),
+    Option("prune", "mean", "how the union of hits is pruned to k", str, choices=PRUNE_MODES),
+    Option("mmr_lambda", 0.5, "lambda of prune='mmr'", float, bounds="[0, 1]"),
+    Option("verify_in_retrieval", False, "also run the verification calls when only retrieving", bool),
+    Option("on_verifier_error", "count_yes", "an unreadable verdict counts as yes or raises", str,
+           choices=VERIFIER_ERROR_MODES),
+    Option("prompts", None, "a DivaPrompts (None: the shipped prompts)", Any, harness=False),
+    Option("fetch_k", None, "first-stage pool size (the source's default when None)", int | None,
+           bounds=">= k", faces=False),
+)
 
 
 class DIVA(Pipeline[DivaResult]):
@@ -134,6 +154,7 @@ class DIVA(Pipeline[DivaResult]):
     """
 
     name = "diva"
+    OPTIONS = DIVA_OPTIONS
     roles = ("interpreter", "verifier", "generator")
     requires_llm = False
 

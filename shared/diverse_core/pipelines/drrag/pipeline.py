@@ -15,6 +15,7 @@ from ...llm.structured import RoleRequest, passage_blocks
 from ...validation import check_k, check_unit_interval
 from ..base import Pipeline
 from ..contract import Candidates, CandidateSource, PipelineResult
+from ..options import Option
 from ..roles import RunContext
 from ..structured import ANSWER_SCHEMA, DATA_NOTE, answer_text, role_request
 from .classifier import PairClassifier, default_classifier, make_scorer
@@ -72,6 +73,31 @@ UNTITLED_WARNING = (
 )
 
 
+def _load_classifier(text: str) -> PairClassifier | None:
+    """The harness's ``@classifier=PATH``: a saved :class:`PairClassifier` (``none``: the shipped one)."""
+    return None if text.lower() == "none" else PairClassifier.load(text)
+
+
+#: DR-RAG's own options (see :class:`DRRAG`).
+DRRAG_OPTIONS: tuple[Option, ...] = (
+    Option("k1", None, "stage-1 documents (default ceil(k / 2))", int | None, bounds="1 <= k1 <= k"),
+    Option("m", 5, "hits examined per concatenated search", int, bounds=">= 1"),
+    Option("mode", "cfs", "what comes back: the paper's CFS, CIS or plain QDC", str, choices=MODES),
+    Option("classifier", None, "a PairClassifier or (question, doc_a, doc_b) -> probability; "
+           "harness: a saved classifier's path", Any, parse=_load_classifier),
+    Option("threshold", None, "accept a pair at this probability (default: the classifier's own)",
+           float | None, bounds="[0, 1]"),
+    Option("fill", False, "top the result up to k from the question's ranking", bool),
+    Option("per_doc", "first", "which accepted hits of one stage-1 document count", str, choices=PER_DOC),
+    Option("cis_rule", "stage1", "what a CIS candidate is paired with", str, choices=CIS_RULES),
+    Option("protect_stage1", True, "never drop a stage-1 document", bool),
+    Option("fetch_k", None, "stage-1 search size (the source's default when None)", int | None,
+           bounds=">= k", faces=False),
+    Option("prompt", GENERATOR_TEMPLATE, "the Generator's template ({passages}, {question})", str,
+           harness=False),
+)
+
+
 class DRRAG(Pipeline[DRRAGResult]):
     """DR-RAG: find the documents a question alone does not retrieve, with one LLM call.
 
@@ -114,6 +140,7 @@ class DRRAG(Pipeline[DRRAGResult]):
 
     name = "drrag"
     roles = ("generator",)
+    OPTIONS = DRRAG_OPTIONS
     requires_llm = False
 
     def __init__(

@@ -18,12 +18,13 @@ from ...metrics import mean_pairwise_similarity, vendi_score
 from ...validation import check_k, check_unit_interval
 from ..base import Pipeline
 from ..contract import Candidates, CandidateSource, ChosenDocument
+from ..options import Option
 from ..roles import RunContext
 from ..structured import field_text, structured_value, unusable_json
 from .judging import Judgement, read_judge_reply
 from .prompts import VendiPrompts, read_rewrite
 from .result import IterationRecord, VendiRAGResult
-from .s_update import check_s_update, next_s
+from .s_update import S_UPDATES, check_s_update, next_s
 
 __all__ = ["VendiRAG"]
 
@@ -53,6 +54,26 @@ class _Step:
     failures: list[str] = dataclasses.field(default_factory=list)
     notes: list[str] = dataclasses.field(default_factory=list)
     error: LLMError | None = None
+
+
+#: Vendi-RAG's own options (see :class:`VendiRAG`).
+VENDIRAG_OPTIONS: tuple[Option, ...] = (
+    Option("initial_s", 0.8, "the first iteration's diversity weight s", float, bounds="[0, 1]"),
+    Option("threshold", 0.85, "stop once the judge's quality reaches it", float, bounds="[0, 1]"),
+    Option("max_iterations", 5, "most iterations of the loop", int, bounds=">= 1"),
+    Option("s_update", "paper", "how s changes between iterations", str, choices=tuple(S_UPDATES)),
+    Option("final", "best", "return the best-judged or the last iteration", str, choices=_FINAL),
+    Option("rewrite", True, "rewrite the query between iterations", bool),
+    Option("use_judge", True, "ask the LLM judge for the quality", bool),
+    Option("exclude_seen", False, "later iterations skip chunks already used", bool),
+    Option("objective", "paper", "the VRS objective of the vendi method", str, choices=OBJECTIVES),
+    Option("return_documents", "final", "the final iteration's chunks or every chunk used", str,
+           choices=_RETURN),
+    Option("on_llm_error", "stop", "a failed LLM call stops the loop or raises", str, choices=_ON_ERROR),
+    Option("prompts", None, "a VendiPrompts (None: the shipped prompts)", Any, harness=False),
+    Option("fetch_k", None, "candidates per search (the source's default when None)", int | None,
+           bounds=">= k", faces=False),
+)
 
 
 class VendiRAG(Pipeline[VendiRAGResult]):
@@ -120,6 +141,7 @@ class VendiRAG(Pipeline[VendiRAGResult]):
     """
 
     name = "vendirag"
+    OPTIONS = VENDIRAG_OPTIONS
     roles = ("reasoner", "answerer", "judge", "rewriter")
 
     def __init__(
