@@ -162,6 +162,24 @@ def _column_types(conn: Any, table: str, columns: list[str]) -> list[str]:
     return [types[c] for c in columns]
 
 
+def loaded(host: str, n: int, frameworks: tuple[str, ...]) -> bool:
+    """Whether the tables of ``frameworks`` already hold ``n`` rows (a kept ``--data-dir``)."""
+    import psycopg
+
+    counts = {"langchain": "SELECT count(*) FROM langchain_pg_embedding e JOIN langchain_pg_collection c "
+                           "ON e.collection_id = c.uuid WHERE c.name = 'scale'",
+              "llamaindex": "SELECT count(*) FROM data_scale"}
+    with psycopg.connect(host=host, user="postgres", dbname="postgres") as conn:
+        for fw in frameworks:
+            try:
+                (got,) = conn.execute(counts[fw]).fetchone() or (0,)
+            except psycopg.errors.UndefinedTable:
+                return False
+            if got != n:
+                return False
+    return True
+
+
 def load(host: str, texts: list[str], vecs: np.ndarray, lookup: LookupEmbeddings,
          frameworks: tuple[str, ...] = ("langchain", "llamaindex")) -> dict[str, float]:
     """Create both integrations' tables through their own classes, then fill them with one
@@ -176,6 +194,9 @@ def load(host: str, texts: list[str], vecs: np.ndarray, lookup: LookupEmbeddings
     from psycopg.types.json import Json, Jsonb
 
     u = urls(host, None)
+    if loaded(host, len(texts), frameworks):
+        print(f"reusing the {len(texts)} rows already loaded for {', '.join(frameworks)}", flush=True)
+        return {}
     sql(u["psycopg"], "DROP TABLE IF EXISTS data_scale")
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -398,6 +419,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--frameworks", nargs="+", default=["langchain", "llamaindex"],
                     choices=["langchain", "llamaindex"], help="faces to load and time")
     ap.add_argument("--host", default=None, help="a running server's socket folder (default: start pgserver)")
+    ap.add_argument("--data-dir", default=None,
+                    help="keep pgserver's data in this folder and leave it running: a later run with the "
+                         "same --data-dir and --n reuses the loaded rows and the HNSW indexes")
+    ap.add_argument("--load-only", action="store_true", help="load and index, time nothing")
     ap.add_argument("--json", default=str(REPO / "benchmarks" / "results" / "stores_scale.json"))
     ap.add_argument("--results-md", default=None)
     ap.add_argument("--note", default=None, help="a Markdown file appended to the section")
@@ -433,11 +458,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.host is None:
         import pgserver
 
-        folder = tempfile.mkdtemp(prefix="stores-scale-")
-        server = pgserver.get_server(folder, cleanup_mode="delete")
-        from urllib.parse import parse_qs, urlsplit
+        if args.data_dir:  # kept (and left running) for later runs: loads and indexes are reused
+            Path(args.data_dir).mkdir(parents=True, exist_ok=True)
+            kept = pgserver.get_server(args.data_dir, cleanup_mode=None)
+            from urllib.parse import parse_qs, urlsplit
 
-        host = parse_qs(urlsplit(server.get_uri()).query).get("host", [folder])[0]
+            host = parse_qs(urlsplit(kept.get_uri()).query).get("host", [args.data_dir])[0]
+        else:
+            folder = tempfile.mkdtemp(prefix="stores-scale-")
+            server = pgserver.get_server(folder, cleanup_mode="delete")
+            from urllib.parse import parse_qs, urlsplit
+
+            host = parse_qs(urlsplit(server.get_uri()).query).get("host", [folder])[0]
     else:
         host = args.host
     try:
@@ -449,7 +481,7 @@ def main(argv: list[str] | None = None) -> int:
             if index == "hnsw":
                 setup.update(build_hnsw(host, frameworks))
                 print("hnsw:", setup, flush=True)
-            for fetch_k in args.fetch_k:
+            for fetch_k in ([] if args.load_only else args.fetch_k):
                 ef = max(40, fetch_k) if index == "hnsw" else None
                 calls, reset, close = variants(host, fetch_k, ef, lookup, qvecs)
                 calls = {fw: vs for fw, vs in calls.items() if fw in frameworks}
@@ -477,6 +509,8 @@ def main(argv: list[str] | None = None) -> int:
             server.cleanup()
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
+    if args.load_only:
+        return 0
     meta = {"n": args.n, "dim": args.dim, "topics": args.topics, "queries": args.queries,
             "pgvector": pgv, "machine": f"{platform.machine()}, {platform.python_version()}",
             "argv": " ".join(argv if argv is not None else sys.argv[1:]), "setup": setup,
