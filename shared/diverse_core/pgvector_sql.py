@@ -61,7 +61,8 @@ class PgSearch:
         binary: read vectors in binary.
         raw: ``vector_send`` bytes of a rewritten ``SELECT``'s rows, in row order.
         rewritten: whether a ``SELECT`` was rewritten to ``vector_send``.
-        ef_raised: the ``ef_search`` value set for the search's transaction, if any.
+        ef_raised: the ``ef_search`` value the search's transaction was raised to, if any.
+        ef_statement: whether a statement was spent reading (and raising) ``ef_search``.
     """
 
     fetch_k: int | None
@@ -69,6 +70,7 @@ class PgSearch:
     raw: list[bytes] = field(default_factory=list)
     rewritten: bool = False
     ef_raised: int | None = None
+    ef_statement: bool = False
 
     def vectors(self, n_rows: int) -> NDArray[np.float32] | None:
         """The rewritten search's vectors (``n_rows`` by d), or ``None`` when they are not all there."""
@@ -256,7 +258,7 @@ def _before_cursor_execute(conn: Any, cursor: Any, statement: str, parameters: A
                            context: Any, executemany: bool) -> None:
     """Raise ``hnsw.ef_search`` for the search's transaction when it is below ``fetch_k``."""
     state = _STATE.get()
-    if state is None or state.fetch_k is None or state.ef_raised is not None:
+    if state is None or state.fetch_k is None or state.ef_statement:
         return
     if not _search_statement(statement):
         return
@@ -265,16 +267,22 @@ def _before_cursor_execute(conn: Any, cursor: Any, statement: str, parameters: A
     want = int(state.fetch_k)
     if known is not None and known >= want:
         return
+    # '[1]'::vector loads pgvector into the backend first, so the setting (from the server's
+    # configuration or the connection's options) is defined when it is read.
     cursor.execute(
         "SELECT current_setting('hnsw.ef_search', true), "
         f"set_config('hnsw.ef_search', greatest({want}, coalesce(nullif("
-        "current_setting('hnsw.ef_search', true), '')::int, 40))::text, true)"
+        "current_setting('hnsw.ef_search', true), '')::int, 40))::text, true) "
+        "FROM (SELECT '[1]'::vector) AS loaded"
     )
+    state.ef_statement = True
     row = cursor.fetchone()
     if row is not None:
-        if row[0]:
-            info[_EF_KEY] = int(row[0])
-        state.ef_raised = int(row[1])
+        before = int(row[0]) if row[0] else None
+        if before is not None:
+            info[_EF_KEY] = before
+        if before is None or int(row[1]) > before:
+            state.ef_raised = int(row[1])
 
 
 def _vector_oid(conn: Any, cursor: Any) -> int | None:
