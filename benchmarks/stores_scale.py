@@ -397,10 +397,15 @@ def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
 
 
 def replace_section(md_path: Path, section: str) -> None:
+    replace_section_between(md_path, section, START, END)
+
+
+def replace_section_between(md_path: Path, section: str, start: str, end: str) -> None:
+    """Replace the text from ``start`` to ``end`` in ``md_path`` with ``section`` (or append it)."""
     text = md_path.read_text(encoding="utf-8") if md_path.is_file() else ""
-    if START in text and END in text:
-        head, rest = text.split(START, 1)
-        _, tail = rest.split(END, 1)
+    if start in text and end in text:
+        head, rest = text.split(start, 1)
+        _, tail = rest.split(end, 1)
         text = head + section + tail
     else:
         text = text.rstrip("\n") + "\n\n" + section + "\n"
