@@ -326,8 +326,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.host:
             host = args.host
         else:
-            import pgserver
             from urllib.parse import parse_qs, urlsplit
+
+            import pgserver
 
             if args.data_dir:
                 Path(args.data_dir).mkdir(parents=True, exist_ok=True)

@@ -14,7 +14,10 @@ context variable. Any other retriever, store, mode or version of the integration
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
+import threading
+import weakref
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
@@ -28,7 +31,7 @@ from llama_index.core.vector_stores.types import VectorStoreQueryMode
 
 from ._stored import StoredVectors
 
-__all__ = ["collected_reader", "collecting", "pg_guard", "searching_with_vectors"]
+__all__ = ["async_engine_usable", "collected_reader", "collecting", "pg_guard", "searching_with_vectors"]
 
 #: node id -> stored vector, filled by the stand-in's searches inside :func:`collecting`.
 _SINK: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
@@ -189,3 +192,29 @@ def pg_guard(retriever: Any) -> AbstractContextManager[Any]:
         return nullcontext()
     top_k = getattr(retriever, "_similarity_top_k", None)
     return pgvector_search(top_k if isinstance(top_k, int) else None)
+
+
+# PGVectorStore's async engine (asyncpg) keeps its pooled connections bound to the event loop
+# that opened them: id(store) -> that loop. A sync pipeline run makes a fresh loop per call.
+_FIRST_LOOP: dict[int, weakref.ref[asyncio.AbstractEventLoop]] = {}
+_FIRST_LOOP_LOCK = threading.Lock()
+
+
+def async_engine_usable(retriever: Any) -> bool:
+    """Whether ``retriever``'s async search may run on the running loop.
+
+    Always true except over ``PGVectorStore``, whose async engine may only be used on the
+    loop that first used it through this face: a search on another loop (e.g. the fresh
+    loop of each synchronous pipeline ``run()``) would meet connections "attached to a
+    different loop"; the caller then runs the sync search in a worker thread instead.
+    """
+    store = getattr(retriever, "_vector_store", None)
+    if type(store).__name__ != "PGVectorStore":
+        return True
+    loop = asyncio.get_running_loop()
+    with _FIRST_LOOP_LOCK:
+        ref = _FIRST_LOOP.get(id(store))
+        if ref is None:
+            _FIRST_LOOP[id(store)] = weakref.ref(loop)
+            return True
+        return ref() is loop

@@ -268,3 +268,13 @@ def test_missing_node_id_index_is_reported_once(index: VectorStoreIndex,
         pp.postprocess_nodes(base.retrieve("dup b"), query_str="dup b")
     assert not [r for r in caplog.records if "no index on node_id" in r.message]
     assert _stored._NODE_ID_INDEX  # the table was checked (and found indexed)
+
+
+def test_drrag_sync_runs_repeat(index: VectorStoreIndex) -> None:
+    """Each sync run() is a fresh event loop; PGVectorStore's async (asyncpg) pool belongs to
+    the first: later runs search through the sync engine in a worker thread. Used to fail on
+    the second run with 'attached to a different loop'."""
+    retriever = DRRAGRetriever(index, k=4, fetch_k=8, mode="qdc", k1=2)
+    first = [n.node.node_id for n in retriever.retrieve("q")]
+    for _ in range(3):
+        assert [n.node.node_id for n in retriever.retrieve("q")] == first
