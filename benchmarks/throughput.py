@@ -17,8 +17,9 @@ concurrent callers (threads, each running whole queries; ``--callers``):
 
 Queries are noisy topic centres (looked up, not computed: no model inference is timed;
 DR-RAG's concatenated stage-2 queries get a hash-seeded vector). Every variant runs the
-same ``--calls`` queries per batch, and the variants are interleaved batch by batch for
-``--rounds`` rounds, so the ratios compare calls made under the same machine load.
+same queries per batch (``--per-caller`` calls per caller), and the variants are
+interleaved batch by batch (the order reversed every other round) until each made
+``--total`` calls, so the ratios compare calls made under the same machine load.
 Embedding caches are left warm, as in a service (candidate vectors come with the search
 rows over pgvector either way). Reported: queries/s (all calls of all rounds / their wall
 time), p50 and p95 latency per call (ms), and each variant's queries/s as a ratio of
@@ -27,7 +28,8 @@ time), p50 and p95 latency per call (ms), and each variant's queries/s as a rati
 Run (this machine sets OpenBLAS variables that users don't; one BLAS thread)::
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 \\
-        python benchmarks/throughput.py --data-dir /tmp/pgscale/data --results-md benchmarks/RESULTS.md
+        python benchmarks/throughput.py --data-dir /tmp/pgscale/data --memory-n 2000 \\
+        --results-md benchmarks/RESULTS.md
 
 Needs the ``postgres`` extra and ``pgserver`` (in ``dev``) for ``pgvector``.
 """
@@ -223,10 +225,14 @@ def run_batch(pool: ThreadPoolExecutor, callers: int, fn: Callable[[str], Any], 
 
 
 def time_store(calls: dict[str, dict[str, Callable[[str], Any]]], queries: list[str], callers: list[int],
-               n_calls: int, rounds: int, fetch_k: int, variants: tuple[str, ...]) -> list[dict[str, Any]]:
+               per_caller: int, total: int, fetch_k: int, variants: tuple[str, ...]) -> list[dict[str, Any]]:
+    """Batches of ``per_caller`` calls per caller, variants interleaved batch by batch (the
+    order reversed every other round), until each variant made ``total`` calls."""
     rows = []
     for fw, per in calls.items():
         for c in callers:
+            n_calls = per_caller * c
+            rounds = max(2, -(-total // n_calls))
             with ThreadPoolExecutor(max_workers=c) as pool:
                 for name in variants:  # warm-up: connections, caches, models
                     run_batch(pool, c, per[name], queries[:c], fetch_k if name == "search" else K)
@@ -244,7 +250,7 @@ def time_store(calls: dict[str, dict[str, Callable[[str], Any]]], queries: list[
             for name in variants:
                 qps = rounds * n_calls / wall[name]
                 row = {"framework": fw, "fetch_k": fetch_k, "callers": c, "variant": name,
-                       "qps": qps, "ratio": qps / base_qps,
+                       "calls": rounds * n_calls, "batches": rounds, "qps": qps, "ratio": qps / base_qps,
                        "p50": statistics.median(lat[name]),
                        "p95": float(np.percentile(lat[name], 95)),
                        "p50_ratio": statistics.median(lat[name]) / statistics.median(lat["search"])}
@@ -261,16 +267,18 @@ def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
              f"pgvector: {meta['n']:,} vectors (d={meta['dim']}), HNSW m=16, ef_construction=64, "
              "`hnsw.ef_search = max(40, fetch_k)` per connection, pgvector "
              f"{meta.get('pgvector', '?')} (pgserver, unix socket, same machine); memory: "
-             f"{meta['memory_n']:,} of the same vectors. k={K}; {meta['rounds']} rounds of "
-             f"{meta['calls']} calls per variant, variants interleaved batch by batch; {meta['machine']}; "
+             f"{meta['memory_n']:,} of the same vectors. k={K}; batches of {meta['per_caller']} calls per "
+             f"caller, variants interleaved batch by batch (order reversed every other round) until each "
+             f"made at least {meta['total']} calls (column `calls`); {meta['machine']}; "
              f"load average before / after: {meta['load_before']} / {meta['load_after']}.",
              "`q/s` = calls / wall time of their batches; `x search` = q/s / the plain search's q/s "
              "(same store, face, fetch_k, callers); p50 / p95 per call in ms.", ""]
-    lines += ["| store | framework | fetch_k | callers | variant | q/s | x search | p50 ms | p95 ms | p50 x search |",
-              "|---|---|---:|---:|---|---:|---:|---:|---:|---:|"]
+    lines += ["| store | framework | fetch_k | callers | variant | calls | q/s | x search | p50 ms | p95 ms "
+              "| p50 x search |",
+              "|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         lines.append(f"| {r['store']} | {r['framework']} | {r['fetch_k']} | {r['callers']} | {r['variant']} | "
-                     f"{r['qps']:.1f} | {r['ratio']:.2f} | {r['p50']:.1f} | {r['p95']:.1f} | "
+                     f"{r['calls']} | {r['qps']:.1f} | {r['ratio']:.2f} | {r['p50']:.1f} | {r['p95']:.1f} | "
                      f"{r['p50_ratio']:.2f} |")
     lines.append("")
     if meta.get("note"):
@@ -292,8 +300,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--fetch-k", type=int, nargs="+", default=[50])
     ap.add_argument("--callers", type=int, nargs="+", default=[1, 4, 16])
-    ap.add_argument("--calls", type=int, default=48, help="calls per batch (each variant, each round)")
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--per-caller", type=int, default=2, help="calls per caller in one batch")
+    ap.add_argument("--total", type=int, default=128, help="calls per variant (rounded up to whole batches)")
     ap.add_argument("--data-dir", default=None, help="a kept pgserver folder (see stores_scale.py --data-dir)")
     ap.add_argument("--host", default=None, help="a running server's socket folder")
     ap.add_argument("--json", default=str(REPO / "benchmarks" / "results" / "throughput.json"))
@@ -350,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
                 calls, close = pg_stores(host, fetch_k, vec, qvecs, args.dim)
                 try:
                     got = time_store({f: c for f, c in calls.items() if f in frameworks}, queries,
-                                     args.callers, args.calls, args.rounds, fetch_k, variants)
+                                     args.callers, args.per_caller, args.total, fetch_k, variants)
                 finally:
                     close()
                 rows += [{"store": "pgvector", **r} for r in got]
@@ -364,10 +372,10 @@ def main(argv: list[str] | None = None) -> int:
         for fetch_k in args.fetch_k:
             calls = memory_stores(texts[:m], vecs[:m], fetch_k, vec, qvecs)
             got = time_store({f: c for f, c in calls.items() if f in frameworks}, queries,
-                             args.callers, args.calls, args.rounds, fetch_k, variants)
+                             args.callers, args.per_caller, args.total, fetch_k, variants)
             rows += [{"store": "memory", **r} for r in got]
-    meta = {"n": args.n, "memory_n": args.memory_n, "dim": args.dim, "rounds": args.rounds,
-            "calls": args.calls, "pgvector": pgv, "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
+    meta = {"n": args.n, "memory_n": args.memory_n, "dim": args.dim, "per_caller": args.per_caller,
+            "total": args.total, "pgvector": pgv, "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
             f"Python {platform.python_version()}",
             "argv": " ".join(argv if argv is not None else sys.argv[1:]),
             "load_before": load_before, "load_after": " ".join(f"{x:.1f}" for x in os.getloadavg()),
