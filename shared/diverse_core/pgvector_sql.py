@@ -11,12 +11,13 @@ three things to the search statement, and nothing to any other statement:
   greatest(fetch_k, current), true)`` (transaction-local, like ``SET LOCAL``; never lowers
   it). The connection's own value is read once and remembered, so a connection already
   configured for ``fetch_k`` (``options=-c hnsw.ef_search=...``) costs no extra statement.
-* **Vectors come back in binary.** psycopg 3 (LangChain): the search statement is run
-  with binary results and the ``vector`` column decoded with ``np.frombuffer``. Any
-  driver (LlamaIndex: psycopg2, asyncpg): a column-only ``SELECT`` that selects a
-  pgvector column selects ``vector_send(column)`` instead; the rows' bytes are kept in
-  row order on the search state (the store sees ``NULL``) and decoded with one numpy call
-  by :func:`decode_vector_send`.
+* **Vectors come back in binary.** A column-only ``SELECT`` that selects one pgvector
+  column (LlamaIndex's vector-keeping query; any driver: psycopg2, asyncpg, psycopg 3)
+  selects ``vector_send(column)`` instead; the rows' bytes are kept in row order on the
+  search state (the store sees ``NULL``, what it reads for a row without a vector) and
+  decoded with one numpy call by :func:`decode_vector_send`. A query that loads ORM
+  entities whole (LangChain's ``PGVector``) cannot be rewritten: with psycopg 3 it is run
+  with binary results and each ``vector`` decoded by ``np.frombuffer``.
 * **A dimension mismatch is a** :class:`~diverse_core.errors.DimensionMismatchError`
   naming both sizes, not ``StatementError: expected 16 dimensions, not 8``.
 
@@ -192,9 +193,7 @@ def _before_execute(conn: Any, clause: Any, multiparams: Any, params: Any,
     state = _STATE.get()
     if state is None or not state.binary or state.rewritten:
         return clause, multiparams, params
-    if conn.dialect.driver == "psycopg":
-        return clause, multiparams, params  # binary results instead, see _do_execute
-    rewritten = _rewrite(clause)
+    rewritten = _rewrite(clause)  # (an ORM entity query, e.g. PGVector's, is left to _do_execute)
     if rewritten is not None:
         state.rewritten = True
         state.raw = []
@@ -307,7 +306,6 @@ def _do_execute(cursor: Any, statement: str, parameters: Any, context: Any) -> b
         return False
     cursor.adapters.register_loader(oid, _binary_loader())
     cursor.execute(statement, parameters, binary=True)
-    state.rewritten = False
     return True
 
 

@@ -340,3 +340,30 @@ async def test_llamaindex_dimension_mismatch_is_typed(pg_socket_dir: str, hnsw_d
                 retriever.retrieve("q")
     finally:
         await store.close()
+
+
+def test_llamaindex_psycopg3_binary_vectors(pg_socket_dir: str, hnsw_db: str) -> None:
+    """PGVectorStore on psycopg 3: the vector column is read as vector_send bytes too, and the
+    vectors equal the stored ones bit for bit."""
+    from llama_index.core import VectorStoreIndex
+    from llama_index.core.schema import QueryBundle
+    from llama_index.vector_stores.postgres import PGVectorStore
+
+    from llamaindex_diverse._pg_rows import collecting, searching_with_vectors
+
+    store = PGVectorStore(connection_string=f"postgresql+psycopg://postgres@/{hnsw_db}?host={pg_socket_dir}",
+                          async_connection_string=_li_urls(pg_socket_dir, hnsw_db)[1],
+                          table_name="hnsw", embed_dim=DIM)
+    try:
+        index = VectorStoreIndex.from_vector_store(store, embed_model=_li_embedding())
+        stand_in = searching_with_vectors(index.as_retriever(similarity_top_k=20), None)
+        assert stand_in is not None
+        with collecting() as found:
+            nodes = stand_in.retrieve(QueryBundle("q", embedding=vector_of("q")))
+        assert len(nodes) == 20 and len(found) == 20
+        for n in nodes:
+            got = found[n.node.node_id]
+            assert isinstance(got, np.ndarray) and got.dtype == np.float32
+            assert np.array_equal(got, np.asarray(vector_of(n.node.get_content()), dtype=np.float32))
+    finally:
+        store._engine.dispose()
