@@ -208,21 +208,21 @@ def _rewrite(clause: Any) -> Any:
 
     if not isinstance(clause, Select):
         return None
-    try:
-        descriptions = clause.column_descriptions
-    except Exception:  # noqa: BLE001 - a statement this does not understand is left alone
+    # The statement's own column list: plain columns here; an ORM entity (loaded whole, e.g.
+    # PGVector's) is a table, so its vector column is not found and nothing is rewritten.
+    raw = getattr(clause, "_raw_columns", None)
+    if not isinstance(raw, list):
         return None
-    if any(isinstance(d.get("type"), type) for d in descriptions):
-        return None  # an ORM entity is loaded whole: not rewritten
-    columns = list(clause.selected_columns)
-    hits = [i for i, c in enumerate(columns)
-            if isinstance(c, ColumnClause) and _is_vector_type(c.type)]
+    hits = [i for i, c in enumerate(raw) if isinstance(c, ColumnClause) and _is_vector_type(c.type)]
     if len(hits) != 1:
+        return None
+    columns = list(clause.selected_columns)
+    if len(columns) != len(raw):
         return None
     i = hits[0]
     col = columns[i]
     columns[i] = type_coerce(func.vector_send(col), _sent_vector()).label(col.key)
-    return clause.with_only_columns(*columns, maintain_column_froms=True)
+    return clause.with_only_columns(*columns)
 
 
 _SENT_TYPE: Any = None
