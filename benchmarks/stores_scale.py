@@ -364,7 +364,7 @@ def time_all(calls: dict[str, dict[str, Callable[[str], Any]]], queries: list[st
 
 # ----------------------------------------------------------------------------- report
 def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
-    lines = [START, "## Postgres + pgvector at scale (issue 27)", "",
+    lines = [START, "## Postgres + pgvector at scale (issues 27, 35)", "",
              f"{meta['n']:,} stored vectors (d={meta['dim']}, synthetic: {meta['topics']} topics), "
              f"{meta['queries']} queries (medians, ms; k={K}, lambda {LAMBDA}), one pgvector "
              f"{meta['pgvector']} server (pgserver, unix socket, same machine), "
