@@ -22,8 +22,9 @@ interleaved batch by batch (the order reversed every other round) until each mad
 ``--total`` calls, so the ratios compare calls made under the same machine load.
 Embedding caches are left warm, as in a service (candidate vectors come with the search
 rows over pgvector either way). Reported: queries/s (all calls of all rounds / their wall
-time), p50 and p95 latency per call (ms), and each variant's queries/s as a ratio of
-``search``'s at the same store, face, ``fetch_k`` and callers.
+time), p50 and p95 latency per call (ms), the calling thread's CPU time per call (the
+client's work, not Postgres'), and each variant's queries/s as a ratio of ``search``'s at
+the same store, face, ``fetch_k`` and callers.
 
 Run (this machine sets OpenBLAS variables that users don't; one BLAS thread)::
 
@@ -204,24 +205,25 @@ def memory_stores(texts: list[str], vecs: np.ndarray, fetch_k: int, vec: Vectors
 
 # ----------------------------------------------------------------------------- timing
 def run_batch(pool: ThreadPoolExecutor, callers: int, fn: Callable[[str], Any], queries: list[str],
-              want: int) -> tuple[float, list[float]]:
-    """Run ``queries`` with ``callers`` concurrent callers; (wall seconds, per-call ms)."""
+              want: int) -> tuple[float, list[float], list[float]]:
+    """Run ``queries`` with ``callers`` concurrent callers; (wall seconds, per-call ms, per-call
+    CPU ms of the calling thread: the client's own work, not Postgres')."""
     slices = [queries[i::callers] for i in range(callers)]
 
-    def caller(qs: list[str]) -> list[float]:
+    def caller(qs: list[str]) -> list[tuple[float, float]]:
         out = []
         for q in qs:
-            t0 = time.perf_counter()
+            c0, t0 = time.thread_time(), time.perf_counter()
             got = fn(q)
-            out.append((time.perf_counter() - t0) * 1000)
+            out.append(((time.perf_counter() - t0) * 1000, (time.thread_time() - c0) * 1000))
             if len(got) != want:
                 raise RuntimeError(f"{len(got)} results, not {want}")
         return out
 
     t0 = time.perf_counter()
     futures = [pool.submit(caller, s) for s in slices]
-    lat = [x for f in futures for x in f.result()]
-    return time.perf_counter() - t0, lat
+    pairs = [x for f in futures for x in f.result()]
+    return time.perf_counter() - t0, [w for w, _ in pairs], [c for _, c in pairs]
 
 
 def time_store(calls: dict[str, dict[str, Callable[[str], Any]]], queries: list[str], callers: list[int],
@@ -238,14 +240,16 @@ def time_store(calls: dict[str, dict[str, Callable[[str], Any]]], queries: list[
                     run_batch(pool, c, per[name], queries[:c], fetch_k if name == "search" else K)
                 wall = dict.fromkeys(variants, 0.0)
                 lat: dict[str, list[float]] = {v: [] for v in variants}
+                cpu: dict[str, list[float]] = {v: [] for v in variants}
                 for r in range(rounds):
                     start = (r * n_calls) % len(queries)
                     batch = [queries[(start + i) % len(queries)] for i in range(n_calls)]
                     order = variants if r % 2 == 0 else tuple(reversed(variants))
                     for name in order:
-                        w, ls = run_batch(pool, c, per[name], batch, fetch_k if name == "search" else K)
+                        w, ls, cs = run_batch(pool, c, per[name], batch, fetch_k if name == "search" else K)
                         wall[name] += w
                         lat[name] += ls
+                        cpu[name] += cs
             base_qps = rounds * n_calls / wall["search"]
             for name in variants:
                 qps = rounds * n_calls / wall[name]
@@ -253,7 +257,9 @@ def time_store(calls: dict[str, dict[str, Callable[[str], Any]]], queries: list[
                        "calls": rounds * n_calls, "batches": rounds, "qps": qps, "ratio": qps / base_qps,
                        "p50": statistics.median(lat[name]),
                        "p95": float(np.percentile(lat[name], 95)),
-                       "p50_ratio": statistics.median(lat[name]) / statistics.median(lat["search"])}
+                       "p50_ratio": statistics.median(lat[name]) / statistics.median(lat["search"]),
+                       "cpu": statistics.median(cpu[name]),
+                       "cpu_ratio": statistics.median(cpu[name]) / statistics.median(cpu["search"])}
                 rows.append(row)
                 print(json.dumps(row), flush=True)
     return rows
@@ -272,14 +278,16 @@ def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
              f"made at least {meta['total']} calls (column `calls`); {meta['machine']}; "
              f"load average before / after: {meta['load_before']} / {meta['load_after']}.",
              "`q/s` = calls / wall time of their batches; `x search` = q/s / the plain search's q/s "
-             "(same store, face, fetch_k, callers); p50 / p95 per call in ms.", ""]
+             "(same store, face, fetch_k, callers); p50 / p95 per call in ms; `client CPU ms` = median "
+             "CPU time of the calling thread per call (the retriever's own work; Postgres' is not "
+             "in it), `CPU x search` its ratio to the plain search's.", ""]
     lines += ["| store | framework | fetch_k | callers | variant | calls | q/s | x search | p50 ms | p95 ms "
-              "| p50 x search |",
-              "|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|"]
+              "| p50 x search | client CPU ms | CPU x search |",
+              "|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         lines.append(f"| {r['store']} | {r['framework']} | {r['fetch_k']} | {r['callers']} | {r['variant']} | "
                      f"{r['calls']} | {r['qps']:.1f} | {r['ratio']:.2f} | {r['p50']:.1f} | {r['p95']:.1f} | "
-                     f"{r['p50_ratio']:.2f} |")
+                     f"{r['p50_ratio']:.2f} | {r['cpu']:.1f} | {r['cpu_ratio']:.2f} |")
     lines.append("")
     if meta.get("note"):
         lines += [meta["note"].strip(), ""]
