@@ -12,8 +12,6 @@ from diverse_core.pgvector_sql import decode_vector_send, dimension_mismatch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-pytest.importorskip("sqlalchemy")
-
 
 def _send(v: np.ndarray) -> bytes:
     """pgvector's ``vector_send``: int16 dim, int16 0, big-endian float4s."""
@@ -57,7 +55,8 @@ def test_decode_rejects_mixed_dimensions() -> None:
 
 
 def test_dimension_mismatch_messages() -> None:
-    from sqlalchemy.exc import StatementError
+    sqlalchemy_exc = pytest.importorskip("sqlalchemy.exc")
+    StatementError = sqlalchemy_exc.StatementError  # noqa: N806
 
     client = StatementError("(builtins.ValueError) expected 16 dimensions, not 8", "SELECT", {},
                             ValueError("expected 16 dimensions, not 8"))
