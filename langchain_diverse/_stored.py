@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+from diverse_core.pgvector_sql import pgvector_search as pg_search
 from langchain_core.documents import Document
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
@@ -195,10 +196,14 @@ def search_store(
     and their vectors read in one batch when the cache misses; ``known`` is ``None``
     for unsupported stores (and without ``read_stored``).
     """
-    if read_stored and is_pgvector(store):
-        found = pgvector_search(store, vector, k, search_kwargs)
-        if found is not None:
-            return found[0], _known_from(*found)
+    if is_pgvector(store):
+        with pg_search(k, binary=read_stored):
+            if read_stored:
+                found = pgvector_search(store, vector, k, search_kwargs)
+                if found is not None:
+                    return found[0], _known_from(*found)
+            docs = list(store.similarity_search_by_vector(vector, k=k, **search_kwargs))
+        return docs, stored_vector_reader(store, docs) if read_stored else None
     docs = list(store.similarity_search_by_vector(vector, k=k, **search_kwargs))
     return docs, stored_vector_reader(store, docs) if read_stored else None
 
@@ -212,9 +217,13 @@ async def asearch_store(
     read_stored: bool,
 ) -> tuple[list[Document], KnownVectors | None]:
     """Async :func:`search_store` (the store's async search)."""
-    if read_stored and is_pgvector(store):
-        found = await apgvector_search(store, vector, k, search_kwargs)
-        if found is not None:
-            return found[0], _known_from(*found)
+    if is_pgvector(store):
+        with pg_search(k, binary=read_stored):
+            if read_stored:
+                found = await apgvector_search(store, vector, k, search_kwargs)
+                if found is not None:
+                    return found[0], _known_from(*found)
+            docs = list(await store.asimilarity_search_by_vector(vector, k=k, **search_kwargs))
+        return docs, stored_vector_reader(store, docs) if read_stored else None
     docs = list(await store.asimilarity_search_by_vector(vector, k=k, **search_kwargs))
     return docs, stored_vector_reader(store, docs) if read_stored else None

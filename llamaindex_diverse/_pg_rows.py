@@ -14,11 +14,15 @@ context variable. Any other retriever, store, mode or version of the integration
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
+import threading
+import weakref
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
+from diverse_core.pgvector_sql import PgSearch, pgvector_search
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.indices.vector_store.retrievers.retriever import VectorIndexRetriever
@@ -27,7 +31,7 @@ from llama_index.core.vector_stores.types import VectorStoreQueryMode
 
 from ._stored import StoredVectors
 
-__all__ = ["collected_reader", "collecting", "searching_with_vectors"]
+__all__ = ["async_engine_usable", "collected_reader", "collecting", "pg_guard", "searching_with_vectors"]
 
 #: node id -> stored vector, filled by the stand-in's searches inside :func:`collecting`.
 _SINK: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
@@ -56,13 +60,19 @@ def _usable(store: Any) -> bool:
     )
 
 
-def _keep(pairs: list[tuple[Any, Any]]) -> list[Any]:
-    """The rows, with their vectors put into the current call's sink."""
+def _keep(pairs: list[tuple[Any, Any]], search: PgSearch) -> list[Any]:
+    """The rows, with their vectors put into the current call's sink: the binary ones
+    the search read (one numpy decode), else those the store's query returned."""
     sink = _SINK.get()
     if sink is not None:
-        for row, vector in pairs:
-            if vector is not None and len(vector):
+        matrix = search.vectors(len(pairs))
+        if matrix is not None:
+            for (row, _), vector in zip(pairs, matrix, strict=True):
                 sink[str(row.node_id)] = vector
+        else:
+            for row, vector in pairs:
+                if vector is not None and len(vector):
+                    sink[str(row.node_id)] = vector
     return [row for row, _ in pairs]
 
 
@@ -79,10 +89,11 @@ class _WithVectors(VectorIndexRetriever):
         if query.mode != VectorStoreQueryMode.DEFAULT or not _usable(store):
             return super()._get_nodes_with_embeddings(query_bundle_with_embeddings)
         store._initialize()  # what PGVectorStore.query does first
-        pairs = _method(store, _SYNC)(
-            query.query_embedding, query.similarity_top_k, query.filters, **self._kwargs
-        )
-        return self._finish(store._db_rows_to_query_result(_keep(pairs)))
+        with pgvector_search(query.similarity_top_k, binary=True) as search:
+            pairs = _method(store, _SYNC)(
+                query.query_embedding, query.similarity_top_k, query.filters, **self._kwargs
+            )
+        return self._finish(store._db_rows_to_query_result(_keep(pairs, search)))
 
     async def _aget_nodes_with_embeddings(
         self, query_bundle_with_embeddings: QueryBundle
@@ -92,10 +103,11 @@ class _WithVectors(VectorIndexRetriever):
         if query.mode != VectorStoreQueryMode.DEFAULT or not _usable(store):
             return await super()._aget_nodes_with_embeddings(query_bundle_with_embeddings)
         store._initialize()
-        pairs = await _method(store, _ASYNC)(
-            query.query_embedding, query.similarity_top_k, query.filters, **self._kwargs
-        )
-        result = store._db_rows_to_query_result(_keep(pairs))
+        with pgvector_search(query.similarity_top_k, binary=True) as search:
+            pairs = await _method(store, _ASYNC)(
+                query.query_embedding, query.similarity_top_k, query.filters, **self._kwargs
+            )
+        result = store._db_rows_to_query_result(_keep(pairs, search))
         nodes_to_fetch = self._determine_nodes_to_fetch(result)
         if nodes_to_fetch:
             fetched = await self._docstore.aget_nodes(node_ids=nodes_to_fetch, raise_error=False)
@@ -168,3 +180,41 @@ def collected_reader(found: dict[str, Any], fallback: StoredVectors | None) -> S
         return out
 
     return read
+
+
+def pg_guard(retriever: Any) -> AbstractContextManager[Any]:
+    """Around any search by ``retriever``: over ``PGVectorStore``, HNSW may return its
+    ``similarity_top_k`` rows and a dimension mismatch is typed (see
+    :mod:`diverse_core.pgvector_sql`); a no-op over other stores. The stand-in's own search
+    opens the inner block that also reads the vectors in binary."""
+    store = getattr(retriever, "_vector_store", None)
+    if type(store).__name__ != "PGVectorStore":
+        return nullcontext()
+    top_k = getattr(retriever, "_similarity_top_k", None)
+    return pgvector_search(top_k if isinstance(top_k, int) else None)
+
+
+# PGVectorStore's async engine (asyncpg) keeps its pooled connections bound to the event loop
+# that opened them: id(store) -> that loop. A sync pipeline run makes a fresh loop per call.
+_FIRST_LOOP: dict[int, weakref.ref[asyncio.AbstractEventLoop]] = {}
+_FIRST_LOOP_LOCK = threading.Lock()
+
+
+def async_engine_usable(retriever: Any) -> bool:
+    """Whether ``retriever``'s async search may run on the running loop.
+
+    Always true except over ``PGVectorStore``, whose async engine may only be used on the
+    loop that first used it through this face: a search on another loop (e.g. the fresh
+    loop of each synchronous pipeline ``run()``) would meet connections "attached to a
+    different loop"; the caller then runs the sync search in a worker thread instead.
+    """
+    store = getattr(retriever, "_vector_store", None)
+    if type(store).__name__ != "PGVectorStore":
+        return True
+    loop = asyncio.get_running_loop()
+    with _FIRST_LOOP_LOCK:
+        ref = _FIRST_LOOP.get(id(store))
+        if ref is None:
+            _FIRST_LOOP[id(store)] = weakref.ref(loop)
+            return True
+        return ref() is loop

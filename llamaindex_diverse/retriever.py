@@ -14,7 +14,7 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.prompts.mixin import PromptMixinType
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from ._pg_rows import collected_reader, collecting, searching_with_vectors
+from ._pg_rows import collected_reader, collecting, pg_guard, searching_with_vectors
 from ._stored import reading, stored_vectors_of
 from .postprocessor import DiverseNodePostprocessor
 
@@ -206,7 +206,7 @@ class DiverseRetriever(BaseRetriever):
         return read
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        with collecting() as found:
+        with collecting() as found, pg_guard(self._retriever):
             nodes = self._searcher().retrieve(query_bundle)
         with reading(self._stored_reader(nodes, found)):
             return self._postprocessor.postprocess_nodes(nodes, query_bundle=query_bundle)
@@ -225,7 +225,7 @@ class DiverseRetriever(BaseRetriever):
             query_bundle.embedding = await model.aget_agg_embedding_from_queries(
                 query_bundle.embedding_strs
             )
-        with collecting() as found:
+        with collecting() as found, pg_guard(self._retriever):
             nodes = await self._searcher().aretrieve(query_bundle)
         with reading(self._stored_reader(nodes, found)):
             return await self._postprocessor.apostprocess_nodes(nodes, query_bundle=query_bundle)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,7 +15,13 @@ from llama_index.core.indices.vector_store.base import VectorStoreIndex
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 from numpy.typing import NDArray
 
-from ._pg_rows import collected_reader, collecting, searching_with_vectors
+from ._pg_rows import (
+    async_engine_usable,
+    collected_reader,
+    collecting,
+    pg_guard,
+    searching_with_vectors,
+)
 from ._stored import known_for, reading, stored_vectors_of
 from ._vectors import ModelBoundCache, nodes_to_embed, stack_node_vectors
 
@@ -105,7 +112,7 @@ class LlamaIndexSource:
         retriever = self._retriever(k)
         model = self.embed_model
         query_embedding = model.get_query_embedding(query)
-        with collecting() as found:
+        with collecting() as found, pg_guard(retriever):
             nodes = list(self._searcher(retriever).retrieve(self._bundle(query, retriever, query_embedding)))
         self._check(query, nodes)
         positions, texts = nodes_to_embed(nodes, MetadataMode.EMBED)
@@ -118,9 +125,11 @@ class LlamaIndexSource:
     async def asearch(self, query: str, k: int | None = None) -> Candidates:
         """Asynchronous :meth:`search` (``aretrieve``, the model's async embeddings)."""
         retriever = self._retriever(k)
+        if not async_engine_usable(retriever):  # PGVectorStore's async pool belongs to another loop
+            return await asyncio.to_thread(self.search, query, k)
         model = self.embed_model
         query_embedding = await model.aget_query_embedding(query)
-        with collecting() as found:
+        with collecting() as found, pg_guard(retriever):
             nodes = list(await self._searcher(retriever).aretrieve(
                 self._bundle(query, retriever, query_embedding)))
         self._check(query, nodes)

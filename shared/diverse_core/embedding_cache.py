@@ -51,6 +51,22 @@ KnownAt = Callable[[list[int]], Sequence[Any]]
 K = TypeVar("K", bound=Hashable)
 
 
+class _Batch:
+    """The keys one :meth:`InFlight.claim` took: one future, set with ``{key: value}`` when the
+    last of them is resolved or failed."""
+
+    __slots__ = ("future", "left", "values")
+
+    def __init__(self) -> None:
+        self.future: Future[dict[Any, Any]] = Future()
+        self.left = 0
+        self.values: dict[Any, Any] = {}
+
+
+#: What a waiter holds: (the owner's batch future, the owner's thread id, the key).
+Waiting = tuple["Future[dict[Any, Any]]", int, Any]
+
+
 class InFlight(Generic[K]):
     """Keys being computed right now, so concurrent callers wait instead of computing them twice.
 
@@ -58,7 +74,9 @@ class InFlight(Generic[K]):
     while holding its own lock (so "is it cached?" and "is someone computing it?" are one
     atomic question). A caller waits with :func:`wait_for` (threads) or :func:`await_for`
     (coroutines); a failed owner hands ``None`` to its waiters, which then compute the key
-    themselves (and meet the error themselves, if it persists).
+    themselves (and meet the error themselves, if it persists). The keys of one claim share
+    one future, set when the last of them is resolved or failed (an owner settles its keys
+    together), so a claim of 200 texts makes one future, not 200.
 
     Example:
         >>> flight: InFlight[str] = InFlight()
@@ -70,54 +88,71 @@ class InFlight(Generic[K]):
     """
 
     def __init__(self) -> None:
-        self._futures: dict[K, tuple[Future[Any], int]] = {}
+        self._futures: dict[K, tuple[_Batch, int]] = {}
 
     def __len__(self) -> int:
         return len(self._futures)
 
-    def claim(self, keys: Sequence[K]) -> tuple[list[K], dict[K, tuple[Future[Any], int]]]:
-        """Split ``keys`` into those the caller must compute and (future, owner thread) of the others."""
+    def claim(self, keys: Sequence[K]) -> tuple[list[K], dict[K, Waiting]]:
+        """Split ``keys`` into those the caller must compute and what to wait on for the others."""
         mine: list[K] = []
-        theirs: dict[K, tuple[Future[Any], int]] = {}
+        theirs: dict[K, Waiting] = {}
         me = threading.get_ident()
+        batch: _Batch | None = None
         for key in keys:
             entry = self._futures.get(key)
             if entry is None:
-                self._futures[key] = (Future(), me)
+                if batch is None:
+                    batch = _Batch()
+                batch.left += 1
+                self._futures[key] = (batch, me)
                 mine.append(key)
             else:
-                theirs[key] = entry
+                theirs[key] = (entry[0].future, entry[1], key)
         return mine, theirs
 
     def resolve(self, key: K, value: Any) -> None:
         """Hand ``value`` to the waiters of ``key`` and forget it."""
-        entry = self._futures.pop(key, None)
-        if entry is not None:
-            entry[0].set_result(value)
+        self._settle(key, value)
 
     def fail(self, keys: Sequence[K]) -> None:
         """The owner of ``keys`` failed: its waiters get ``None`` (and compute the keys themselves)."""
         for key in keys:
-            entry = self._futures.pop(key, None)
-            if entry is not None:
-                entry[0].set_result(None)
+            self._settle(key, None)
+
+    def _settle(self, key: K, value: Any) -> None:
+        entry = self._futures.pop(key, None)
+        if entry is None:
+            return
+        batch = entry[0]
+        batch.values[key] = value
+        batch.left -= 1
+        if batch.left == 0:
+            batch.future.set_result(batch.values)
 
 
-def wait_for(entry: tuple[Future[Any], int]) -> Any:
+def ready(key: Any, value: Any) -> Waiting:
+    """A :data:`Waiting` whose value is already there."""
+    done: Future[dict[Any, Any]] = Future()
+    done.set_result({key: value})
+    return (done, 0, key)
+
+
+def wait_for(entry: Waiting) -> Any:
     """The value another thread computes for a key (``None``: compute it yourself).
 
     A caller on the owner's own thread (e.g. a sync call inside the event loop where the owning
     coroutine is suspended) must not block on it: it gets ``None`` unless the value is ready.
     """
-    future, owner = entry
+    future, owner, key = entry
     if not future.done() and owner == threading.get_ident():
         return None
-    return future.result()
+    return future.result().get(key)
 
 
-async def await_for(entry: tuple[Future[Any], int]) -> Any:
+async def await_for(entry: Waiting) -> Any:
     """Async :func:`wait_for`: awaits the value without blocking the event loop."""
-    return await asyncio.wrap_future(entry[0])
+    return (await asyncio.wrap_future(entry[0])).get(entry[2])
 
 
 class EmbeddingCache:
@@ -289,22 +324,20 @@ class EmbeddingCache:
 
     def _claim(
         self, missing: list[str], todo: list[int]
-    ) -> tuple[list[int], dict[int, tuple[Future[Any], int]]]:
+    ) -> tuple[list[int], dict[int, Waiting]]:
         """Which of ``missing[todo]`` this caller embeds, and the pending futures of the others.
 
         Texts stored since the look-up (by a caller that just finished) come back as
         ready futures, so they are never embedded twice.
         """
         mine: list[int] = []
-        theirs: dict[int, tuple[Future[Any], int]] = {}
+        theirs: dict[int, Waiting] = {}
         with self._lock:
             fresh: list[int] = []
             for i in todo:
                 slot = self._slots.get(missing[i])
                 if slot is not None and self._matrix is not None:
-                    done: Future[Any] = Future()
-                    done.set_result(self._matrix[slot].copy())
-                    theirs[i] = (done, 0)
+                    theirs[i] = ready(missing[i], self._matrix[slot].copy())
                 else:
                     fresh.append(i)
             claimed, pending = self._flight.claim([missing[i] for i in fresh])
