@@ -50,6 +50,11 @@ class QARecord:
         answer_groups: one tuple of acceptable short answers per interpretation
             (ASQA ``qa_pairs``), used by MRecall; empty otherwise.
         meta: free-form extras (question type, hops, ...).
+        support: per gold passage id, the texts that show it supports the answer (HotpotQA:
+            its supporting sentences; MuSiQue: the answer of the hop it supports; 2Wiki pooled:
+            the answer or another gold page's title, a proxy): a chosen unit of that passage
+            counts for the support-level recall only when it contains one of them. Empty:
+            no support annotation (the support-level recall is not defined).
 
     Example:
         >>> r = QARecord("q1", "Who?", ("Ann",), ("3",))
@@ -64,6 +69,7 @@ class QARecord:
     pool_doc_ids: tuple[str, ...] = ()
     answer_groups: tuple[tuple[str, ...], ...] = ()
     meta: Mapping[str, Any] = field(default_factory=dict)
+    support: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -57,20 +57,25 @@ DEFAULT_CONFIG = TrainConfig(rounds=2, l2=1.0)
 
 
 def learned_examples(blocks: Sequence[Benchmark], protocol: str, cache: DiskEmbeddingCache, k: int,
-                     fetch_k: int) -> list[LearnedExample]:
-    """One :class:`~diverse_core.learned.LearnedExample` per question of ``blocks`` (harness candidates, texts)."""
+                     fetch_k: int, *, titles: bool = True, source_ids: bool = False) -> list[LearnedExample]:
+    """One :class:`~diverse_core.learned.LearnedExample` per question of ``blocks`` (harness candidates, texts).
+
+    ``titles=False``: units without their ``"title: "`` prefix; ``source_ids``: each candidate's
+    page id given as its source (as a store's metadata would).
+    """
     from ..validation import prepare_inputs
 
     out = []
     for bench in blocks:
-        task = build_task(bench, protocol)
+        task = build_task(bench, protocol, titles=titles)
         unit_emb = cache.embed(list(task.unit_texts))
         q_emb = cache.embed([r.question for r in task.records])
         cands = top_candidates(task, unit_emb, q_emb, fetch_k)
         for qi, inp in enumerate(question_inputs(task, unit_emb, q_emb, cands, k)):
             prep = prepare_inputs(inp.query_embedding, inp.embeddings, k, None)
             assert inp.gold_groups is not None
-            state = QueryState.build(prep, pair_view(inp.question, list(inp.texts)))
+            sources = list(inp.sources) if source_ids and inp.sources is not None else None
+            state = QueryState.build(prep, pair_view(inp.question, list(inp.texts), sources=sources))
             out.append(LearnedExample(state, inp.gold_groups, len(task.gold[qi])))
     return out
 
@@ -78,18 +83,19 @@ def learned_examples(blocks: Sequence[Benchmark], protocol: str, cache: DiskEmbe
 def train_examples(
     datasets: Sequence[str], protocol: str, *, data_dir: str | Path | None = None,
     cache_dir: str | Path | None = None, k: int = 5, fetch_k: int = 50,
-    train_limit: Mapping[str, int] | None = None, progress: bool = True,
+    train_limit: Mapping[str, int] | None = None, progress: bool = True, titles: bool = True,
+    source_ids: bool = False, embedder: Any = None,
 ) -> dict[str, list[LearnedExample]]:
     """The train questions of each dataset (dev overlap removed) as learned-selector examples."""
     from ..embedders import get_default_embedder
 
     cfg = SplitConfig(datasets=list(datasets), protocols=[protocol], k=k, fetch_k=fetch_k, data_dir=data_dir,
                       cache_dir=cache_dir, progress=progress, train_limit=dict(train_limit or {}) or None)
-    cache = DiskEmbeddingCache(get_default_embedder(), cfg.model_name, cache_dir, progress=progress)
+    cache = DiskEmbeddingCache(embedder or get_default_embedder(), cfg.model_name, cache_dir, progress=progress)
     out: dict[str, list[LearnedExample]] = {}
     for name in datasets:
         blocks, dropped = train_blocks(name, cfg, load_dataset(name, data_dir).records)
-        out[name] = learned_examples(blocks, protocol, cache, k, fetch_k)
+        out[name] = learned_examples(blocks, protocol, cache, k, fetch_k, titles=titles, source_ids=source_ids)
         if progress:
             print(f"[train] {name}/{protocol}: {len(out[name])} questions ({dropped} dropped: shared with dev)",
                   flush=True)
@@ -124,18 +130,24 @@ def train(
     fetch_k: int = 50,
     train_limit: Mapping[str, int] | None = None,
     progress: bool = True,
+    titles: bool = True,
+    source_ids: bool = False,
+    embedder: Any = None,
 ) -> dict[str, LearnedSelector]:
     """Fit one selector per protocol on the train questions of ``datasets`` and save them.
 
     ``out_dir``: where ``learned_<protocol>.npz`` go (default: the shipped models' folder).
     ``cv``: choose the configuration among :data:`CANDIDATE_CONFIGS` by train CV
     (else :data:`DEFAULT_CONFIG`); ``cv_report``: a JSON file for the CV scores.
+    ``titles=False, source_ids=True``: the title-free variant (units without their ``"title: "``
+    prefix, page ids given as sources), written as ``learned_<protocol>_notitle.npz``.
     """
     out: dict[str, LearnedSelector] = {}
     report: dict[str, Any] = {}
     for protocol in protocols:
         per_set = train_examples(datasets, protocol, data_dir=data_dir, cache_dir=cache_dir, k=k, fetch_k=fetch_k,
-                                 train_limit=train_limit, progress=progress)
+                                 train_limit=train_limit, progress=progress, titles=titles, source_ids=source_ids,
+                                 embedder=embedder)
         examples = [ex for name in datasets for ex in per_set[name]]
         config = DEFAULT_CONFIG
         if cv:
@@ -145,9 +157,12 @@ def train(
         sel = LearnedSelector.fit_examples(
             examples, config=config,
             info={"protocol": protocol, "train_sets": {n: len(per_set[n]) for n in datasets}, "k": k,
-                  "fetch_k": fetch_k, "embedder": "all-MiniLM-L6-v2"},
+                  "fetch_k": fetch_k, "embedder": "all-MiniLM-L6-v2",
+                  **({} if titles and not source_ids else {"titles": titles, "source_ids": source_ids})},
         )
-        target = DEFAULT_MODELS[protocol] if out_dir is None else Path(out_dir) / f"learned_{protocol}.npz"
+        key = protocol if titles else f"{protocol}-notitle"
+        fname = f"learned_{protocol}.npz" if titles else f"learned_{protocol}_notitle.npz"
+        target = DEFAULT_MODELS[key] if out_dir is None else Path(out_dir) / fname
         path = sel.save(target)
         out[protocol] = sel
         if progress:
@@ -171,12 +186,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--cache-dir", default=None)
     parser.add_argument("--train-limit", nargs="*", default=[], metavar="NAME=N",
                         help="first N train questions of a dataset (default: all)")
+    parser.add_argument("--no-titles", action="store_true",
+                        help="the title-free variant: units without their 'title: ' prefix, page ids given as sources "
+                             "(writes learned_<protocol>_notitle.npz)")
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     t0 = time.perf_counter()
     limit = {k: int(v) for k, _, v in (x.partition("=") for x in args.train_limit)}
     train(args.datasets, args.protocols, args.out_dir, cv=args.cv, cv_report=args.cv_report,
-          data_dir=args.data_dir, cache_dir=args.cache_dir, train_limit=limit)
+          data_dir=args.data_dir, cache_dir=args.cache_dir, train_limit=limit, titles=not args.no_titles,
+          source_ids=args.no_titles)
     print(f"[train] done in {time.perf_counter() - t0:.0f} s")
     return 0
 

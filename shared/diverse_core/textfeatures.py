@@ -1,0 +1,273 @@
+"""Text features shared by the selection methods and the pipelines (adaptive, learned, DR-RAG).
+
+Everything here is model-free: a regular-expression tokenizer with a small stop-word
+list, the ``"title: body"`` convention, and the lexical view of one query
+(:func:`text_view`). It sits below :mod:`diverse_core.adaptive`,
+:mod:`diverse_core.learned` and :mod:`diverse_core.pipelines`, so no selection method
+imports a pipeline to read a text.
+
+Reading a text (tokenizing it, splitting off its title) is the costly part of the
+text-aware selectors, and in a service the same chunks come back query after query.
+:class:`TextFactsCache` keeps what was read of each text (a bounded, thread-safe LRU
+keyed by the text's content); :func:`text_facts` reads through the process-wide
+cache (:func:`facts_cache`), so a chunk seen before costs one dictionary lookup.
+
+Example:
+    >>> v = text_view("Who directed Alien?", ["Alien was directed by Ridley Scott.", "A cat."])
+    >>> v.terms, v.names
+    (('alien', 'directed'), ('alien',))
+    >>> v.term_hits.tolist()
+    [[True, True], [False, False]]
+    >>> split_title("Paris: the capital of France.")
+    ('Paris', 'the capital of France.')
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .errors import InvalidParameterError
+
+__all__ = [
+    "STOPWORDS",
+    "TextFacts",
+    "TextFactsCache",
+    "TextView",
+    "content_terms",
+    "facts_cache",
+    "name_terms",
+    "source_inputs",
+    "split_title",
+    "text_facts",
+    "text_view",
+]
+
+#: Function words and question words left out of the question's terms.
+STOPWORDS = frozenset(
+    """a an the of in on at to for from by with and or is are was were be been being which who whom whose what
+    when where why how that this these those it its as than then did do does has have had not no yes both
+    either other between same name also his her their there one two first second after before during into
+    about over under more most many much such can could would should will may might film born person""".split()
+)
+
+_WORD = re.compile(r"[A-Za-z0-9\u00C0-\u024F][A-Za-z0-9\u00C0-\u024F'\-]*")
+
+
+def content_terms(text: str) -> set[str]:
+    """Lower-cased words of ``text`` that are not stop words (two characters or more)."""
+    return {w for w in (m.lower() for m in _WORD.findall(text)) if len(w) > 1 and w not in STOPWORDS}
+
+
+def name_terms(text: str, *, skip_first: bool = False) -> set[str]:
+    """Lower-cased capitalised words and numbers of ``text`` (``skip_first``: not its first word)."""
+    out = set()
+    for i, w in enumerate(_WORD.findall(text)):
+        if skip_first and i == 0:
+            continue
+        if (w[0].isupper() or w[0].isdigit()) and w.lower() not in STOPWORDS:
+            out.add(w.lower())
+    return out
+
+
+def terms_and_names(text: str) -> tuple[set[str], set[str]]:
+    """``(content_terms(text), name_terms(text))`` from one pass of the tokenizer."""
+    words = _WORD.findall(text)
+    lower = [w.lower() for w in words]
+    terms = {w for w in lower if len(w) > 1 and w not in STOPWORDS}
+    names = {low for w, low in zip(words, lower, strict=True) if (w[0].isupper() or w[0].isdigit()) and low not in STOPWORDS}
+    return terms, names
+
+
+def split_title(text: str) -> tuple[str, str]:
+    """``("title", "body")`` from ``"title: body"`` (title ``""`` when there is no such prefix).
+
+    Example:
+        >>> split_title("no prefix here")
+        ('', 'no prefix here')
+    """
+    head, sep, body = text.partition(": ")
+    if sep and 0 < len(head) <= 120:
+        return head, body
+    return "", text
+
+
+@dataclass(frozen=True)
+class TextFacts:
+    """What the text-aware selectors read of one candidate text (computed once per distinct text).
+
+    Attributes:
+        terms: its content words (:func:`content_terms`).
+        names: its names: capitalised words and numbers (:func:`name_terms`).
+        prefix_title: the ``"title: "`` prefix (``""`` when there is none).
+        title_terms: the content words of that prefix.
+        body_terms: the content words of the text after that prefix.
+    """
+
+    terms: frozenset[str]
+    names: frozenset[str]
+    prefix_title: str
+    title_terms: frozenset[str]
+    body_terms: frozenset[str]
+
+
+def read_text(text: str) -> TextFacts:
+    """The :class:`TextFacts` of ``text`` (no cache)."""
+    terms, names = terms_and_names(text)
+    title, body = split_title(text)
+    if not title:
+        return TextFacts(frozenset(terms), frozenset(names), "", frozenset(), frozenset(terms))
+    return TextFacts(frozenset(terms), frozenset(names), title, frozenset(content_terms(title)),
+                     frozenset(content_terms(body)))
+
+
+class TextFactsCache:
+    """A bounded, thread-safe LRU of :class:`TextFacts` keyed by the text's content.
+
+    Args:
+        maxsize: most texts kept (the least recently used go first); 0 keeps none.
+
+    Example:
+        >>> cache = TextFactsCache(maxsize=2)
+        >>> cache.get("Dune: a novel.").prefix_title
+        'Dune'
+        >>> _ = cache.get("Dune: a novel."); cache.hits, cache.misses
+        (1, 1)
+    """
+
+    def __init__(self, maxsize: int = 100_000) -> None:
+        if isinstance(maxsize, bool) or not isinstance(maxsize, int) or maxsize < 0:
+            raise InvalidParameterError(f"maxsize must be a non-negative integer; got maxsize={maxsize!r}")
+        self.maxsize = maxsize
+        self._data: OrderedDict[str, TextFacts] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def get(self, text: str) -> TextFacts:
+        """The facts of ``text``, read once and kept while it stays among the ``maxsize`` most recent."""
+        with self._lock:
+            found = self._data.get(text)
+            if found is not None:
+                self._data.move_to_end(text)
+                self.hits += 1
+                return found
+            self.misses += 1
+        facts = read_text(text)  # outside the lock: reading is the slow part
+        if self.maxsize:
+            with self._lock:
+                self._data[text] = facts
+                self._data.move_to_end(text)
+                while len(self._data) > self.maxsize:
+                    self._data.popitem(last=False)
+        return facts
+
+    def get_many(self, texts: Sequence[str]) -> list[TextFacts]:
+        """:meth:`get` of each text, in order."""
+        return [self.get(t) for t in texts]
+
+    def clear(self) -> None:
+        """Forget every text and reset the counters."""
+        with self._lock:
+            self._data.clear()
+            self.hits = 0
+            self.misses = 0
+
+
+_FACTS = TextFactsCache()
+
+
+def facts_cache() -> TextFactsCache:
+    """The process-wide :class:`TextFactsCache` (100,000 texts) that :func:`text_facts` reads through."""
+    return _FACTS
+
+
+def text_facts(texts: Sequence[str]) -> list[TextFacts]:
+    """The :class:`TextFacts` of each text, through the process-wide cache."""
+    return _FACTS.get_many(texts)
+
+
+@dataclass(frozen=True)
+class TextView:
+    """The lexical view of one query and its candidates.
+
+    Attributes:
+        terms: the question's content words, sorted.
+        names: the question's names (capitalised words but the first, numbers), sorted.
+        term_hits: (n, len(terms)) whether each candidate contains each term.
+        name_hits: (n, len(names)) whether each candidate contains each name.
+        other_names: (n, V) whether each candidate mentions each of the V names that
+            are not question terms (V >= 1; an all-false column when there are none).
+    """
+
+    terms: tuple[str, ...]
+    names: tuple[str, ...]
+    term_hits: NDArray[np.bool_]
+    name_hits: NDArray[np.bool_]
+    other_names: NDArray[np.bool_]
+
+
+def _hits(words: Sequence[str], bags: Sequence[frozenset[str] | set[str]]) -> NDArray[np.bool_]:
+    return np.array([[w in bag for w in words] for bag in bags], dtype=bool).reshape(len(bags), len(words))
+
+
+def view_from_facts(question: str, facts: Sequence[TextFacts]) -> TextView:
+    """The :class:`TextView` of ``question`` and candidates already read into ``facts``."""
+    terms = tuple(sorted(content_terms(question)))
+    names = tuple(sorted(name_terms(question, skip_first=True)))
+    asked = set(terms)
+    others = [f.names - asked for f in facts]
+    vocab = sorted(set().union(*others)) if others else []
+    column = {w: i for i, w in enumerate(vocab)}
+    other = np.zeros((len(facts), max(len(vocab), 1)), dtype=bool)
+    rows = [r for r, found in enumerate(others) for _ in found]
+    cols = [column[w] for found in others for w in found]
+    other[rows, cols] = True
+    bags = [f.terms for f in facts]  # a question name counts when the text holds the word, capitalised or not
+    return TextView(terms, names, _hits(terms, bags), _hits(names, bags),
+                    other)
+
+
+def text_view(question: str, texts: Sequence[str]) -> TextView:
+    """The :class:`TextView` of ``question`` and its candidate ``texts`` (read through the cache)."""
+    return view_from_facts(question, text_facts(texts))
+
+
+def _as_id(value: object) -> str | int | None:
+    if value is None or isinstance(value, (str, int)):
+        return None if value == "" else value  # type: ignore[return-value]
+    return repr(value)  # lists, dicts, paths: their text, so any metadata value can be an id
+
+
+def source_inputs(
+    sources: Sequence[object], names: Sequence[object] | None = None
+) -> dict[str, list[str | int | None] | list[str | None]]:
+    """``{"sources": ..., "names": ...}`` for a method that reads sources, from per-candidate metadata values.
+
+    Each of ``sources`` (page, file or parent-document ids) and ``names`` (display titles) is
+    kept only when at least one candidate has a value; a missing value is ``None`` (that
+    candidate falls back to its text's ``"title: "`` prefix). Non-string ids (lists, paths)
+    are turned into their ``repr``.
+
+    Example:
+        >>> source_inputs(["a.md", "a.md", None], [None, None, None])
+        {'sources': ['a.md', 'a.md', None]}
+    """
+    out: dict[str, list[str | int | None] | list[str | None]] = {}
+    ids = [_as_id(v) for v in sources]
+    if any(v is not None for v in ids):
+        out["sources"] = ids
+    if names is not None:
+        shown = [v if isinstance(v, str) and v else None for v in names]
+        if any(v is not None for v in shown):
+            out["names"] = shown
+    return out
