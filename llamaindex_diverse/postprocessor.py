@@ -372,7 +372,8 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
             **params,
             **text_inputs,
         )
-        used = {n: v for n, v in sel.params.items() if n not in text_inputs}  # never the texts
+        filled = get_method(self.method).filled_params
+        used = {n: v for n, v in sel.params.items() if n not in text_inputs and n not in filled}  # never the texts
         shown = json_friendly_params({**used, **sel.details})
         hide = self.hide_selection_metadata
         return [

@@ -16,6 +16,7 @@ __all__ = [
     "NonFiniteInputError",
     "ZeroVectorError",
     "UnknownMethodError",
+    "ModelFeatureMismatchError",
 ]
 
 
@@ -53,3 +54,7 @@ class ZeroVectorError(DiverseRAGError):
 
 class UnknownMethodError(DiverseRAGError):
     """The method name is not registered."""
+
+
+class ModelFeatureMismatchError(InvalidParameterError):
+    """A saved model was trained on other features than this version of the code computes (retrain it)."""

@@ -49,6 +49,8 @@ class RetrievalTask:
         titled: whether units carry the ``"title: "`` prefix (``False``: the bare text, the
             title only in ``doc_titles``, as in a store whose chunks keep it in metadata).
         doc_titles: the title per ``doc_ids`` entry.
+        doc_sources: the source id per ``doc_ids`` entry (the passage's own id when the data
+            gives none): what a store's metadata would hold.
     """
 
     dataset: str
@@ -63,6 +65,7 @@ class RetrievalTask:
     support: tuple[tuple[NDArray[np.int64], ...] | None, ...] = ()
     titled: bool = True
     doc_titles: tuple[str, ...] = ()
+    doc_sources: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -165,4 +168,5 @@ def build_task(bench: Benchmark, protocol: str, window: int = 2, stride: int = 1
         support=support,
         titled=titles,
         doc_titles=tuple(d.title for d in docs),
+        doc_sources=tuple(d.source or d.doc_id for d in docs),
     )

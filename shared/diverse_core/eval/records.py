@@ -19,6 +19,8 @@ class Document:
         text: the passage text.
         sentences: the source's own sentence split, when it provides one (HotpotQA,
             2Wiki distractor contexts); empty otherwise.
+        source: the id of the page, file or parent document it comes from, when the data gives
+            one (custom datasets); ``""``: the passage is its own source.
 
     Example:
         >>> Document("0", "Paris", "Paris is the capital of France.").indexed_text
@@ -29,6 +31,7 @@ class Document:
     title: str
     text: str
     sentences: tuple[str, ...] = ()
+    source: str = ""
 
     @property
     def indexed_text(self) -> str:

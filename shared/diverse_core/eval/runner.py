@@ -89,6 +89,12 @@ def top_candidates(
     return out
 
 
+def _sources(task: RetrievalTask, units: NDArray[np.int64]) -> list[str]:
+    """Per candidate unit, its source id (the data's ``source``, else its passage id)."""
+    names = task.doc_sources or task.doc_ids
+    return [names[d] for d in task.unit_doc[units].tolist()]
+
+
 def _gold_groups(task: RetrievalTask, qi: int, units: NDArray[np.int64]) -> NDArray[np.int64]:
     """Per candidate unit: its source passage's index when that passage is gold, else -1."""
     docs = task.unit_doc[units]
@@ -118,7 +124,7 @@ def question_inputs(
                 units=units,
                 gold_groups=_gold_groups(task, qi, units),
                 meta=rec.meta,
-                sources=[task.doc_ids[d] for d in task.unit_doc[units].tolist()],
+                sources=_sources(task, units),
             )
         )
     return out
@@ -239,7 +245,7 @@ def run_task(
             source_factory=_source_factory(task, qi, unit_emb, q_emb, cache, config, shared_sources),
             gold_groups=_gold_groups(task, qi, units),
             meta=rec.meta,
-            sources=[task.doc_ids[d] for d in task.unit_doc[units].tolist()],
+            sources=_sources(task, units),
         )
         gold = set(task.gold[qi].tolist())
         support = task.support[qi] if task.support else None

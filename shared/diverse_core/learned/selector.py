@@ -37,7 +37,7 @@ from numpy.typing import ArrayLike, NDArray
 from ..adaptive.candidates import GoldModel
 from ..adaptive.model import read_model_file
 from ..adaptive.selector import _text_inputs
-from ..errors import DimensionMismatchError, InvalidParameterError
+from ..errors import DimensionMismatchError, InvalidParameterError, ModelFeatureMismatchError
 from ..validation import PreparedInputs, prepare_inputs
 from .state import QueryState, feature_names, pair_view
 from .training import DEFAULT_TRAIN_CONFIG, LearnedExample, StepModels, TrainConfig, fit_step_models
@@ -112,8 +112,13 @@ class LearnedSelector:
             expected = feature_names(name == "text")
             for m in (models.step, models.first):
                 if m is not None and tuple(m.feature_names) != expected:
-                    raise InvalidParameterError(
-                        f"the {name!r} model was trained on other features than this version computes; retrain it "
+                    got = tuple(m.feature_names)
+                    missing = [f for f in expected if f not in got]
+                    extra = [f for f in got if f not in expected]
+                    raise ModelFeatureMismatchError(
+                        f"the {name!r} model was trained on other features than this version computes "
+                        f"(missing: {missing or 'none'}; unknown: {extra or 'none'}"
+                        f"{'; same names, other order' if not missing and not extra else ''}); retrain it "
                         "(diverse-rag train learned, or LearnedSelector.fit)"
                     )
         self.variants = dict(variants)
@@ -135,7 +140,8 @@ class LearnedSelector:
         if not path.is_file():
             raise FileNotFoundError(
                 f"the shipped {protocol!r} learned-selector model is missing at {path}; train it with: "
-                f"diverse-rag train learned --protocols {protocol}"
+                f"diverse-rag train learned --protocols {protocol.removesuffix('-notitle')}"
+                f"{' --no-titles' if protocol.endswith('-notitle') else ''}"
             )
         return _load_cached(str(path))
 
