@@ -28,7 +28,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
@@ -98,6 +98,9 @@ def split_title(text: str) -> tuple[str, str]:
     return "", text
 
 
+IntArray = NDArray[np.int64]
+
+
 @dataclass(frozen=True)
 class TextFacts:
     """What the text-aware selectors read of one candidate text (computed once per distinct text).
@@ -108,6 +111,9 @@ class TextFacts:
         prefix_title: the ``"title: "`` prefix (``""`` when there is none).
         title_terms: the content words of that prefix.
         body_terms: the content words of the text after that prefix.
+        term_ids, name_ids, title_ids, body_ids: the same word sets as sorted ids in the
+            vocabulary of the :class:`TextFactsCache` that read it (for array operations).
+        generation: that cache's vocabulary generation (ids of another generation are stale).
     """
 
     terms: frozenset[str]
@@ -115,10 +121,15 @@ class TextFacts:
     prefix_title: str
     title_terms: frozenset[str]
     body_terms: frozenset[str]
+    term_ids: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), compare=False, repr=False)
+    name_ids: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), compare=False, repr=False)
+    title_ids: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), compare=False, repr=False)
+    body_ids: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), compare=False, repr=False)
+    generation: int = field(default=-1, compare=False, repr=False)
 
 
 def read_text(text: str) -> TextFacts:
-    """The :class:`TextFacts` of ``text`` (no cache)."""
+    """The :class:`TextFacts` of ``text`` (word sets only, no ids; no cache)."""
     terms, names = terms_and_names(text)
     title, body = split_title(text)
     if not title:
@@ -130,8 +141,13 @@ def read_text(text: str) -> TextFacts:
 class TextFactsCache:
     """A bounded, thread-safe LRU of :class:`TextFacts` keyed by the text's content.
 
+    It also numbers every word it has read (its vocabulary), so a query's lexical view is
+    built with array operations over the candidates' word ids. The vocabulary starts over
+    (with the cache emptied) when it passes ``max_words``.
+
     Args:
         maxsize: most texts kept (the least recently used go first); 0 keeps none.
+        max_words: most distinct words numbered before the vocabulary starts over.
 
     Example:
         >>> cache = TextFactsCache(maxsize=2)
@@ -141,11 +157,15 @@ class TextFactsCache:
         (1, 1)
     """
 
-    def __init__(self, maxsize: int = 100_000) -> None:
-        if isinstance(maxsize, bool) or not isinstance(maxsize, int) or maxsize < 0:
-            raise InvalidParameterError(f"maxsize must be a non-negative integer; got maxsize={maxsize!r}")
+    def __init__(self, maxsize: int = 100_000, max_words: int = 2_000_000) -> None:
+        for name, value in (("maxsize", maxsize), ("max_words", max_words)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise InvalidParameterError(f"{name} must be a non-negative integer; got {name}={value!r}")
         self.maxsize = maxsize
+        self.max_words = max(max_words, 1)
         self._data: OrderedDict[str, TextFacts] = OrderedDict()
+        self._vocab: dict[str, int] = {}
+        self._generation = 0
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
@@ -153,32 +173,73 @@ class TextFactsCache:
     def __len__(self) -> int:
         return len(self._data)
 
+    def _ids(self, words: frozenset[str]) -> IntArray:
+        vocab = self._vocab
+        return np.array(sorted(vocab.setdefault(w, len(vocab)) for w in words), dtype=np.int64)
+
+    def _numbered(self, f: TextFacts) -> TextFacts:
+        """``f`` with ids in the current vocabulary (call with the lock held)."""
+        return TextFacts(f.terms, f.names, f.prefix_title, f.title_terms, f.body_terms, self._ids(f.terms),
+                         self._ids(f.names), self._ids(f.title_terms), self._ids(f.body_terms), self._generation)
+
     def get(self, text: str) -> TextFacts:
         """The facts of ``text``, read once and kept while it stays among the ``maxsize`` most recent."""
-        with self._lock:
-            found = self._data.get(text)
-            if found is not None:
-                self._data.move_to_end(text)
-                self.hits += 1
-                return found
-            self.misses += 1
-        facts = read_text(text)  # outside the lock: reading is the slow part
-        if self.maxsize:
-            with self._lock:
-                self._data[text] = facts
-                self._data.move_to_end(text)
-                while len(self._data) > self.maxsize:
-                    self._data.popitem(last=False)
-        return facts
+        return self.get_many([text])[0]
 
     def get_many(self, texts: Sequence[str]) -> list[TextFacts]:
-        """:meth:`get` of each text, in order."""
-        return [self.get(t) for t in texts]
+        """:meth:`get` of each text, in order (one vocabulary generation for all of them)."""
+        out: list[TextFacts | None] = []
+        with self._lock:
+            data = self._data
+            for t in texts:
+                found = data.get(t)
+                if found is not None and found.generation == self._generation:
+                    data.move_to_end(t)
+                    out.append(found)
+                else:
+                    out.append(None)
+            self.hits += sum(f is not None for f in out)
+        missing = {t: read_text(t) for t, f in zip(texts, out, strict=True) if f is None}  # the slow part, unlocked
+        if not missing and all(f is not None for f in out):
+            return out  # type: ignore[return-value]
+        with self._lock:
+            self.misses += len(missing)
+            if len(self._vocab) > self.max_words:  # start over: every id handed out so far is stale
+                self._vocab.clear()
+                self._data.clear()
+                self._generation += 1
+            numbered = {t: self._numbered(f) for t, f in missing.items()}
+            if any(f is not None and f.generation != self._generation for f in out):  # renumber what went stale
+                numbered.update({t: self._numbered(f) for t, f in zip(texts, out, strict=True) if f is not None})
+                out = [None] * len(texts)
+            for t, f in numbered.items():
+                if self.maxsize:
+                    self._data[t] = f
+                    self._data.move_to_end(t)
+            while len(self._data) > self.maxsize:
+                self._data.popitem(last=False)
+            return [f if f is not None else numbered[t] for t, f in zip(texts, out, strict=True)]
+
+    def word_ids(self, words: Sequence[str], generation: int) -> IntArray:
+        """Ids of ``words`` in the vocabulary of ``generation`` (-1: never read, or another generation)."""
+        with self._lock:
+            if generation != self._generation:
+                return np.full(len(words), -1, dtype=np.int64)
+            return np.array([self._vocab.get(w, -1) for w in words], dtype=np.int64)
+
+    def number(self, words: frozenset[str], generation: int) -> IntArray | None:
+        """Ids of ``words``, numbering new ones (``None`` when ``generation`` is no longer current)."""
+        with self._lock:
+            if generation != self._generation:
+                return None
+            return self._ids(words)
 
     def clear(self) -> None:
-        """Forget every text and reset the counters."""
+        """Forget every text and word and reset the counters."""
         with self._lock:
             self._data.clear()
+            self._vocab.clear()
+            self._generation += 1
             self.hits = 0
             self.misses = 0
 
@@ -194,6 +255,27 @@ def facts_cache() -> TextFactsCache:
 def text_facts(texts: Sequence[str]) -> list[TextFacts]:
     """The :class:`TextFacts` of each text, through the process-wide cache."""
     return _FACTS.get_many(texts)
+
+
+def stacked(arrays: Sequence[IntArray]) -> tuple[IntArray, IntArray]:
+    """``(ids, rows)``: the arrays concatenated, and the index of the array each id came from."""
+    lens = np.array(list(map(len, arrays)), dtype=np.int64)
+    if not lens.sum():
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    return np.concatenate(arrays), np.repeat(np.arange(len(arrays), dtype=np.int64), lens)
+
+
+def hits_matrix(wanted: IntArray, ids: IntArray, rows: IntArray, n: int) -> NDArray[np.bool_]:
+    """(n, len(wanted)): whether row ``r`` holds the word of each column (``-1`` in ``wanted``: never)."""
+    out = np.zeros((n, wanted.shape[0]), dtype=bool)
+    if not wanted.shape[0] or not ids.shape[0]:
+        return out
+    order = np.argsort(wanted, kind="stable")
+    ranked = wanted[order]
+    pos = np.minimum(np.searchsorted(ranked, ids), ranked.shape[0] - 1)
+    match = ranked[pos] == ids
+    out[rows[match], order[pos[match]]] = True
+    return out
 
 
 @dataclass(frozen=True)
@@ -216,25 +298,25 @@ class TextView:
     other_names: NDArray[np.bool_]
 
 
-def _hits(words: Sequence[str], bags: Sequence[frozenset[str] | set[str]]) -> NDArray[np.bool_]:
-    return np.array([[w in bag for w in words] for bag in bags], dtype=bool).reshape(len(bags), len(words))
-
-
-def view_from_facts(question: str, facts: Sequence[TextFacts]) -> TextView:
-    """The :class:`TextView` of ``question`` and candidates already read into ``facts``."""
+def view_from_facts(question: str, facts: Sequence[TextFacts], cache: TextFactsCache | None = None) -> TextView:
+    """The :class:`TextView` of ``question`` and candidates already read into ``facts`` (by ``cache``)."""
+    cache = _FACTS if cache is None else cache
     terms = tuple(sorted(content_terms(question)))
     names = tuple(sorted(name_terms(question, skip_first=True)))
-    asked = set(terms)
-    others = [f.names - asked for f in facts]
-    vocab = sorted(set().union(*others)) if others else []
-    column = {w: i for i, w in enumerate(vocab)}
-    other = np.zeros((len(facts), max(len(vocab), 1)), dtype=bool)
-    rows = [r for r, found in enumerate(others) for _ in found]
-    cols = [column[w] for found in others for w in found]
-    other[rows, cols] = True
-    bags = [f.terms for f in facts]  # a question name counts when the text holds the word, capitalised or not
-    return TextView(terms, names, _hits(terms, bags), _hits(names, bags),
-                    other)
+    n = len(facts)
+    generation = facts[0].generation if facts else -1
+    q_terms = cache.word_ids(terms, generation)
+    q_names = cache.word_ids(names, generation)
+    t_ids, t_rows = stacked([f.term_ids for f in facts])
+    # a question name counts when the text holds the word, capitalised or not
+    term_hits = hits_matrix(q_terms, t_ids, t_rows, n)
+    name_hits = hits_matrix(q_names, t_ids, t_rows, n)
+    n_ids, n_rows = stacked([f.name_ids for f in facts])
+    keep = ~np.isin(n_ids, q_terms[q_terms >= 0])
+    vocab, col = np.unique(n_ids[keep], return_inverse=True)
+    other = np.zeros((n, max(vocab.shape[0], 1)), dtype=bool)
+    other[n_rows[keep], col.reshape(-1)] = True
+    return TextView(terms, names, term_hits, name_hits, other)
 
 
 def text_view(question: str, texts: Sequence[str]) -> TextView:

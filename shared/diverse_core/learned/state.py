@@ -41,7 +41,7 @@ from ..adaptive.candidates import (
     TEXT_CANDIDATE_FEATURES,
     candidate_features,
 )
-from ..textfeatures import TextView, content_terms, text_facts, view_from_facts
+from ..textfeatures import TextView, content_terms, facts_cache, hits_matrix, stacked, view_from_facts
 from ..errors import DimensionMismatchError, InvalidParameterError
 from ..validation import PreparedInputs
 
@@ -103,14 +103,6 @@ class PairView:
     names_shared: FloatArray
 
 
-def _incidence(bags: Sequence[frozenset[str]], vocab: dict[str, int]) -> FloatArray:
-    out = np.zeros((len(bags), max(len(vocab), 1)), dtype=np.float64)
-    rows = [r for r, bag in enumerate(bags) for w in bag if w in vocab]
-    cols = [vocab[w] for bag in bags for w in bag if w in vocab]
-    out[rows, cols] = 1.0
-    return out
-
-
 @lru_cache(maxsize=65_536)
 def _name_words(name: str) -> frozenset[str]:
     return frozenset(content_terms(name))
@@ -151,22 +143,27 @@ def pair_view(question: str, texts: Sequence[str], sources: Sequence[object] | N
     n = len(texts)
     src = _check_per_candidate(sources, n, "sources")
     shown = _check_per_candidate(names, n, "names")
-    facts = text_facts(texts)
-    view = view_from_facts(question, facts)
-    if shown is None:
-        title_bags = [f.title_terms for f in facts]
-    else:
+    cache = facts_cache()
+    facts = cache.get_many(texts)
+    view = view_from_facts(question, facts, cache)
+    title_ids = [f.title_ids for f in facts]
+    if shown is not None:
         if not all(x is None or isinstance(x, str) for x in shown):
             raise InvalidParameterError("names must hold strings (or None), one per candidate")
-        title_bags = [_name_words(str(nm)) if nm else f.title_terms for nm, f in zip(shown, facts, strict=True)]
-    vocab: dict[str, int] = {}
-    for bag in title_bags:
-        for w in sorted(bag):
-            vocab.setdefault(w, len(vocab))
-    t_inc = _incidence(title_bags, vocab)
-    b_inc = _incidence([f.body_terms for f in facts], vocab)
+        generation = facts[0].generation if facts else -1
+        for i, nm in enumerate(shown):
+            if nm:
+                ids = cache.number(_name_words(str(nm)), generation)
+                title_ids[i] = ids if ids is not None else np.zeros(0, dtype=np.int64)
+    t_ids, t_rows = stacked(title_ids)
+    vocab, t_col = np.unique(t_ids, return_inverse=True)
+    t_inc = np.zeros((n, max(vocab.shape[0], 1)), dtype=np.float64)
+    t_inc[t_rows, t_col.reshape(-1)] = 1.0
+    b_hit = hits_matrix(vocab, *stacked([f.body_ids for f in facts]), n)
     t_len = t_inc.sum(axis=1)
-    title_in = (b_inc @ t_inc.T) / np.maximum(t_len, 1.0)[None, :]
+    named = b_hit.any(axis=0)  # only title words some body holds can count
+    title_in = (b_hit[:, named].astype(np.float64) @ t_inc[:, : b_hit.shape[1]][:, named].T
+                / np.maximum(t_len, 1.0)[None, :])
     if src is None:
         keys: list[object] = [f.prefix_title.strip().lower() for f in facts]
     else:
@@ -178,8 +175,12 @@ def pair_view(question: str, texts: Sequence[str], sources: Sequence[object] | N
     codes: dict[object, int] = {}
     tid = np.array([codes.setdefault(key, len(codes)) if key not in (None, "") else -1 - i
                     for i, key in enumerate(keys)], dtype=np.int64)
-    other = view.other_names.astype(np.float64)
-    return PairView(view, tid[:, None] == tid[None, :], title_in, np.log1p(other @ other.T))
+    # names two candidates share: only names held by two or more count off the diagonal
+    held = view.other_names.sum(axis=0)
+    other = view.other_names[:, held >= 2].astype(np.float64)
+    shared = other @ other.T
+    np.fill_diagonal(shared, view.other_names.sum(axis=1))
+    return PairView(view, tid[:, None] == tid[None, :], title_in, np.log1p(shared))
 
 
 class QueryState:
