@@ -326,7 +326,7 @@ def text_view(question: str, texts: Sequence[str]) -> TextView:
 
 def _as_id(value: object) -> str | int | None:
     if value is None or isinstance(value, (str, int)):
-        return None if value == "" else value  # type: ignore[return-value]
+        return None if value == "" else value
     return repr(value)  # lists, dicts, paths: their text, so any metadata value can be an id
 
 

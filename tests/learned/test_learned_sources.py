@@ -182,7 +182,13 @@ def test_llamaindex_retriever_passes_ref_doc_ids(spy: list[dict[str, object]]) -
 
 def test_llamaindex_postprocessor_source_key_and_titles(spy: list[dict[str, object]]) -> None:
     pytest.importorskip("llama_index.core")
-    from llama_index.core.schema import NodeRelationship, NodeWithScore, QueryBundle, RelatedNodeInfo, TextNode
+    from llama_index.core.schema import (
+        NodeRelationship,
+        NodeWithScore,
+        QueryBundle,
+        RelatedNodeInfo,
+        TextNode,
+    )
 
     from llamaindex_diverse import DiverseNodePostprocessor
 

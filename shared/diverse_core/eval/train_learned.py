@@ -26,6 +26,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from ..errors import InvalidParameterError
 from ..learned import (
     DEFAULT_MODELS,
     LearnedExample,
@@ -35,7 +36,6 @@ from ..learned import (
     cross_validate,
     pair_view,
 )
-from ..errors import InvalidParameterError
 from ..learned.card import ModelCard, card_path
 from ..validation import check_k
 from .customdata import is_custom_dir

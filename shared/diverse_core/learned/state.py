@@ -41,8 +41,15 @@ from ..adaptive.candidates import (
     TEXT_CANDIDATE_FEATURES,
     candidate_features,
 )
-from ..textfeatures import TextView, content_terms, facts_cache, hits_matrix, stacked, view_from_facts
 from ..errors import DimensionMismatchError, InvalidParameterError
+from ..textfeatures import (
+    TextView,
+    content_terms,
+    facts_cache,
+    hits_matrix,
+    stacked,
+    view_from_facts,
+)
 from ..validation import PreparedInputs
 
 __all__ = [
