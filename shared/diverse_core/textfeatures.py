@@ -165,6 +165,7 @@ class TextFactsCache:
         self.max_words = max(max_words, 1)
         self._data: OrderedDict[str, TextFacts] = OrderedDict()
         self._vocab: dict[str, int] = {}
+        self._words: list[str] = []
         self._generation = 0
         self._lock = threading.Lock()
         self.hits = 0
@@ -174,8 +175,20 @@ class TextFactsCache:
         return len(self._data)
 
     def _ids(self, words: frozenset[str]) -> IntArray:
-        vocab = self._vocab
-        return np.array(sorted(vocab.setdefault(w, len(vocab)) for w in words), dtype=np.int64)
+        vocab, spelled = self._vocab, self._words
+        for w in words:
+            if w not in vocab:
+                vocab[w] = len(spelled)
+                spelled.append(w)
+        return np.array(sorted(vocab[w] for w in words), dtype=np.int64)
+
+    def words_of(self, ids: IntArray, generation: int) -> list[str]:
+        """The words of ``ids`` (of ``generation``; ``""`` for ids of another generation)."""
+        with self._lock:
+            if generation != self._generation:
+                return [""] * len(ids)
+            spelled = self._words
+            return [spelled[i] for i in ids.tolist()]
 
     def _numbered(self, f: TextFacts) -> TextFacts:
         """``f`` with ids in the current vocabulary (call with the lock held)."""
@@ -206,6 +219,7 @@ class TextFactsCache:
             self.misses += len(missing)
             if len(self._vocab) > self.max_words:  # start over: every id handed out so far is stale
                 self._vocab.clear()
+                self._words.clear()
                 self._data.clear()
                 self._generation += 1
             numbered = {t: self._numbered(f) for t, f in missing.items()}
@@ -239,6 +253,7 @@ class TextFactsCache:
         with self._lock:
             self._data.clear()
             self._vocab.clear()
+            self._words.clear()
             self._generation += 1
             self.hits = 0
             self.misses = 0
@@ -288,7 +303,8 @@ class TextView:
         term_hits: (n, len(terms)) whether each candidate contains each term.
         name_hits: (n, len(names)) whether each candidate contains each name.
         other_names: (n, V) whether each candidate mentions each of the V names that
-            are not question terms (V >= 1; an all-false column when there are none).
+            are not question terms, columns in the names' sorted order (V >= 1; an all-false
+            column when there are none).
     """
 
     terms: tuple[str, ...]
@@ -314,6 +330,10 @@ def view_from_facts(question: str, facts: Sequence[TextFacts], cache: TextFactsC
     n_ids, n_rows = stacked([f.name_ids for f in facts])
     keep = ~np.isin(n_ids, q_terms[q_terms >= 0])
     vocab, col = np.unique(n_ids[keep], return_inverse=True)
+    if vocab.shape[0] > 1:  # columns in the order of the words (as the word-set version sorted them)
+        rank = np.empty(vocab.shape[0], dtype=np.int64)
+        rank[np.argsort(np.array(cache.words_of(vocab, generation)), kind="stable")] = np.arange(vocab.shape[0])
+        col = rank[col.reshape(-1)]
     other = np.zeros((n, max(vocab.shape[0], 1)), dtype=bool)
     other[n_rows[keep], col.reshape(-1)] = True
     return TextView(terms, names, term_hits, name_hits, other)
