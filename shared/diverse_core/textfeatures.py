@@ -314,8 +314,13 @@ class TextView:
     other_names: NDArray[np.bool_]
 
 
-def view_from_facts(question: str, facts: Sequence[TextFacts], cache: TextFactsCache | None = None) -> TextView:
-    """The :class:`TextView` of ``question`` and candidates already read into ``facts`` (by ``cache``)."""
+def view_from_facts(question: str, facts: Sequence[TextFacts], cache: TextFactsCache | None = None, *,
+                    sort_names: bool = True) -> TextView:
+    """The :class:`TextView` of ``question`` and candidates already read into ``facts`` (by ``cache``).
+
+    ``sort_names=False`` leaves the ``other_names`` columns in vocabulary order (cheaper; for
+    callers that only sum over them, as the learned selector does).
+    """
     cache = _FACTS if cache is None else cache
     terms = tuple(sorted(content_terms(question)))
     names = tuple(sorted(name_terms(question, skip_first=True)))
@@ -330,7 +335,7 @@ def view_from_facts(question: str, facts: Sequence[TextFacts], cache: TextFactsC
     n_ids, n_rows = stacked([f.name_ids for f in facts])
     keep = ~np.isin(n_ids, q_terms[q_terms >= 0])
     vocab, col = np.unique(n_ids[keep], return_inverse=True)
-    if vocab.shape[0] > 1:  # columns in the order of the words (as the word-set version sorted them)
+    if sort_names and vocab.shape[0] > 1:  # columns in the order of the words (as the word-set version sorted them)
         rank = np.empty(vocab.shape[0], dtype=np.int64)
         rank[np.argsort(np.array(cache.words_of(vocab, generation)), kind="stable")] = np.arange(vocab.shape[0])
         col = rank[col.reshape(-1)]

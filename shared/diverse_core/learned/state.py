@@ -152,7 +152,7 @@ def pair_view(question: str, texts: Sequence[str], sources: Sequence[object] | N
     shown = _check_per_candidate(names, n, "names")
     cache = facts_cache()
     facts = cache.get_many(texts)
-    view = view_from_facts(question, facts, cache)
+    view = view_from_facts(question, facts, cache, sort_names=False)  # only sums over its columns are used
     title_ids = [f.title_ids for f in facts]
     if shown is not None:
         if not all(x is None or isinstance(x, str) for x in shown):
