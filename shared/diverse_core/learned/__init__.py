@@ -28,6 +28,7 @@ from numpy.typing import NDArray
 from ..errors import InvalidParameterError
 from ..registry import MethodSpec
 from ..validation import PreparedInputs
+from .card import ModelCard, card_path
 from .greedy import greedy_picks
 from .selector import (
     DEFAULT_MODELS,
@@ -59,6 +60,8 @@ from .training import (
 __all__ = [
     "LearnedSelector",
     "LearnedChoice",
+    "ModelCard",
+    "card_path",
     "LearnedExample",
     "StepModels",
     "TrainConfig",
