@@ -154,7 +154,7 @@ def split_job(args: argparse.Namespace, variant: str, protocol: str, datasets: t
 
 def _write(out: Path, name: str, payload: dict[str, Any]) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    (out / name).write_text(json.dumps(payload, indent=0) + "\n", encoding="utf-8")
+    (out / name).write_text(json.dumps(payload, separators=(",", ":")) + "\n", encoding="utf-8")
     print(f"[titlefree] wrote {name} ({payload.get('seconds_job', payload.get('seconds', '?'))} s)", flush=True)
 
 
