@@ -206,3 +206,19 @@ def test_llamaindex_postprocessor_source_key_and_titles(spy: list[dict[str, obje
     pp = DiverseNodePostprocessor(top_n=2, method="learned", source_key="url", title_key=None)
     asyncio.run(pp.apostprocess_nodes(nodes, query_bundle=bundle))
     assert spy[-1]["sources"] == [f"u{i % 3}" for i in range(6)] and spy[-1].get("names") is None
+
+
+def test_llamaindex_retriever_source_key(spy: list[dict[str, object]]) -> None:
+    pytest.importorskip("llama_index.core")
+    from llama_index.core import Document, VectorStoreIndex
+    from llama_index.core.embeddings import MockEmbedding
+
+    from llamaindex_diverse import DiverseRetriever
+
+    emb = MockEmbedding(embed_dim=8)
+    docs = [Document(text=f"Alien fact {i}", metadata={"url": f"u{i % 2}"}) for i in range(6)]
+    index = VectorStoreIndex.from_documents(docs, embed_model=emb)
+    retriever = DiverseRetriever.from_index(index, top_n=2, fetch_k=6, method="learned", source_key="url")
+    base = index.as_retriever(similarity_top_k=6).retrieve("Alien?")
+    retriever.retrieve("Alien?")
+    assert spy[-1]["sources"] == [n.node.metadata["url"] for n in base]
