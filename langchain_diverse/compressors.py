@@ -40,6 +40,10 @@ class DiverseCompressor(BaseDocumentCompressor):
         diversity: the shared knob in [0, 1] (0: pure relevance, 1: the method's most diverse
             setting), a keyword kept in ``method_params``.
         cache_size: most texts kept in the process-wide embedding cache of the model.
+        source_key: the metadata key of each document's source (``"source"`` by default):
+            ``method="learned"`` counts windows of one source as one (``None``: the texts'
+            ``"title: "`` prefix is read instead).
+        title_key: the metadata key of a document's display title (``None``: not read).
 
     Example:
         >>> from langchain_core.documents import Document
@@ -57,6 +61,8 @@ class DiverseCompressor(BaseDocumentCompressor):
     method: str = "gmmr"
     method_params: dict[str, Any] = Field(default_factory=dict)
     cache_size: int = DEFAULT_CACHE_SIZE
+    source_key: str | None = "source"
+    title_key: str | None = "title"
 
     _embedder_memo: tuple[Embeddings, CachedEmbeddings] | None = PrivateAttr(default=None)
 
@@ -95,7 +101,8 @@ class DiverseCompressor(BaseDocumentCompressor):
         embedder = self._embedder()
         query_vector = embedder.embed_query_array(query)
         vectors = embedder.embed_documents_array(texts)
-        return select_documents(query_vector, documents, vectors, plan, question=query)
+        return select_documents(query_vector, documents, vectors, plan, question=query,
+                                source_key=self.source_key, title_key=self.title_key)
 
     async def acompress_documents(
         self,

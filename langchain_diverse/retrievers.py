@@ -169,6 +169,10 @@ class DiverseRetriever(BaseRetriever):
             it before selecting (``search_kwargs={"score_threshold": ...}`` maps here).
         cache_size: most texts kept in the process-wide embedding cache of the model
             (documents and queries apart; the bound only grows when shared).
+        source_key: the metadata key of each document's source (``"source"``, set by
+            LangChain's loaders): ``method="learned"`` counts windows of one source as one.
+            ``None``: read the ``"title: "`` prefix of the texts instead.
+        title_key: the metadata key of a document's display title (``None``: not read).
 
     ``search_kwargs`` also takes what ``store.as_retriever(search_type="mmr")`` users
     pass: ``k``, ``fetch_k``, ``lambda_mult``, ``diversity`` and ``score_threshold`` are moved to the
@@ -201,6 +205,8 @@ class DiverseRetriever(BaseRetriever):
     use_stored_vectors: bool = True
     score_threshold: float | None = None
     cache_size: int = DEFAULT_CACHE_SIZE
+    source_key: str | None = "source"
+    title_key: str | None = "title"
 
     _embedder_memo: tuple[Embeddings, CachedEmbeddings] | None = PrivateAttr(default=None)
     _plan_memo: tuple[tuple[Any, ...], SelectionPlan] | None = PrivateAttr(default=None)
@@ -373,7 +379,8 @@ class DiverseRetriever(BaseRetriever):
                                                   self.score_threshold)
             if not documents:
                 return []
-        return select_documents(query_vector, documents, vectors, plan, question=query)
+        return select_documents(query_vector, documents, vectors, plan, question=query,
+                                source_key=self.source_key, title_key=self.title_key)
 
     # -- sync ------------------------------------------------------------------
     def _get_relevant_documents(

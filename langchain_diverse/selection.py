@@ -27,6 +27,7 @@ from diverse_core import select
 from diverse_core._lazy import deprecated_aliases
 from diverse_core.errors import DimensionMismatchError, InvalidParameterError
 from diverse_core.registry import DIVERSITY, get_method, resolve_user_params, with_diversity
+from diverse_core.textfeatures import source_inputs
 from diverse_core.validation import check_k
 from langchain_core.documents import Document
 from numpy.typing import ArrayLike
@@ -237,6 +238,8 @@ def select_documents(
     plan: SelectionPlan,
     *,
     question: str | None = None,
+    source_key: str | None = "source",
+    title_key: str | None = "title",
 ) -> list[Document]:
     """Run ``plan`` on the candidates and return annotated copies in pick order.
 
@@ -245,8 +248,13 @@ def select_documents(
         documents: the candidates.
         vectors: their embeddings, shape (len(documents), d).
         plan: from :func:`plan_selection`.
-        question: the query text. A method that reads text (``adaptive``) gets it with
-            the documents' ``page_content``; without it, that method sees embeddings only.
+        question: the query text. A method that reads text (``adaptive``, ``learned``) gets it
+            with the documents' ``page_content``; without it, that method sees embeddings only.
+        source_key: the metadata key naming each document's source (page, file, parent
+            document; LangChain loaders set ``"source"``). A method that reads sources
+            (``learned``) gets these ids, so windows of one source count as one; ``None`` or no
+            document carrying the key: it reads the ``"title: "`` prefix of the texts instead.
+        title_key: the metadata key of a document's display title (``None``: not read).
 
     Raises:
         DimensionMismatchError: query and document embeddings differ in dimension.
@@ -265,8 +273,14 @@ def select_documents(
             f"{cands.shape[1]}; were both made by the same embeddings model?"
         )
     extra: dict[str, Any] = {}
-    if question is not None and get_method(plan.method).reads_text:
+    spec = get_method(plan.method)
+    if question is not None and spec.reads_text:
         extra = {"question": question, "texts": [doc.page_content for doc in documents]}
+        if spec.reads_sources:
+            extra.update(source_inputs(
+                [None if source_key is None else doc.metadata.get(source_key) for doc in documents],
+                None if title_key is None else [doc.metadata.get(title_key) for doc in documents],
+            ))
     sel = select(plan.method, query, cands, plan.k, **plan.params, **extra)
     method = plan.method
     shown = {**plan.public_params, **_json_friendly(sel.details)} if sel.details else plan.public_params

@@ -11,6 +11,7 @@ import numpy as np
 from diverse_core import get_method, select
 from diverse_core.errors import DimensionMismatchError, InvalidParameterError
 from diverse_core.registry import resolve_user_params, with_diversity
+from diverse_core.textfeatures import source_inputs
 from diverse_core.validation import check_k
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
@@ -114,6 +115,11 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
             only when the store's vectors were made by ``embed_model`` (the index's
             model). :class:`DiverseRetriever` finds the store of a vector index
             retriever by itself.
+        source_key: for a method that reads sources (``learned``): the metadata key naming
+            a node's source; ``None`` (default): the node's ``ref_doc_id`` (its SOURCE
+            relationship, set by node parsers), so chunks of one document count as one.
+            Nodes with neither fall back to the ``"title: "`` prefix of their text.
+        title_key: the metadata key of a node's display title (``None``: not read).
 
     Raises:
         UnknownMethodError, InvalidParameterError: bad ``method``, ``method_params``,
@@ -154,6 +160,14 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
     vector_store: Any = Field(
         default=None, exclude=True, description="Read node vectors from this store."
     )
+    source_key: str | None = Field(
+        default=None,
+        description="Metadata key of a node's source for methods that read sources (learned); "
+        "None: the node's ref_doc_id (its SOURCE relationship).",
+    )
+    title_key: str | None = Field(
+        default="title", description="Metadata key of a node's display title (None: not read)."
+    )
 
     _store_read: StoredVectors | None = PrivateAttr(default=None)
     _cache: ModelBoundCache = PrivateAttr()
@@ -175,6 +189,8 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
         vector_store: Any = None,
         callback_manager: CallbackManager | None = None,
         diversity: float | None = None,
+        source_key: str | None = None,
+        title_key: str | None = "title",
     ) -> None:
         if top_n is not None and k is not None and top_n != k:
             raise InvalidParameterError(
@@ -204,6 +220,8 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
             cache_size=check_k(cache_size, "cache_size"),
             vector_store=vector_store,
             callback_manager=callback_manager or CallbackManager(),
+            source_key=source_key,
+            title_key=title_key,
         )
         self._store_read = store_read
         self._cache = ModelBoundCache(self.cache_size)
@@ -301,7 +319,8 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
         positions: list[int],
         embed_texts: list[str],
     ) -> dict[str, Any]:
-        """``question`` and ``texts`` for a method that reads text, else nothing.
+        """``question`` and ``texts`` for a method that reads text (and ``sources``/``names`` for
+        one that reads sources), else nothing.
 
         The texts are the nodes' ``metadata_mode`` content, the text the vectors embed
         (already rendered when every node was embedded here).
@@ -313,7 +332,20 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
         else:
             render, mode = self._private()["_texts"].render, self.metadata_mode
             texts = [render(item.node, mode) for item in nodes]
-        return {"question": bundle.query_str, "texts": texts}
+        out: dict[str, Any] = {"question": bundle.query_str, "texts": texts}
+        if get_method(self.method).reads_sources:
+            out.update(source_inputs([self._source_id(item.node) for item in nodes],
+                                     None if self.title_key is None
+                                     else [item.node.metadata.get(self.title_key) for item in nodes]))
+        return out
+
+    def _source_id(self, node: Any) -> Any:
+        """A node's source: ``metadata[source_key]`` when set and present, else its ``ref_doc_id``."""
+        if self.source_key is not None:
+            found = node.metadata.get(self.source_key)
+            if found is not None:
+                return found
+        return node.ref_doc_id
 
     def _select(
         self,
@@ -343,7 +375,8 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
             **params,
             **text_inputs,
         )
-        used = {n: v for n, v in sel.params.items() if n not in text_inputs}  # never the texts
+        filled = get_method(self.method).filled_params
+        used = {n: v for n, v in sel.params.items() if n not in text_inputs and n not in filled}  # never the texts
         shown = json_friendly_params({**used, **sel.details})
         hide = self.hide_selection_metadata
         return [

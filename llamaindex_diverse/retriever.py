@@ -52,6 +52,8 @@ class DiverseRetriever(BaseRetriever):
         fetch_k: candidates the base retriever returns. Read from the retriever's
             ``similarity_top_k`` when it has one; used to reject ``top_n > fetch_k``.
         callback_manager: defaults to the base retriever's; also given to the postprocessor.
+        source_key, title_key: for ``method="learned"``, where a node's source id and title come
+            from (see :class:`DiverseNodePostprocessor`; default: ``ref_doc_id`` and ``metadata["title"]``).
 
     Raises:
         InvalidParameterError: ``top_n > fetch_k``, ``fetch_k`` disagreeing with the
@@ -83,6 +85,8 @@ class DiverseRetriever(BaseRetriever):
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
         diversity: float | None = None,
+        source_key: str | None = None,
+        title_key: str | None = None,
     ) -> None:
         if not isinstance(retriever, BaseRetriever):
             raise InvalidParameterError(
@@ -91,6 +95,7 @@ class DiverseRetriever(BaseRetriever):
         settings = {
             "top_n": top_n, "k": k, "method": method,
             "method_params": method_params, "embed_model": embed_model, "diversity": diversity,
+            "source_key": source_key, "title_key": title_key,
         }
         given = sorted(name for name, value in settings.items() if value is not None)
         if postprocessor is not None:
@@ -112,6 +117,8 @@ class DiverseRetriever(BaseRetriever):
                 method_params=method_params,
                 embed_model=embed_model,
                 diversity=diversity,
+                source_key=source_key,
+                title_key="title" if title_key is None else title_key,
             )
         declared = _declared_fetch_k(retriever)
         if fetch_k is not None:
@@ -146,6 +153,8 @@ class DiverseRetriever(BaseRetriever):
         method_params: Mapping[str, Any] | None = None,
         embed_model: BaseEmbedding | None = None,
         diversity: float | None = None,
+        source_key: str | None = None,
+        title_key: str | None = None,
         **retriever_kwargs: Any,
     ) -> DiverseRetriever:
         """Wrap ``index.as_retriever(similarity_top_k=fetch_k, **retriever_kwargs)``.
@@ -166,6 +175,8 @@ class DiverseRetriever(BaseRetriever):
             embed_model=model if isinstance(model, BaseEmbedding) else None,
             fetch_k=fetch_k,
             diversity=diversity,
+            source_key=source_key,
+            title_key=title_key,
         )
 
     @property

@@ -17,6 +17,7 @@ __all__ = [
     "ZeroVectorError",
     "UnknownMethodError",
     "ConflictingParametersError",
+    "ModelFeatureMismatchError",
 ]
 
 
@@ -59,3 +60,7 @@ class UnknownMethodError(DiverseRAGError):
 class ConflictingParametersError(InvalidParameterError):
     """Two parameters that set the same thing disagree (e.g. ``diversity=0.2`` with
     ``lambda_mult=0.5`` for gMMR, where ``diversity=0.2`` means ``lambda_mult=0.8``)."""
+
+
+class ModelFeatureMismatchError(InvalidParameterError):
+    """A saved model was trained on other features than this version of the code computes (retrain it)."""

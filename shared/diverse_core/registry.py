@@ -18,6 +18,7 @@ __all__ = [
     "DiversityMap",
     "DIVERSITY",
     "TEXT_PARAMS",
+    "SOURCE_PARAMS",
     "register_method",
     "get_method",
     "available_methods",
@@ -92,6 +93,9 @@ class MethodSpec:
         diversity: how the shared ``diversity`` knob maps to the method's own parameter
             (see :class:`DiversityMap`); ``None``: the method does not accept ``diversity``
             (unless it is its own parameter's name).
+        reads_sources: whether the method also takes one source id and display name per
+            candidate (its ``sources`` and ``names`` parameters, :data:`SOURCE_PARAMS`), filled in
+            by the faces from the documents' metadata and by the harness from the page ids.
     """
 
     name: str
@@ -102,11 +106,18 @@ class MethodSpec:
     run_sweep: SweepFn | None = None
     reads_text: bool = False
     diversity: DiversityMap | None = None
+    reads_sources: bool = False
 
     @property
     def setting_defaults(self) -> dict[str, Any]:
-        """The defaults a user sets (:data:`TEXT_PARAMS` left out for a method that reads text)."""
-        return {k: v for k, v in self.defaults.items() if not (self.reads_text and k in TEXT_PARAMS)}
+        """The defaults a user sets (:data:`TEXT_PARAMS` and :data:`SOURCE_PARAMS` left out for a
+        method that reads them)."""
+        return {k: v for k, v in self.defaults.items() if k not in self.filled_params}
+
+    @property
+    def filled_params(self) -> tuple[str, ...]:
+        """The parameters the faces and the harness fill in themselves."""
+        return (*(TEXT_PARAMS if self.reads_text else ()), *(SOURCE_PARAMS if self.reads_sources else ()))
 
     def resolve_params(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """Fill defaults, reject unknown names and validate ranges.
@@ -177,6 +188,10 @@ class MethodSpec:
 #: and the harness fill in from the query text and the candidates' texts.
 TEXT_PARAMS: tuple[str, ...] = ("question", "texts")
 
+#: The parameters of a method that reads sources (:attr:`MethodSpec.reads_sources`) that the faces
+#: fill in from the documents' metadata (``source`` / ``ref_doc_id``, ``title``).
+SOURCE_PARAMS: tuple[str, ...] = ("sources", "names")
+
 
 def resolve_user_params(spec: MethodSpec, params: Mapping[str, Any], where: str = "") -> dict[str, Any]:
     """:meth:`MethodSpec.resolve_params` for parameters a user gives a framework face.
@@ -191,16 +206,16 @@ def resolve_user_params(spec: MethodSpec, params: Mapping[str, Any], where: str 
         >>> resolve_user_params(get_method("adaptive"), {})
         {'model': None, 'variant': 'auto'}
     """
-    given = sorted(set(params) & set(TEXT_PARAMS)) if spec.reads_text else []
+    given = sorted(set(params) & set(spec.filled_params))
     if given:
+        what = "the query text and the candidate texts" if set(given) & set(TEXT_PARAMS) else (
+            "the candidates' source ids and titles (from their metadata: choose the key with source_key=)")
         raise InvalidParameterError(
-            f"method {spec.name!r} reads the query text and the candidate texts, which the face "
-            f"passes itself; remove {given} from method_params{where}"
+            f"method {spec.name!r} reads {what}, which the face passes itself; remove {given} from method_params{where}"
         )
     resolved = spec.resolve_params(params)
-    if spec.reads_text:
-        for name in TEXT_PARAMS:
-            resolved.pop(name, None)
+    for name in spec.filled_params:
+        resolved.pop(name, None)
     return resolved
 
 

@@ -200,7 +200,9 @@ def test_shipped_models_load_with_both_variants() -> None:
     for protocol in shipped:
         sel = LearnedSelector.default(protocol)
         assert sorted(sel.variants) == ["embedding", "text"]
-        assert sel.info["protocol"] == protocol
+        assert sel.info["protocol"] == protocol.removesuffix("-notitle")
+        assert sel.info.get("titles", True) is (not protocol.endswith("-notitle"))
+    assert {"chunks-notitle", "paragraphs-notitle"} <= set(shipped)
 
 
 def test_missing_shipped_model_names_the_train_command(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -282,6 +282,10 @@ class BenchConfig:
         plots: draw PNG figures.
         progress: show tqdm progress bars.
         command: the command line to print at the top of the reports.
+        titles: index units as ``"title: text"`` (``False``: the bare text, see
+            :func:`~diverse_core.eval.protocols.build_task`).
+        source_ids: give methods that read sources (``learned``) each candidate's page id as
+            ``sources`` (what a store's metadata would carry).
     """
 
     tasks: Sequence[tuple[str, str]] = DEFAULT_TASKS
@@ -302,6 +306,8 @@ class BenchConfig:
     plots: bool = True
     progress: bool = True
     command: str | None = None
+    titles: bool = True
+    source_ids: bool = False
 
     def validate(self, require_tasks: bool = True) -> None:
         """Raise InvalidParameterError on inconsistent settings (``require_tasks=False``: tasks may be empty)."""

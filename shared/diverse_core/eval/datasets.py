@@ -127,21 +127,36 @@ def _context_record(
     context: list[list[Any]],
     gold_titles: Iterable[str],
     meta: dict[str, Any],
+    support_facts: Iterable[Any] = (),
 ) -> QARecord:
-    """A record from an original-format ``context`` of ``[title, [sentences]]`` pairs."""
+    """A record from an original-format ``context`` of ``[title, [sentences]]`` pairs.
+
+    ``support_facts``: ``[title, sentence index]`` pairs; each gold passage's supporting
+    sentences become its :attr:`QARecord.support`.
+    """
     pool: list[str] = []
     by_title: dict[str, list[str]] = {}
+    raw: dict[str, list[Any]] = {}
     for title, sents in context:
         sentences = tuple(s.strip() for s in sents if s.strip())
         doc_id = builder.add(title, " ".join(sentences), sentences)
         pool.append(doc_id)
         by_title.setdefault(title.strip(), []).append(doc_id)
+        raw.setdefault(title.strip(), list(sents))
+    support: dict[str, list[str]] = {}
+    for fact in support_facts:
+        t, idx = str(fact[0]).strip(), fact[1]
+        sents = raw.get(t, [])
+        if isinstance(idx, int) and 0 <= idx < len(sents) and str(sents[idx]).strip():
+            for d in by_title.get(t, []):
+                support.setdefault(d, []).append(str(sents[idx]).strip())
     gold: list[str] = []
     for t in dict.fromkeys(x.strip() for x in gold_titles):
         if t not in by_title:
             raise ValueError(f"question {qid!r}: gold title {t!r} is not among its paragraphs")
         gold.extend(by_title[t])
-    return QARecord(qid, question, answers, tuple(dict.fromkeys(gold)), tuple(dict.fromkeys(pool)), meta=meta)
+    return QARecord(qid, question, answers, tuple(dict.fromkeys(gold)), tuple(dict.fromkeys(pool)), meta=meta,
+                    support={d: tuple(dict.fromkeys(v)) for d, v in support.items()})
 
 
 def load_hotpotqa(data_dir: str | Path | None = None) -> Benchmark:
@@ -156,6 +171,7 @@ def load_hotpotqa(data_dir: str | Path | None = None) -> Benchmark:
             r["context"],
             (t for t, _ in r["supporting_facts"]),
             {"type": r.get("type"), "level": r.get("level")},
+            r["supporting_facts"],
         )
         for r in _jsonl(_file(data_dir, "hotpotqa/hotpot.json"))
     ]
@@ -173,6 +189,7 @@ def load_musique(data_dir: str | Path | None = None) -> Benchmark:
             pool.append(doc_id)
             if p.get("is_supporting"):
                 gold.append(doc_id)
+        answers = _answers(r["answer"], r.get("answer_aliases", []))
         records.append(
             QARecord(
                 str(r["id"]),
@@ -181,9 +198,23 @@ def load_musique(data_dir: str | Path | None = None) -> Benchmark:
                 tuple(dict.fromkeys(gold)),
                 tuple(dict.fromkeys(pool)),
                 meta={"hops": len(r.get("question_decomposition", []))},
+                support=_musique_support(r, pool, answers),
             )
         )
     return Benchmark("musique", tuple(records), builder.docs, SUPPORTED_PROTOCOLS["musique"])
+
+
+def _musique_support(r: dict[str, Any], pool: list[str], answers: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+    """Per supporting paragraph, the answer of the hop it supports (the last hop: every alias)."""
+    steps = r.get("question_decomposition") or []
+    out: dict[str, list[str]] = {}
+    for i, step in enumerate(steps):
+        idx = step.get("paragraph_support_idx")
+        if not isinstance(idx, int) or not 0 <= idx < len(pool):
+            continue
+        found = [str(step.get("answer") or "").strip()] + (list(answers) if i == len(steps) - 1 else [])
+        out.setdefault(pool[idx], []).extend(a for a in found if a)
+    return {d: tuple(dict.fromkeys(v)) for d, v in out.items() if v}
 
 
 def load_2wiki(data_dir: str | Path | None = None) -> Benchmark:
@@ -202,12 +233,19 @@ def load_2wiki(data_dir: str | Path | None = None) -> Benchmark:
             if t not in by_title:
                 raise ValueError(f"question {r['id']!r}: gold title {t!r} is not in the corpus")
             gold.extend(by_title[t])
+        answers = _answers(r["answer"], r.get("answer_aliases", []))
+        titles = list(dict.fromkeys(x.strip() for x in r["supporting_facts"]))
+        # No supporting-sentence index in this file: a gold page's window supports when it holds the
+        # answer or names another gold page (the bridge), a proxy.
+        support = {d: tuple(dict.fromkeys([*answers, *(o for o in titles if o != t)]))
+                   for t in titles for d in by_title[t]}
         records.append(
             QARecord(
                 str(r["id"]),
                 r["question"],
-                _answers(r["answer"], r.get("answer_aliases", [])),
+                answers,
                 tuple(dict.fromkeys(gold)),
+                support=support,
             )
         )
     return Benchmark("2wiki", tuple(records), builder.docs, SUPPORTED_PROTOCOLS["2wiki"])

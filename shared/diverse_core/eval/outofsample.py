@@ -76,6 +76,9 @@ class SplitConfig:
         n_boot, n_perm, seed: bootstrap resamples, permutations and their seed.
         out_dir: where ``split.json`` is written (``None``: nothing written).
         progress: print one line per step.
+        titles: index units as ``"title: text"`` (``False``: bare texts, see
+            :func:`~diverse_core.eval.protocols.build_task`), for train and dev alike.
+        source_ids: give methods that read sources (``learned``) the candidates' page ids.
     """
 
     datasets: Sequence[str] = ("hotpotqa", "musique", "2wiki")
@@ -102,13 +105,15 @@ class SplitConfig:
     seed: int = 0
     out_dir: str | Path | None = None
     progress: bool = True
+    titles: bool = True
+    source_ids: bool = False
 
     def bench_config(self, methods: Sequence[MethodGrid]) -> BenchConfig:
         """The harness configuration of one train or dev run."""
         return BenchConfig(
             tasks=[("_", "_")], methods=list(methods), k=self.k, fetch_k=self.fetch_k,
             embedder=self.embedder, model_name=self.model_name, out_dir=None, plots=False,
-            progress=False, agreement_methods=(),
+            progress=False, agreement_methods=(), titles=self.titles, source_ids=self.source_ids,
         )
 
 
@@ -127,6 +132,7 @@ class MethodRow:
     p_value: float
     gap_closed: float
     note: str = ""
+    support: list[float] = field(default_factory=list)
 
 
 @dataclass
@@ -203,7 +209,7 @@ def _adaptive_examples(blocks: Sequence[Benchmark], protocol: str, cache: DiskEm
 
     out = []
     for bench in blocks:
-        task = build_task(bench, protocol)
+        task = build_task(bench, protocol, titles=cfg.titles)
         unit_emb = cache.embed(list(task.unit_texts))
         q_emb = cache.embed([r.question for r in task.records])
         cands = top_candidates(task, unit_emb, q_emb, cfg.fetch_k)
@@ -294,7 +300,8 @@ def run_split(cfg: SplitConfig) -> SplitResults:
     for name in cfg.datasets:
         for protocol in cfg.protocols:
             _log(cfg, f"train {name}/{protocol}: {sum(len(b.records) for b in train_sets[name])} questions")
-            results = [run_task(build_task(b, protocol), cache, train_cfg, b.metric) for b in train_sets[name]]
+            results = [run_task(build_task(b, protocol, titles=cfg.titles), cache, train_cfg, b.metric)
+                       for b in train_sets[name]]
             train_pooled[(name, protocol)] = _pooled(results, dev_sets[name].metric)
             if cfg.adaptive:
                 examples[(name, protocol)] = _adaptive_examples(train_sets[name], protocol, cache, cfg)
@@ -338,9 +345,10 @@ def run_split(cfg: SplitConfig) -> SplitResults:
             grids += extra
             _log(cfg, f"dev {name}/{protocol}: {len(dev_sets[name].records)} questions")
             bench = dev_sets[name]
-            res = run_task(build_task(bench, protocol), cache, cfg.bench_config(grids), bench.metric)
+            res = run_task(build_task(bench, protocol, titles=cfg.titles), cache, cfg.bench_config(grids), bench.metric)
             metric = bench.metric
             dev_pooled = _pooled([res], metric)
+            dev_support = _pooled([res], "support")
             pooled = train_pooled[(name, protocol)]
             cosine = dev_pooled[("cosine", "-")][1]
             oracle = dev_pooled.get(next((k for k in dev_pooled if k[0] == "oracle"), ("", "")))
@@ -383,6 +391,10 @@ def run_split(cfg: SplitConfig) -> SplitResults:
                 rows.append(_row("oracle", oracle[0].label, float(np.nanmean(pooled[next(
                     k for k in pooled if k[0] == "oracle")][1])) if any(k[0] == "oracle" for k in pooled) else float("nan"),
                     oracle[1], cosine, oracle_mean, cfg, note="per-question best lambda (uses gold)"))
+            for row in rows:
+                found = dev_support.get((row.method, row.label))
+                if found is not None:
+                    row.support = [float(x) for x in found[1]]
             trained = [r for b in train_sets[name] for r in b.records]
             tasks.append(SplitTask(
                 dataset=name, protocol=protocol, n_train=len(trained), n_dev=len(bench.records),
@@ -411,6 +423,8 @@ def _config_dict(cfg: SplitConfig) -> dict[str, Any]:
         "n_perm": cfg.n_perm,
         "seed": cfg.seed,
         "model_name": cfg.model_name,
+        "titles": cfg.titles,
+        "source_ids": cfg.source_ids,
     }
 
 
@@ -427,7 +441,7 @@ def split_payload(res: SplitResults) -> dict[str, Any]:
                 "rows": [
                     {"method": r.method, "params": r.label, "note": r.note, "train_mean": r.train_mean,
                      "mean": r.mean, "ci": list(r.ci), "delta_vs_cosine": r.delta, "delta_ci": list(r.delta_ci),
-                     "p_vs_cosine": r.p_value, "gap_closed": r.gap_closed, "dev": r.dev}
+                     "p_vs_cosine": r.p_value, "gap_closed": r.gap_closed, "dev": r.dev, "support": r.support}
                     for r in t.rows
                 ],
                 "train_curve": t.train_curve,

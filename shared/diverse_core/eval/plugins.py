@@ -64,6 +64,8 @@ class MethodInput:
         units: the candidates' unit indices in the task's corpus (``None`` outside the runner).
         source_factory: builds the question's :class:`~diverse_core.pipelines.CandidateSource`
             (the task's pooled corpus, or the question's own pool; ids are unit indices).
+        sources: per candidate, the id of its source passage (page), as a store's metadata would
+            give it (``None`` outside the runner).
     """
 
     question: str
@@ -77,6 +79,7 @@ class MethodInput:
     meta: Mapping[str, Any] = field(default_factory=dict)
     units: NDArray[np.int64] | None = None
     source_factory: Callable[[], Any] | None = None
+    sources: Sequence[str] | None = None
 
     @cached_property
     def source(self) -> Any:

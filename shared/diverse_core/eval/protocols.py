@@ -43,6 +43,14 @@ class RetrievalTask:
         doc_texts: raw passage text per ``doc_ids`` entry (for answer matching).
         pools: per question, the unit indices it may retrieve from (``None``: all units).
         gold: per question, indices into ``doc_ids`` of its gold passages.
+        support: per question, per gold passage (same order as ``gold``), the unit indices of
+            that passage that contain one of its supporting texts (:attr:`QARecord.support`);
+            ``None`` for a question without support annotation.
+        titled: whether units carry the ``"title: "`` prefix (``False``: the bare text, the
+            title only in ``doc_titles``, as in a store whose chunks keep it in metadata).
+        doc_titles: the title per ``doc_ids`` entry.
+        doc_sources: the source id per ``doc_ids`` entry (the passage's own id when the data
+            gives none): what a store's metadata would hold.
     """
 
     dataset: str
@@ -54,6 +62,10 @@ class RetrievalTask:
     doc_texts: tuple[str, ...]
     pools: tuple[NDArray[np.int64], ...] | None
     gold: tuple[NDArray[np.int64], ...]
+    support: tuple[tuple[NDArray[np.int64], ...] | None, ...] = ()
+    titled: bool = True
+    doc_titles: tuple[str, ...] = ()
+    doc_sources: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -61,8 +73,36 @@ class RetrievalTask:
         return f"{self.dataset}/{self.protocol}"
 
 
-def build_task(bench: Benchmark, protocol: str, window: int = 2, stride: int = 1) -> RetrievalTask:
+def _norm(text: str) -> str:
+    from .metrics import normalize_answer
+
+    return f" {normalize_answer(text)} "
+
+
+def _support_units(
+    rec: QARecord, gold: NDArray[np.int64], doc_ids: tuple[str, ...], units_of_doc: list[list[int]], texts: list[str],
+    norm_cache: dict[int, str],
+) -> tuple[NDArray[np.int64], ...] | None:
+    if not rec.support:
+        return None
+    out = []
+    for d in gold.tolist():
+        needles = [n for n in (_norm(x) for x in rec.support.get(doc_ids[d], ())) if n.strip()]
+        found = []
+        for u in units_of_doc[d]:
+            if u not in norm_cache:
+                norm_cache[u] = _norm(texts[u])
+            if any(n in norm_cache[u] for n in needles):
+                found.append(u)
+        out.append(np.asarray(found, dtype=np.int64))
+    return tuple(out)
+
+
+def build_task(bench: Benchmark, protocol: str, window: int = 2, stride: int = 1, *, titles: bool = True) -> RetrievalTask:
     """Turn a loaded benchmark into a :class:`RetrievalTask` for ``protocol``.
+
+    ``titles=False`` indexes every unit without its ``"title: "`` prefix (a corpus whose
+    chunks carry their title, if at all, in metadata).
 
     Example:
         >>> from diverse_core.eval.records import Benchmark, Document, QARecord
@@ -88,9 +128,9 @@ def build_task(bench: Benchmark, protocol: str, window: int = 2, stride: int = 1
         if protocol == "chunks":
             sents = list(doc.sentences) or split_sentences(doc.text)
             pieces = list(dict.fromkeys(sentence_windows(sents, window, stride))) or [doc.text]
-            windows = [f"{doc.title}: {w}" if doc.title else w for w in pieces]
+            windows = [f"{doc.title}: {w}" if doc.title and titles else w for w in pieces]
         else:
-            windows = [doc.indexed_text]
+            windows = [doc.indexed_text if titles else doc.text]
         units_of_doc.append(list(range(len(texts), len(texts) + len(windows))))
         texts.extend(windows)
         unit_doc.extend([i] * len(windows))
@@ -112,6 +152,9 @@ def build_task(bench: Benchmark, protocol: str, window: int = 2, stride: int = 1
         records = tuple(records[i] for i in keep)
         pools = tuple(all_pools[i] for i in keep)
     gold = tuple(np.array([doc_index[d] for d in r.gold_doc_ids], dtype=np.int64) for r in records)
+    norm_cache: dict[int, str] = {}
+    support = tuple(_support_units(r, g, doc_ids, units_of_doc, texts, norm_cache) for r, g in zip(records, gold,
+                                                                                                  strict=True))
     return RetrievalTask(
         dataset=bench.name,
         protocol=protocol,
@@ -122,4 +165,8 @@ def build_task(bench: Benchmark, protocol: str, window: int = 2, stride: int = 1
         doc_texts=tuple(d.text for d in docs),
         pools=pools,
         gold=gold,
+        support=support,
+        titled=titles,
+        doc_titles=tuple(d.title for d in docs),
+        doc_sources=tuple(d.source or d.doc_id for d in docs),
     )

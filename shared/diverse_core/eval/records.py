@@ -19,6 +19,8 @@ class Document:
         text: the passage text.
         sentences: the source's own sentence split, when it provides one (HotpotQA,
             2Wiki distractor contexts); empty otherwise.
+        source: the id of the page, file or parent document it comes from, when the data gives
+            one (custom datasets); ``""``: the passage is its own source.
 
     Example:
         >>> Document("0", "Paris", "Paris is the capital of France.").indexed_text
@@ -29,6 +31,7 @@ class Document:
     title: str
     text: str
     sentences: tuple[str, ...] = ()
+    source: str = ""
 
     @property
     def indexed_text(self) -> str:
@@ -50,6 +53,11 @@ class QARecord:
         answer_groups: one tuple of acceptable short answers per interpretation
             (ASQA ``qa_pairs``), used by MRecall; empty otherwise.
         meta: free-form extras (question type, hops, ...).
+        support: per gold passage id, the texts that show it supports the answer (HotpotQA:
+            its supporting sentences; MuSiQue: the answer of the hop it supports; 2Wiki pooled:
+            the answer or another gold page's title, a proxy): a chosen unit of that passage
+            counts for the support-level recall only when it contains one of them. Empty:
+            no support annotation (the support-level recall is not defined).
 
     Example:
         >>> r = QARecord("q1", "Who?", ("Ann",), ("3",))
@@ -64,6 +72,7 @@ class QARecord:
     pool_doc_ids: tuple[str, ...] = ()
     answer_groups: tuple[tuple[str, ...], ...] = ()
     meta: Mapping[str, Any] = field(default_factory=dict)
+    support: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

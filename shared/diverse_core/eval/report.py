@@ -72,7 +72,7 @@ def _timing_lines(results: BenchResults) -> list[str]:
 def summary_markdown(results: BenchResults) -> str:
     """Every setting with every metric (means over questions; recall-type metrics in percent)."""
     k = results.config["k"]
-    head = ["dataset", "protocol", "method", "params", "n", f"recall@{k}", f"all_gold@{k}", f"ndcg@{k}",
+    head = ["dataset", "protocol", "method", "params", "n", f"recall@{k}", f"support@{k}", f"all_gold@{k}", f"ndcg@{k}",
             f"mrecall@{k}", "answer_hit", "diversity", "vendi", "tau", "rho", "str_em"]
     out = [
         "# Benchmark summary",
@@ -80,7 +80,9 @@ def summary_markdown(results: BenchResults) -> str:
         f"k={k}, fetch_k={results.config['fetch_k']}, model={results.config['model_name']}, "
         f"limit={results.config['limit']}",
         "",
-        "Percent: recall, all_gold, ndcg, mrecall, answer_hit, str_em (generated answers only). diversity = 1 - mean pairwise cosine "
+        "Percent: recall, support, all_gold, ndcg, mrecall, answer_hit, str_em (generated answers only). recall is "
+        "page-level (a gold passage counts when any chosen unit of it is picked); support is strict (only when a chosen "
+        "unit holds one of its supporting texts; '-' without that annotation). diversity = 1 - mean pairwise cosine "
         "of the picks; vendi = Vendi Score; tau/rho = agreement of pick order with cosine order.",
         "",
         "| " + " | ".join(head) + " |",
@@ -88,12 +90,16 @@ def summary_markdown(results: BenchResults) -> str:
     ]
     for r in summary_rows(results):
         cells = [r["dataset"], r["protocol"], r["method"], r["params"], str(r["n"])]
-        cells += [_num(r[m], pct=True) for m in ("recall", "all_gold", "ndcg", "mrecall", "answer_hit")]
+        cells += [_num(r[m], pct=True) for m in ("recall", "support", "all_gold", "ndcg", "mrecall", "answer_hit")]
         cells += [_num(r[m]) for m in ("diversity", "vendi", "tau", "rho")]
         cells.append(_num(r["str_em"], pct=True))
         out.append("| " + " | ".join(cells) + " |")
     out += ["", "## Timing", "", *_timing_lines(results), ""]
     return "\n".join(out)
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
 
 
 def _table(rows: list[dict[str, Any]], metric: str, title: str) -> list[str]:
@@ -176,6 +182,13 @@ def results_markdown(results: BenchResults) -> str:
     recall_rows = [r for r in rows if metric_of[(r["dataset"], r["protocol"])] == "recall"]
     if recall_rows:
         out += [f"## Gold-passage recall@{k} (percent)", "", *_table(recall_rows, "recall", f"recall@{k}"), ""]
+    support_rows = [r for r in recall_rows if r["protocol"] == "chunks" and not _missing(r.get("support"))]
+    if support_rows:
+        out += [f"## Support-level recall@{k}, chunks (percent, strict)", "",
+                "A gold passage counts only when a chosen window of it holds one of its supporting texts "
+                "(HotpotQA: a supporting sentence; MuSiQue: the answer of the hop it supports; 2Wiki pooled: the "
+                "answer or another gold page's title, a proxy); the table above counts any window of it.", "",
+                *_table(support_rows, "support", f"support@{k}"), ""]
     ndcg_rows = [r for r in rows if metric_of[(r["dataset"], r["protocol"])] == "ndcg"]
     if ndcg_rows:
         out += [

@@ -15,7 +15,8 @@ import numpy as np
 
 __all__ = ["METRICS", "SettingResult", "TaskResult", "BenchResults", "setting_label", "summary_rows"]
 
-METRICS = ("recall", "all_gold", "ndcg", "mrecall", "answer_hit", "diversity", "vendi", "tau", "rho", "str_em")
+METRICS = ("recall", "support", "all_gold", "ndcg", "mrecall", "answer_hit", "diversity", "vendi", "tau", "rho",
+           "str_em")
 
 
 def setting_label(method: str, params: dict[str, Any], param: str | None) -> str:

@@ -7,7 +7,11 @@ every method choose ``k`` of them (core methods with a grid go through
 :func:`diverse_core.sweep`, which computes the whole grid at once; plugins are called
 once per value) and scores the picks:
 
-* ``recall``: gold-passage recall (gold-document coverage for ``chunks``);
+* ``recall``: gold-passage recall (gold-document coverage for ``chunks``): a gold passage
+  counts when any chosen unit of it is picked (the lenient, page-level count);
+* ``support``: the strict, support-level count: a gold passage counts only when a chosen
+  unit of it contains one of its supporting texts (:attr:`~diverse_core.eval.records.QARecord.support`;
+  NaN for questions without that annotation);
 * ``all_gold``: every gold passage retrieved;
 * ``ndcg``: binary NDCG@k over the distinct retrieved passages (``ranx``);
 * ``mrecall``: MRecall@k of the answer groups (ASQA);
@@ -85,6 +89,12 @@ def top_candidates(
     return out
 
 
+def _sources(task: RetrievalTask, units: NDArray[np.int64]) -> list[str]:
+    """Per candidate unit, its source id (the data's ``source``, else its passage id)."""
+    names = task.doc_sources or task.doc_ids
+    return [names[d] for d in task.unit_doc[units].tolist()]
+
+
 def _gold_groups(task: RetrievalTask, qi: int, units: NDArray[np.int64]) -> NDArray[np.int64]:
     """Per candidate unit: its source passage's index when that passage is gold, else -1."""
     docs = task.unit_doc[units]
@@ -114,6 +124,7 @@ def question_inputs(
                 units=units,
                 gold_groups=_gold_groups(task, qi, units),
                 meta=rec.meta,
+                sources=_sources(task, units),
             )
         )
     return out
@@ -122,6 +133,7 @@ def question_inputs(
 def _picks_for_grid(
     grid: MethodGrid,
     inp: MethodInput,
+    source_ids: bool = False,
 ) -> list[tuple[dict[str, Any], NDArray[np.int64], dict[str, Any], NDArray[np.int64] | None]]:
     """Run one method grid on one question: [(params, local indices, info, corpus units or None)]."""
     if grid.is_plugin:
@@ -136,7 +148,10 @@ def _picks_for_grid(
         sw = sweep(grid.method, inp.query_embedding, inp.embeddings, inp.k, grid.values, over=grid.over,
                    **grid.params)
         return [({**grid.params, grid.param: float(v)}, sw.indices[i], {}, None) for i, v in enumerate(sw.values)]
-    extra = {"question": inp.question, "texts": list(inp.texts)} if get_method(grid.method).reads_text else {}
+    spec = get_method(grid.method)
+    extra: dict[str, Any] = {"question": inp.question, "texts": list(inp.texts)} if spec.reads_text else {}
+    if source_ids and spec.reads_sources and inp.sources is not None:
+        extra["sources"] = list(inp.sources)
     sel = select(grid.method, inp.query_embedding, inp.embeddings, inp.k, **grid.params, **extra)
     return [(dict(grid.params), sel.indices, {}, None)]
 
@@ -231,11 +246,13 @@ def run_task(
             source_factory=_source_factory(task, qi, unit_emb, q_emb, cache, config, shared_sources),
             gold_groups=_gold_groups(task, qi, units),
             meta=rec.meta,
+            sources=_sources(task, units),
         )
         gold = set(task.gold[qi].tolist())
+        support = task.support[qi] if task.support else None
         answers = [normalize_answer(a) for a in rec.answers if normalize_answer(a)]
         for grid in config.methods:
-            picks = _picks_for_grid(grid, inp)
+            picks = _picks_for_grid(grid, inp, config.source_ids)
             if grid is gm_grid and len(picks) > 1:
                 jm = jaccard_matrix(np.stack([p[1] for p in picks]))
                 jac_sum = jm if jac_sum is None else jac_sum + jm
@@ -256,6 +273,9 @@ def run_task(
                     hit = len(gold & set(ranked_docs))
                     vals["recall"] = hit / len(gold)
                     vals["all_gold"] = float(hit == len(gold))
+                if support is not None:
+                    chosen_set = set(chosen.tolist())
+                    vals["support"] = sum(bool(chosen_set.intersection(u.tolist())) for u in support) / len(support)
                 if rec.answer_groups:
                     vals["mrecall"] = mrecall_at_k([task.unit_texts[u] for u in chosen], rec.answer_groups, config.k)
                 generated = info.get("answer")
@@ -359,7 +379,7 @@ def run_benchmark(config: BenchConfig) -> BenchResults:
             source = config.benchmarks.get(dataset) or load_dataset(dataset, config.data_dir)
             loaded[dataset] = source.subset(config.limit)
         bench = loaded[dataset]
-        task = build_task(bench, protocol)
+        task = build_task(bench, protocol, titles=config.titles)
         if config.progress:
             print(f"[bench] {task.name}: {len(task.records)} questions, {len(task.unit_texts)} units", flush=True)
         tasks.append(run_task(task, cache, config, bench.metric))

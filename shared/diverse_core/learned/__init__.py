@@ -4,7 +4,9 @@ Importing this package registers the core method ``"learned"``:
 ``diverse_core.select("learned", query, candidates, k, question=q, texts=texts)`` builds
 the set greedily, each pick the candidate a trained model finds most likely to be gold
 evidence that the picks do not cover yet (see :mod:`~diverse_core.learned.selector`).
-``model="paragraphs"`` uses the model trained on whole passages, ``model="path.npz"`` one you
+``sources=[...]`` (one id per candidate: page, file or parent document) tells it which
+candidates come from the same source, ``names=[...]`` their display names; without them the
+``"title: "`` prefix of each text is read as both. ``model="paragraphs"`` uses the model trained on whole passages, ``model="path.npz"`` one you
 trained with :meth:`LearnedSelector.fit`; without texts the embedding-only variant runs.
 
 Example:
@@ -26,6 +28,7 @@ from numpy.typing import NDArray
 from ..errors import InvalidParameterError
 from ..registry import DiversityMap, MethodSpec
 from ..validation import PreparedInputs
+from .card import ModelCard, card_path
 from .greedy import greedy_picks
 from .selector import (
     DEFAULT_MODELS,
@@ -57,6 +60,8 @@ from .training import (
 __all__ = [
     "LearnedSelector",
     "LearnedChoice",
+    "ModelCard",
+    "card_path",
     "LearnedExample",
     "StepModels",
     "TrainConfig",
@@ -82,9 +87,10 @@ __all__ = [
 
 def _run(
     prep: PreparedInputs, *, model: Any = None, variant: str = "auto", question: str | None = None,
-    texts: Any = None, **_: Any
+    texts: Any = None, sources: Any = None, names: Any = None, **_: Any
 ) -> tuple[NDArray[np.int64], NDArray[np.float64], dict[str, Any]]:
-    choice = load_learned(model).choose_prepared(prep, question=question, texts=texts, variant=variant)
+    choice = load_learned(model).choose_prepared(prep, question=question, texts=texts, variant=variant,
+                                                 sources=sources, names=names)
     return choice.indices, choice.scores, {"variant": choice.variant}
 
 
@@ -104,8 +110,9 @@ def _check(params: dict[str, Any]) -> dict[str, Any]:
 
 #: The ``learned`` selection method (registered by ``import diverse_core``).
 SPEC = MethodSpec(
-    name="learned", run=_run, defaults={"model": None, "variant": "auto", "question": None, "texts": None},
-    check=_check, param=None, reads_text=True,
+    name="learned", run=_run,
+    defaults={"model": None, "variant": "auto", "question": None, "texts": None, "sources": None, "names": None},
+    check=_check, param=None, reads_text=True, reads_sources=True,
     diversity=DiversityMap(
         None, formula="not accepted (chosen per query by the trained model)",
         reason="the trained model learns its picks per query; use gmmr with diversity= to set the trade-off",

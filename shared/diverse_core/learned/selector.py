@@ -37,7 +37,7 @@ from numpy.typing import ArrayLike, NDArray
 from ..adaptive.candidates import GoldModel
 from ..adaptive.model import read_model_file
 from ..adaptive.selector import _text_inputs
-from ..errors import DimensionMismatchError, InvalidParameterError
+from ..errors import DimensionMismatchError, InvalidParameterError, ModelFeatureMismatchError
 from ..validation import PreparedInputs, prepare_inputs
 from .state import QueryState, feature_names, pair_view
 from .training import DEFAULT_TRAIN_CONFIG, LearnedExample, StepModels, TrainConfig, fit_step_models
@@ -56,9 +56,13 @@ VARIANTS = ("text", "embedding")
 
 _MODELS = Path(__file__).resolve().parent / "models"
 
-#: The shipped models by retrieval protocol (``chunks``: two-sentence windows; ``paragraphs``: whole passages).
+#: The shipped models by retrieval protocol (``chunks``: two-sentence windows; ``paragraphs``: whole passages),
+#: trained on ``"title: text"`` units; ``*-notitle``: trained on bare texts with the page ids given as
+#: ``sources`` (for stores whose chunks carry their source in metadata, not a title prefix).
 DEFAULT_MODELS: dict[str, Path] = {"chunks": _MODELS / "learned_chunks.npz",
-                                   "paragraphs": _MODELS / "learned_paragraphs.npz"}
+                                   "paragraphs": _MODELS / "learned_paragraphs.npz",
+                                   "chunks-notitle": _MODELS / "learned_chunks_notitle.npz",
+                                   "paragraphs-notitle": _MODELS / "learned_paragraphs_notitle.npz"}
 
 #: Layout version of learned-selector files.
 FORMAT_VERSION = 1
@@ -108,8 +112,13 @@ class LearnedSelector:
             expected = feature_names(name == "text")
             for m in (models.step, models.first):
                 if m is not None and tuple(m.feature_names) != expected:
-                    raise InvalidParameterError(
-                        f"the {name!r} model was trained on other features than this version computes; retrain it "
+                    got = tuple(m.feature_names)
+                    missing = [f for f in expected if f not in got]
+                    extra = [f for f in got if f not in expected]
+                    raise ModelFeatureMismatchError(
+                        f"the {name!r} model was trained on other features than this version computes "
+                        f"(missing: {missing or 'none'}; unknown: {extra or 'none'}"
+                        f"{'; same names, other order' if not missing and not extra else ''}); retrain it "
                         "(diverse-rag train learned, or LearnedSelector.fit)"
                     )
         self.variants = dict(variants)
@@ -131,7 +140,8 @@ class LearnedSelector:
         if not path.is_file():
             raise FileNotFoundError(
                 f"the shipped {protocol!r} learned-selector model is missing at {path}; train it with: "
-                f"diverse-rag train learned --protocols {protocol}"
+                f"diverse-rag train learned --protocols {protocol.removesuffix('-notitle')}"
+                f"{' --no-titles' if protocol.endswith('-notitle') else ''}"
             )
         return _load_cached(str(path))
 
@@ -189,12 +199,12 @@ class LearnedSelector:
 
     def choose_prepared(
         self, prep: PreparedInputs, *, question: str | None = None, texts: Sequence[str] | None = None,
-        variant: str = "auto",
+        variant: str = "auto", sources: Sequence[Any] | None = None, names: Sequence[str | None] | None = None,
     ) -> LearnedChoice:
         """:meth:`choose` on already validated inputs."""
         given = _text_inputs(question, texts, prep.n)
         name = self._variant_name(given is not None, variant)
-        pairs = pair_view(*given) if given is not None and name == "text" else None
+        pairs = pair_view(*given, sources=sources, names=names) if given is not None and name == "text" else None
         picks, probs = self.variants[name].picks(QueryState.build(prep, pairs))
         return LearnedChoice(picks, probs, name)
 
@@ -208,6 +218,8 @@ class LearnedSelector:
         question: str | None = None,
         texts: Sequence[str] | None = None,
         variant: str = "auto",
+        sources: Sequence[Any] | None = None,
+        names: Sequence[str | None] | None = None,
     ) -> LearnedChoice:
         """The k picks for one query.
 
@@ -219,9 +231,14 @@ class LearnedSelector:
             question: the query text (with ``texts``: the text variant).
             texts: the candidate texts, one per candidate (``"title: body"`` gives the title features).
             variant: ``"auto"``, ``"text"`` or ``"embedding"`` (ignore the texts).
+            sources: one source id per candidate (page, file or parent document, e.g. LangChain
+                ``metadata["source"]``): candidates with equal ids count as the same source. Without
+                it the ``"title: "`` prefix of each text is read as its source.
+            names: one display name per candidate (e.g. ``metadata["title"]``; ``None``: the prefix
+                title): the title a pick may mention (the bridge of a multi-hop question).
         """
         return self.choose_prepared(prepare_inputs(query, candidates, k, relevance), question=question, texts=texts,
-                                    variant=variant)
+                                    variant=variant, sources=sources, names=names)
 
     # -- training -------------------------------------------------------------------------
 
@@ -235,6 +252,7 @@ class LearnedSelector:
         *,
         questions: Sequence[str] | None = None,
         texts: Sequence[Sequence[str]] | None = None,
+        sources: Sequence[Sequence[Any]] | None = None,
         n_gold: Sequence[int] | None = None,
         config: TrainConfig = DEFAULT_TRAIN_CONFIG,
         info: dict[str, Any] | None = None,
@@ -248,6 +266,8 @@ class LearnedSelector:
             k: set size.
             questions, texts: per question, its text and its candidate texts; with both,
                 the text variant is trained too.
+            sources: per question, one source id per candidate (see :meth:`choose`); train with
+                them when the selector will be called with them.
             n_gold: per question, its number of gold passages (default: those among the candidates).
             config: training settings (rounds, ridge penalty, ...).
             info: stored with the model.
@@ -261,10 +281,11 @@ class LearnedSelector:
             >>> sorted(LearnedSelector.fit(qs, cs, gs, k=4).variants)
             ['embedding']
         """
-        per_question = [queries, candidates, gold_groups, *(x for x in (questions, texts, n_gold) if x is not None)]
+        per_question = [queries, candidates, gold_groups,
+                        *(x for x in (questions, texts, sources, n_gold) if x is not None)]
         if len({len(x) for x in per_question}) != 1:
             raise DimensionMismatchError(
-                "queries, candidates, gold_groups (and questions, texts, n_gold when given) must have one entry "
+                "queries, candidates, gold_groups (and questions, texts, sources, n_gold when given) must have one entry "
                 f"per question; got lengths {[len(x) for x in per_question]}"
             )
         if (questions is None) != (texts is None):
@@ -281,8 +302,9 @@ class LearnedSelector:
                     f"n_gold must be at least the {found} gold passages among the candidates; got n_gold={total!r} "
                     f"for question {i}"
                 )
-            examples.append(LearnedExample(QueryState.build(prep, None if given is None else pair_view(*given)),
-                                           groups.astype(np.int64), total))
+            src = None if sources is None else sources[i]
+            pairs = None if given is None else pair_view(*given, sources=src)
+            examples.append(LearnedExample(QueryState.build(prep, pairs), groups.astype(np.int64), total))
         return cls.fit_examples(examples, config=config, info=info)
 
     @classmethod

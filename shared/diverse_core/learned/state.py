@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from numpy.typing import NDArray
@@ -40,8 +41,15 @@ from ..adaptive.candidates import (
     TEXT_CANDIDATE_FEATURES,
     candidate_features,
 )
-from ..adaptive.lexical import TextView, content_terms, text_view
-from ..pipelines.drrag.features import split_title
+from ..errors import DimensionMismatchError, InvalidParameterError
+from ..textfeatures import (
+    TextView,
+    content_terms,
+    facts_cache,
+    hits_matrix,
+    stacked,
+    view_from_facts,
+)
 from ..validation import PreparedInputs
 
 __all__ = [
@@ -68,8 +76,8 @@ EMBEDDING_STATE_FEATURES = (
 #: State features that also need the question and the candidate texts.
 TEXT_STATE_FEATURES = (
     *EMBEDDING_STATE_FEATURES,
-    "same_title",  # a pick has the same (non-empty) source title: same passage or page
-    "title_in_pick",  # share of its title's words a pick's body contains (a pick names it)
+    "same_title",  # a pick has the same source: the ids given as ``sources``, else the same "title: " prefix
+    "title_in_pick",  # share of its title's words (display name, else prefix) a pick's body contains
     "pick_title_in_it",  # share of a pick's title words its body contains (it names a pick)
     "names_shared",  # log(1 + most names (outside the question) shared with one pick)
     "term_gain",  # share of the question's words it holds that no pick holds
@@ -102,33 +110,84 @@ class PairView:
     names_shared: FloatArray
 
 
-def _incidence(bags: Sequence[set[str]], vocab: dict[str, int]) -> FloatArray:
-    out = np.zeros((len(bags), max(len(vocab), 1)), dtype=np.float64)
-    for row, bag in enumerate(bags):
-        cols = [vocab[w] for w in bag if w in vocab]
-        out[row, cols] = 1.0
+@lru_cache(maxsize=65_536)
+def _name_words(name: str) -> frozenset[str]:
+    return frozenset(content_terms(name))
+
+
+def _check_per_candidate(values: Sequence[object] | None, n: int, what: str) -> list[object] | None:
+    if values is None:
+        return None
+    if isinstance(values, (str, bytes)):
+        raise InvalidParameterError(f"{what} must be a sequence with one entry per candidate, not a string; "
+                                    f"got {what}={values[:40]!r}")
+    out = list(values)
+    if len(out) != n:
+        raise DimensionMismatchError(f"{what} must give one entry per candidate; got {len(out)} for {n} candidates")
     return out
 
 
-def pair_view(question: str, texts: Sequence[str]) -> PairView:
-    """The :class:`PairView` of ``question`` and its candidate ``texts`` (``"title: body"`` or plain)."""
-    view = text_view(question, texts)
-    parsed = [split_title(t) for t in texts]
-    titles = [title.strip().lower() for title, _ in parsed]
-    title_bags = [content_terms(title) for title, _ in parsed]
-    vocab: dict[str, int] = {}
-    for bag in title_bags:
-        for w in sorted(bag):
-            vocab.setdefault(w, len(vocab))
-    body_bags = [content_terms(body) & vocab.keys() for _, body in parsed]
-    t_inc = _incidence(title_bags, vocab)
-    b_inc = _incidence(body_bags, vocab)
+def pair_view(question: str, texts: Sequence[str], sources: Sequence[object] | None = None,
+              names: Sequence[str | None] | None = None) -> PairView:
+    """The :class:`PairView` of ``question`` and its candidate ``texts``.
+
+    Args:
+        question: the query text.
+        texts: the candidate texts (``"title: body"`` or plain).
+        sources: optional source id per candidate (the page, file or parent document, e.g.
+            LangChain ``metadata["source"]``); two candidates with equal ids come from the same
+            source. ``None`` or ``""`` for a candidate: unknown (a source of its own). Without
+            ``sources`` the ``"title: "`` prefix of each text is its source (the fallback).
+        names: optional display name per candidate (e.g. ``metadata["title"]``): the title whose
+            words a pick's body may mention. ``None`` or ``""``: the text's prefix title, if any.
+
+    Example:
+        >>> pv = pair_view("Who wrote Dune?", ["Dune is a novel.", "It was written by Herbert.",
+        ...                "Herbert was born in Tacoma."], sources=["a.txt", "a.txt", "b.txt"])
+        >>> pv.same_title.astype(int).tolist()
+        [[1, 1, 0], [1, 1, 0], [0, 0, 1]]
+    """
+    n = len(texts)
+    src = _check_per_candidate(sources, n, "sources")
+    shown = _check_per_candidate(names, n, "names")
+    cache = facts_cache()
+    facts = cache.get_many(texts)
+    view = view_from_facts(question, facts, cache, sort_names=False)  # only sums over its columns are used
+    title_ids = [f.title_ids for f in facts]
+    if shown is not None:
+        if not all(x is None or isinstance(x, str) for x in shown):
+            raise InvalidParameterError("names must hold strings (or None), one per candidate")
+        generation = facts[0].generation if facts else -1
+        for i, nm in enumerate(shown):
+            if nm:
+                ids = cache.number(_name_words(str(nm)), generation)
+                title_ids[i] = ids if ids is not None else np.zeros(0, dtype=np.int64)
+    t_ids, t_rows = stacked(title_ids)
+    vocab, t_col = np.unique(t_ids, return_inverse=True)
+    t_inc = np.zeros((n, max(vocab.shape[0], 1)), dtype=np.float64)
+    t_inc[t_rows, t_col.reshape(-1)] = 1.0
+    b_hit = hits_matrix(vocab, *stacked([f.body_ids for f in facts]), n)
     t_len = t_inc.sum(axis=1)
-    title_in = (b_inc @ t_inc.T) / np.maximum(t_len, 1.0)[None, :]
-    codes = {t: i for i, t in enumerate(dict.fromkeys(titles))}
-    tid = np.array([codes[t] if t else -1 - i for i, t in enumerate(titles)], dtype=np.int64)
-    other = view.other_names.astype(np.float64)
-    return PairView(view, tid[:, None] == tid[None, :], title_in, np.log1p(other @ other.T))
+    named = b_hit.any(axis=0)  # only title words some body holds can count
+    title_in = (b_hit[:, named].astype(np.float64) @ t_inc[:, : b_hit.shape[1]][:, named].T
+                / np.maximum(t_len, 1.0)[None, :])
+    if src is None:
+        keys: list[object] = [f.prefix_title.strip().lower() for f in facts]
+    else:
+        keys = [None if (x is None or (isinstance(x, str) and x == "")) else ("id", x) for x in src]
+        try:
+            {hash(key) for key in keys}
+        except TypeError as exc:
+            raise InvalidParameterError(f"sources must hold hashable ids (str, int, ...) or None; {exc}") from exc
+    codes: dict[object, int] = {}
+    tid = np.array([codes.setdefault(key, len(codes)) if key not in (None, "") else -1 - i
+                    for i, key in enumerate(keys)], dtype=np.int64)
+    # names two candidates share: only names held by two or more count off the diagonal
+    held = view.other_names.sum(axis=0)
+    other = view.other_names[:, held >= 2].astype(np.float64)
+    shared = other @ other.T
+    np.fill_diagonal(shared, view.other_names.sum(axis=1))
+    return PairView(view, tid[:, None] == tid[None, :], title_in, np.log1p(shared))
 
 
 class QueryState:

@@ -32,6 +32,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ...errors import DimensionMismatchError
+from ...textfeatures import split_title
 
 __all__ = ["SCALAR_NAMES", "tokens", "split_title", "pair_features", "n_features"]
 
@@ -71,14 +72,6 @@ def tokens(text: str) -> set[str]:
 def _caps(text: str) -> set[str]:
     """Lower-cased words that appear capitalised (not sentence-initial markers of entities)."""
     return {w.lower() for w in _WORD.findall(text) if w[:1].isupper() and w.lower() not in _STOP}
-
-
-def split_title(text: str) -> tuple[str, str]:
-    """``("title", "body")`` from ``"title: body"`` (title ``""`` when there is no such prefix)."""
-    head, sep, body = text.partition(": ")
-    if sep and 0 < len(head) <= 120:
-        return head, body
-    return "", text
 
 
 def n_features(dim: int) -> int:

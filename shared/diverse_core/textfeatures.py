@@ -1,0 +1,380 @@
+"""Text features shared by the selection methods and the pipelines (adaptive, learned, DR-RAG).
+
+Everything here is model-free: a regular-expression tokenizer with a small stop-word
+list, the ``"title: body"`` convention, and the lexical view of one query
+(:func:`text_view`). It sits below :mod:`diverse_core.adaptive`,
+:mod:`diverse_core.learned` and :mod:`diverse_core.pipelines`, so no selection method
+imports a pipeline to read a text.
+
+Reading a text (tokenizing it, splitting off its title) is the costly part of the
+text-aware selectors, and in a service the same chunks come back query after query.
+:class:`TextFactsCache` keeps what was read of each text (a bounded, thread-safe LRU
+keyed by the text's content); :func:`text_facts` reads through the process-wide
+cache (:func:`facts_cache`), so a chunk seen before costs one dictionary lookup.
+
+Example:
+    >>> v = text_view("Who directed Alien?", ["Alien was directed by Ridley Scott.", "A cat."])
+    >>> v.terms, v.names
+    (('alien', 'directed'), ('alien',))
+    >>> v.term_hits.tolist()
+    [[True, True], [False, False]]
+    >>> split_title("Paris: the capital of France.")
+    ('Paris', 'the capital of France.')
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .errors import InvalidParameterError
+
+__all__ = [
+    "STOPWORDS",
+    "TextFacts",
+    "TextFactsCache",
+    "TextView",
+    "content_terms",
+    "facts_cache",
+    "name_terms",
+    "source_inputs",
+    "split_title",
+    "text_facts",
+    "text_view",
+]
+
+#: Function words and question words left out of the question's terms.
+STOPWORDS = frozenset(
+    """a an the of in on at to for from by with and or is are was were be been being which who whom whose what
+    when where why how that this these those it its as than then did do does has have had not no yes both
+    either other between same name also his her their there one two first second after before during into
+    about over under more most many much such can could would should will may might film born person""".split()
+)
+
+_WORD = re.compile(r"[A-Za-z0-9\u00C0-\u024F][A-Za-z0-9\u00C0-\u024F'\-]*")
+
+
+def content_terms(text: str) -> set[str]:
+    """Lower-cased words of ``text`` that are not stop words (two characters or more)."""
+    return {w for w in (m.lower() for m in _WORD.findall(text)) if len(w) > 1 and w not in STOPWORDS}
+
+
+def name_terms(text: str, *, skip_first: bool = False) -> set[str]:
+    """Lower-cased capitalised words and numbers of ``text`` (``skip_first``: not its first word)."""
+    out = set()
+    for i, w in enumerate(_WORD.findall(text)):
+        if skip_first and i == 0:
+            continue
+        if (w[0].isupper() or w[0].isdigit()) and w.lower() not in STOPWORDS:
+            out.add(w.lower())
+    return out
+
+
+def terms_and_names(text: str) -> tuple[set[str], set[str]]:
+    """``(content_terms(text), name_terms(text))`` from one pass of the tokenizer."""
+    words = _WORD.findall(text)
+    lower = [w.lower() for w in words]
+    terms = {w for w in lower if len(w) > 1 and w not in STOPWORDS}
+    names = {low for w, low in zip(words, lower, strict=True) if (w[0].isupper() or w[0].isdigit()) and low not in STOPWORDS}
+    return terms, names
+
+
+def split_title(text: str) -> tuple[str, str]:
+    """``("title", "body")`` from ``"title: body"`` (title ``""`` when there is no such prefix).
+
+    Example:
+        >>> split_title("no prefix here")
+        ('', 'no prefix here')
+    """
+    head, sep, body = text.partition(": ")
+    if sep and 0 < len(head) <= 120:
+        return head, body
+    return "", text
+
+
+IntArray = NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class TextFacts:
+    """What the text-aware selectors read of one candidate text (computed once per distinct text).
+
+    Attributes:
+        terms: its content words (:func:`content_terms`).
+        names: its names: capitalised words and numbers (:func:`name_terms`).
+        prefix_title: the ``"title: "`` prefix (``""`` when there is none).
+        title_terms: the content words of that prefix.
+        body_terms: the content words of the text after that prefix.
+        term_ids, name_ids, title_ids, body_ids: the same word sets as sorted ids in the
+            vocabulary of the :class:`TextFactsCache` that read it (for array operations).
+        generation: that cache's vocabulary generation (ids of another generation are stale).
+    """
+
+    terms: frozenset[str]
+    names: frozenset[str]
+    prefix_title: str
+    title_terms: frozenset[str]
+    body_terms: frozenset[str]
+    term_ids: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), compare=False, repr=False)
+    name_ids: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), compare=False, repr=False)
+    title_ids: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), compare=False, repr=False)
+    body_ids: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), compare=False, repr=False)
+    generation: int = field(default=-1, compare=False, repr=False)
+
+
+def read_text(text: str) -> TextFacts:
+    """The :class:`TextFacts` of ``text`` (word sets only, no ids; no cache)."""
+    terms, names = terms_and_names(text)
+    title, body = split_title(text)
+    if not title:
+        return TextFacts(frozenset(terms), frozenset(names), "", frozenset(), frozenset(terms))
+    return TextFacts(frozenset(terms), frozenset(names), title, frozenset(content_terms(title)),
+                     frozenset(content_terms(body)))
+
+
+class TextFactsCache:
+    """A bounded, thread-safe LRU of :class:`TextFacts` keyed by the text's content.
+
+    It also numbers every word it has read (its vocabulary), so a query's lexical view is
+    built with array operations over the candidates' word ids. The vocabulary starts over
+    (with the cache emptied) when it passes ``max_words``.
+
+    Args:
+        maxsize: most texts kept (the least recently used go first); 0 keeps none.
+        max_words: most distinct words numbered before the vocabulary starts over.
+
+    Example:
+        >>> cache = TextFactsCache(maxsize=2)
+        >>> cache.get("Dune: a novel.").prefix_title
+        'Dune'
+        >>> _ = cache.get("Dune: a novel."); cache.hits, cache.misses
+        (1, 1)
+    """
+
+    def __init__(self, maxsize: int = 100_000, max_words: int = 2_000_000) -> None:
+        for name, value in (("maxsize", maxsize), ("max_words", max_words)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise InvalidParameterError(f"{name} must be a non-negative integer; got {name}={value!r}")
+        self.maxsize = maxsize
+        self.max_words = max(max_words, 1)
+        self._data: OrderedDict[str, TextFacts] = OrderedDict()
+        self._vocab: dict[str, int] = {}
+        self._words: list[str] = []
+        self._generation = 0
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def _ids(self, words: frozenset[str]) -> IntArray:
+        vocab, spelled = self._vocab, self._words
+        for w in words:
+            if w not in vocab:
+                vocab[w] = len(spelled)
+                spelled.append(w)
+        return np.array(sorted(vocab[w] for w in words), dtype=np.int64)
+
+    def words_of(self, ids: IntArray, generation: int) -> list[str]:
+        """The words of ``ids`` (of ``generation``; ``""`` for ids of another generation)."""
+        with self._lock:
+            if generation != self._generation:
+                return [""] * len(ids)
+            spelled = self._words
+            return [spelled[i] for i in ids.tolist()]
+
+    def _numbered(self, f: TextFacts) -> TextFacts:
+        """``f`` with ids in the current vocabulary (call with the lock held)."""
+        return TextFacts(f.terms, f.names, f.prefix_title, f.title_terms, f.body_terms, self._ids(f.terms),
+                         self._ids(f.names), self._ids(f.title_terms), self._ids(f.body_terms), self._generation)
+
+    def get(self, text: str) -> TextFacts:
+        """The facts of ``text``, read once and kept while it stays among the ``maxsize`` most recent."""
+        return self.get_many([text])[0]
+
+    def get_many(self, texts: Sequence[str]) -> list[TextFacts]:
+        """:meth:`get` of each text, in order (one vocabulary generation for all of them)."""
+        out: list[TextFacts | None] = []
+        with self._lock:
+            data = self._data
+            for t in texts:
+                found = data.get(t)
+                if found is not None and found.generation == self._generation:
+                    data.move_to_end(t)
+                    out.append(found)
+                else:
+                    out.append(None)
+            self.hits += sum(f is not None for f in out)
+        missing = {t: read_text(t) for t, f in zip(texts, out, strict=True) if f is None}  # the slow part, unlocked
+        if not missing and all(f is not None for f in out):
+            return out  # type: ignore[return-value]
+        with self._lock:
+            self.misses += len(missing)
+            if len(self._vocab) > self.max_words:  # start over: every id handed out so far is stale
+                self._vocab.clear()
+                self._words.clear()
+                self._data.clear()
+                self._generation += 1
+            numbered = {t: self._numbered(f) for t, f in missing.items()}
+            if any(f is not None and f.generation != self._generation for f in out):  # renumber what went stale
+                numbered.update({t: self._numbered(f) for t, f in zip(texts, out, strict=True) if f is not None})
+                out = [None] * len(texts)
+            for t, f in numbered.items():
+                if self.maxsize:
+                    self._data[t] = f
+                    self._data.move_to_end(t)
+            while len(self._data) > self.maxsize:
+                self._data.popitem(last=False)
+            return [f if f is not None else numbered[t] for t, f in zip(texts, out, strict=True)]
+
+    def word_ids(self, words: Sequence[str], generation: int) -> IntArray:
+        """Ids of ``words`` in the vocabulary of ``generation`` (-1: never read, or another generation)."""
+        with self._lock:
+            if generation != self._generation:
+                return np.full(len(words), -1, dtype=np.int64)
+            return np.array([self._vocab.get(w, -1) for w in words], dtype=np.int64)
+
+    def number(self, words: frozenset[str], generation: int) -> IntArray | None:
+        """Ids of ``words``, numbering new ones (``None`` when ``generation`` is no longer current)."""
+        with self._lock:
+            if generation != self._generation:
+                return None
+            return self._ids(words)
+
+    def clear(self) -> None:
+        """Forget every text and word and reset the counters."""
+        with self._lock:
+            self._data.clear()
+            self._vocab.clear()
+            self._words.clear()
+            self._generation += 1
+            self.hits = 0
+            self.misses = 0
+
+
+_FACTS = TextFactsCache()
+
+
+def facts_cache() -> TextFactsCache:
+    """The process-wide :class:`TextFactsCache` (100,000 texts) that :func:`text_facts` reads through."""
+    return _FACTS
+
+
+def text_facts(texts: Sequence[str]) -> list[TextFacts]:
+    """The :class:`TextFacts` of each text, through the process-wide cache."""
+    return _FACTS.get_many(texts)
+
+
+def stacked(arrays: Sequence[IntArray]) -> tuple[IntArray, IntArray]:
+    """``(ids, rows)``: the arrays concatenated, and the index of the array each id came from."""
+    lens = np.array(list(map(len, arrays)), dtype=np.int64)
+    if not lens.sum():
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    return np.concatenate(arrays), np.repeat(np.arange(len(arrays), dtype=np.int64), lens)
+
+
+def hits_matrix(wanted: IntArray, ids: IntArray, rows: IntArray, n: int) -> NDArray[np.bool_]:
+    """(n, len(wanted)): whether row ``r`` holds the word of each column (``-1`` in ``wanted``: never)."""
+    out = np.zeros((n, wanted.shape[0]), dtype=bool)
+    if not wanted.shape[0] or not ids.shape[0]:
+        return out
+    order = np.argsort(wanted, kind="stable")
+    ranked = wanted[order]
+    pos = np.minimum(np.searchsorted(ranked, ids), ranked.shape[0] - 1)
+    match = ranked[pos] == ids
+    out[rows[match], order[pos[match]]] = True
+    return out
+
+
+@dataclass(frozen=True)
+class TextView:
+    """The lexical view of one query and its candidates.
+
+    Attributes:
+        terms: the question's content words, sorted.
+        names: the question's names (capitalised words but the first, numbers), sorted.
+        term_hits: (n, len(terms)) whether each candidate contains each term.
+        name_hits: (n, len(names)) whether each candidate contains each name.
+        other_names: (n, V) whether each candidate mentions each of the V names that
+            are not question terms, columns in the names' sorted order (V >= 1; an all-false
+            column when there are none).
+    """
+
+    terms: tuple[str, ...]
+    names: tuple[str, ...]
+    term_hits: NDArray[np.bool_]
+    name_hits: NDArray[np.bool_]
+    other_names: NDArray[np.bool_]
+
+
+def view_from_facts(question: str, facts: Sequence[TextFacts], cache: TextFactsCache | None = None, *,
+                    sort_names: bool = True) -> TextView:
+    """The :class:`TextView` of ``question`` and candidates already read into ``facts`` (by ``cache``).
+
+    ``sort_names=False`` leaves the ``other_names`` columns in vocabulary order (cheaper; for
+    callers that only sum over them, as the learned selector does).
+    """
+    cache = _FACTS if cache is None else cache
+    terms = tuple(sorted(content_terms(question)))
+    names = tuple(sorted(name_terms(question, skip_first=True)))
+    n = len(facts)
+    generation = facts[0].generation if facts else -1
+    q_terms = cache.word_ids(terms, generation)
+    q_names = cache.word_ids(names, generation)
+    t_ids, t_rows = stacked([f.term_ids for f in facts])
+    # a question name counts when the text holds the word, capitalised or not
+    term_hits = hits_matrix(q_terms, t_ids, t_rows, n)
+    name_hits = hits_matrix(q_names, t_ids, t_rows, n)
+    n_ids, n_rows = stacked([f.name_ids for f in facts])
+    keep = ~np.isin(n_ids, q_terms[q_terms >= 0])
+    vocab, col = np.unique(n_ids[keep], return_inverse=True)
+    if sort_names and vocab.shape[0] > 1:  # columns in the order of the words (as the word-set version sorted them)
+        rank = np.empty(vocab.shape[0], dtype=np.int64)
+        rank[np.argsort(np.array(cache.words_of(vocab, generation)), kind="stable")] = np.arange(vocab.shape[0])
+        col = rank[col.reshape(-1)]
+    other = np.zeros((n, max(vocab.shape[0], 1)), dtype=bool)
+    other[n_rows[keep], col.reshape(-1)] = True
+    return TextView(terms, names, term_hits, name_hits, other)
+
+
+def text_view(question: str, texts: Sequence[str]) -> TextView:
+    """The :class:`TextView` of ``question`` and its candidate ``texts`` (read through the cache)."""
+    return view_from_facts(question, text_facts(texts))
+
+
+def _as_id(value: object) -> str | int | None:
+    if value is None or isinstance(value, (str, int)):
+        return None if value == "" else value
+    return repr(value)  # lists, dicts, paths: their text, so any metadata value can be an id
+
+
+def source_inputs(
+    sources: Sequence[object], names: Sequence[object] | None = None
+) -> dict[str, list[str | int | None] | list[str | None]]:
+    """``{"sources": ..., "names": ...}`` for a method that reads sources, from per-candidate metadata values.
+
+    Each of ``sources`` (page, file or parent-document ids) and ``names`` (display titles) is
+    kept only when at least one candidate has a value; a missing value is ``None`` (that
+    candidate falls back to its text's ``"title: "`` prefix). Non-string ids (lists, paths)
+    are turned into their ``repr``.
+
+    Example:
+        >>> source_inputs(["a.md", "a.md", None], [None, None, None])
+        {'sources': ['a.md', 'a.md', None]}
+    """
+    out: dict[str, list[str | int | None] | list[str | None]] = {}
+    ids = [_as_id(v) for v in sources]
+    if any(v is not None for v in ids):
+        out["sources"] = ids
+    if names is not None:
+        shown = [v if isinstance(v, str) and v else None for v in names]
+        if any(v is not None for v in shown):
+            out["names"] = shown
+    return out
