@@ -74,9 +74,9 @@ def test_every_declared_option_is_documented_and_bounded_or_typed() -> None:
 # ---------------------------------------------------------------------------- LangChain
 def test_langchain_faces_are_generated_from_the_declaration() -> None:
     pytest.importorskip("langchain_core")
-    from langchain_diverse import DFRAGRetriever, DivaRetriever, DRRAGRetriever, VendiRAGRetriever
+    from langchain_diverse import DFRAGRetriever, DIVARetriever, DRRAGRetriever, VendiRAGRetriever
 
-    for face, cls in ((DFRAGRetriever, DFRAG), (DivaRetriever, DIVA), (DRRAGRetriever, DRRAG),
+    for face, cls in ((DFRAGRetriever, DFRAG), (DIVARetriever, DIVA), (DRRAGRetriever, DRRAG),
                       (VendiRAGRetriever, VendiRAG)):
         declared = {o.name: o.default for o in face_options(cls.OPTIONS)}
         assert set(face.pipeline_options()) == set(declared), face.__name__
@@ -116,9 +116,9 @@ def test_new_core_option_appears_in_the_langchain_face() -> None:
 # ---------------------------------------------------------------------------- LlamaIndex
 def test_llamaindex_faces_are_generated_from_the_declaration() -> None:
     pytest.importorskip("llama_index.core")
-    from llamaindex_diverse import DFRAGRetriever, DivaRetriever, DRRAGRetriever, VendiRAGRetriever
+    from llamaindex_diverse import DFRAGRetriever, DIVARetriever, DRRAGRetriever, VendiRAGRetriever
 
-    for face, cls in ((DFRAGRetriever, DFRAG), (DivaRetriever, DIVA), (DRRAGRetriever, DRRAG),
+    for face, cls in ((DFRAGRetriever, DFRAG), (DIVARetriever, DIVA), (DRRAGRetriever, DRRAG),
                       (VendiRAGRetriever, VendiRAG)):
         assert face.options == tuple(o.name for o in face_options(cls.OPTIONS)), face.__name__
 
