@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+from diverse_core.embedders import check_backend
 from diverse_core.embedding_cache import (
     EmbeddingCache,
     KnownAt,
@@ -13,7 +14,6 @@ from diverse_core.embedding_cache import (
     clear_model_caches,
     model_caches,
 )
-from diverse_core.embedders import check_backend
 from diverse_core.validation import check_k
 from langchain_core.embeddings import Embeddings
 from numpy.typing import NDArray

