@@ -175,6 +175,7 @@ class WordPieceTokenizer:
         # Longest first, so a special token that contains another is matched whole.
         specials.sort(key=len, reverse=True)
         self._special_re = re.compile("(" + "|".join(re.escape(t) for t in specials) + ")")
+        self._inverse: dict[int, str] | None = None
         self._word_ids = functools.lru_cache(maxsize=200_000)(self._word_ids_uncached)
 
     @classmethod
@@ -268,8 +269,9 @@ class WordPieceTokenizer:
 
     def tokenize(self, text: str) -> list[str]:
         """The word pieces of ``text`` (no ``[CLS]``/``[SEP]``, no truncation)."""
-        inverse = {i: t for t, i in self.vocab.items()}
-        return [inverse[i] for i in self._text_ids(text)]
+        if self._inverse is None:
+            self._inverse = {i: t for t, i in self.vocab.items()}
+        return [self._inverse[i] for i in self._text_ids(text)]
 
     def encode(self, text: str, max_length: int = 512) -> list[int]:
         """``[CLS] pieces [SEP]`` ids, the pieces cut so the whole is at most ``max_length`` ids."""
