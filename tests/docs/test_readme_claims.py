@@ -101,3 +101,30 @@ def test_the_swap_example_differs_by_the_weight_not_the_formula() -> None:
     for lam in (0.5, 0.7):
         assert picks("lc-mmr", lam) == picks("gmmr", lam), lam
     assert picks("lc-mmr", 0.5) != picks("gmmr", 0.7)
+
+
+def _titlefree_table(results: str, title: str) -> dict[str, dict[str, str]]:
+    """One table of the RESULTS "learned-titlefree" section, by cell ("HotpotQA chunks")."""
+    section = results[results.index(title) :]
+    return {r["cell"]: r for r in _table(section, "| cell | n | cosine |")}
+
+
+def test_support_and_titlefree_headline_figures_come_from_results() -> None:
+    """The README's second table (support-level recall, title-free model) repeats the RESULTS
+    "Learned selector without title prefixes" tables (``benchmarks/learned_titlefree.py``)."""
+    results = RESULTS.read_text(encoding="utf-8")
+    support = _titlefree_table(results, "**Titled units, support-level**")
+    bare_page = _titlefree_table(results, "**Bare units (no title prefix), page ids as `sources`, title-free model**")
+    bare_support = _titlefree_table(results, "**Bare units, page ids as `sources`, title-free model, support-level**")
+    rows = _table((ROOT / "README.md").read_text(encoding="utf-8"), "| dataset | protocol | cosine | gMMR |")
+    assert len(rows) == 6
+    columns = {"cosine": "cosine", "gMMR": "fixed gMMR (train)", "adaptive": "adaptive",
+               "**`learned`**": "**learned**", "λ Oracle": "λ Oracle"}
+    for row in rows:
+        cell = f"{row['dataset']} {row['protocol']}"
+        for ours, theirs in columns.items():
+            assert _number(row[ours]) == _number(support[cell][theirs]), (cell, ours)
+        page, strict = (float(x) for x in row["title-free `learned` (page / support)"].split("/"))
+        assert page == _number(bare_page[cell]["**learned**"]), cell
+        assert strict == _number(bare_support[cell]["**learned**"]), cell
+        assert _number(row["title-free λ Oracle (page)"]) == _number(bare_page[cell]["λ Oracle"]), cell
