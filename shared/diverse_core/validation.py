@@ -1,22 +1,31 @@
-"""Input checks and normalisation shared by every selection method."""
+"""Input checks and normalisation shared by every selection method.
+
+This module prepares the arrays of one selection call (:func:`prepare_inputs`,
+:class:`PreparedInputs`, the products with the candidate matrix). The checks it builds on
+live by job in :mod:`~diverse_core.array_checks` (array-like input and its typed errors),
+:mod:`~diverse_core.param_checks` (scalar parameters) and :mod:`~diverse_core.row_norms`
+(norms and unit rows); their public names stay importable from here.
+"""
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .errors import (
-    DimensionMismatchError,
-    DiverseRAGError,
-    EmptyCandidatesError,
-    InvalidParameterError,
-    NonFiniteInputError,
-    NonNumericInputError,
-    ZeroVectorError,
+from .array_checks import as_float_array, as_real_array, brief_repr
+from .errors import DimensionMismatchError, EmptyCandidatesError, InvalidParameterError
+from .param_checks import (
+    ORDER_ONE_ATOL,
+    check_k,
+    check_non_negative,
+    check_positive,
+    check_renyi_order,
+    check_unit_interval,
+    check_values,
 )
+from .row_norms import SAFE_NORMS, row_dots, row_norms, scaled_unit, unit_copy, unit_rows
 
 __all__ = [
     "PreparedInputs",
@@ -53,11 +62,6 @@ RELEVANCE_MAX = 1e300
 #: Relevance magnitudes above this make float32 work arrays (gMMR's objective) overflow
 #: or lose every digit of the similarity terms: such calls work in float64.
 _FLOAT32_RELEVANCE_MAX = 1e30
-#: A Rényi order within this distance of 1 is order 1 (Shannon): the closed form
-#: ``log(sum w^q) / (1 - q)`` is 0/0 there and its rounding error grows as ``1 / |1 - q|``.
-ORDER_ONE_ATOL = 1e-12
-#: dtype kinds read as real numbers: bool, signed and unsigned integers, floats.
-_REAL_KINDS = frozenset("biuf")
 
 
 class PreparedInputs:
@@ -183,189 +187,6 @@ def product_with_rows(
     return out
 
 
-def brief_repr(value: object, limit: int = 80) -> str:
-    """``repr(value)`` cut to ``limit`` characters, for error messages."""
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def as_real_array(
-    value: ArrayLike, name: str, error: type[DiverseRAGError] | None = None
-) -> NDArray[Any]:
-    """``np.asarray(value)`` (no copy for an array), checked to hold real numbers.
-
-    Raises:
-        DimensionMismatchError: nested sequences of unequal lengths (ragged).
-        NonNumericInputError: strings, complex numbers, objects (dtype kind not b/i/u/f).
-        ``error`` instead of either, when given.
-    """
-    try:
-        arr = np.asarray(value)
-    except (TypeError, ValueError) as exc:
-        raise (error or DimensionMismatchError)(
-            f"{name} must be a numeric array of one shape (no ragged rows); "
-            f"got {type(value).__name__}: {exc}"
-        ) from exc
-    if arr.dtype.kind not in _REAL_KINDS:
-        shown = "" if isinstance(value, np.ndarray) else f" ({name}={brief_repr(value)})"
-        raise (error or NonNumericInputError)(
-            f"{name} must hold real numbers; got {type(value).__name__} of dtype {arr.dtype}"
-            f"{shown}"
-        )
-    return arr
-
-
-def _as_float_array(value: ArrayLike, name: str, ndim: int) -> FloatArray:
-    arr = np.array(as_real_array(value, name), dtype=np.float64, copy=True)
-    if arr.ndim != ndim:
-        raise DimensionMismatchError(
-            f"{name} must have {ndim} dimension(s); got shape {arr.shape}"
-        )
-    _raise_non_finite(arr, name)
-    return arr
-
-
-def check_k(k: object, name: str = "k") -> int:
-    """Return ``k`` as an int, or raise if it is not a positive integer."""
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or int(k) <= 0:
-        raise InvalidParameterError(f"{name} must be a positive integer; got {name}={k!r}")
-    return int(k)
-
-
-def _check_finite_number(value: object, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise InvalidParameterError(f"{name} must be a number; got {name}={value!r}")
-    out = float(value)
-    if not math.isfinite(out):
-        raise InvalidParameterError(f"{name} must be finite; got {name}={value!r}")
-    return out
-
-
-def check_unit_interval(value: object, name: str) -> float:
-    """Return ``value`` as float, or raise if it is not in [0, 1]."""
-    out = _check_finite_number(value, name)
-    if not 0.0 <= out <= 1.0:
-        raise InvalidParameterError(f"{name} must be in [0, 1]; got {name}={value!r}")
-    return out
-
-
-def check_positive(value: object, name: str) -> float:
-    """Return ``value`` as float, or raise if it is not strictly positive."""
-    out = _check_finite_number(value, name)
-    if out <= 0.0:
-        raise InvalidParameterError(f"{name} must be > 0; got {name}={value!r}")
-    return out
-
-
-def check_non_negative(value: object, name: str) -> float:
-    """Return ``value`` as float, or raise if it is not a finite number ``>= 0``."""
-    out = _check_finite_number(value, name)
-    if out < 0.0:
-        raise InvalidParameterError(f"{name} must be >= 0; got {name}={value!r}")
-    return out
-
-
-def check_values(values: object, name: str) -> FloatArray:
-    """Validate a non-empty grid of parameter values (range checks are the caller's).
-
-    ``values`` must be a number or a sequence/array of real numbers (not bools, strings,
-    dicts, generators or other objects); it is returned as a 1-D float64 copy.
-
-    Raises:
-        InvalidParameterError: anything else, an empty grid, NaN or inf.
-    """
-    try:
-        arr = np.asarray(values)
-    except (TypeError, ValueError) as exc:
-        raise InvalidParameterError(
-            f"{name} must be a sequence of numbers; got {name}={brief_repr(values)}"
-        ) from exc
-    if arr.dtype.kind not in _REAL_KINDS or arr.dtype.kind == "b":
-        raise InvalidParameterError(
-            f"{name} must be a sequence of numbers; got {name}={brief_repr(values)}"
-            f" (dtype {arr.dtype})"
-        )
-    out = np.array(arr, dtype=np.float64, copy=True).reshape(-1)
-    if out.size == 0:
-        raise InvalidParameterError(
-            f"{name} must contain at least one value; got {name}={brief_repr(values)}"
-        )
-    if not np.all(np.isfinite(out)):
-        raise InvalidParameterError(f"{name} must be finite; got {name}={brief_repr(values)}")
-    return out
-
-
-def check_renyi_order(value: object, name: str = "order", *, allow_zero: bool = False) -> float:
-    """A Rényi order: a number > 0 (``>= 0`` with ``allow_zero``) or ``math.inf``.
-
-    Orders within :data:`ORDER_ONE_ATOL` of 1 are returned as exactly ``1.0`` (the
-    Shannon limit), where the general formula would divide rounding noise by ``1 - q``.
-    """
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise InvalidParameterError(f"{name} must be a number; got {name}={value!r}")
-    out = float(value)
-    if math.isnan(out) or out < 0.0 or (out == 0.0 and not allow_zero):
-        bound = ">= 0" if allow_zero else "> 0"
-        raise InvalidParameterError(f"{name} must be {bound} (or math.inf); got {name}={value!r}")
-    # (plus one rounding unit, so that a typed ``1 + 1e-12`` counts as within)
-    return 1.0 if abs(out - 1.0) <= ORDER_ONE_ATOL + 2.0**-52 else out
-
-
-def _raise_non_finite(arr: NDArray[np.floating[Any]], name: str) -> None:
-    finite = np.isfinite(arr)
-    if not np.all(finite):
-        bad = np.argwhere(~finite)[0].tolist()
-        raise NonFiniteInputError(f"{name} contains NaN or inf (first at index {bad})")
-
-
-def row_dots(arr: NDArray[np.floating[Any]]) -> NDArray[np.floating[Any]]:
-    """``sum(arr * arr, axis=-1)``: ``np.vecdot`` (numpy >= 2, BLAS dot per row) when present."""
-    vecdot = getattr(np, "vecdot", None)
-    if vecdot is not None:
-        return np.asarray(vecdot(arr, arr))
-    return np.asarray(np.einsum("...i,...i->...", arr, arr))
-
-
-def _row_norms(
-    arr: NDArray[np.floating[Any]], name: str, squares: NDArray[np.floating[Any]] | None = None
-) -> FloatArray:
-    """Euclidean norms (float64) of the rows of ``arr`` (or of a 1-D ``arr``), validating as it goes.
-
-    NaN/inf anywhere in a row makes its squared norm non-finite, so one pass over
-    the data both checks finiteness and measures the rows; only then is the exact
-    position of a bad value looked up, and rows whose squares overflow or underflow
-    are measured again after scaling by their largest entry. ``squares``, when
-    given, are the rows' squared norms already computed in ``arr``'s dtype.
-    """
-    if squares is None:
-        with np.errstate(over="ignore", under="ignore"):  # handled below, not worth a warning
-            squares = np.dot(arr, arr) if arr.ndim == 1 else row_dots(arr)
-    norms = np.sqrt(np.asarray(squares, dtype=np.float64))
-    tiny = np.finfo(arr.dtype).tiny
-    if norms.min() > tiny and np.isfinite(norms.max()):  # NaN fails the first test
-        return norms
-    # Some row is non-finite, zero, or its square over/underflowed.
-    _raise_non_finite(arr, name)
-    scale = np.max(np.abs(arr), axis=-1).astype(np.float64)
-    safe = np.where(scale > 0.0, scale, 1.0)
-    rescaled = np.asarray(arr, dtype=np.float64) / np.asarray(safe)[..., None]
-    with np.errstate(over="ignore"):  # a norm beyond the float range is inf: see _scaled_unit
-        norms = np.where(scale > 0.0, scale * np.linalg.norm(rescaled, axis=-1), 0.0)
-    zero = np.atleast_1d(norms <= 0.0)
-    if np.any(zero):
-        loc = f" (row {int(np.argmax(zero))})" if arr.ndim == 2 else ""
-        raise ZeroVectorError(f"{name} contains a zero vector{loc}; cosine similarity is undefined")
-    return np.asarray(norms, dtype=np.float64)
-
-
-#: (lowest, highest) row norm whose pairwise products stay clear of float underflow and
-#: overflow, for float64 (index 0) and float32 (index 1) candidates.
-_SAFE_NORMS = tuple(
-    (2.0 * math.sqrt(float(np.finfo(t).tiny)), 0.5 * math.sqrt(float(np.finfo(t).max)))
-    for t in (np.float64, np.float32)
-)
-
-
 #: Rows per block of :func:`_squares_and_products`: a block (768 KiB at d = 768,
 #: float32) stays in cache between its two passes.
 _FUSED_ROWS = 256
@@ -392,7 +213,7 @@ def _squares_and_products(
     n = cand.shape[0]
     squares = np.empty(n, dtype=cand.dtype)
     raw = np.empty(n, dtype=cand.dtype)
-    # NaN/inf input or over/underflow: judged by _row_norms afterwards (which raises
+    # NaN/inf input or over/underflow: judged by row_norms afterwards (which raises
     # or re-measures), so no floating-point warning here.
     with np.errstate(all="ignore"):
         for start in range(0, n, _FUSED_ROWS):
@@ -421,41 +242,6 @@ def product_with_vector(
     return out
 
 
-def _scaled_unit(arr: NDArray[np.floating[Any]]) -> FloatArray:
-    """Unit-length float64 copies of the rows of ``arr`` (or of a 1-D ``arr``), no zero rows.
-
-    Each row is divided by its largest magnitude before its norm is taken, so rows
-    whose norm is beyond the float range (entries near ``1e308``) or whose squares
-    underflow (subnormal entries) come out exact, not as zeros or infs.
-    """
-    rows = np.array(arr, dtype=np.float64, copy=True)
-    rows /= np.max(np.abs(rows), axis=-1, keepdims=True)
-    rows /= np.linalg.norm(rows, axis=-1, keepdims=True)
-    return rows
-
-
-def unit_rows(arr: NDArray[np.floating[Any]], name: str) -> FloatArray:
-    """Unit-length float64 copies of the rows of the 2-D ``arr``.
-
-    Raises:
-        NonFiniteInputError: NaN or inf in ``arr``.
-        ZeroVectorError: a zero row.
-    """
-    norms = _row_norms(arr, name)
-    low, high = _SAFE_NORMS[0]
-    if norms.min() > low and norms.max() < high:
-        out: FloatArray = np.asarray(arr, dtype=np.float64) / norms[:, None]
-        return out
-    return _scaled_unit(arr)
-
-
-def _unit_copy(arr: NDArray[np.floating[Any]]) -> NDArray[np.floating[Any]]:
-    """Read-only unit rows of ``arr`` (see :func:`_scaled_unit`), in ``arr``'s dtype."""
-    unit: NDArray[np.floating[Any]] = _scaled_unit(arr).astype(arr.dtype, copy=False)
-    unit.flags.writeable = False
-    return unit
-
-
 def _read_only_matrix(value: ArrayLike, name: str) -> NDArray[np.floating[Any]]:
     """The candidates as a read-only view: float32 kept as is, anything else as float64."""
     arr = as_real_array(value, name)
@@ -470,23 +256,23 @@ def _read_only_matrix(value: ArrayLike, name: str) -> NDArray[np.floating[Any]]:
 
 def _unit_query(query: ArrayLike, cand: NDArray[np.floating[Any]]) -> NDArray[np.floating[Any]]:
     """The query as a unit vector in the candidates' dtype, after the shape and value checks."""
-    q = _as_float_array(query, "query", 1)
+    q = as_float_array(query, "query", 1)
     if q.shape[0] != cand.shape[1]:
         raise DimensionMismatchError(
             f"query has dimension {q.shape[0]} but candidates have dimension {cand.shape[1]}"
         )
-    norm = float(_row_norms(q, "query"))
-    low, high = _SAFE_NORMS[0]
+    norm = float(row_norms(q, "query"))
+    low, high = SAFE_NORMS[0]
     if low < norm < high:
         q /= norm
     else:  # the norm is subnormal or beyond the float range
-        q = _scaled_unit(q)
+        q = scaled_unit(q)
     return q.astype(cand.dtype, copy=False)
 
 
 def _relevance(value: ArrayLike, n: int) -> FloatArray:
     """Caller-supplied relevance as a float64 copy, checked for shape, finiteness and magnitude."""
-    rel = _as_float_array(value, "relevance", 1)
+    rel = as_float_array(value, "relevance", 1)
     if rel.shape[0] != n:
         raise DimensionMismatchError(
             f"relevance has {rel.shape[0]} entries but there are {n} candidates"
@@ -512,7 +298,7 @@ def _prepare_fast(query: object, candidates: object, k_int: int) -> PreparedInpu
     :data:`_FAST_MAX_BYTES`) and a float query ndarray of the same dimension, with no
     caller relevance. The row norms are the check: NaN or inf anywhere in a row makes
     its squared norm NaN or inf, a zero row makes it 0, and entries whose products would
-    overflow or underflow push it outside :data:`_SAFE_NORMS`; any of these (or any other
+    overflow or underflow push it outside :data:`SAFE_NORMS`; any of these (or any other
     input) returns ``None`` and the full checks of :func:`prepare_inputs` run and raise
     the same typed errors as before. The values computed are those of the full path,
     operation for operation (same dtypes, same order), so a call gives the same picks
@@ -529,10 +315,10 @@ def _prepare_fast(query: object, candidates: object, k_int: int) -> PreparedInpu
     with np.errstate(all="ignore"):  # NaN/inf/overflow: judged below, then the full checks
         q_norm = float(np.sqrt(np.dot(q, q)))
         norms = np.sqrt(np.asarray(row_dots(candidates), dtype=np.float64))
-    low, high = _SAFE_NORMS[0]
+    low, high = SAFE_NORMS[0]
     if not low < q_norm < high:  # NaN fails too
         return None
-    low, high = _SAFE_NORMS[candidates.dtype == np.float32]
+    low, high = SAFE_NORMS[candidates.dtype == np.float32]
     if not (low < norms.min() and norms.max() < high):
         return None
     q /= q_norm
@@ -591,13 +377,13 @@ def prepare_inputs(
     squares: NDArray[np.floating[Any]] | None = None
     if rel is None and _blocked(cand):
         squares, raw = _squares_and_products(cand, q)
-    norms = _row_norms(cand, "candidates", squares)
-    limits = _SAFE_NORMS[cand.dtype == np.float32]
+    norms = row_norms(cand, "candidates", squares)
+    limits = SAFE_NORMS[cand.dtype == np.float32]
     if norms.min() > limits[0] and norms.max() < limits[1]:
         inv_norms = 1.0 / norms
     else:
         # Products of such rows would overflow or lose their digits: work on unit rows.
-        cand = _unit_copy(cand)
+        cand = unit_copy(cand)
         inv_norms = np.ones(cand.shape[0])
         raw = None
     if rel is None:
