@@ -159,20 +159,23 @@ def _context_record(
                     support={d: tuple(dict.fromkeys(v)) for d, v in support.items()})
 
 
+def _distractor_record(
+    builder: CorpusBuilder, r: dict[str, Any], qid: str, meta: dict[str, Any], *, with_support: bool
+) -> QARecord:
+    """A record of the HotpotQA distractor format (``question``, ``answer``, ``context``,
+    ``supporting_facts`` of ``[title, sentence index]``), shared by HotpotQA and the 2Wiki
+    sample; ``with_support``: the supporting sentences become :attr:`QARecord.support`."""
+    facts = r["supporting_facts"]
+    return _context_record(builder, qid, r["question"], _answers(r["answer"]), r["context"],
+                           (t for t, _ in facts), meta, facts if with_support else ())
+
+
 def load_hotpotqa(data_dir: str | Path | None = None) -> Benchmark:
     """HotpotQA dev-distractor sample (``hotpotqa/hotpot.json``)."""
     builder = CorpusBuilder()
     records = [
-        _context_record(
-            builder,
-            str(r["_id"]),
-            r["question"],
-            _answers(r["answer"]),
-            r["context"],
-            (t for t, _ in r["supporting_facts"]),
-            {"type": r.get("type"), "level": r.get("level")},
-            r["supporting_facts"],
-        )
+        _distractor_record(builder, r, str(r["_id"]), {"type": r.get("type"), "level": r.get("level")},
+                           with_support=True)
         for r in _jsonl(_file(data_dir, "hotpotqa/hotpot.json"))
     ]
     return Benchmark("hotpotqa", tuple(records), builder.docs, SUPPORTED_PROTOCOLS["hotpotqa"])
@@ -183,12 +186,7 @@ def load_musique(data_dir: str | Path | None = None) -> Benchmark:
     builder = CorpusBuilder()
     records = []
     for r in _jsonl(_file(data_dir, "musique/musique.json")):
-        pool, gold = [], []
-        for p in r["paragraphs"]:
-            doc_id = builder.add(p["title"], p["paragraph_text"])
-            pool.append(doc_id)
-            if p.get("is_supporting"):
-                gold.append(doc_id)
+        pool, gold = _musique_paragraphs(builder, r)
         answers = _answers(r["answer"], r.get("answer_aliases", []))
         records.append(
             QARecord(
@@ -202,6 +200,17 @@ def load_musique(data_dir: str | Path | None = None) -> Benchmark:
             )
         )
     return Benchmark("musique", tuple(records), builder.docs, SUPPORTED_PROTOCOLS["musique"])
+
+
+def _musique_paragraphs(builder: CorpusBuilder, r: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """(pool, gold): the doc ids of a MuSiQue question's paragraphs, and of its supporting ones."""
+    pool, gold = [], []
+    for p in r["paragraphs"]:
+        doc_id = builder.add(p["title"], p["paragraph_text"])
+        pool.append(doc_id)
+        if p.get("is_supporting"):
+            gold.append(doc_id)
+    return pool, gold
 
 
 def _musique_support(r: dict[str, Any], pool: list[str], answers: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
@@ -256,18 +265,8 @@ def load_2wiki_sampled(data_dir: str | Path | None = None) -> Benchmark:
     cols = _json(_file(data_dir, "2wikimultihopqa/sampled_ds.json"))
     rows = [{c: cols[c][key] for c in cols} for key in cols["id"]]
     builder = CorpusBuilder()
-    records = [
-        _context_record(
-            builder,
-            str(r["_1"]),
-            r["question"],
-            _answers(r["answer"]),
-            r["context"],
-            (t for t, _ in r["supporting_facts"]),
-            {"type": r.get("type")},
-        )
-        for r in rows
-    ]
+    records = [_distractor_record(builder, r, str(r["_1"]), {"type": r.get("type")}, with_support=False)
+               for r in rows]
     return Benchmark("2wiki_sampled", tuple(records), builder.docs, SUPPORTED_PROTOCOLS["2wiki_sampled"])
 
 

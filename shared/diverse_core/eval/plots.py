@@ -53,6 +53,16 @@ def _grid_axes(plt: Any, n: int, width: float = 4.0, height: float = 3.2) -> tup
     return fig, flat[:n]
 
 
+def _save(plt: Any, fig: Any, path: Path, title: str | None = None) -> bool:
+    """Lay ``fig`` out (under ``title``), write it to ``path`` and close it; ``True`` (drawn)."""
+    if title is not None:
+        fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
 def plot_recall_vs_lambda(results: BenchResults, path: Path) -> bool:
     """Headline metric vs gMMR lambda per task; returns False when there is nothing to draw."""
     tasks = [t for t in results.tasks if _curve(t, "gmmr", t.metric)[0]]
@@ -77,10 +87,7 @@ def plot_recall_vs_lambda(results: BenchResults, path: Path) -> bool:
         ax.set_ylabel(f"{t.metric}@{k} (%)")
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return True
+    return _save(plt, fig, path)
 
 
 def plot_jaccard(results: BenchResults, path: Path) -> bool:
@@ -98,11 +105,7 @@ def plot_jaccard(results: BenchResults, path: Path) -> bool:
         ax.set_title(f"{t.dataset} / {t.protocol}", fontsize=9)
         ax.set_xlabel("lambda_mult")
         fig.colorbar(im, ax=ax, fraction=0.046)
-    fig.suptitle("gMMR: mean Jaccard index of chosen sets across lambda")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return True
+    return _save(plt, fig, path, "gMMR: mean Jaccard index of chosen sets across lambda")
 
 
 def plot_vendi_agreement(results: BenchResults, path: Path) -> bool:
@@ -122,11 +125,7 @@ def plot_vendi_agreement(results: BenchResults, path: Path) -> bool:
         ax.set_ylabel(name)
         ax.grid(alpha=0.3)
     ax1.legend(fontsize=7)
-    fig.suptitle("Vendi: agreement of pick order with cosine order")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return True
+    return _save(plt, fig, path, "Vendi: agreement of pick order with cosine order")
 
 
 def plot_dartboard(results: BenchResults, path: Path) -> bool:
@@ -157,11 +156,7 @@ def plot_dartboard(results: BenchResults, path: Path) -> bool:
         ax.set_xlabel("sigma")
         ax.grid(alpha=0.3)
     ax1.legend(fontsize=7)
-    fig.suptitle("Dartboard on RGB en_fact")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return True
+    return _save(plt, fig, path, "Dartboard on RGB en_fact")
 
 
 def draw_all(results: BenchResults, out_dir: Path) -> list[Path]:

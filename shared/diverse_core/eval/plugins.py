@@ -128,11 +128,23 @@ def register_plugin(name: str, fn: PluginFn, *, param: str | None = None, replac
     Raises:
         InvalidParameterError: the name is taken (pass ``replace=True``) or ``fn`` is not callable.
     """
-    if not callable(fn):
-        raise InvalidParameterError(f"plugin {name!r} must be callable; got {fn!r}")
-    if name in _PLUGINS and not replace:
-        raise InvalidParameterError(f"plugin {name!r} is already registered (pass replace=True)")
+    check_registration(_PLUGINS, name, fn, replace=replace, kind="plugin", subject=f"plugin {name!r}")
     _PLUGINS[name] = Plugin(name, fn, param)
+
+
+def check_registration(
+    table: Mapping[str, Any], name: str, fn: object, *, replace: bool, kind: str, subject: str
+) -> None:
+    """The checks of the harness's ``register_*`` functions: ``fn`` (named ``subject`` in the
+    error) is callable, and ``name`` is not yet a ``kind`` in ``table`` unless ``replace``.
+
+    Raises:
+        InvalidParameterError: either check fails.
+    """
+    if not callable(fn):
+        raise InvalidParameterError(f"{subject} must be callable; got {fn!r}")
+    if name in table and not replace:
+        raise InvalidParameterError(f"{kind} {name!r} is already registered (pass replace=True)")
 
 
 #: Hooks that may declare a plugin on first use (``resolve(name) -> declared``).

@@ -179,41 +179,34 @@ def results_markdown(results: BenchResults) -> str:
         "",
     ]
     out += _headline(results)
-    recall_rows = [r for r in rows if metric_of[(r["dataset"], r["protocol"])] == "recall"]
-    if recall_rows:
-        out += [f"## Gold-passage recall@{k} (percent)", "", *_table(recall_rows, "recall", f"recall@{k}"), ""]
+    def of(metric: str) -> list[dict[str, Any]]:
+        return [r for r in rows if metric_of[(r["dataset"], r["protocol"])] == metric]
+
+    recall_rows = of("recall")
     support_rows = [r for r in recall_rows if r["protocol"] == "chunks" and not _missing(r.get("support"))]
-    if support_rows:
-        out += [f"## Support-level recall@{k}, chunks (percent, strict)", "",
-                "A gold passage counts only when a chosen window of it holds one of its supporting texts "
-                "(HotpotQA: a supporting sentence; MuSiQue: the answer of the hop it supports; 2Wiki pooled: the "
-                "answer or another gold page's title, a proxy); the table above counts any window of it.", "",
-                *_table(support_rows, "support", f"support@{k}"), ""]
-    ndcg_rows = [r for r in rows if metric_of[(r["dataset"], r["protocol"])] == "ndcg"]
-    if ndcg_rows:
-        out += [
-            f"## RGB en_fact NDCG@{k} (percent)",
-            "",
-            "Dartboard protocol: every query's positive and negative passages merged into one corpus; "
-            f"binary relevance = that query's positives; NDCG@{k} computed with ranx.",
-            "",
-            *_table(ndcg_rows, "ndcg", f"ndcg@{k}"),
-            "",
-        ]
-    mr_rows = [r for r in rows if metric_of[(r["dataset"], r["protocol"])] == "mrecall"]
-    if mr_rows:
-        out += [
-            f"## ASQA MRecall@{k} (percent)",
-            "",
-            "Corpus: the annotators' knowledge snippets of all 948 dev questions pooled (our stand-in; "
-            "ASQA ships no retrieval corpus).",
-            "",
-            *_table(mr_rows, "mrecall", f"mrecall@{k}"),
-            "",
-        ]
+    out += _section(f"## Gold-passage recall@{k} (percent)", recall_rows, "recall", f"recall@{k}")
+    out += _section(f"## Support-level recall@{k}, chunks (percent, strict)", support_rows, "support",
+                    f"support@{k}",
+                    "A gold passage counts only when a chosen window of it holds one of its supporting texts "
+                    "(HotpotQA: a supporting sentence; MuSiQue: the answer of the hop it supports; 2Wiki pooled: "
+                    "the answer or another gold page's title, a proxy); the table above counts any window of it.")
+    out += _section(f"## RGB en_fact NDCG@{k} (percent)", of("ndcg"), "ndcg", f"ndcg@{k}",
+                    "Dartboard protocol: every query's positive and negative passages merged into one corpus; "
+                    f"binary relevance = that query's positives; NDCG@{k} computed with ranx.")
+    out += _section(f"## ASQA MRecall@{k} (percent)", of("mrecall"), "mrecall", f"mrecall@{k}",
+                    "Corpus: the annotators' knowledge snippets of all 948 dev questions pooled (our stand-in; "
+                    "ASQA ships no retrieval corpus).")
     out += ["Full metrics (all-gold rate, NDCG, answer hit, diversity, Vendi Score, Kendall tau, Spearman rho): "
             "`benchmarks/results/summary.md`; figures: `benchmarks/results/*.png`.", ""]
     return "\n".join(out)
+
+
+def _section(heading: str, rows: list[dict[str, Any]], key: str, label: str, note: str = "") -> list[str]:
+    """The lines of one results section: its heading, ``note`` (if any) and the table of ``rows``
+    by ``key``; none when there are no rows."""
+    if not rows:
+        return []
+    return [heading, "", *([note, ""] if note else []), *_table(rows, key, label), ""]
 
 
 _SECTION = re.compile(r"<!-- ([\w-]+):start.*?-->.*?<!-- \1:end -->", re.S)

@@ -40,7 +40,13 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidParameterError
-from .datasets import SUPPORTED_PROTOCOLS, _answers, _context_record, resolve_data_dir
+from .datasets import (
+    SUPPORTED_PROTOCOLS,
+    _answers,
+    _context_record,
+    _musique_paragraphs,
+    resolve_data_dir,
+)
 from .metrics import normalize_answer
 from .records import Benchmark, CorpusBuilder, QARecord
 
@@ -114,12 +120,7 @@ def _hotpot_records(root: Path, b: CorpusBuilder) -> Iterator[QARecord]:
 
 
 def _musique_record(r: dict[str, Any], b: CorpusBuilder, source: str) -> QARecord:
-    pool, gold = [], []
-    for p in r["paragraphs"]:
-        doc_id = b.add(p["title"], p["paragraph_text"])
-        pool.append(doc_id)
-        if p.get("is_supporting"):
-            gold.append(doc_id)
+    pool, gold = _musique_paragraphs(b, r)
     return QARecord(
         str(r["id"]), r["question"], _answers(r["answer"], r.get("answer_aliases", [])),
         tuple(dict.fromkeys(gold)), tuple(dict.fromkeys(pool)), meta={"source": source},

@@ -38,8 +38,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..errors import InvalidParameterError
 from .datasets import DATASETS, DatasetFormatError
+from .plugins import check_registration
 from .records import Benchmark, CorpusBuilder, QARecord
 
 __all__ = ["DatasetFormatError", "JSONL_FORMAT", "load_jsonl_dataset", "register_dataset", "parse_dataset_file"]
@@ -162,10 +162,8 @@ def register_dataset(name: str, loader: Callable[[str | Path | None], Benchmark]
     Raises:
         InvalidParameterError: the name is taken (pass ``replace=True``) or ``loader`` is not callable.
     """
-    if not callable(loader):
-        raise InvalidParameterError(f"dataset loader for {name!r} must be callable; got {loader!r}")
-    if name in DATASETS and not replace:
-        raise InvalidParameterError(f"dataset {name!r} is already registered (pass replace=True)")
+    check_registration(DATASETS, name, loader, replace=replace, kind="dataset",
+                       subject=f"dataset loader for {name!r}")
     DATASETS[name] = loader
 
 
