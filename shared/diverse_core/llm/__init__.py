@@ -18,11 +18,12 @@ Example:
 
 from __future__ import annotations
 
-from .base import AsyncTextLLM, CallableLLM, Completion, TextLLM, as_completion, ensure_llm
-from .errors import LLMError, LLMTimeoutError, TransientLLMError, is_transient, retry_after
+from . import base, errors, managed, openai_llm
+from .base import *  # noqa: F403  (every name of base.__all__, listed there once)
+from .errors import *  # noqa: F403
 from .local import LocalGGUFLLM, default_gguf_path
-from .managed import LLMUsage, ManagedLLM
-from .openai_llm import OpenAILLM
+from .managed import *  # noqa: F403
+from .openai_llm import *  # noqa: F403
 from .structured import (
     Message,
     MethodMemory,
@@ -34,21 +35,9 @@ from .structured import (
     StructuredOutputUnsupported,
 )
 
+# Whole modules re-export their own ``__all__``; of the local model and the structured
+# layer only the names most callers need (the rest stay under their module).
 __all__ = [
-    "Completion",
-    "TextLLM",
-    "AsyncTextLLM",
-    "CallableLLM",
-    "as_completion",
-    "ensure_llm",
-    "LLMError",
-    "LLMTimeoutError",
-    "TransientLLMError",
-    "is_transient",
-    "retry_after",
-    "ManagedLLM",
-    "LLMUsage",
-    "OpenAILLM",
     "LocalGGUFLLM",
     "default_gguf_path",
     "Message",
@@ -60,3 +49,7 @@ __all__ = [
     "StructuredOutputUnsupported",
     "MethodMemory",
 ]
+__all__ += base.__all__
+__all__ += errors.__all__
+__all__ += managed.__all__
+__all__ += openai_llm.__all__

@@ -60,55 +60,31 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from . import decoding, messages, schema
 from .base import Completion
-from .decoding import MAX_PROBLEMS, MAX_REPLY_CHARS, decode_json, repair_value
+from .decoding import *  # noqa: F403  (re-exported: decoding.__all__)
 from .errors import LLMError
-from .messages import Message, messages_text, passage_blocks, schema_hint
-from .schema import (
-    CHARS_PER_TOKEN,
-    GRAMMAR_MAX_LENGTH,
-    OutputSchema,
-    SchemaProblem,
-    array,
-    enum_of,
-    int_range,
-    longest_json,
-    obj,
-    string,
-    token_budget,
-)
+from .messages import *  # noqa: F403
+from .messages import Message
+from .schema import *  # noqa: F403
+from .schema import OutputSchema, SchemaProblem
 from .workers import Slots
 
 __all__ = [
-    "CHARS_PER_TOKEN",
-    "GRAMMAR_MAX_LENGTH",
     "METHODS",
     "STRUCTURED_METHODS",
-    "Message",
-    "OutputSchema",
-    "SchemaProblem",
     "RoleRequest",
     "RoleCompletion",
     "StructuredLLM",
     "StructuredOutputUnsupported",
     "MethodMemory",
-    "decode_json",
-    "repair_value",
-    "MAX_REPLY_CHARS",
-    "MAX_PROBLEMS",
     "declared_methods",
-    "longest_json",
-    "messages_text",
-    "schema_hint",
-    "passage_blocks",
     "refusal_from_error",
-    "obj",
-    "array",
-    "string",
-    "token_budget",
-    "int_range",
-    "enum_of",
 ]
+# The message, schema and decoding helpers stay importable from here (their lists live there).
+__all__ += messages.__all__
+__all__ += schema.__all__
+__all__ += decoding.__all__
 
 #: Structured methods, strongest first (what negotiation tries, in this order).
 STRUCTURED_METHODS: tuple[str, ...] = ("json_schema", "tool_calling", "json_object")
