@@ -22,7 +22,7 @@ from .structured import (
     Message,
     OutputSchema,
     StructuredOutputUnsupported,
-    refusal_from_error,
+    refusals_raised,
     schema_hint,
 )
 
@@ -328,13 +328,8 @@ class OpenAILLM:
         """
         start = time.perf_counter()
         body = self._structured_request(messages, schema, method, kwargs)
-        try:
+        with refusals_raised(method):
             resp = self._probe(self.client, method).chat.completions.create(**body)
-        except Exception as exc:
-            refused = refusal_from_error(exc, method)
-            if refused is None:
-                raise
-            raise refused from exc
         return self._proved(self._structured_parse(resp, method, start), method)
 
     async def acomplete_structured(self, messages: Sequence[Message], schema: OutputSchema, *, method: str,
@@ -342,13 +337,8 @@ class OpenAILLM:
         """Asynchronous :meth:`complete_structured` with ``AsyncOpenAI``."""
         start = time.perf_counter()
         body = self._structured_request(messages, schema, method, kwargs)
-        try:
+        with refusals_raised(method):
             resp = await self._probe(self.async_client, method).chat.completions.create(**body)
-        except Exception as exc:
-            refused = refusal_from_error(exc, method)
-            if refused is None:
-                raise
-            raise refused from exc
         return self._proved(self._structured_parse(resp, method, start), method)
 
     def _probe(self, client: Any, method: str) -> Any:

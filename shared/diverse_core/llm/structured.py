@@ -56,7 +56,8 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -80,6 +81,7 @@ __all__ = [
     "MethodMemory",
     "declared_methods",
     "refusal_from_error",
+    "refusals_raised",
 ]
 # The message, schema and decoding helpers stay importable from here (their lists live there).
 __all__ += messages.__all__
@@ -199,6 +201,30 @@ def refusal_from_error(exc: Exception, method: str) -> StructuredOutputUnsupport
     if status not in _REFUSAL_STATUS or not _REFUSAL_WORDS.search(str(exc)):
         return None
     return StructuredOutputUnsupported(method, f"HTTP {status}: {str(exc)[:200]}")
+
+
+@contextmanager
+def refusals_raised(method: str) -> Iterator[None]:
+    """Re-raise an error of the block as :class:`StructuredOutputUnsupported` when it is a
+    refusal of ``method`` (:func:`refusal_from_error`); any other error passes unchanged.
+
+    Example:
+        >>> class BadRequest(Exception):
+        ...     status_code = 400
+        >>> try:
+        ...     with refusals_raised("tool_calling"):
+        ...         raise BadRequest("tools are not supported by this model")
+        ... except StructuredOutputUnsupported as exc:
+        ...     exc.method
+        'tool_calling'
+    """
+    try:
+        yield
+    except Exception as exc:
+        refused = refusal_from_error(exc, method)
+        if refused is None:
+            raise
+        raise refused from exc
 
 
 @runtime_checkable
