@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging as _logging
 
 from . import methods as _methods  # noqa: F401  (registers all twelve built-in methods)
+from . import metrics
 from ._version import __version__
 from .api import select, sweep
 from .errors import (
@@ -34,15 +35,7 @@ from .errors import (
     ZeroVectorError,
 )
 from .methods.dartboard import QUERY, PairScorer
-from .metrics import (
-    jaccard,
-    jaccard_matrix,
-    kendall_tau,
-    max_pairwise_distance,
-    mean_pairwise_similarity,
-    spearman_rho,
-    vendi_score,
-)
+from .metrics import *  # noqa: F403  (every name of metrics.__all__, listed there once)
 from .registry import MethodSpec, available_methods, get_method, register_method
 from .result import Selection, Sweep
 from .tuning import BinarySearchResult, argmax_upper_median, binary_search_sample, upper_median
@@ -70,16 +63,10 @@ __all__ = [
     "NonNumericInputError",
     "ZeroVectorError",
     "UnknownMethodError",
-    "vendi_score",
-    "max_pairwise_distance",
-    "mean_pairwise_similarity",
-    "jaccard",
-    "jaccard_matrix",
-    "kendall_tau",
-    "spearman_rho",
     "upper_median",
     "argmax_upper_median",
     "binary_search_sample",
     "BinarySearchResult",
     "__version__",
 ]
+__all__ += metrics.__all__

@@ -1,14 +1,18 @@
 """Module attributes imported on first use (PEP 562), for packages whose heavier parts most users
-never touch, and deprecated aliases of renamed public names."""
+never touch, deprecated aliases of renamed public names, and process-wide defaults made on first
+use."""
 
 from __future__ import annotations
 
 import importlib
+import threading
 import warnings
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Generic, TypeVar
 
-__all__ = ["lazy_exports", "deprecated_aliases"]
+__all__ = ["lazy_exports", "deprecated_aliases", "ProcessDefault"]
+
+T = TypeVar("T")
 
 
 def lazy_exports(
@@ -73,3 +77,27 @@ def deprecated_aliases(
         return getattr_(name)
 
     return __getattr__
+
+
+class ProcessDefault(Generic[T]):
+    """One object for the whole process, made by ``factory`` on the first :meth:`get` (under a
+    lock, so concurrent first callers share it); a factory that raises is tried again next time.
+
+    Example:
+        >>> made = []
+        >>> default = ProcessDefault(lambda: made.append(1) or len(made))
+        >>> default.get(), default.get(), made
+        (1, 1, [1])
+    """
+
+    def __init__(self, factory: Callable[[], T]) -> None:
+        self._factory = factory
+        self._value: T | None = None
+        self._lock = threading.Lock()
+
+    def get(self) -> T:
+        """The object, made now if this is the first call (or every earlier one failed)."""
+        with self._lock:
+            if self._value is None:
+                self._value = self._factory()
+            return self._value

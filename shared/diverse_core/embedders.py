@@ -26,6 +26,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from ._lazy import ProcessDefault
 from .errors import InvalidParameterError
 
 __all__ = [
@@ -190,14 +191,9 @@ class MiniLMEmbedder:
         return np.asarray(out, dtype=np.float32)
 
 
-_DEFAULT: MiniLMEmbedder | None = None
-_DEFAULT_LOCK = threading.Lock()
+_DEFAULT = ProcessDefault(MiniLMEmbedder)
 
 
 def get_default_embedder() -> MiniLMEmbedder:
     """A process-wide shared :class:`MiniLMEmbedder` (``backend="auto"``; the model loads once)."""
-    global _DEFAULT
-    with _DEFAULT_LOCK:
-        if _DEFAULT is None:
-            _DEFAULT = MiniLMEmbedder()
-        return _DEFAULT
+    return _DEFAULT.get()

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from .._lazy import ProcessDefault
 from ..embedding_cache import EmbeddingCache
 from ..errors import DimensionMismatchError, InvalidParameterError
 from ..validation import check_k
@@ -19,19 +20,16 @@ __all__ = ["InMemorySource", "PoolSource", "Embedder"]
 
 Embedder = Callable[[list[str]], Any]
 
-_DEFAULT_CACHE: EmbeddingCache | None = None
-_DEFAULT_LOCK = threading.Lock()
 
 
-def _default_cache() -> EmbeddingCache:
-    """One process-wide cache over the packaged MiniLM (a text is embedded once per process)."""
-    global _DEFAULT_CACHE
-    with _DEFAULT_LOCK:
-        if _DEFAULT_CACHE is None:
-            from ..embedders import get_default_embedder
+def _minilm_cache() -> EmbeddingCache:
+    from ..embedders import get_default_embedder
 
-            _DEFAULT_CACHE = EmbeddingCache(get_default_embedder(), namespace="all-MiniLM-L6-v2")
-        return _DEFAULT_CACHE
+    return EmbeddingCache(get_default_embedder(), namespace="all-MiniLM-L6-v2")
+
+
+#: One process-wide cache over the packaged MiniLM (a text is embedded once per process).
+_DEFAULT_CACHE = ProcessDefault(_minilm_cache)
 
 
 class InMemorySource:
@@ -79,7 +77,7 @@ class InMemorySource:
         self.texts = tuple(texts)
         self.ids = tuple(str(i) for i in ids) if ids is not None else tuple(str(i) for i in range(len(texts)))
         self.default_k = check_k(default_k, "default_k")
-        self._cache = _default_cache() if embedder is None else EmbeddingCache(embedder)
+        self._cache = _DEFAULT_CACHE.get() if embedder is None else EmbeddingCache(embedder)
         self._given_embedder = embedder
         self._query_vectors = {q: np.asarray(v, dtype=np.float32).reshape(-1) for q, v in (query_vectors or {}).items()}
         self._matrix: NDArray[np.float32] | None = None
