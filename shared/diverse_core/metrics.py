@@ -330,12 +330,7 @@ def kendall_tau(ranking: ArrayLike, reference_scores: ArrayLike) -> float:
         >>> kendall_tau([2, 0, 1], [0.5, 0.1, 0.9])
         1.0
     """
-    pos, ref = _ranking_pairs(ranking, reference_scores)
-    if np.all(ref == ref[0]):
-        return math.nan
-    from scipy import stats  # lazy: scipy.stats costs ~0.5 s to import
-
-    return float(stats.kendalltau(pos, ref).statistic)
+    return _rank_correlation(ranking, reference_scores, "kendalltau")
 
 
 def spearman_rho(ranking: ArrayLike, reference_scores: ArrayLike) -> float:
@@ -348,9 +343,15 @@ def spearman_rho(ranking: ArrayLike, reference_scores: ArrayLike) -> float:
         >>> spearman_rho([0, 1, 2], [0.9, 0.1, 0.5])
         0.5
     """
+    return _rank_correlation(ranking, reference_scores, "spearmanr")
+
+
+def _rank_correlation(ranking: ArrayLike, reference_scores: ArrayLike, statistic: str) -> float:
+    """``scipy.stats.<statistic>`` (``"kendalltau"``, ``"spearmanr"``) between the ranked items'
+    positions and their reference scores; NaN when every ranked item has the same score."""
     pos, ref = _ranking_pairs(ranking, reference_scores)
     if np.all(ref == ref[0]):
         return math.nan
     from scipy import stats  # lazy: scipy.stats costs ~0.5 s to import
 
-    return float(stats.spearmanr(pos, ref).statistic)
+    return float(getattr(stats, statistic)(pos, ref).statistic)
