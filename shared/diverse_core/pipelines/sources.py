@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from .._once import Once
 from ..embedding_cache import EmbeddingCache
 from ..errors import DimensionMismatchError, InvalidParameterError
 from ..validation import check_k
@@ -19,19 +20,15 @@ __all__ = ["InMemorySource", "PoolSource", "Embedder"]
 
 Embedder = Callable[[list[str]], Any]
 
-_DEFAULT_CACHE: EmbeddingCache | None = None
-_DEFAULT_LOCK = threading.Lock()
+
+def _minilm_cache() -> EmbeddingCache:
+    from ..embedders import get_default_embedder
+
+    return EmbeddingCache(get_default_embedder(), namespace="all-MiniLM-L6-v2")
 
 
-def _default_cache() -> EmbeddingCache:
-    """One process-wide cache over the packaged MiniLM (a text is embedded once per process)."""
-    global _DEFAULT_CACHE
-    with _DEFAULT_LOCK:
-        if _DEFAULT_CACHE is None:
-            from ..embedders import get_default_embedder
-
-            _DEFAULT_CACHE = EmbeddingCache(get_default_embedder(), namespace="all-MiniLM-L6-v2")
-        return _DEFAULT_CACHE
+#: One process-wide cache over the packaged MiniLM (a text is embedded once per process).
+_default_cache = Once(_minilm_cache)
 
 
 class InMemorySource:

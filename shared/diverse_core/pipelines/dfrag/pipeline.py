@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -18,13 +18,16 @@ from ...validation import check_k
 from ..base import Pipeline, gather_all_or_cancel, run_sync  # noqa: F401  (run_sync re-exported)
 from ..contract import Candidates, CandidateSource, PipelineResult
 from ..options import Option
-from ..roles import RunContext
+from ..roles import CallPolicy, RunContext, RunKeywords
 from ..sources import PoolSource
 from ..structured import answer_text
 from .candidates import DEFAULT_LAMBDAS, CandidateGroups, check_lambdas, sweep_candidate_sets
 from .prompts import PromptSet
 from .reading import read_evaluation, read_plan
 from .result import CandidateSet, DFRAGResult
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["DFRAG", "run_sync"]
 
@@ -131,16 +134,12 @@ class DFRAG(Pipeline[DFRAGResult]):
         fetch_k: int | None = None,
         sampling: str = "uniform",
         incremental_context: bool = False,
-        max_concurrency: int = 4,
-        timeout: float | None = 120.0,
-        max_retries: int = 3,
-        backoff_base: float = 0.5,
         prompts: PromptSet | None = None,
         score_from: str = "total",
         on_evaluator_error: str = "score_zero",
-        llm_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
         evaluator: str = "llm",
         selector: Any = None,
+        **policy: Unpack[CallPolicy],
     ) -> None:
         if evaluator not in {"llm", "adaptive"}:
             raise InvalidParameterError(f"evaluator must be 'llm' or 'adaptive'; got evaluator={evaluator!r}")
@@ -158,16 +157,8 @@ class DFRAG(Pipeline[DFRAGResult]):
             )
         if llm is None and evaluator == "llm":
             raise TypeError("llm must have a complete(prompt, **kw) method or be a callable; got None")
-        super().__init__(
-            llm,
-            role_llms={"planner": planner_llm, "evaluator": evaluator_llm, "generator": generator_llm},
-            k=k,
-            timeout=timeout,
-            max_retries=max_retries,
-            backoff_base=backoff_base,
-            max_concurrency=max_concurrency,
-            llm_kwargs=llm_kwargs,
-        )
+        roles = {"planner": planner_llm, "evaluator": evaluator_llm, "generator": generator_llm}
+        super().__init__(llm, role_llms=roles, k=k, **policy)
         self.sampling = sampling
         self.incremental_context = bool(incremental_context)
         self.prompts = prompts or PromptSet()
@@ -465,10 +456,7 @@ class DFRAG(Pipeline[DFRAGResult]):
         source: CandidateSource | Sequence[str],
         query_embedding: ArrayLike | None = None,
         candidate_embeddings: ArrayLike | None = None,
-        *,
-        generate: bool = True,
-        k: int | None = None,
-        call_kwargs: Mapping[str, Any] | None = None,
+        **run: Unpack[RunKeywords],
     ) -> DFRAGResult:
         """Run DF-RAG for one question (async).
 
@@ -477,10 +465,8 @@ class DFRAG(Pipeline[DFRAGResult]):
             source: a :class:`~diverse_core.pipelines.CandidateSource` searched once with the
                 question for ``fetch_k`` candidates; or (the first API) the candidate texts,
                 with ``query_embedding`` (d,) and ``candidate_embeddings`` (n, d).
-            generate: run the Generator (``False`` = retrieval only: choose λ* and stop).
-            k: chunks to choose for this call (default: the pipeline's ``k``).
-            call_kwargs: keyword arguments passed to every LLM call of this run (e.g. a
-                framework adapter's ``callbacks=``).
+            **run: ``generate`` (``False`` = retrieval only: choose λ* and stop), ``k`` and
+                ``call_kwargs``, as for :meth:`Pipeline.arun <diverse_core.pipelines.Pipeline.arun>`.
 
         Raises:
             InvalidParameterError / DimensionMismatchError: bad inputs.
@@ -488,7 +474,7 @@ class DFRAG(Pipeline[DFRAGResult]):
                 (or an Evaluator call, with ``on_evaluator_error="raise"``).
         """
         src = self._source(question, source, query_embedding, candidate_embeddings)
-        return await super().arun(question, src, generate=generate, k=k, call_kwargs=call_kwargs)
+        return await super().arun(question, src, **run)
 
     def __repr__(self) -> str:
         return (

@@ -33,7 +33,7 @@ import asyncio
 import dataclasses
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -45,7 +45,7 @@ from ...validation import check_k, check_unit_interval
 from ..base import Pipeline, gather_all_or_cancel
 from ..contract import Candidates, CandidateSource, ChosenDocument
 from ..options import Option
-from ..roles import RunContext
+from ..roles import CallPolicy, RunContext
 from .parsing import aggregate_verdicts
 from .prompts import DEFAULT_MAX_INTERPRETATIONS, DivaPrompts
 from .reading import (
@@ -64,6 +64,9 @@ from .retrieval import (
     diversify_pool,
     merge_hit_ids,
 )
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["DIVA", "SEARCH_MODES", "VERIFIER_ERROR_MODES"]
 
@@ -175,11 +178,7 @@ class DIVA(Pipeline[DivaResult]):
         verify_in_retrieval: bool = False,
         on_verifier_error: str = "count_yes",
         prompts: DivaPrompts | None = None,
-        max_concurrency: int = 4,
-        timeout: float | None = 120.0,
-        max_retries: int = 3,
-        backoff_base: float = 0.5,
-        llm_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
+        **policy: Unpack[CallPolicy],
     ) -> None:
         self.fetch_k = None if fetch_k is None else check_k(fetch_k, "fetch_k")
         self.per_interpretation_k = check_k(per_interpretation_k, "per_interpretation_k")
@@ -190,16 +189,8 @@ class DIVA(Pipeline[DivaResult]):
                 raise InvalidParameterError(f"{name} must be one of {list(allowed)}; got {name}={value!r}")
         if prompts is not None and not isinstance(prompts, DivaPrompts):
             raise InvalidParameterError(f"prompts must be a DivaPrompts; got {type(prompts).__name__}")
-        super().__init__(
-            llm,
-            role_llms={"interpreter": interpreter_llm, "verifier": verifier_llm, "generator": generator_llm},
-            k=k,
-            timeout=timeout,
-            max_retries=max_retries,
-            backoff_base=backoff_base,
-            max_concurrency=max_concurrency,
-            llm_kwargs=llm_kwargs,
-        )
+        roles = {"interpreter": interpreter_llm, "verifier": verifier_llm, "generator": generator_llm}
+        super().__init__(llm, role_llms=roles, k=k, **policy)
         self.search_mode = search
         self.prune = prune
         self.mmr_lambda = check_unit_interval(mmr_lambda, "mmr_lambda")

@@ -20,7 +20,6 @@ Example:
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ..._once import Once
 from ...errors import DimensionMismatchError, InvalidParameterError
 from ...validation import check_k, check_positive, check_unit_interval
 from .features import SCALAR_NAMES, pair_features
@@ -272,23 +272,22 @@ class PairClassifier:
 ArrayLike2D = NDArray[np.floating[Any]] | Sequence[Sequence[float]]
 ArrayLike1D = NDArray[np.floating[Any]] | Sequence[float]
 
-_DEFAULT: PairClassifier | None = None
-_LOCK = threading.Lock()
+
+def _load_shipped() -> PairClassifier:
+    path = default_path()
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"the shipped DR-RAG classifier is missing at {path}; train it with: diverse-rag train drrag"
+        )
+    return PairClassifier.load(path)
+
+
+_SHIPPED = Once(_load_shipped)
 
 
 def default_classifier() -> PairClassifier:
     """The shipped classifier, loaded once on first use."""
-    global _DEFAULT
-    with _LOCK:
-        if _DEFAULT is None:
-            path = default_path()
-            if not path.is_file():
-                raise FileNotFoundError(
-                    f"the shipped DR-RAG classifier is missing at {path}; "
-                    "train it with: diverse-rag train drrag"
-                )
-            _DEFAULT = PairClassifier.load(path)
-        return _DEFAULT
+    return _SHIPPED()
 
 
 def make_scorer(

@@ -4,9 +4,9 @@ concatenation (QDC) searches, classifier selection (CFS / CIS), one Generator ca
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -16,11 +16,14 @@ from ...validation import check_k, check_unit_interval
 from ..base import Pipeline
 from ..contract import Candidates, CandidateSource, PipelineResult
 from ..options import Option
-from ..roles import RunContext
+from ..roles import CallPolicy, RunContext
 from ..structured import ANSWER_SCHEMA, DATA_NOTE, answer_text, role_request
 from .classifier import PairClassifier, default_classifier, make_scorer
 from .features import split_title
 from .select import CIS_RULES, MODES, PER_DOC, DrragSelection, default_k1, select_drrag
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["DRRAG", "DRRAGResult", "concat_query", "GENERATOR_TEMPLATE", "GENERATOR_SYSTEM", "UNTITLED_WARNING"]
 
@@ -159,16 +162,9 @@ class DRRAG(Pipeline[DRRAGResult]):
         protect_stage1: bool = True,
         fetch_k: int | None = None,
         prompt: str = GENERATOR_TEMPLATE,
-        timeout: float | None = 120.0,
-        max_retries: int = 3,
-        backoff_base: float = 0.5,
-        max_concurrency: int = 4,
-        llm_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
+        **policy: Unpack[CallPolicy],
     ) -> None:
-        super().__init__(
-            llm, k=k, timeout=timeout, max_retries=max_retries, backoff_base=backoff_base,
-            max_concurrency=max_concurrency, llm_kwargs=llm_kwargs,
-        )
+        super().__init__(llm, k=k, **policy)
         for name, value, allowed in (("mode", mode, MODES), ("per_doc", per_doc, PER_DOC),
                                      ("cis_rule", cis_rule, CIS_RULES)):
             if value not in allowed:

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -19,12 +18,15 @@ from ...validation import check_k, check_unit_interval
 from ..base import Pipeline
 from ..contract import Candidates, CandidateSource, ChosenDocument
 from ..options import Option
-from ..roles import RunContext
+from ..roles import CallPolicy, RunContext
 from ..structured import field_text, structured_value, unusable_json
 from .judging import Judgement, read_judge_reply
 from .prompts import VendiPrompts, read_rewrite
 from .result import IterationRecord, VendiRAGResult
 from .s_update import S_UPDATES, check_s_update, next_s
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["VendiRAG"]
 
@@ -166,11 +168,7 @@ class VendiRAG(Pipeline[VendiRAGResult]):
         return_documents: str = "final",
         on_llm_error: str = "stop",
         prompts: VendiPrompts | None = None,
-        max_concurrency: int = 4,
-        timeout: float | None = 120.0,
-        max_retries: int = 3,
-        backoff_base: float = 0.5,
-        llm_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
+        **policy: Unpack[CallPolicy],
     ) -> None:
         self.fetch_k = None if fetch_k is None else check_k(fetch_k, "fetch_k")
         self.initial_s = check_unit_interval(initial_s, "initial_s")
@@ -187,17 +185,9 @@ class VendiRAG(Pipeline[VendiRAGResult]):
         if prompts is not None and not isinstance(prompts, VendiPrompts):
             raise InvalidParameterError(f"prompts must be a VendiPrompts; got {type(prompts).__name__}")
         self.prompts = prompts or VendiPrompts()
-        super().__init__(
-            llm,
-            role_llms={"reasoner": reasoner_llm, "answerer": answerer_llm, "judge": judge_llm,
-                       "rewriter": rewriter_llm},
-            k=k,
-            timeout=timeout,
-            max_retries=max_retries,
-            backoff_base=backoff_base,
-            max_concurrency=max_concurrency,
-            llm_kwargs=llm_kwargs,
-        )
+        roles = {"reasoner": reasoner_llm, "answerer": answerer_llm, "judge": judge_llm,
+                 "rewriter": rewriter_llm}
+        super().__init__(llm, role_llms=roles, k=k, **policy)
 
     # ------------------------------------------------------------------ prompts (faces expose them)
     _TEMPLATES = ("reasoning", "answer", "judge", "judge_retry", "rewrite")
