@@ -97,6 +97,7 @@ class Pipeline(ABC, Generic[R]):
             a ``ManagedLLM``; LangChain / LlamaIndex models are adapted by their faces.
         role_llms: per-role models overriding ``llm``.
         k: documents to choose.
+        fetch_k: candidates a pipeline asks of its first search (``None``: the source's default).
         **policy: the per-call policy (:class:`~diverse_core.pipelines.roles.CallPolicy`:
             ``timeout``, ``max_retries``, ``backoff_base``, ``max_concurrency`` and
             ``llm_kwargs``, extra keyword arguments per role), handed to :class:`LLMRoles`.
@@ -129,9 +130,11 @@ class Pipeline(ABC, Generic[R]):
         *,
         role_llms: Mapping[str, object | None] | None = None,
         k: int = 5,
+        fetch_k: int | None = None,
         **policy: Unpack[CallPolicy],
     ) -> None:
         self.k = check_k(k, "k")
+        self.fetch_k = None if fetch_k is None else check_k(fetch_k, "fetch_k")
         if llm is None and self.requires_llm:
             raise InvalidParameterError(f"{type(self).__name__} needs an LLM; got llm=None")
         self.llms = LLMRoles(self.roles, llm, overrides=role_llms, **policy)
