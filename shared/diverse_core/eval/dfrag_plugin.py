@@ -3,10 +3,12 @@ generic pipeline plugin (:mod:`~diverse_core.eval.pipeline_plugin`), plus its me
 
 Options: ``sampling`` (``uniform``/``binary``), ``max_concurrency``, ``incremental_context``,
 ``score_from``, ``timeout``, ``max_retries``, ``zero_shot`` (drop the evaluator's examples),
-``max_passage_chars``, ``evaluator`` (``adaptive``: the LLM-free trained scorer chooses λ, no LLM
+``max_passage_chars``, ``lambdas``, ``diversity`` (the shared knob: the Evaluator chooses among
+the grid's λ >= 1 - diversity), ``evaluator`` (``adaptive``: the LLM-free trained scorer chooses λ, no LLM
 needed to retrieve); the harness keys ``llm``, ``generate``, ``max_new_tokens``, ``max_tokens``.
 ``llm=none`` is an explicit, labelled dry run (``dry_run: true`` in the per-query info): no
-LLM, the upper-median λ's set, i.e. what an all-tied evaluation picks. Without ``@llm=`` the
+LLM, the upper-median λ's set, i.e. what an all-tied evaluation picks (over ``lambdas``, or the
+part of the grid that ``diversity`` leaves). Without ``@llm=`` the
 method uses ``auto`` and fails with a one-line error when no LLM is available.
 
 One command benchmarks any OpenAI-compatible endpoint against cosine, fixed-λ gMMR and
@@ -32,9 +34,17 @@ from typing import Any
 import numpy as np
 
 from ..pipelines import PipelineResult
-from ..pipelines.dfrag import DEFAULT_LAMBDAS, DFRAG, DFRAGResult, PromptSet, sweep_candidate_sets
+from ..pipelines.dfrag import (
+    DEFAULT_LAMBDAS,
+    DFRAG,
+    DFRAG_DIVERSITY,
+    DFRAGResult,
+    PromptSet,
+    check_lambdas,
+    sweep_candidate_sets,
+)
 from ..tuning import upper_median
-from .pipeline_plugin import SimulatedEndpoint, declare_pipeline_method, resolve_llm
+from .pipeline_plugin import SimulatedEndpoint, coerce, declare_pipeline_method, resolve_llm
 from .plugins import MethodInput, MethodOutput
 
 __all__ = ["dfrag_method", "resolve_llm", "SimulatedEndpoint", "main"]
@@ -59,11 +69,21 @@ def _info(res: PipelineResult) -> dict[str, Any]:
     return res.summary()
 
 
+def _dry_grid(params: dict[str, Any]) -> tuple[float, ...]:
+    """The λ grid a run with these (text) options would sweep: ``lambdas``, or what ``diversity``
+    leaves of the default grid (the pipeline's own rule, :data:`DFRAG_DIVERSITY`)."""
+    raw = params.get("lambdas")
+    parse = next(o.parse for o in DFRAG.OPTIONS if o.name == "lambdas")
+    given = None if raw is None else check_lambdas(parse(raw) if isinstance(raw, str) and parse else raw)
+    return tuple(DFRAG_DIVERSITY.resolve("dfrag", given, coerce(params.get("diversity"))))
+
+
 def _dry_run(inp: MethodInput, params: dict[str, Any]) -> MethodOutput:
-    groups = sweep_candidate_sets(inp.query_embedding, inp.embeddings, inp.k, DEFAULT_LAMBDAS)
-    lam = upper_median(DEFAULT_LAMBDAS)
+    grid = _dry_grid(params)
+    groups = sweep_candidate_sets(inp.query_embedding, inp.embeddings, inp.k, grid)
+    lam = upper_median(grid)
     return MethodOutput(
-        [int(i) for i in groups.indices[DEFAULT_LAMBDAS.index(lam)]],
+        [int(i) for i in groups.indices[grid.index(lam)]],
         {"lambda": lam, "n_distinct_sets": len(groups.groups), "dry_run": True,
          "warnings": ["dry run: no LLM was called; this is the upper-median lambda's gMMR set"]},
     )

@@ -3,7 +3,8 @@ pipeline plugin (:mod:`~diverse_core.eval.pipeline_plugin`).
 
 Options: ``fetch_k`` (first-stage pool; default the harness's ``--fetch-k``),
 ``per_interpretation_k``, ``max_interpretations``, ``search`` (``pool``/``source``), ``prune``
-(``mean``/``max``/``round_robin``/``mmr``), ``mmr_lambda``, ``verify_in_retrieval``,
+(``mean``/``max``/``round_robin``/``mmr``), ``mmr_lambda``, ``diversity`` (the shared knob: prune
+with MMR at ``mmr_lambda = 1 - diversity``), ``verify_in_retrieval``,
 ``on_verifier_error``, ``max_concurrency``, ``timeout``, ``max_retries``,
 ``max_passage_chars``, ``interpretations`` (``generated``, or ``gold``: see below); the harness keys
 ``llm``, ``generate``, ``max_new_tokens``, ``max_tokens``.

@@ -5,7 +5,8 @@ Retrieval-only runs need no LLM (the default); ``@generate=true`` adds the one G
 led to it, the classifier probability, the number of documents returned (CFS/CIS may return
 fewer than ``k``) and the searches made. Options: DR-RAG's declared ones (``DRRAG.OPTIONS``:
 ``k1``, ``m``, ``mode``, ``classifier`` as a saved classifier's path, ``threshold``, ``fill``,
-``per_doc``, ``cis_rule``, ``protect_stage1``, ``fetch_k``) and the call policy. (The perfect-classifier ceiling needs
+``per_doc``, ``cis_rule``, ``protect_stage1``, ``fetch_k``; ``diversity`` is declared but refused
+with the reason: DR-RAG has no relevance/diversity trade-off) and the call policy. (The perfect-classifier ceiling needs
 the gold documents: ``benchmarks/drrag_retrieval.py`` measures it.)
 """
 

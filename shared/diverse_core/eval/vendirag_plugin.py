@@ -1,7 +1,7 @@
 """Vendi-RAG as a harness method (``--methods vendirag@llm=...@s_update=relative``), declared on
 the generic pipeline plugin (:mod:`~diverse_core.eval.pipeline_plugin`).
 
-Options: ``initial_s``, ``threshold``, ``max_iterations``, ``s_update``, ``final``, ``rewrite``,
+Options: ``initial_s``, ``diversity`` (the shared knob: ``initial_s = diversity``), ``threshold``, ``max_iterations``, ``s_update``, ``final``, ``rewrite``,
 ``use_judge``, ``exclude_seen``, ``objective``, ``return_documents``, ``on_llm_error``,
 ``fetch_k``, ``max_concurrency``, ``timeout``, ``max_retries``, ``max_chunk_chars``; the harness
 keys ``llm``, ``generate``, ``max_new_tokens``, ``max_tokens``.
@@ -9,7 +9,8 @@ keys ``llm``, ``generate``, ``max_new_tokens``, ``max_tokens``.
 Offline runs:
 
 * ``llm=none`` - a labelled dry run (``dry_run: true`` in the per-query info): no LLM, the
-  first iteration's retrieval only (VRS at ``initial_s`` over the question's candidates).
+  first iteration's retrieval only (VRS at ``initial_s``, or at ``s = diversity``, over the
+  question's candidates).
 * ``llm=simulated:SECONDS`` - a scripted stand-in that sleeps ``SECONDS`` per call, reasons and
   answers with fixed text, rates every answer from ``simulated_ratings`` (one rating per judge
   call of a question, the last one repeating; default ``6``: the loop never stops, the
@@ -32,8 +33,14 @@ from ..api import select
 from ..errors import InvalidParameterError
 from ..llm import Completion
 from ..pipelines import PipelineResult
-from ..pipelines.vendirag import JUDGE_KEYS, VendiPrompts, VendiRAG, VendiRAGResult
-from .pipeline_plugin import SimulatedEndpoint, declare_pipeline_method
+from ..pipelines.vendirag import (
+    JUDGE_KEYS,
+    VENDIRAG_DIVERSITY,
+    VendiPrompts,
+    VendiRAG,
+    VendiRAGResult,
+)
+from .pipeline_plugin import SimulatedEndpoint, coerce, declare_pipeline_method
 from .plugins import MethodInput, MethodOutput
 
 __all__ = ["vendirag_method", "SimulatedVendiEndpoint"]
@@ -116,7 +123,8 @@ def _info(res: PipelineResult) -> dict[str, Any]:
 
 
 def _dry_run(inp: MethodInput, params: dict[str, Any]) -> MethodOutput:
-    s = float(params.get("initial_s", 0.8))
+    given = coerce(params.get("initial_s"))
+    s = float(VENDIRAG_DIVERSITY.resolve("vendirag", given, coerce(params.get("diversity"))))
     objective = str(params.get("objective", "paper"))
     sel = select("vendi", inp.query_embedding, inp.embeddings, inp.k, s=s, objective=objective)
     return MethodOutput(

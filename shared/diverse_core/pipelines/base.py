@@ -9,13 +9,16 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Mapping, Sequence
 from concurrent.futures import Future
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from ..errors import InvalidParameterError
 from ..validation import check_k
 from .contract import Candidates, CandidateSource, ChosenDocument, PipelineResult
 from .options import Option
-from .roles import LLMRoles, RunContext
+from .roles import CallPolicy, LLMRoles, RunContext
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["Pipeline", "run_sync", "gather_all_or_cancel"]
 
@@ -94,8 +97,10 @@ class Pipeline(ABC, Generic[R]):
             a ``ManagedLLM``; LangChain / LlamaIndex models are adapted by their faces.
         role_llms: per-role models overriding ``llm``.
         k: documents to choose.
-        timeout / max_retries / backoff_base / max_concurrency: the per-call policy.
-        llm_kwargs: extra keyword arguments per role.
+        fetch_k: candidates a pipeline asks of its first search (``None``: the source's default).
+        **policy: the per-call policy (:class:`~diverse_core.pipelines.roles.CallPolicy`:
+            ``timeout``, ``max_retries``, ``backoff_base``, ``max_concurrency`` and
+            ``llm_kwargs``, extra keyword arguments per role), handed to :class:`LLMRoles`.
 
     Example:
         >>> class Echo(Pipeline):
@@ -125,26 +130,15 @@ class Pipeline(ABC, Generic[R]):
         *,
         role_llms: Mapping[str, object | None] | None = None,
         k: int = 5,
-        timeout: float | None = 120.0,
-        max_retries: int = 3,
-        backoff_base: float = 0.5,
-        max_concurrency: int = 4,
-        llm_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
+        fetch_k: int | None = None,
+        **policy: Unpack[CallPolicy],
     ) -> None:
         self.k = check_k(k, "k")
+        self.fetch_k = None if fetch_k is None else check_k(fetch_k, "fetch_k")
         if llm is None and self.requires_llm:
             raise InvalidParameterError(f"{type(self).__name__} needs an LLM; got llm=None")
-        self.llms = LLMRoles(
-            self.roles,
-            llm,
-            overrides=role_llms,
-            timeout=timeout,
-            max_retries=max_retries,
-            backoff_base=backoff_base,
-            max_concurrency=max_concurrency,
-            llm_kwargs=llm_kwargs,
-        )
-        self.max_concurrency = max_concurrency
+        self.llms = LLMRoles(self.roles, llm, overrides=role_llms, **policy)
+        self.max_concurrency = self.llms.max_concurrency
 
     # ------------------------------------------------------------------ the contract
     @abstractmethod

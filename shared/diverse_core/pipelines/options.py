@@ -16,12 +16,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .roles import CallPolicy
+
 __all__ = ["Option", "POLICY_KEYWORDS", "face_options", "harness_options", "undeclared_keywords"]
 
-#: Constructor keywords every pipeline shares (the faces and the harness set them themselves).
-POLICY_KEYWORDS = frozenset(
-    {"llm", "k", "max_concurrency", "timeout", "max_retries", "backoff_base", "llm_kwargs"}
-)
+#: Constructor keywords every pipeline shares (the faces and the harness set them themselves):
+#: the model, ``k`` and the call policy (:class:`~diverse_core.pipelines.roles.CallPolicy`).
+POLICY_KEYWORDS = frozenset({"llm", "k", *CallPolicy.__annotations__})
 
 
 @dataclass(frozen=True)

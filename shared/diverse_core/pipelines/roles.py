@@ -7,7 +7,7 @@ import dataclasses
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 from ..errors import InvalidParameterError
 from ..llm.base import Completion
@@ -16,7 +16,38 @@ from ..llm.managed import ManagedLLM
 from ..llm.structured import RoleCompletion, RoleRequest, messages_text
 from .contract import PipelineCost, TraceEvent
 
-__all__ = ["LLMRoles", "RunContext"]
+__all__ = ["LLMRoles", "RunContext", "CallPolicy", "RunKeywords"]
+
+
+class CallPolicy(TypedDict, total=False):
+    """The per-call policy every pipeline's constructor takes (``**policy``) and hands to
+    :class:`LLMRoles`: its keywords, declared once (see :class:`LLMRoles` for each one).
+
+    Example:
+        >>> sorted(CallPolicy.__annotations__)
+        ['backoff_base', 'llm_kwargs', 'max_concurrency', 'max_retries', 'timeout']
+    """
+
+    timeout: float | None
+    max_retries: int
+    backoff_base: float
+    max_concurrency: int
+    llm_kwargs: Mapping[str, Mapping[str, Any]] | None
+
+
+class RunKeywords(TypedDict, total=False):
+    """The keywords of one run every pipeline takes (see :meth:`Pipeline.arun
+    <diverse_core.pipelines.Pipeline.arun>`): for an override that adds arguments of its own
+    and hands these on (``**run: Unpack[RunKeywords]``).
+
+    Example:
+        >>> sorted(RunKeywords.__annotations__)
+        ['call_kwargs', 'generate', 'k']
+    """
+
+    generate: bool
+    k: int | None
+    call_kwargs: Mapping[str, Any] | None
 
 
 class LLMRoles:

@@ -12,7 +12,14 @@ Example:
 
 from __future__ import annotations
 
-from .candidates import DEFAULT_LAMBDAS, CandidateGroups, check_lambdas, sweep_candidate_sets
+from .candidates import (
+    DEFAULT_LAMBDAS,
+    CandidateGroups,
+    check_lambdas,
+    lambdas_for_diversity,
+    sweep_candidate_sets,
+)
+from .options import DFRAG_DIVERSITY
 from .oracle import answer_f1, gold_recall_scorer, normalize_answer, oracle_select
 from .parsing import EvaluationParse, PlanParse, parse_evaluation, parse_plan
 from .pipeline import DFRAG, run_sync
@@ -29,6 +36,8 @@ __all__ = [
     "DEFAULT_LAMBDAS",
     "CandidateGroups",
     "check_lambdas",
+    "lambdas_for_diversity",
+    "DFRAG_DIVERSITY",
     "sweep_candidate_sets",
     "oracle_select",
     "gold_recall_scorer",

@@ -12,7 +12,7 @@ from ...api import sweep
 from ...errors import DimensionMismatchError, InvalidParameterError
 from ...validation import check_k, check_values
 
-__all__ = ["DEFAULT_LAMBDAS", "check_lambdas", "CandidateGroups", "sweep_candidate_sets"]
+__all__ = ["DEFAULT_LAMBDAS", "check_lambdas", "lambdas_for_diversity", "CandidateGroups", "sweep_candidate_sets"]
 
 #: DF-RAG's grid: λ from 0.1 to 1.0 in steps of 0.1 (λ = 0 is excluded, Sec. 3.4).
 DEFAULT_LAMBDAS: tuple[float, ...] = tuple(round(0.1 * i, 1) for i in range(1, 11))
@@ -26,6 +26,20 @@ def check_lambdas(lambdas: ArrayLike, name: str = "lambdas") -> tuple[float, ...
     if grid.size > 1 and not np.all(np.diff(grid) > 0):
         raise InvalidParameterError(f"{name} must be strictly increasing; got {name}={grid.tolist()}")
     return tuple(float(v) for v in grid)
+
+
+def lambdas_for_diversity(diversity: float, grid: Sequence[float] = DEFAULT_LAMBDAS) -> tuple[float, ...]:
+    """The λ values of ``grid`` that ``diversity`` lets DF-RAG's Evaluator choose from: those
+    ``>= 1 - diversity``. gMMR's λ = 1 is relevance only and a smaller λ is more diverse, so 0
+    leaves ``(1.0,)`` (the relevance-only set) and 1 the whole grid; a larger ``diversity``
+    only ever adds values at the diverse end (monotone).
+
+    Example:
+        >>> lambdas_for_diversity(0.0), lambdas_for_diversity(0.3)
+        ((1.0,), (0.7, 0.8, 0.9, 1.0))
+    """
+    floor = 1.0 - float(diversity) - 1e-9  # 1 - 0.3 is 0.7000000000000001: keep 0.7
+    return tuple(lam for lam in grid if lam >= floor)
 
 
 @dataclass(frozen=True)

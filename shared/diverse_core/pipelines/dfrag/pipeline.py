@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -14,45 +14,21 @@ from numpy.typing import ArrayLike
 from ...errors import DimensionMismatchError, InvalidParameterError
 from ...llm.errors import LLMError
 from ...tuning import argmax_upper_median, peak_search_steps, upper_median
-from ...validation import check_k
 from ..base import Pipeline, gather_all_or_cancel, run_sync  # noqa: F401  (run_sync re-exported)
 from ..contract import Candidates, CandidateSource, PipelineResult
-from ..options import Option
-from ..roles import RunContext
+from ..roles import CallPolicy, RunContext, RunKeywords
 from ..sources import PoolSource
 from ..structured import answer_text
-from .candidates import DEFAULT_LAMBDAS, CandidateGroups, check_lambdas, sweep_candidate_sets
+from .candidates import CandidateGroups, check_lambdas, sweep_candidate_sets
+from .options import DFRAG_DIVERSITY, DFRAG_OPTIONS
 from .prompts import PromptSet
 from .reading import read_evaluation, read_plan
 from .result import CandidateSet, DFRAGResult
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
 __all__ = ["DFRAG", "run_sync"]
-
-def _float_tuple(text: str) -> tuple[float, ...]:
-    """The harness's ``@lambdas=0.2,0.5,0.8``."""
-    return tuple(float(v) for v in text.split(",") if v.strip())
-
-
-#: DF-RAG's own options (see :class:`DFRAG`).
-DFRAG_OPTIONS: tuple[Option, ...] = (
-    Option("lambdas", DEFAULT_LAMBDAS, "the gMMR lambda grid the Evaluator chooses from", tuple[float, ...],
-           bounds="each in [0, 1]", parse=_float_tuple),
-    Option("sampling", "uniform", "every lambda ('uniform') or a binary search over them", str,
-           choices=("uniform", "binary")),
-    Option("incremental_context", False, "the Evaluator sees each set's new chunks only", bool),
-    Option("prompts", None, "a PromptSet (None: the shipped prompts)", Any, harness=False),
-    Option("score_from", "total", "the Evaluator's total or the sum of its step scores", str,
-           choices=("total", "steps")),
-    Option("on_evaluator_error", "score_zero", "an unreadable Evaluator reply scores 0 or raises", str,
-           choices=("score_zero", "raise")),
-    Option("evaluator", "llm", "who chooses lambda: the LLM Evaluator or the trained adaptive scorer", str,
-           choices=("llm", "adaptive")),
-    Option("selector", None, "the adaptive scorer for evaluator='adaptive' (None: the shipped one)", Any,
-           harness=False),
-    Option("fetch_k", None, "candidates per search (the source's default when None)", int | None,
-           bounds=">= k", faces=False),
-)
-
 
 class DFRAG(Pipeline[DFRAGResult]):
     """Query-adaptive diversity (DF-RAG): pick gMMR's λ per query with an LLM judge.
@@ -71,7 +47,13 @@ class DFRAG(Pipeline[DFRAGResult]):
             callable. LangChain/LlamaIndex models: wrap with ``LangChainLLM`` /
             ``LlamaIndexLLM`` (or use the framework faces).
         planner_llm / evaluator_llm / generator_llm: per-role overrides.
-        lambdas: the λ grid (strictly increasing, in [0, 1]); default 0.1, 0.2, ..., 1.0.
+        lambdas: the λ grid (strictly increasing, in [0, 1]); ``None``: 0.1, 0.2, ..., 1.0, or
+            the part of it that ``diversity`` leaves.
+        diversity: the shared relevance/diversity knob in [0, 1]: the Evaluator chooses λ among
+            the default grid's values ``>= 1 - diversity`` (0: λ = 1 only, the relevance-only
+            set; 1: the whole grid, the paper's setting). ``lambdas`` wins when both are given
+            and must agree (:class:`~diverse_core.errors.ConflictingParametersError`); not with
+            ``evaluator="adaptive"``. ``None``: not used.
         k: chunks per set.
         fetch_k: candidates asked of the source (``None`` = the source's default pool;
             with a fixed pool, all of it).
@@ -126,28 +108,31 @@ class DFRAG(Pipeline[DFRAGResult]):
         planner_llm: object | None = None,
         evaluator_llm: object | None = None,
         generator_llm: object | None = None,
-        lambdas: ArrayLike = DEFAULT_LAMBDAS,
+        lambdas: ArrayLike | None = None,
         k: int = 5,
         fetch_k: int | None = None,
         sampling: str = "uniform",
         incremental_context: bool = False,
-        max_concurrency: int = 4,
-        timeout: float | None = 120.0,
-        max_retries: int = 3,
-        backoff_base: float = 0.5,
         prompts: PromptSet | None = None,
         score_from: str = "total",
         on_evaluator_error: str = "score_zero",
-        llm_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
         evaluator: str = "llm",
         selector: Any = None,
+        diversity: float | None = None,
+        **policy: Unpack[CallPolicy],
     ) -> None:
         if evaluator not in {"llm", "adaptive"}:
             raise InvalidParameterError(f"evaluator must be 'llm' or 'adaptive'; got evaluator={evaluator!r}")
         self.evaluator = evaluator
         self.selector = selector
-        self.lambdas = check_lambdas(lambdas)
-        self.fetch_k = None if fetch_k is None else check_k(fetch_k, "fetch_k")
+        if diversity is not None and evaluator == "adaptive":
+            raise InvalidParameterError(
+                f"DFRAG: diversity={diversity!r} narrows the LLM Evaluator's lambda grid, but "
+                "evaluator='adaptive' chooses from the trained scorer's own grid; leave one of them out"
+            )
+        given = None if lambdas is None else check_lambdas(lambdas)
+        self.lambdas: tuple[float, ...] = DFRAG_DIVERSITY.resolve("DFRAG", given, diversity)
+        self.diversity = diversity
         if sampling not in {"uniform", "binary"}:
             raise InvalidParameterError(f"sampling must be 'uniform' or 'binary'; got sampling={sampling!r}")
         if score_from not in {"total", "steps"}:
@@ -158,16 +143,8 @@ class DFRAG(Pipeline[DFRAGResult]):
             )
         if llm is None and evaluator == "llm":
             raise TypeError("llm must have a complete(prompt, **kw) method or be a callable; got None")
-        super().__init__(
-            llm,
-            role_llms={"planner": planner_llm, "evaluator": evaluator_llm, "generator": generator_llm},
-            k=k,
-            timeout=timeout,
-            max_retries=max_retries,
-            backoff_base=backoff_base,
-            max_concurrency=max_concurrency,
-            llm_kwargs=llm_kwargs,
-        )
+        roles = {"planner": planner_llm, "evaluator": evaluator_llm, "generator": generator_llm}
+        super().__init__(llm, role_llms=roles, k=k, fetch_k=fetch_k, **policy)
         self.sampling = sampling
         self.incremental_context = bool(incremental_context)
         self.prompts = prompts or PromptSet()
@@ -465,10 +442,7 @@ class DFRAG(Pipeline[DFRAGResult]):
         source: CandidateSource | Sequence[str],
         query_embedding: ArrayLike | None = None,
         candidate_embeddings: ArrayLike | None = None,
-        *,
-        generate: bool = True,
-        k: int | None = None,
-        call_kwargs: Mapping[str, Any] | None = None,
+        **run: Unpack[RunKeywords],
     ) -> DFRAGResult:
         """Run DF-RAG for one question (async).
 
@@ -477,10 +451,8 @@ class DFRAG(Pipeline[DFRAGResult]):
             source: a :class:`~diverse_core.pipelines.CandidateSource` searched once with the
                 question for ``fetch_k`` candidates; or (the first API) the candidate texts,
                 with ``query_embedding`` (d,) and ``candidate_embeddings`` (n, d).
-            generate: run the Generator (``False`` = retrieval only: choose λ* and stop).
-            k: chunks to choose for this call (default: the pipeline's ``k``).
-            call_kwargs: keyword arguments passed to every LLM call of this run (e.g. a
-                framework adapter's ``callbacks=``).
+            **run: ``generate`` (``False`` = retrieval only: choose λ* and stop), ``k`` and
+                ``call_kwargs``, as for :meth:`Pipeline.arun <diverse_core.pipelines.Pipeline.arun>`.
 
         Raises:
             InvalidParameterError / DimensionMismatchError: bad inputs.
@@ -488,7 +460,7 @@ class DFRAG(Pipeline[DFRAGResult]):
                 (or an Evaluator call, with ``on_evaluator_error="raise"``).
         """
         src = self._source(question, source, query_embedding, candidate_embeddings)
-        return await super().arun(question, src, generate=generate, k=k, call_kwargs=call_kwargs)
+        return await super().arun(question, src, **run)
 
     def __repr__(self) -> str:
         return (

@@ -34,12 +34,13 @@ from ...llm.structured import (
     passage_blocks,
     string,
 )
-from ..structured import ANSWER_SCHEMA, DATA_NOTE, role_request
+from ..structured import ANSWER_SCHEMA, DATA_NOTE, role_request, shipped_schema
 
 __all__ = [
     "PLANNER_TEMPLATE",
     "EVALUATOR_TEMPLATE",
     "EVALUATOR_EXAMPLES",
+    "EVALUATOR_SCALE",
     "GENERATOR_TEMPLATE",
     "INCREMENTAL_CONTEXT_TEMPLATE",
     "PromptSet",
@@ -115,16 +116,19 @@ Short Answer: Tesla, founded July 2003; founders unclear
 Total Score: 12
 """
 
-EVALUATOR_TEMPLATE = """You are a strict judge of retrieved passages. For each step of the plan, decide how well the passages, taken together, supply the fact that step needs. Only count facts the passages state outright; nothing for guesses, inferences or loosely related text.
-
-Scale for each step:
+#: The Evaluator's 0-5 scale per plan step, the same on the text and the structured path.
+EVALUATOR_SCALE = """Scale for each step:
 5 - the fact is stated directly and precisely
 4 - the fact is clearly present and complete
 3 - mostly present; a small detail is missing but follows from the text
 2 - partly present; key details are missing
 1 - barely related or vague
 0 - absent, or reachable only by guessing
+"""
 
+EVALUATOR_TEMPLATE = """You are a strict judge of retrieved passages. For each step of the plan, decide how well the passages, taken together, supply the fact that step needs. Only count facts the passages state outright; nothing for guesses, inferences or loosely related text.
+
+""" + EVALUATOR_SCALE + """
 Answer with one line per step: "<step number>. Score: <0-5>. Reason: <a few words>". Then one line "Short Answer: <the answer the passages support, or unknown>". The last line must be "Total Score: <sum of the step scores>".
 
 {examples}
@@ -162,14 +166,7 @@ Reply with a JSON object {"steps": [...]} and nothing else."""
 
 EVALUATOR_SYSTEM = """You are a strict judge of retrieved passages. For each step of the plan, decide how well the passages, taken together, supply the fact that step needs. Count only facts the passages state outright; give nothing for guesses, inferences or loosely related text.
 
-Scale for each step:
-5 - the fact is stated directly and precisely
-4 - the fact is clearly present and complete
-3 - mostly present; a small detail is missing but follows from the text
-2 - partly present; key details are missing
-1 - barely related or vague
-0 - absent, or reachable only by guessing
-
+""" + EVALUATOR_SCALE + """
 Reply with a JSON object: "steps" holds one entry per plan step, in order, each with a short "reason" and its "score"; "short_answer" is the answer the passages support (or "unknown"); "total_score" is the sum of the step scores.
 """ + DATA_NOTE
 
@@ -253,21 +250,18 @@ class PromptSet:
     evaluator_system: str = EVALUATOR_SYSTEM
     generator_system: str = GENERATOR_SYSTEM
 
-    def _schema(self, template: str, default: str, schema: OutputSchema) -> OutputSchema | None:
-        """A role whose text template was replaced keeps the text path (the user's prompt)."""
-        return schema if template == default else None
 
     def planner_request(self, question: str) -> RoleRequest:
         """The Planner's request (chat messages + :func:`planner_schema`; text: :meth:`render_planner`)."""
         return role_request("planner", self.planner_system, f"Question: {question.strip()}",
-                            self._schema(self.planner, PLANNER_TEMPLATE, planner_schema()),
+                            shipped_schema(self.planner, PLANNER_TEMPLATE, planner_schema()),
                             self.render_planner(question))
 
     def evaluator_request(self, question: str, steps: Sequence[str], passages: Sequence[str]) -> RoleRequest:
         """The Evaluator's request for one chunk set (passages as numbered data blocks)."""
         user = (f"Question: {question.strip()}\n\nPlan ({len(steps)} steps):\n{format_plan(steps)}\n\n"
                 f"Passages:\n{passage_blocks(passages, self.max_passage_chars)}")
-        schema = self._schema(self.evaluator, EVALUATOR_TEMPLATE, evaluator_schema(len(steps)))
+        schema = shipped_schema(self.evaluator, EVALUATOR_TEMPLATE, evaluator_schema(len(steps)))
         return role_request("evaluator", self.evaluator_system, user, schema,
                             self.render_evaluator(question, steps, passages), passages)
 
@@ -285,7 +279,7 @@ class PromptSet:
                      f"Draft answer from that check: {short_answer or 'unknown'}\n")
         user += f"\nQuestion: {question.strip()}"
         return role_request("generator", self.generator_system, user,
-                            self._schema(self.generator, GENERATOR_TEMPLATE, ANSWER_SCHEMA),
+                            shipped_schema(self.generator, GENERATOR_TEMPLATE, ANSWER_SCHEMA),
                             self.render_generator(question, passages, steps, short_answer), passages)
 
     def render_planner(self, question: str) -> str:

@@ -15,66 +15,21 @@ Example:
 
 from __future__ import annotations
 
-from .parsing import (
-    AmbiguityParse,
-    InterpretationParse,
-    QAParse,
-    Usefulness,
-    VerdictSummary,
-    aggregate_verdicts,
-    parse_ambiguity,
-    parse_interpretations,
-    parse_long_answer,
-    parse_qa_pairs,
-    parse_verdict,
-)
-from .pipeline import DIVA, SEARCH_MODES, VERIFIER_ERROR_MODES
+# Each module's public names are re-exported whole (its __all__ is the one list of them).
+from . import parsing, pipeline, quality, result, retrieval
+from .parsing import *  # noqa: F403
+from .pipeline import *  # noqa: F403
 from .prompts import DEFAULT_MAX_INTERPRETATIONS, DivaPrompts
-from .quality import (
-    DEFAULT_MATCH_THRESHOLD,
-    DEFAULT_PLAIN_MATCH_THRESHOLD,
-    InterpretationCoverage,
-    interpretation_coverage,
-)
-from .result import ROUTES, DivaResult
-from .retrieval import (
-    DEFAULT_K,
-    DEFAULT_PER_INTERPRETATION_K,
-    PRUNE_MODES,
-    DivaRetrieval,
-    diversify_hits,
-    diversify_pool,
-    merge_hit_ids,
-)
+from .quality import *  # noqa: F403
+from .result import *  # noqa: F403
+from .retrieval import *  # noqa: F403
 
 __all__ = [
-    "DIVA",
-    "DivaResult",
-    "ROUTES",
-    "SEARCH_MODES",
-    "VERIFIER_ERROR_MODES",
-    "DEFAULT_K",
-    "DEFAULT_PER_INTERPRETATION_K",
+    *pipeline.__all__,
+    *result.__all__,
+    *retrieval.__all__,
     "DEFAULT_MAX_INTERPRETATIONS",
-    "DEFAULT_MATCH_THRESHOLD",
-    "DEFAULT_PLAIN_MATCH_THRESHOLD",
-    "PRUNE_MODES",
-    "DivaRetrieval",
-    "diversify_pool",
-    "diversify_hits",
-    "merge_hit_ids",
     "DivaPrompts",
-    "Usefulness",
-    "InterpretationParse",
-    "AmbiguityParse",
-    "VerdictSummary",
-    "QAParse",
-    "parse_interpretations",
-    "parse_ambiguity",
-    "parse_verdict",
-    "aggregate_verdicts",
-    "parse_qa_pairs",
-    "parse_long_answer",
-    "InterpretationCoverage",
-    "interpretation_coverage",
+    *parsing.__all__,
+    *quality.__all__,
 ]

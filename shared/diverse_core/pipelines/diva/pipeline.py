@@ -33,19 +33,20 @@ import asyncio
 import dataclasses
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ...errors import InvalidParameterError
+from ...errors import ConflictingParametersError, InvalidParameterError
 from ...llm.errors import LLMError
 from ...llm.structured import RoleRequest
 from ...validation import check_k, check_unit_interval
 from ..base import Pipeline, gather_all_or_cancel
 from ..contract import Candidates, CandidateSource, ChosenDocument
+from ..diversity import PipelineDiversity
 from ..options import Option
-from ..roles import RunContext
+from ..roles import CallPolicy, RunContext
 from .parsing import aggregate_verdicts
 from .prompts import DEFAULT_MAX_INTERPRETATIONS, DivaPrompts
 from .reading import (
@@ -65,7 +66,10 @@ from .retrieval import (
     merge_hit_ids,
 )
 
-__all__ = ["DIVA", "SEARCH_MODES", "VERIFIER_ERROR_MODES"]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+__all__ = ["DIVA", "DIVA_DIVERSITY", "SEARCH_MODES", "VERIFIER_ERROR_MODES"]
 
 #: Where each interpretation's hits come from.
 SEARCH_MODES = ("pool", "source")
@@ -82,6 +86,12 @@ def _check_interpretations(value: Sequence[str]) -> tuple[str, ...]:
     return tuple(v.strip() for v in value)
 
 
+#: How DIVA reads ``diversity``: it prunes the union with the MMR rule (``prune="mmr"``) at
+#: ``mmr_lambda = 1 - diversity``; 0 ranks by the mean similarity to the interpretations alone.
+DIVA_DIVERSITY = PipelineDiversity(
+    "mmr_lambda", lambda d: 1.0 - d, "mmr_lambda = 1 - diversity, with prune='mmr'", default=0.5
+)
+
 #: DIVA's own options (see :class:`DIVA`).
 DIVA_OPTIONS: tuple[Option, ...] = (
     Option("per_interpretation_k", DEFAULT_PER_INTERPRETATION_K, "hits kept per interpretation", int,
@@ -91,13 +101,15 @@ DIVA_OPTIONS: tuple[Option, ...] = (
     Option("search", "pool", "interpretations search the first-stage pool or the source", str,
            choices=SEARCH_MODES),
     Option("prune", "mean", "how the union of hits is pruned to k", str, choices=PRUNE_MODES),
-    Option("mmr_lambda", 0.5, "lambda of prune='mmr'", float, bounds="[0, 1]"),
+    Option("mmr_lambda", None, "lambda of prune='mmr' (None: 0.5, or 1 - diversity)", float | None,
+           bounds="[0, 1]"),
     Option("verify_in_retrieval", False, "also run the verification calls when only retrieving", bool),
     Option("on_verifier_error", "count_yes", "an unreadable verdict counts as yes or raises", str,
            choices=VERIFIER_ERROR_MODES),
     Option("prompts", None, "a DivaPrompts (None: the shipped prompts)", Any, harness=False),
     Option("fetch_k", None, "first-stage pool size (the source's default when None)", int | None,
            bounds=">= k", faces=False),
+    DIVA_DIVERSITY.option(),
 )
 
 
@@ -119,7 +131,12 @@ class DIVA(Pipeline[DivaResult]):
             (each interpretation searches the source: m searches).
         prune: ``"mean"`` (Eq. 5), ``"max"``, ``"round_robin"`` or ``"mmr"`` (see
             :mod:`~diverse_core.pipelines.diva.retrieval`).
-        mmr_lambda: ``lambda_mult`` of ``prune="mmr"``.
+        mmr_lambda: ``lambda_mult`` of ``prune="mmr"`` (``None``: 0.5, or what ``diversity`` says).
+        diversity: the shared relevance/diversity knob in [0, 1]: prune with the MMR rule at
+            ``mmr_lambda = 1 - diversity`` (``prune`` must then be ``"mmr"`` or left at its
+            default; 0 keeps the passages most similar to all interpretations, the mean score,
+            1 weighs only their novelty). ``mmr_lambda`` wins when both are given and must agree
+            (:class:`~diverse_core.errors.ConflictingParametersError`). ``None``: not used.
         verify_in_retrieval: also run the verification calls in retrieval-only runs (the
             retriever faces); the verdicts then appear in the documents' metadata.
         on_verifier_error: ``"count_yes"`` (a verification call that fails after its retries
@@ -171,17 +188,13 @@ class DIVA(Pipeline[DivaResult]):
         max_interpretations: int = DEFAULT_MAX_INTERPRETATIONS,
         search: str = "pool",
         prune: str = "mean",
-        mmr_lambda: float = 0.5,
+        mmr_lambda: float | None = None,
         verify_in_retrieval: bool = False,
         on_verifier_error: str = "count_yes",
         prompts: DivaPrompts | None = None,
-        max_concurrency: int = 4,
-        timeout: float | None = 120.0,
-        max_retries: int = 3,
-        backoff_base: float = 0.5,
-        llm_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
+        diversity: float | None = None,
+        **policy: Unpack[CallPolicy],
     ) -> None:
-        self.fetch_k = None if fetch_k is None else check_k(fetch_k, "fetch_k")
         self.per_interpretation_k = check_k(per_interpretation_k, "per_interpretation_k")
         self.max_interpretations = check_k(max_interpretations, "max_interpretations")
         for name, value, allowed in (("search", search, SEARCH_MODES), ("prune", prune, PRUNE_MODES),
@@ -190,19 +203,20 @@ class DIVA(Pipeline[DivaResult]):
                 raise InvalidParameterError(f"{name} must be one of {list(allowed)}; got {name}={value!r}")
         if prompts is not None and not isinstance(prompts, DivaPrompts):
             raise InvalidParameterError(f"prompts must be a DivaPrompts; got {type(prompts).__name__}")
-        super().__init__(
-            llm,
-            role_llms={"interpreter": interpreter_llm, "verifier": verifier_llm, "generator": generator_llm},
-            k=k,
-            timeout=timeout,
-            max_retries=max_retries,
-            backoff_base=backoff_base,
-            max_concurrency=max_concurrency,
-            llm_kwargs=llm_kwargs,
-        )
+        given = None if mmr_lambda is None else check_unit_interval(mmr_lambda, "mmr_lambda")
+        self.mmr_lambda = DIVA_DIVERSITY.resolve("DIVA", given, diversity)
+        if diversity is not None:
+            if prune not in ("mean", "mmr"):
+                raise ConflictingParametersError(
+                    f"DIVA: diversity={diversity!r} prunes with the MMR rule (mmr_lambda = 1 - diversity), "
+                    f"but prune={prune!r} was also given; pass prune='mmr' or leave it out"
+                )
+            prune = "mmr"
+        self.diversity = diversity
+        roles = {"interpreter": interpreter_llm, "verifier": verifier_llm, "generator": generator_llm}
+        super().__init__(llm, role_llms=roles, k=k, fetch_k=fetch_k, **policy)
         self.search_mode = search
         self.prune = prune
-        self.mmr_lambda = check_unit_interval(mmr_lambda, "mmr_lambda")
         self.verify_in_retrieval = bool(verify_in_retrieval)
         self.on_verifier_error = on_verifier_error
         self.prompts = prompts or DivaPrompts()

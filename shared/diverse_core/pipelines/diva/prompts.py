@@ -46,7 +46,7 @@ from ...llm.structured import (
     string,
 )
 from ..dfrag.prompts import format_passages
-from ..structured import DATA_NOTE, answer_schema, role_request
+from ..structured import DATA_NOTE, answer_schema, role_request, shipped_schema
 
 __all__ = [
     "AMBIGUITY_KINDS",
@@ -286,15 +286,11 @@ class DivaPrompts:
     def _blocks(self, passages: Sequence[str]) -> str:
         return passage_blocks(passages, self.max_passage_chars)
 
-    @staticmethod
-    def _schema(template: str, default: str, schema: OutputSchema) -> OutputSchema | None:
-        """A call whose text template was replaced keeps the text path (the user's prompt)."""
-        return schema if template == default else None
 
     def ambiguity_request(self, question: str) -> RoleRequest:
         """Prompt (a) as a request (text path: :meth:`render_ambiguity`)."""
         return role_request("interpreter", self.ambiguity_system, f"Question: {question.strip()}",
-                            self._schema(self.ambiguity, AMBIGUITY_TEMPLATE, AMBIGUITY_SCHEMA),
+                            shipped_schema(self.ambiguity, AMBIGUITY_TEMPLATE, AMBIGUITY_SCHEMA),
                             self.render_ambiguity(question))
 
     def rewrite_request(self, question: str, reason: str,
@@ -303,7 +299,7 @@ class DivaPrompts:
         user = (f"Question: {question.strip()}\nReason: {' '.join(reason.split()) or 'not given'}\n"
                 f"Write at most {max_interpretations} questions.")
         return role_request("interpreter", self.rewrite_system, user,
-                            self._schema(self.rewrite, REWRITE_TEMPLATE, rewrite_schema(max_interpretations)),
+                            shipped_schema(self.rewrite, REWRITE_TEMPLATE, rewrite_schema(max_interpretations)),
                             self.render_rewrite(question, reason, max_interpretations))
 
     def verify_request(self, interpretation: str, passages: Sequence[str]) -> RoleRequest:
@@ -311,7 +307,7 @@ class DivaPrompts:
         user = (f"Question: {interpretation.strip()}\n\nPassages:\n{self._blocks(passages)}\n\n"
                 f"Do the passages contain the answer to the question \"{interpretation.strip()}\"?")
         return role_request("verifier", self.verify_system, user,
-                            self._schema(self.verify, VERIFY_TEMPLATE, VERIFY_SCHEMA),
+                            shipped_schema(self.verify, VERIFY_TEMPLATE, VERIFY_SCHEMA),
                             self.render_verify(interpretation, passages), passages)
 
     def extract_request(self, question: str, interpretations: Sequence[str], passages: Sequence[str]) -> RoleRequest:
@@ -319,7 +315,7 @@ class DivaPrompts:
         user = (f"Passages:\n{self._blocks(passages)}\n\nQuestion: {question.strip()}\n"
                 f"Readings:\n{format_interpretations(interpretations)}")
         return role_request("generator", self.extract_system, user,
-                            self._schema(self.extract, EXTRACT_TEMPLATE, extract_schema(len(interpretations))),
+                            shipped_schema(self.extract, EXTRACT_TEMPLATE, extract_schema(len(interpretations))),
                             self.render_extract(question, interpretations, passages), passages)
 
     def answer_request(self, question: str, qa_pairs: Sequence[tuple[str, str]],
@@ -328,13 +324,13 @@ class DivaPrompts:
         user = (f"Passages:\n{self._blocks(passages)}\n\nQuestion: {question.strip()}\n"
                 f"{format_qa_pairs(qa_pairs)}")
         return role_request("generator", self.answer_system, user,
-                            self._schema(self.answer, ANSWER_TEMPLATE, LONG_ANSWER_SCHEMA),
+                            shipped_schema(self.answer, ANSWER_TEMPLATE, LONG_ANSWER_SCHEMA),
                             self.render_answer(question, qa_pairs, passages), passages)
 
     def closed_book_request(self, question: str) -> RoleRequest:
         """Prompt (f) as a request (text path: :meth:`render_closed_book`)."""
         return role_request("generator", self.closed_book_system, f"Question: {question.strip()}",
-                            self._schema(self.closed_book, CLOSED_BOOK_TEMPLATE, LONG_ANSWER_SCHEMA),
+                            shipped_schema(self.closed_book, CLOSED_BOOK_TEMPLATE, LONG_ANSWER_SCHEMA),
                             self.render_closed_book(question))
 
     def _passages(self, passages: Sequence[str]) -> str:

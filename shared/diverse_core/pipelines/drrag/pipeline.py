@@ -4,9 +4,9 @@ concatenation (QDC) searches, classifier selection (CFS / CIS), one Generator ca
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -15,14 +15,18 @@ from ...llm.structured import RoleRequest, passage_blocks
 from ...validation import check_k, check_unit_interval
 from ..base import Pipeline
 from ..contract import Candidates, CandidateSource, PipelineResult
+from ..diversity import PipelineDiversity
 from ..options import Option
-from ..roles import RunContext
+from ..roles import CallPolicy, RunContext
 from ..structured import ANSWER_SCHEMA, DATA_NOTE, answer_text, role_request
 from .classifier import PairClassifier, default_classifier, make_scorer
 from .features import split_title
 from .select import CIS_RULES, MODES, PER_DOC, DrragSelection, default_k1, select_drrag
 
-__all__ = ["DRRAG", "DRRAGResult", "concat_query", "GENERATOR_TEMPLATE", "GENERATOR_SYSTEM", "UNTITLED_WARNING"]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+__all__ = ["DRRAG", "DRRAG_DIVERSITY", "DRRAGResult", "concat_query", "GENERATOR_TEMPLATE", "GENERATOR_SYSTEM", "UNTITLED_WARNING"]
 
 #: The Generator's prompt (our wording): answer from the passages, briefly.
 GENERATOR_TEMPLATE = """Use the passages to answer the question. Several passages may each hold one part of the answer: connect them. Reply with the answer only, in a few words.
@@ -78,6 +82,14 @@ def _load_classifier(text: str) -> PairClassifier | None:
     return None if text.lower() == "none" else PairClassifier.load(text)
 
 
+#: DR-RAG takes no ``diversity``: it has no relevance/diversity trade-off to set.
+DRRAG_DIVERSITY = PipelineDiversity(
+    None,
+    reason="DR-RAG has no relevance/diversity trade-off; its second stage adds the documents that "
+    "the question joined with a first-stage document retrieves, kept by a pair classifier (k1 sets "
+    "how many documents come from the question's own ranking, mode how the others are chosen)",
+)
+
 #: DR-RAG's own options (see :class:`DRRAG`).
 DRRAG_OPTIONS: tuple[Option, ...] = (
     Option("k1", None, "stage-1 documents (default ceil(k / 2))", int | None, bounds="1 <= k1 <= k"),
@@ -95,6 +107,7 @@ DRRAG_OPTIONS: tuple[Option, ...] = (
            bounds=">= k", faces=False),
     Option("prompt", GENERATOR_TEMPLATE, "the Generator's template ({passages}, {question})", str,
            harness=False),
+    DRRAG_DIVERSITY.option(),
 )
 
 
@@ -128,6 +141,9 @@ class DRRAG(Pipeline[DRRAGResult]):
         per_doc / cis_rule / protect_stage1: the paper's ambiguous readings (see ``select_drrag``).
         fetch_k: stage-1 search size (the source's default when ``None``; at least ``k``).
         prompt: the Generator's template (``{passages}``, ``{question}``).
+        diversity: the shared knob, accepted only as ``None``: DR-RAG has no relevance/diversity
+            trade-off for it to set (any value raises ``InvalidParameterError`` saying so; ``k1``
+            and ``mode`` are its own choices).
 
     Example:
         >>> from diverse_core.pipelines import InMemorySource
@@ -159,16 +175,11 @@ class DRRAG(Pipeline[DRRAGResult]):
         protect_stage1: bool = True,
         fetch_k: int | None = None,
         prompt: str = GENERATOR_TEMPLATE,
-        timeout: float | None = 120.0,
-        max_retries: int = 3,
-        backoff_base: float = 0.5,
-        max_concurrency: int = 4,
-        llm_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
+        diversity: float | None = None,
+        **policy: Unpack[CallPolicy],
     ) -> None:
-        super().__init__(
-            llm, k=k, timeout=timeout, max_retries=max_retries, backoff_base=backoff_base,
-            max_concurrency=max_concurrency, llm_kwargs=llm_kwargs,
-        )
+        DRRAG_DIVERSITY.resolve("DRRAG", None, diversity)  # refuses every value but None
+        super().__init__(llm, k=k, fetch_k=fetch_k, **policy)
         for name, value, allowed in (("mode", mode, MODES), ("per_doc", per_doc, PER_DOC),
                                      ("cis_rule", cis_rule, CIS_RULES)):
             if value not in allowed:
@@ -184,7 +195,6 @@ class DRRAG(Pipeline[DRRAGResult]):
         self.classifier = classifier
         self.fill = bool(fill)
         self.protect_stage1 = bool(protect_stage1)
-        self.fetch_k = None if fetch_k is None else check_k(fetch_k, "fetch_k")
         self.prompt = prompt
 
     # ------------------------------------------------------------------ prompts

@@ -283,18 +283,13 @@ def select_drrag(
         col_of[i, : keep.shape[0]] = keep
     present = grid >= 0
 
+    def ranked(c: int, r: int, filled: bool = False) -> DrragPick[IdT]:
+        """The pick of code ``c`` at position ``r`` of the question's ranking (stage 1 or fill)."""
+        sim = rank_sim[int(rank_pos[r])] if rank_sim is not None else None
+        return DrragPick(codes.ids[c], 1, None, None, sim, mode, filled=filled)  # type: ignore[arg-type]
+
     chosen = [int(c) for c in stage1[:k]]
-    picks: list[DrragPick[IdT]] = [
-        DrragPick(
-            codes.ids[c],  # type: ignore[arg-type]
-            1,
-            None,
-            None,
-            rank_sim[int(rank_pos[i])] if rank_sim is not None else None,
-            mode,
-        )
-        for i, c in enumerate(chosen)
-    ]
+    picks: list[DrragPick[IdT]] = [ranked(c, i) for i, c in enumerate(chosen)]
 
     def sim_of(i: int, j: int) -> float | None:
         col = int(col_of[i, j])
@@ -348,17 +343,7 @@ def select_drrag(
                 continue
             seen.add(c)
             chosen.append(c)
-            picks.append(
-                DrragPick(
-                    codes.ids[c],  # type: ignore[arg-type]
-                    1,
-                    None,
-                    None,
-                    rank_sim[int(rank_pos[r])] if rank_sim is not None else None,
-                    mode,
-                    filled=True,
-                )
-            )
+            picks.append(ranked(c, r, filled=True))
     return DrragSelection(
         tuple(picks),
         mode,

@@ -13,35 +13,22 @@ Example:
 
 from __future__ import annotations
 
+# Whole modules are re-exported through their own __all__ (one list of their public names).
+from . import pipeline, result, s_update
 from .judging import Judgement, read_judgement
-from .pipeline import VendiRAG
+from .pipeline import *  # noqa: F403
 from .prompts import JUDGE_KEYS, VendiPrompts, format_chunks, read_rewrite
-from .result import IterationRecord, VendiRAGResult
-from .s_update import (
-    RELATIVE_BETA,
-    RELATIVE_EPSILON,
-    S_UPDATES,
-    fixed_rule,
-    next_s,
-    paper_rule,
-    relative_rule,
-)
+from .result import *  # noqa: F403
+from .s_update import *  # noqa: F403
 
 __all__ = [
-    "VendiRAG",
-    "VendiRAGResult",
-    "IterationRecord",
+    *pipeline.__all__,
+    *result.__all__,
     "VendiPrompts",
     "Judgement",
     "read_judgement",
     "read_rewrite",
     "format_chunks",
     "JUDGE_KEYS",
-    "S_UPDATES",
-    "RELATIVE_BETA",
-    "RELATIVE_EPSILON",
-    "paper_rule",
-    "relative_rule",
-    "fixed_rule",
-    "next_s",
+    *s_update.__all__,
 ]

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -18,15 +17,19 @@ from ...metrics import mean_pairwise_similarity, vendi_score
 from ...validation import check_k, check_unit_interval
 from ..base import Pipeline
 from ..contract import Candidates, CandidateSource, ChosenDocument
+from ..diversity import PipelineDiversity
 from ..options import Option
-from ..roles import RunContext
+from ..roles import CallPolicy, RunContext
 from ..structured import field_text, structured_value, unusable_json
 from .judging import Judgement, read_judge_reply
 from .prompts import VendiPrompts, read_rewrite
 from .result import IterationRecord, VendiRAGResult
 from .s_update import S_UPDATES, check_s_update, next_s
 
-__all__ = ["VendiRAG"]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+__all__ = ["VendiRAG", "VENDIRAG_DIVERSITY"]
 
 _FINAL = ("best", "last")
 _RETURN = ("final", "union")
@@ -56,9 +59,16 @@ class _Step:
     error: LLMError | None = None
 
 
+#: How Vendi-RAG reads ``diversity``: the first iteration's VRS weight ``s`` (0: relevance only);
+#: later iterations move ``s`` by the judge's quality (``s_update``) as before.
+VENDIRAG_DIVERSITY = PipelineDiversity(
+    "initial_s", float, "initial_s = diversity (later iterations follow s_update)", default=0.8
+)
+
 #: Vendi-RAG's own options (see :class:`VendiRAG`).
 VENDIRAG_OPTIONS: tuple[Option, ...] = (
-    Option("initial_s", 0.8, "the first iteration's diversity weight s", float, bounds="[0, 1]"),
+    Option("initial_s", None, "the first iteration's diversity weight s (None: 0.8, or diversity)",
+           float | None, bounds="[0, 1]"),
     Option("threshold", 0.85, "stop once the judge's quality reaches it", float, bounds="[0, 1]"),
     Option("max_iterations", 5, "most iterations of the loop", int, bounds=">= 1"),
     Option("s_update", "paper", "how s changes between iterations", str, choices=tuple(S_UPDATES)),
@@ -73,6 +83,7 @@ VENDIRAG_OPTIONS: tuple[Option, ...] = (
     Option("prompts", None, "a VendiPrompts (None: the shipped prompts)", Any, harness=False),
     Option("fetch_k", None, "candidates per search (the source's default when None)", int | None,
            bounds=">= k", faces=False),
+    VENDIRAG_DIVERSITY.option(),
 )
 
 
@@ -100,7 +111,8 @@ class VendiRAG(Pipeline[VendiRAGResult]):
         k: chunks per iteration.
         fetch_k: candidates per search (``None``: the source's default pool, 50 for
             :class:`~diverse_core.pipelines.InMemorySource` and the framework faces).
-        initial_s: ``s_1``, the first iteration's diversity weight (paper: 0.8).
+        initial_s: ``s_1``, the first iteration's diversity weight (``None``: the paper's 0.8, or
+            what ``diversity`` says).
         threshold: τ, the quality that ends the loop (paper: 0.85).
         max_iterations: N.
         s_update: ``"paper"`` (``s_{i+1} = 1 - Q_i``), ``"relative"`` (the ``vendirag``
@@ -120,6 +132,10 @@ class VendiRAG(Pipeline[VendiRAGResult]):
             rewrite keeps the query, a failed judge call leaves the iteration unjudged; each is
             a warning. ``"raise"`` - any failed call raises ``LLMError``.
         prompts: a :class:`VendiPrompts` (our default prompts otherwise).
+        diversity: the shared relevance/diversity knob in [0, 1]: ``initial_s = diversity`` (0:
+            the first iteration's chunks by relevance alone; later iterations move ``s`` by
+            ``s_update`` as without it). ``initial_s`` wins when both are given and must agree
+            (:class:`~diverse_core.errors.ConflictingParametersError`). ``None``: not used.
         timeout / max_retries / backoff_base / max_concurrency / llm_kwargs: the LLM call policy.
 
     An unreadable judge reply is asked once more; if the second reply is unreadable too the
@@ -154,7 +170,7 @@ class VendiRAG(Pipeline[VendiRAGResult]):
         rewriter_llm: object | None = None,
         k: int = 5,
         fetch_k: int | None = None,
-        initial_s: float = 0.8,
+        initial_s: float | None = None,
         threshold: float = 0.85,
         max_iterations: int = 5,
         s_update: str = "paper",
@@ -166,14 +182,12 @@ class VendiRAG(Pipeline[VendiRAGResult]):
         return_documents: str = "final",
         on_llm_error: str = "stop",
         prompts: VendiPrompts | None = None,
-        max_concurrency: int = 4,
-        timeout: float | None = 120.0,
-        max_retries: int = 3,
-        backoff_base: float = 0.5,
-        llm_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
+        diversity: float | None = None,
+        **policy: Unpack[CallPolicy],
     ) -> None:
-        self.fetch_k = None if fetch_k is None else check_k(fetch_k, "fetch_k")
-        self.initial_s = check_unit_interval(initial_s, "initial_s")
+        given = None if initial_s is None else check_unit_interval(initial_s, "initial_s")
+        self.initial_s = float(VENDIRAG_DIVERSITY.resolve("VendiRAG", given, diversity))
+        self.diversity = diversity
         self.threshold = check_unit_interval(threshold, "threshold")
         self.max_iterations = check_k(max_iterations, "max_iterations")
         self.s_update = check_s_update(s_update)
@@ -187,17 +201,9 @@ class VendiRAG(Pipeline[VendiRAGResult]):
         if prompts is not None and not isinstance(prompts, VendiPrompts):
             raise InvalidParameterError(f"prompts must be a VendiPrompts; got {type(prompts).__name__}")
         self.prompts = prompts or VendiPrompts()
-        super().__init__(
-            llm,
-            role_llms={"reasoner": reasoner_llm, "answerer": answerer_llm, "judge": judge_llm,
-                       "rewriter": rewriter_llm},
-            k=k,
-            timeout=timeout,
-            max_retries=max_retries,
-            backoff_base=backoff_base,
-            max_concurrency=max_concurrency,
-            llm_kwargs=llm_kwargs,
-        )
+        roles = {"reasoner": reasoner_llm, "answerer": answerer_llm, "judge": judge_llm,
+                 "rewriter": rewriter_llm}
+        super().__init__(llm, role_llms=roles, k=k, fetch_k=fetch_k, **policy)
 
     # ------------------------------------------------------------------ prompts (faces expose them)
     _TEMPLATES = ("reasoning", "answer", "judge", "judge_retry", "rewrite")

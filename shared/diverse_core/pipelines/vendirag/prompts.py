@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ...llm.structured import OutputSchema, RoleRequest, int_range, obj, passage_blocks, string
-from ..structured import ANSWER_SCHEMA, DATA_NOTE, role_request
+from ..structured import ANSWER_SCHEMA, DATA_NOTE, role_request, shipped_schema
 
 __all__ = [
     "REASONING_TEMPLATE",
@@ -37,6 +37,7 @@ __all__ = [
     "JUDGE_RETRY_NOTE",
     "REWRITE_TEMPLATE",
     "JUDGE_KEYS",
+    "JUDGE_CRITERIA",
     "VendiPrompts",
     "format_chunks",
     "format_reasoning",
@@ -72,11 +73,14 @@ Reasoning notes (every round so far):
 Question: {question}
 Answer:"""
 
-JUDGE_TEMPLATE = """You are grading one answer written by a retrieval-augmented question answering system. Give three ratings, each a whole number from 1 (very poor) to 10 (excellent):
+#: The judge's three ratings (the paper's criteria), the same on the text and the structured path.
+JUDGE_CRITERIA = """Give three ratings, each a whole number from 1 (very poor) to 10 (excellent):
 - coherence: the answer is logically consistent, with no contradictions and no gaps in its reasoning;
 - relevance: the answer addresses the question, judged against what the retrieved passages contain;
 - query_alignment: the answer matches what the question asks for, staying focused and appropriate.
+"""
 
+JUDGE_TEMPLATE = """You are grading one answer written by a retrieval-augmented question answering system. """ + JUDGE_CRITERIA + """
 Question: {question}
 
 Retrieved passages:
@@ -107,11 +111,7 @@ REASONING_SYSTEM = """Work through the question step by step, using only what th
 ANSWER_SYSTEM = """Answer the question using the passages and the reasoning notes collected so far. Put the shortest phrase that fully answers it, without explanation, in the "answer" field.
 """ + DATA_NOTE
 
-JUDGE_SYSTEM = """You grade one answer written by a retrieval-augmented question answering system. Give three ratings, each a whole number from 1 (very poor) to 10 (excellent):
-- coherence: the answer is logically consistent, with no contradictions and no gaps in its reasoning;
-- relevance: the answer addresses the question, judged against what the retrieved passages contain;
-- query_alignment: the answer matches what the question asks for, staying focused and appropriate.
-Reply with the JSON object of the three ratings.
+JUDGE_SYSTEM = """You grade one answer written by a retrieval-augmented question answering system. """ + JUDGE_CRITERIA + """Reply with the JSON object of the three ratings.
 """ + DATA_NOTE
 
 REWRITE_SYSTEM = """The answer below was judged not good enough. Write one new search query that should find the information still missing; use what the reasoning and the answer uncovered (for example a name or place found along the way). Put the query in the "query" field."""
@@ -195,16 +195,12 @@ class VendiPrompts:
     def _blocks(self, chunks: Sequence[str]) -> str:
         return passage_blocks(chunks, self.max_chunk_chars)
 
-    @staticmethod
-    def _schema(template: str, default: str, schema: OutputSchema) -> OutputSchema | None:
-        """A role whose text template was replaced keeps the text path (the user's prompt)."""
-        return schema if template == default else None
 
     def reasoning_request(self, query: str, chunks: Sequence[str]) -> RoleRequest:
         """The reasoner's request (text path: :meth:`render_reasoning`)."""
         user = f"Passages:\n{self._blocks(chunks)}\n\nQuestion: {query}"
         return role_request("reasoner", self.reasoning_system, user,
-                            self._schema(self.reasoning, REASONING_TEMPLATE, REASONING_SCHEMA),
+                            shipped_schema(self.reasoning, REASONING_TEMPLATE, REASONING_SCHEMA),
                             self.render_reasoning(query, chunks), chunks)
 
     def answer_request(self, question: str, chunks: Sequence[str], notes: Sequence[str]) -> RoleRequest:
@@ -212,7 +208,7 @@ class VendiPrompts:
         user = (f"Passages:\n{self._blocks(chunks)}\n\nReasoning notes (every round so far):\n"
                 f"{format_reasoning(notes)}\n\nQuestion: {question}")
         return role_request("answerer", self.answer_system, user,
-                            self._schema(self.answer, ANSWER_TEMPLATE, ANSWER_SCHEMA),
+                            shipped_schema(self.answer, ANSWER_TEMPLATE, ANSWER_SCHEMA),
                             self.render_answer(question, chunks, notes), chunks)
 
     def judge_request(self, question: str, answer: str, chunks: Sequence[str], *, retry: bool = False) -> RoleRequest:
@@ -221,7 +217,7 @@ class VendiPrompts:
         if retry:
             user += "\n\nYour previous reply could not be read: reply with the JSON object of the three ratings only."
         return role_request("judge", self.judge_system, user,
-                            self._schema(self.judge, JUDGE_TEMPLATE, JUDGE_SCHEMA),
+                            shipped_schema(self.judge, JUDGE_TEMPLATE, JUDGE_SCHEMA),
                             self.render_judge(question, answer, chunks, retry=retry), chunks)
 
     def rewrite_request(self, question: str, query: str, answer: str, reasoning: str) -> RoleRequest:
@@ -229,7 +225,7 @@ class VendiPrompts:
         user = (f"Original question: {question}\nCurrent query: {query}\nAnswer so far: {answer}\n"
                 f"Reasoning: {reasoning}")
         return role_request("rewriter", self.rewrite_system, user,
-                            self._schema(self.rewrite, REWRITE_TEMPLATE, REWRITE_SCHEMA),
+                            shipped_schema(self.rewrite, REWRITE_TEMPLATE, REWRITE_SCHEMA),
                             self.render_rewrite(question, query, answer, reasoning))
 
     def _chunks(self, chunks: Sequence[str]) -> str:
