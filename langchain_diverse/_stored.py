@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import weakref
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import numpy as np
@@ -181,6 +182,20 @@ def _known_from(documents: Sequence[Document], vectors: Sequence[Any]) -> KnownV
     return lambda texts: [by_text.get(t) for t in texts]
 
 
+def _search_scope(store: VectorStore, k: int, read_stored: bool) -> AbstractContextManager[Any]:
+    """Around a search of ``store``: pgvector's search settings (see :func:`pg_search`), else nothing."""
+    return pg_search(k, binary=read_stored) if is_pgvector(store) else nullcontext()
+
+
+def _with_known(
+    store: VectorStore, docs: list[Document], vectors: list[Any] | None, read_stored: bool
+) -> tuple[list[Document], KnownVectors | None]:
+    """The documents and ``known``: over the vectors the search returned, else a reader."""
+    if vectors is not None:
+        return docs, _known_from(docs, vectors)
+    return docs, stored_vector_reader(store, docs) if read_stored else None
+
+
 def search_store(
     store: VectorStore,
     vector: list[float],
@@ -196,16 +211,12 @@ def search_store(
     and their vectors read in one batch when the cache misses; ``known`` is ``None``
     for unsupported stores (and without ``read_stored``).
     """
-    if is_pgvector(store):
-        with pg_search(k, binary=read_stored):
-            if read_stored:
-                found = pgvector_search(store, vector, k, search_kwargs)
-                if found is not None:
-                    return found[0], _known_from(*found)
-            docs = list(store.similarity_search_by_vector(vector, k=k, **search_kwargs))
-        return docs, stored_vector_reader(store, docs) if read_stored else None
-    docs = list(store.similarity_search_by_vector(vector, k=k, **search_kwargs))
-    return docs, stored_vector_reader(store, docs) if read_stored else None
+    with _search_scope(store, k, read_stored):
+        found = None
+        if read_stored and is_pgvector(store):
+            found = pgvector_search(store, vector, k, search_kwargs)
+        docs, vectors = found or (list(store.similarity_search_by_vector(vector, k=k, **search_kwargs)), None)
+    return _with_known(store, docs, vectors, read_stored)
 
 
 async def asearch_store(
@@ -217,13 +228,9 @@ async def asearch_store(
     read_stored: bool,
 ) -> tuple[list[Document], KnownVectors | None]:
     """Async :func:`search_store` (the store's async search)."""
-    if is_pgvector(store):
-        with pg_search(k, binary=read_stored):
-            if read_stored:
-                found = await apgvector_search(store, vector, k, search_kwargs)
-                if found is not None:
-                    return found[0], _known_from(*found)
-            docs = list(await store.asimilarity_search_by_vector(vector, k=k, **search_kwargs))
-        return docs, stored_vector_reader(store, docs) if read_stored else None
-    docs = list(await store.asimilarity_search_by_vector(vector, k=k, **search_kwargs))
-    return docs, stored_vector_reader(store, docs) if read_stored else None
+    with _search_scope(store, k, read_stored):
+        found = None
+        if read_stored and is_pgvector(store):
+            found = await apgvector_search(store, vector, k, search_kwargs)
+        docs, vectors = found or (list(await store.asimilarity_search_by_vector(vector, k=k, **search_kwargs)), None)
+    return _with_known(store, docs, vectors, read_stored)
