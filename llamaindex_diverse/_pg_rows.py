@@ -10,6 +10,13 @@ same events, spans, docstore look-ups and node building), so the only difference
 statement: the same rows, scores and order, plus the vectors, collected per call in a
 context variable. Any other retriever, store, mode or version of the integration gets
 ``None`` (the caller keeps the read by node id).
+
+When nobody observes the retriever's events, :meth:`_WithVectors.search_rows` goes one step
+further: the same statement, but the rows come back as :class:`PgCandidates` (their vectors
+decoded in one numpy call), so the selection runs on the vectors and only the chosen rows
+become nodes (building a node from a row costs about 10 us, most of a 50-row search's client
+time after the statement). Rows that the retriever would treat specially (repeated node ids,
+non-text nodes, blank texts, missing vectors) become nodes first, as before.
 """
 
 from __future__ import annotations

@@ -51,7 +51,11 @@ class DiverseRetriever(BaseRetriever):
     Qdrant, FAISS, ``PGVectorStore``). Over ``PGVectorStore`` a plain
     ``index.as_retriever()`` in the default mode is searched with the store's query that
     keeps the vector column (rows and vectors in one statement); otherwise the vectors
-    are read by node id in one batch.
+    are read by node id in one batch. There, when no callback handler, event handler or
+    span handler observes the base retriever or the postprocessor, the selection runs on
+    the rows' vectors and only the ``top_n`` chosen rows are turned into nodes (the same
+    nodes, scores and metadata; the base retriever's own retrieve events are what is
+    skipped, so with an observer every candidate becomes a node first, as before).
 
     Args:
         retriever: the base retriever, e.g. ``index.as_retriever(similarity_top_k=20)``.
