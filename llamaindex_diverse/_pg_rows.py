@@ -41,7 +41,14 @@ from numpy.typing import NDArray
 
 from ._stored import StoredVectors
 
-__all__ = ["PgCandidates", "async_engine_usable", "collected_reader", "collecting", "pg_guard", "searching_with_vectors"]
+__all__ = [
+    "PgCandidates",
+    "async_engine_usable",
+    "collected_reader",
+    "collecting",
+    "pg_guard",
+    "searching_with_vectors",
+]
 
 #: node id -> stored vector, filled by the stand-in's searches inside :func:`collecting`.
 _SINK: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
@@ -87,7 +94,10 @@ def _keep(pairs: list[tuple[Any, Any]], search: PgSearch) -> list[Any]:
 
 
 #: What ``PGVectorStore`` (``node_to_metadata_dict``) writes into a node's JSON when the node has
-#: no metadata of its own, and when it has no relationships (the fields follow in this order).
+#: no metadata of its own, and when it has no relationships (the fields follow in this order; the
+#: node's own ``metadata`` is the first ``"metadata": `` of the JSON: ``id_`` and ``embedding``
+#: come before it, and quotes inside strings are escaped).
+_METADATA = '"metadata": '
 _NO_METADATA = '"metadata": {}, "excluded_embed_metadata_keys"'
 _NO_RELATIONSHIPS = '"relationships": {}'
 _SOURCE = "1"  # NodeRelationship.SOURCE's value: the relationship ``ref_doc_id`` follows
@@ -155,8 +165,8 @@ class PgCandidates:
             for row in self.rows:
                 content = row.metadata.get("_node_content")
                 known, ref = _ref_doc_id(row.metadata)
-                if not (known and isinstance(content, str) and _NO_METADATA in content
-                        and not row.custom_fields):
+                if not (known and isinstance(content, str) and not row.custom_fields
+                        and content.find(_METADATA) == content.find(_NO_METADATA) != -1):
                     ok = False
                     break
                 sources.append(ref)
@@ -176,7 +186,9 @@ class PgCandidates:
         return self.stand_in._scored(store._db_rows_to_query_result([self.rows[i] for i in positions]))
 
 
-def _candidates(pairs: list[tuple[Any, Any]], search: PgSearch, stand_in: _WithVectors) -> PgCandidates | None:
+def _candidates(
+    pairs: list[tuple[Any, Any]], search: PgSearch, stand_in: _WithVectors
+) -> PgCandidates | None:
     """The rows as :class:`PgCandidates`, or ``None`` when they must become nodes first."""
     rows = [row for row, _ in pairs]
     matrix = search.vectors(len(rows))
@@ -185,7 +197,7 @@ def _candidates(pairs: list[tuple[Any, Any]], search: PgSearch, stand_in: _WithV
     texts = [row.text for row in rows]
     if (
         len({str(row.node_id) for row in rows}) != len(rows)  # the retriever drops repeats
-        or not all(isinstance(m, dict) and m.get("_node_type") == "TextNode" for m in (r.metadata for r in rows))
+        or not all(isinstance(r.metadata, dict) and r.metadata.get("_node_type") == "TextNode" for r in rows)
         or not all(isinstance(t, str) and t and not t.isspace() for t in texts)
     ):
         return None

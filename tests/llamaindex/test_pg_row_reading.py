@@ -60,6 +60,11 @@ NODES = {
                                 excluded_embed_metadata_keys=["k"], excluded_llm_metadata_keys=["k"]),
     "sourced with metadata": TextNode(text="iota", id_="i", metadata={"a": "b"},
                                       relationships=_source("doc-2")),
+    # nested metadata spelling out what an empty node's JSON looks like
+    "look-alike text": TextNode(text="kappa", id_="j", metadata={
+        "x": json.dumps({"metadata": {}, "excluded_embed_metadata_keys": []})}),
+    "look-alike nested": TextNode(text="lambda", id_="k", metadata={
+        "x": {"metadata": {}, "excluded_embed_metadata_keys": []}}),
 }
 
 
