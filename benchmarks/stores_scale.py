@@ -21,7 +21,7 @@ topic centres, default 100) are timed, interleaved query by query (k = 10, lambd
 * ``search``: the store's own similarity search by vector, fetch_k rows
   (LangChain: ``similarity_search_by_vector``; LlamaIndex: ``index.as_retriever(
   similarity_top_k=fetch_k).retrieve`` with the query vector in the bundle);
-* ``mmr`` / ``gmmr`` / ``adaptive``: the faces' ``DiverseRetriever`` over the same store
+* ``mmr`` / ``gmmr`` / ``adaptive`` / ``learned``: the faces' ``DiverseRetriever`` over the same store
   (the same search, the candidates' stored vectors, the selection, annotated copies).
   The embedding caches are cleared before every call, so every candidate's vector comes
   from Postgres, with the search rows in both faces (LangChain: the store's own query,
@@ -72,7 +72,8 @@ for extra in (REPO / "shared", REPO):
         sys.path.insert(0, str(extra))
 
 START, END = "<!-- stores-scale:start -->", "<!-- stores-scale:end -->"
-METHODS = ("mmr", "gmmr", "adaptive")
+METHODS = ("mmr", "gmmr", "adaptive", "learned")
+LAMBDA_METHODS = ("mmr", "gmmr")  # the methods given lambda_mult
 K = 10
 LAMBDA = 0.5
 
@@ -297,10 +298,10 @@ def variants(host: str, fetch_k: int, ef_search: int | None, lookup: LookupEmbed
     index = VectorStoreIndex.from_vector_store(li, embed_model=llamaindex_embedding(lookup))
     base = index.as_retriever(similarity_top_k=fetch_k)
     lc_div = {m: LCRetriever(vectorstore=lc, k=K, fetch_k=fetch_k, method=m,
-                             **({"method_params": {"lambda_mult": LAMBDA}} if m != "adaptive" else {}))
+                             **({"method_params": {"lambda_mult": LAMBDA}} if m in LAMBDA_METHODS else {}))
               for m in METHODS}
     li_div = {m: LIRetriever(base, top_n=K, method=m, embed_model=index._embed_model,
-                             **({"method_params": {"lambda_mult": LAMBDA}} if m != "adaptive" else {}))
+                             **({"method_params": {"lambda_mult": LAMBDA}} if m in LAMBDA_METHODS else {}))
               for m in METHODS}
     li_mmr = index.as_retriever(vector_store_query_mode="mmr", similarity_top_k=K,
                                 vector_store_kwargs={"mmr_prefetch_k": fetch_k, "mmr_threshold": LAMBDA})
@@ -381,8 +382,8 @@ def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         lines += ["Commands (column `run`):", ""] + [f"{i}. {prefix}{a}`" for i, a in enumerate(argv, 1)] + [""]
     runs = any("run" in r for r in rows)
     lines += [("| run " if runs else "") + "| framework | index | fetch_k | search | search with vectors (+%) "
-              "| mmr (+%) | gmmr (+%) | adaptive (+%) | builtin mmr (+%) |",
-              ("|---:" if runs else "") + "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+              "| mmr (+%) | gmmr (+%) | adaptive (+%) | learned (+%) | builtin mmr (+%) |",
+              ("|---:" if runs else "") + "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         s = r["search"]
 
@@ -394,7 +395,7 @@ def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         lines.append((f"| {r.get('run', '')} " if runs else "")
                      + f"| {r['framework']} | {r['index']} | {r['fetch_k']} | {s:.1f} | "
                      f"{cell('search with vectors')} | {cell('mmr')} | "
-                     f"{cell('gmmr')} | {cell('adaptive')} | {cell('builtin mmr')} |")
+                     f"{cell('gmmr')} | {cell('adaptive')} | {cell('learned')} | {cell('builtin mmr')} |")
     timed = {k: v for k, v in meta["setup"].items() if v >= 1.0}  # under 1 s: reused (--data-dir)
     lines += ["", ("Load and index build (s): " + ", ".join(f"{k} {v:.0f}" for k, v in timed.items()))
               if timed else "Rows and HNSW indexes reused from a kept `--data-dir` (see the note).", ""]

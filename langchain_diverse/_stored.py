@@ -11,9 +11,8 @@ vectors), Chroma (``langchain_chroma``; ``include=["embeddings"]``) and Postgres
 recognised by their attributes, so nothing here imports those packages. Any other
 store returns ``None`` from :func:`stored_vector_reader`: the caller embeds the texts.
 
-:func:`search_store` / :func:`asearch_store` run the store search and hand back the
-documents with ``known`` for the cache; both faces (the retriever and the pipeline
-source) search through them.
+:class:`StoreSearch` runs the store search and hands back the documents with ``known`` for
+the cache; both faces (the retriever and the pipeline source) search through it.
 """
 
 from __future__ import annotations
@@ -21,6 +20,8 @@ from __future__ import annotations
 import logging
 import weakref
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -31,7 +32,7 @@ from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 from ._pgvector import apgvector_search, is_pgvector, pgvector_by_id, pgvector_search
 from .embeddings import KnownVectors
 
-__all__ = ["asearch_store", "search_store", "stored_vector_reader", "supports_stored_vectors"]
+__all__ = ["StoreSearch", "stored_vector_reader", "supports_stored_vectors"]
 
 logger = logging.getLogger(__name__)
 
@@ -181,49 +182,57 @@ def _known_from(documents: Sequence[Document], vectors: Sequence[Any]) -> KnownV
     return lambda texts: [by_text.get(t) for t in texts]
 
 
-def search_store(
-    store: VectorStore,
-    vector: list[float],
-    k: int,
-    search_kwargs: Mapping[str, Any],
-    *,
-    read_stored: bool,
-) -> tuple[list[Document], KnownVectors | None]:
-    """Search ``store`` by ``vector``: the documents, and ``known`` for their stored vectors.
+@dataclass(frozen=True)
+class StoreSearch:
+    """A similarity search of ``store`` by vector, handing back the documents and ``known`` for
+    their stored vectors.
 
     With ``read_stored``, a store whose search can return the vectors (PGVector) is
     searched that way (one round trip); other supported stores are searched as usual
     and their vectors read in one batch when the cache misses; ``known`` is ``None``
-    for unsupported stores (and without ``read_stored``).
+    for unsupported stores (and without ``read_stored``). Both faces (the retriever and the
+    pipeline source) search through it.
+
+    Example:
+        >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+        >>> store = InMemoryVectorStore(DeterministicFakeEmbedding(size=4))
+        >>> _ = store.add_texts(["a", "b"])
+        >>> docs, known = StoreSearch(store, {}, read_stored=True).run(store.embeddings.embed_query("a"), 2)
+        >>> len(docs), [len(v) for v in known(["a", "b"])]
+        (2, [4, 4])
     """
-    if is_pgvector(store):
-        with pg_search(k, binary=read_stored):
-            if read_stored:
-                found = pgvector_search(store, vector, k, search_kwargs)
-                if found is not None:
-                    return found[0], _known_from(*found)
-            docs = list(store.similarity_search_by_vector(vector, k=k, **search_kwargs))
-        return docs, stored_vector_reader(store, docs) if read_stored else None
-    docs = list(store.similarity_search_by_vector(vector, k=k, **search_kwargs))
-    return docs, stored_vector_reader(store, docs) if read_stored else None
 
+    store: VectorStore
+    search_kwargs: Mapping[str, Any]
+    read_stored: bool
 
-async def asearch_store(
-    store: VectorStore,
-    vector: list[float],
-    k: int,
-    search_kwargs: Mapping[str, Any],
-    *,
-    read_stored: bool,
-) -> tuple[list[Document], KnownVectors | None]:
-    """Async :func:`search_store` (the store's async search)."""
-    if is_pgvector(store):
-        with pg_search(k, binary=read_stored):
-            if read_stored:
-                found = await apgvector_search(store, vector, k, search_kwargs)
-                if found is not None:
-                    return found[0], _known_from(*found)
-            docs = list(await store.asimilarity_search_by_vector(vector, k=k, **search_kwargs))
-        return docs, stored_vector_reader(store, docs) if read_stored else None
-    docs = list(await store.asimilarity_search_by_vector(vector, k=k, **search_kwargs))
-    return docs, stored_vector_reader(store, docs) if read_stored else None
+    def _scope(self, k: int) -> AbstractContextManager[Any]:
+        """Around the search: pgvector's search settings (see :func:`pg_search`), else nothing."""
+        return pg_search(k, binary=self.read_stored) if is_pgvector(self.store) else nullcontext()
+
+    def _result(
+        self, docs: list[Document], vectors: list[Any] | None
+    ) -> tuple[list[Document], KnownVectors | None]:
+        if vectors is not None:  # the search returned them
+            return docs, _known_from(docs, vectors)
+        return docs, stored_vector_reader(self.store, docs) if self.read_stored else None
+
+    def run(self, vector: list[float], k: int) -> tuple[list[Document], KnownVectors | None]:
+        """The ``k`` documents nearest ``vector``, and ``known`` for their stored vectors."""
+        store, kwargs = self.store, self.search_kwargs
+        with self._scope(k):
+            found = None
+            if self.read_stored and is_pgvector(store):
+                found = pgvector_search(store, vector, k, kwargs)
+            docs, vectors = found or (list(store.similarity_search_by_vector(vector, k=k, **kwargs)), None)
+        return self._result(docs, vectors)
+
+    async def arun(self, vector: list[float], k: int) -> tuple[list[Document], KnownVectors | None]:
+        """Async :meth:`run` (the store's async search)."""
+        store, kwargs = self.store, self.search_kwargs
+        with self._scope(k):
+            found = None
+            if self.read_stored and is_pgvector(store):
+                found = await apgvector_search(store, vector, k, kwargs)
+            docs, vectors = found or (list(await store.asimilarity_search_by_vector(vector, k=k, **kwargs)), None)
+        return self._result(docs, vectors)

@@ -23,7 +23,7 @@ from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
-from ._stored import asearch_store, search_store, supports_stored_vectors
+from ._stored import StoreSearch, supports_stored_vectors
 from .embeddings import DEFAULT_CACHE_SIZE, CachedEmbeddings, KnownVectors, cached_embeddings
 from .selection import (
     SelectionPlan,
@@ -392,9 +392,8 @@ class DiverseRetriever(BaseRetriever):
         self._check_query(query_vector, embedder)
         known: KnownVectors | None = None
         if self.vectorstore is not None:
-            documents, known = search_store(
-                self.vectorstore, query_vector.tolist(), plan.fetch_k or self.fetch_k,
-                self.search_kwargs, read_stored=self._reads_stored(),
+            documents, known = StoreSearch(self.vectorstore, self.search_kwargs, self._reads_stored()).run(
+                query_vector.tolist(), plan.fetch_k or self.fetch_k
             )
         else:
             assert self.base_retriever is not None
@@ -417,9 +416,8 @@ class DiverseRetriever(BaseRetriever):
         self._check_query(query_vector, embedder)
         known: KnownVectors | None = None
         if self.vectorstore is not None:
-            documents, known = await asearch_store(
-                self.vectorstore, query_vector.tolist(), plan.fetch_k or self.fetch_k,
-                self.search_kwargs, read_stored=self._reads_stored(),
+            documents, known = await StoreSearch(self.vectorstore, self.search_kwargs, self._reads_stored()).arun(
+                query_vector.tolist(), plan.fetch_k or self.fetch_k
             )
         else:
             documents = await self._afetch_from_retriever(query, plan, run_manager)

@@ -17,7 +17,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.vectorstores import VectorStore
 from numpy.typing import NDArray
 
-from ._stored import asearch_store, search_store
+from ._stored import StoreSearch
 from .embeddings import CachedEmbeddings, cached_embeddings
 from .selection import document_texts
 
@@ -92,6 +92,10 @@ class LangChainSource:
         store = self.vectorstore
         return store is not None and self.raw_embeddings is store.embeddings
 
+    def _store_search(self) -> StoreSearch:
+        assert self.vectorstore is not None
+        return StoreSearch(self.vectorstore, self.search_kwargs, self._reads_stored())
+
     def _build(self, query: str, qv: NDArray[np.float32], docs: list[Document], vecs: Any,
                k: int | None) -> Candidates:
         if not docs:
@@ -108,8 +112,7 @@ class LangChainSource:
         qv = self.embedder.embed_query_array(query)
         known = None
         if self.vectorstore is not None:
-            docs, known = search_store(self.vectorstore, qv.tolist(), k or self.fetch_k,
-                                       self.search_kwargs, read_stored=self._reads_stored())
+            docs, known = self._store_search().run(qv.tolist(), k or self.fetch_k)
         else:
             assert self.base_retriever is not None
             docs = list(self.base_retriever.invoke(query, self._config()))
@@ -121,8 +124,7 @@ class LangChainSource:
         qv = await self.embedder.aembed_query_array(query)
         known = None
         if self.vectorstore is not None:
-            docs, known = await asearch_store(self.vectorstore, qv.tolist(), k or self.fetch_k,
-                                              self.search_kwargs, read_stored=self._reads_stored())
+            docs, known = await self._store_search().arun(qv.tolist(), k or self.fetch_k)
         else:
             assert self.base_retriever is not None
             docs = list(await self.base_retriever.ainvoke(query, self._config()))

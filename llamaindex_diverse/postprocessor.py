@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import numpy as np
 from diverse_core import get_method, select
+from diverse_core.embedding_cache import KnownAt
 from diverse_core.errors import DimensionMismatchError, InvalidParameterError
 from diverse_core.registry import resolve_user_params, with_diversity
+from diverse_core.result import Selection
 from diverse_core.textfeatures import source_inputs
 from diverse_core.validation import check_k
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -18,16 +20,17 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.callbacks import CallbackManager, CBEventType, EventPayload
 from llama_index.core.callbacks.base import EventContext
 from llama_index.core.instrumentation import get_dispatcher
-from llama_index.core.instrumentation.dispatcher import Dispatcher
-from llama_index.core.instrumentation.event_handlers import NullEventHandler
 from llama_index.core.instrumentation.events.rerank import ReRankEndEvent, ReRankStartEvent
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 from numpy.typing import NDArray
 
 from ._metadata import json_friendly_params, with_selection_metadata
+from ._observers import has_event_handlers
+from ._pg_rows import PgCandidates
 from ._stored import StoredVectors, known_for, store_reader
 from ._vectors import (
+    BoundCache,
     ModelBoundCache,
     NodeTextMemo,
     model_namespace,
@@ -42,18 +45,9 @@ dispatcher = get_dispatcher(__name__)
 
 
 def _has_event_handlers() -> bool:
-    """Whether any instrumentation event handler would see this module's events.
-
-    Mirrors how ``Dispatcher.event`` walks up the dispatcher tree; when nobody
-    listens, the events (pydantic models validating every node) are not built.
-    """
-    current: Dispatcher | None = dispatcher
-    while current is not None:
-        for handler in current.event_handlers:
-            if type(handler) is not NullEventHandler:  # the root's default no-op handler
-                return True
-        current = current.parent if current.propagate else None
-    return False
+    """Whether any instrumentation event handler would see this module's events (when
+    nobody listens, the events, pydantic models validating every node, are not built)."""
+    return has_event_handlers(dispatcher)
 
 
 def _end_event(nodes: list[NodeWithScore]) -> None:
@@ -332,11 +326,23 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
         else:
             render, mode = self._private()["_texts"].render, self.metadata_mode
             texts = [render(item.node, mode) for item in nodes]
+        return self._reading_inputs(
+            bundle, texts, lambda: [self._source_id(item.node) for item in nodes],
+            lambda key: [item.node.metadata.get(key) for item in nodes],
+        )
+
+    def _reading_inputs(
+        self,
+        bundle: QueryBundle,
+        texts: list[str],
+        sources: Callable[[], list[Any]],
+        titles: Callable[[str], list[Any]],
+    ) -> dict[str, Any]:
+        """The inputs of a text-reading method: the question, ``texts`` and, for one that reads
+        sources, the candidates' ``sources()`` and ``titles(title_key)``."""
         out: dict[str, Any] = {"question": bundle.query_str, "texts": texts}
         if get_method(self.method).reads_sources:
-            out.update(source_inputs([self._source_id(item.node) for item in nodes],
-                                     None if self.title_key is None
-                                     else [item.node.metadata.get(self.title_key) for item in nodes]))
+            out.update(source_inputs(sources(), None if self.title_key is None else titles(self.title_key)))
         return out
 
     def _source_id(self, node: Any) -> Any:
@@ -346,6 +352,48 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
             if found is not None:
                 return found
         return node.ref_doc_id
+
+    def _pick(
+        self,
+        candidates: NDArray[np.floating],
+        query_embedding: Sequence[float],
+        relevance: NDArray[np.float64] | None,
+        params: dict[str, Any],
+        text_inputs: dict[str, Any],
+    ) -> Selection:
+        """Run the method on the candidate vectors (the query in their precision)."""
+        # Same precision as the candidates: float32 cache rows are selected in float32.
+        dtype = np.float32 if candidates.dtype == np.float32 else np.float64
+        query = np.asarray(query_embedding, dtype=dtype)
+        if query.ndim != 1 or query.shape[0] != candidates.shape[1]:
+            raise DimensionMismatchError(
+                f"query embedding has shape {query.shape} but node vectors have dimension "
+                f"{candidates.shape[1]}; embed queries and nodes with the same model"
+            )
+        return select(self.method, query, candidates, self.top_n, relevance=relevance, **params, **text_inputs)
+
+    def _annotated(
+        self, picked: list[NodeWithScore], sel: Selection, text_inputs: dict[str, Any]
+    ) -> list[NodeWithScore]:
+        """Copies of the ``picked`` nodes (in pick order) carrying the selection metadata."""
+        filled = get_method(self.method).filled_params
+        used = {n: v for n, v in sel.params.items() if n not in text_inputs and n not in filled}  # never the texts
+        shown = json_friendly_params({**used, **sel.details})
+        hide = self.hide_selection_metadata
+        return [
+            with_selection_metadata(
+                item,
+                method=sel.method,
+                params=shown,
+                rank=rank,
+                score=score,
+                relevance=rel,
+                hide_from_models=hide,
+            )
+            for rank, (item, score, rel) in enumerate(
+                zip(picked, sel.scores.tolist(), sel.relevance.tolist(), strict=True)
+            )
+        ]
 
     def _select(
         self,
@@ -358,41 +406,59 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
         text_inputs: dict[str, Any],
     ) -> list[NodeWithScore]:
         candidates = stack_node_vectors(nodes, positions, embedded, model_label)
-        # Same precision as the candidates: float32 cache rows are selected in float32.
-        dtype = np.float32 if candidates.dtype == np.float32 else np.float64
-        query = np.asarray(query_embedding, dtype=dtype)
-        if query.ndim != 1 or query.shape[0] != candidates.shape[1]:
-            raise DimensionMismatchError(
-                f"query embedding has shape {query.shape} but node vectors have dimension "
-                f"{candidates.shape[1]}; embed queries and nodes with the same model"
-            )
-        sel = select(
-            self.method,
-            query,
-            candidates,
-            self.top_n,
-            relevance=self._relevance(nodes),
-            **params,
-            **text_inputs,
-        )
-        filled = get_method(self.method).filled_params
-        used = {n: v for n, v in sel.params.items() if n not in text_inputs and n not in filled}  # never the texts
-        shown = json_friendly_params({**used, **sel.details})
-        hide = self.hide_selection_metadata
-        return [
-            with_selection_metadata(
-                nodes[i],
-                method=sel.method,
-                params=shown,
-                rank=rank,
-                score=score,
-                relevance=rel,
-                hide_from_models=hide,
-            )
-            for rank, (i, score, rel) in enumerate(
-                zip(sel.indices.tolist(), sel.scores.tolist(), sel.relevance.tolist(), strict=True)
-            )
-        ]
+        sel = self._pick(candidates, query_embedding, self._relevance(nodes), params, text_inputs)
+        return self._annotated([nodes[i] for i in sel.indices.tolist()], sel, text_inputs)
+
+    def _to_embed(self, nodes: list[NodeWithScore]) -> tuple[list[int], list[str], BoundCache | None, str | None]:
+        """The nodes to embed (positions, texts), and the cache and namespace of the model
+        that embeds them (``None`` when every node carries its vector)."""
+        positions, texts = nodes_to_embed(nodes, self.metadata_mode, self._private()["_texts"])
+        if not texts:
+            return positions, texts, None, None
+        model = self._resolve_embed_model()
+        return positions, texts, self._private()["_cache"].for_model(model), model_namespace(model)
+
+    def _known(self, nodes: list[NodeWithScore], positions: list[int]) -> KnownAt | None:
+        return known_for(nodes, positions, self._private()["_store_read"])
+
+    # ------------------------------------------------------------------ rows (PGVectorStore)
+
+    def reads_rows(self, rows: PgCandidates) -> bool:
+        """Whether :meth:`select_rows` can select on ``rows`` as they are (a method that reads
+        text needs rows whose nodes have no metadata and a known source)."""
+        return not get_method(self.method).reads_text or rows.readable()
+
+    def _row_inputs(self, rows: PgCandidates, bundle: QueryBundle) -> dict[str, Any]:
+        if not get_method(self.method).reads_text:
+            return {}
+        # No node has metadata: its content is its text, metadata[...] is None, its source its ref_doc_id.
+        return self._reading_inputs(bundle, rows.texts, lambda: rows.sources, lambda _: [None] * len(rows.texts))
+
+    def _select_rows(
+        self, rows: PgCandidates, bundle: QueryBundle, query: Sequence[float], params: dict[str, Any]
+    ) -> list[NodeWithScore]:
+        text_inputs = self._row_inputs(rows, bundle)
+        relevance = np.asarray(rows.scores, dtype=np.float64) if self.use_node_scores else None
+        sel = self._pick(rows.vectors, query, relevance, params, text_inputs)
+        return self._annotated(rows.nodes(sel.indices.tolist()), sel, text_inputs)
+
+    def select_rows(self, rows: PgCandidates, bundle: QueryBundle) -> list[NodeWithScore]:
+        """:meth:`postprocess_nodes` over a search's rows: the selection runs on the stored vectors
+        and only the chosen rows become nodes; the same nodes, scores and metadata. Sends no
+        events (for callers that checked nobody observes them); see :meth:`reads_rows`."""
+        params = self._resolved_params()
+        query = bundle.embedding
+        if query is None:
+            query = self._resolve_embed_model().get_agg_embedding_from_queries(query_strings(bundle))
+        return self._select_rows(rows, bundle, query, params)
+
+    async def aselect_rows(self, rows: PgCandidates, bundle: QueryBundle) -> list[NodeWithScore]:
+        """Async :meth:`select_rows` (the selection in a worker thread)."""
+        params = self._resolved_params()
+        query = bundle.embedding
+        if query is None:
+            query = await self._resolve_embed_model().aget_agg_embedding_from_queries(query_strings(bundle))
+        return await asyncio.to_thread(self._select_rows, rows, bundle, query, params)
 
     # ------------------------------------------------------------------ sync / async
 
@@ -404,29 +470,17 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
         bundle = self._start(nodes, query_bundle)
         params = self._resolved_params()
         if not nodes:
-            _end_event([])
-            return []
+            return _ended([])
         with self._reranking_event(nodes, bundle) as event:
-            private = self._private()
-            positions, texts = nodes_to_embed(nodes, self.metadata_mode, private["_texts"])
-            embedded, label = None, None
-            if texts:
-                model = self._resolve_embed_model()
-                label = model_namespace(model)
-                embedded = private["_cache"].for_model(model).embed(
-                    texts, known_for(nodes, positions, private["_store_read"])
-                )
+            positions, texts, cache, label = self._to_embed(nodes)
+            embedded = cache.embed(texts, self._known(nodes, positions)) if cache is not None else None
             query = bundle.embedding
             if query is None:
-                query = self._resolve_embed_model().get_agg_embedding_from_queries(
-                    query_strings(bundle)
-                )
+                query = self._resolve_embed_model().get_agg_embedding_from_queries(query_strings(bundle))
             text_inputs = self._text_inputs(nodes, bundle, positions, texts)
             result = self._select(nodes, positions, embedded, label, query, params, text_inputs)
-            if event is not None:
-                event.on_end(payload={EventPayload.NODES: result})
-        _end_event(result)
-        return result
+            _on_end(event, result)
+        return _ended(result)
 
     @dispatcher.span
     async def _apostprocess_nodes(
@@ -437,28 +491,31 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
         bundle = self._start(nodes, query_bundle)
         params = self._resolved_params()
         if not nodes:
-            _end_event([])
-            return []
+            return _ended([])
         with self._reranking_event(nodes, bundle) as event:
-            private = self._private()
-            positions, texts = nodes_to_embed(nodes, self.metadata_mode, private["_texts"])
-            embedded, label = None, None
-            if texts:
-                model = self._resolve_embed_model()
-                label = model_namespace(model)
-                embedded = await private["_cache"].for_model(model).aembed(
-                    texts, None, known_for(nodes, positions, private["_store_read"])
-                )
+            positions, texts, cache, label = self._to_embed(nodes)
+            embedded = None
+            if cache is not None:
+                embedded = await cache.aembed(texts, None, self._known(nodes, positions))
             query = bundle.embedding
             if query is None:
-                query = await self._resolve_embed_model().aget_agg_embedding_from_queries(
-                    query_strings(bundle)
-                )
+                model = self._resolve_embed_model()
+                query = await model.aget_agg_embedding_from_queries(query_strings(bundle))
             text_inputs = self._text_inputs(nodes, bundle, positions, texts)
             result = await asyncio.to_thread(
                 self._select, nodes, positions, embedded, label, query, params, text_inputs
             )
-            if event is not None:
-                event.on_end(payload={EventPayload.NODES: result})
-        _end_event(result)
-        return result
+            _on_end(event, result)
+        return _ended(result)
+
+
+def _on_end(event: EventContext | None, nodes: list[NodeWithScore]) -> None:
+    """End the RERANKING callback event (when one was started) with the returned nodes."""
+    if event is not None:
+        event.on_end(payload={EventPayload.NODES: nodes})
+
+
+def _ended(nodes: list[NodeWithScore]) -> list[NodeWithScore]:
+    """``nodes``, after the rerank end event (sent only when somebody listens)."""
+    _end_event(nodes)
+    return nodes

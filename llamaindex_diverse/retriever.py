@@ -11,16 +11,26 @@ from diverse_core.validation import check_k
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.callbacks import CallbackManager
+from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.prompts.mixin import PromptMixinType
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from ._pg_rows import collected_reader, collecting, pg_guard, searching_with_vectors
+from ._observers import observed
+from ._pg_rows import PgCandidates, collected_reader, collecting, pg_guard, searching_with_vectors
 from ._stored import reading, stored_vectors_of
 from .postprocessor import DiverseNodePostprocessor
 
 __all__ = ["DiverseRetriever"]
 
 logger = logging.getLogger(__name__)
+
+#: The dispatchers whose events and spans a vector index retriever's ``retrieve`` and the
+#: postprocessor send (the row shortcut skips them).
+_OBSERVED = (
+    get_dispatcher("llama_index.core.base.base_retriever"),
+    get_dispatcher("llama_index.core.indices.vector_store.retrievers.retriever"),
+    get_dispatcher("llamaindex_diverse.postprocessor"),
+)
 
 
 def _declared_fetch_k(retriever: BaseRetriever) -> int | None:
@@ -41,7 +51,11 @@ class DiverseRetriever(BaseRetriever):
     Qdrant, FAISS, ``PGVectorStore``). Over ``PGVectorStore`` a plain
     ``index.as_retriever()`` in the default mode is searched with the store's query that
     keeps the vector column (rows and vectors in one statement); otherwise the vectors
-    are read by node id in one batch.
+    are read by node id in one batch. There, when no callback handler, event handler or
+    span handler observes the base retriever or the postprocessor, the selection runs on
+    the rows' vectors and only the ``top_n`` chosen rows are turned into nodes (the same
+    nodes, scores and metadata; the base retriever's own retrieve events are what is
+    skipped, so with an observer every candidate becomes a node first, as before).
 
     Args:
         retriever: the base retriever, e.g. ``index.as_retriever(similarity_top_k=20)``.
@@ -202,6 +216,18 @@ class DiverseRetriever(BaseRetriever):
         (``PGVectorStore``: one statement for rows and vectors, see ``_pg_rows``)."""
         return searching_with_vectors(self._retriever, self._postprocessor.embed_model) or self._retriever
 
+    def _row_searcher(self) -> Any:
+        """The ``PGVectorStore`` stand-in when the selection may run on the search's rows: only
+        when nobody observes the base retriever's or the postprocessor's events, spans and
+        callbacks (those are what the shortcut skips), else ``None``."""
+        stand_in = searching_with_vectors(self._retriever, self._postprocessor.embed_model)
+        if stand_in is None or observed(
+            _OBSERVED, self.callback_manager, self._retriever.callback_manager,
+            self._postprocessor.callback_manager,
+        ):
+            return None
+        return stand_in
+
     def _stored_reader(self, nodes: list[NodeWithScore], found: dict[str, Any]) -> Any:
         """The stored-vector reader for this call (vectors the search returned first, then a
         read by node id); warns once when nodes must be embedded."""
@@ -217,10 +243,16 @@ class DiverseRetriever(BaseRetriever):
         return read
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        rows = self._row_searcher()
         with collecting() as found, pg_guard(self._retriever):
-            nodes = self._searcher().retrieve(query_bundle)
-        with reading(self._stored_reader(nodes, found)):
-            return self._postprocessor.postprocess_nodes(nodes, query_bundle=query_bundle)
+            if rows is None:
+                got = self._searcher().retrieve(query_bundle)
+            else:  # the base retriever's nodes, or (selected on at once) the rows
+                got = rows.search_rows(query_bundle, self._postprocessor.reads_rows)
+        if isinstance(got, PgCandidates):
+            return self._postprocessor.select_rows(got, query_bundle)
+        with reading(self._stored_reader(got, found)):
+            return self._postprocessor.postprocess_nodes(got, query_bundle=query_bundle)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         # A vector index retriever's async path embeds the query into a bundle of its
@@ -236,7 +268,13 @@ class DiverseRetriever(BaseRetriever):
             query_bundle.embedding = await model.aget_agg_embedding_from_queries(
                 query_bundle.embedding_strs
             )
+        rows = self._row_searcher()
         with collecting() as found, pg_guard(self._retriever):
-            nodes = await self._searcher().aretrieve(query_bundle)
-        with reading(self._stored_reader(nodes, found)):
-            return await self._postprocessor.apostprocess_nodes(nodes, query_bundle=query_bundle)
+            if rows is None:
+                got = await self._searcher().aretrieve(query_bundle)
+            else:
+                got = await rows.asearch_rows(query_bundle, self._postprocessor.reads_rows)
+        if isinstance(got, PgCandidates):
+            return await self._postprocessor.aselect_rows(got, query_bundle)
+        with reading(self._stored_reader(got, found)):
+            return await self._postprocessor.apostprocess_nodes(got, query_bundle=query_bundle)

@@ -214,7 +214,7 @@ def test_langchain_vectors_come_back_binary(lc_store: Any, monkeypatch: pytest.M
     from diverse_core import pgvector_sql
 
     from langchain_diverse import DiverseRetriever
-    from langchain_diverse._stored import search_store
+    from langchain_diverse._stored import StoreSearch
 
     loaded: list[int] = []
     loader = pgvector_sql._binary_loader()
@@ -225,7 +225,7 @@ def test_langchain_vectors_come_back_binary(lc_store: Any, monkeypatch: pytest.M
         return original(self, data)
 
     monkeypatch.setattr(loader, "load", counting)
-    docs, known = search_store(lc_store, vector_of("q"), 20, {}, read_stored=True)
+    docs, known = StoreSearch(lc_store, {}, read_stored=True).run(vector_of("q"), 20)
     assert len(loaded) == 20 and set(loaded) == {4 + 4 * DIM}
     assert known is not None
     got = np.asarray(known([d.page_content for d in docs]), dtype=np.float32)

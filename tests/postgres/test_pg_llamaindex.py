@@ -22,7 +22,13 @@ pytest.importorskip("llama_index.core")
 from llama_index.core import StorageContext, VectorStoreIndex  # noqa: E402
 from llama_index.core.base.embeddings.base import BaseEmbedding, Embedding  # noqa: E402
 from llama_index.core.bridge.pydantic import PrivateAttr  # noqa: E402
-from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode  # noqa: E402
+from llama_index.core.schema import (  # noqa: E402
+    NodeRelationship,
+    NodeWithScore,
+    QueryBundle,
+    RelatedNodeInfo,
+    TextNode,
+)
 
 from llamaindex_diverse import DiverseNodePostprocessor, DiverseRetriever  # noqa: E402
 from llamaindex_diverse.drrag import DRRAGRetriever  # noqa: E402
@@ -278,3 +284,140 @@ def test_drrag_sync_runs_repeat(index: VectorStoreIndex) -> None:
     first = [n.node.node_id for n in retriever.retrieve("q")]
     for _ in range(3):
         assert [n.node.node_id for n in retriever.retrieve("q")] == first
+
+
+# ----------------------------------------------------------------------------- rows, not nodes
+# With nobody observing the events, DiverseRetriever selects on the search's rows and stored
+# vectors and builds nodes for the chosen rows only; the result must be what the node path
+# (every candidate a node, then the postprocessor) returns.
+
+def _plain_node(i: int, text: str) -> TextNode:
+    """No metadata; sources shared by pairs of documents; every third has none."""
+    rel = {} if i % 3 == 0 else {NodeRelationship.SOURCE: RelatedNodeInfo(node_id=f"doc-{i // 2}")}
+    return TextNode(text=text, id_=f"p{i}", relationships=rel)
+
+
+@pytest.fixture(scope="module")
+def plain_table(pg_socket_dir: str) -> Iterator[str]:
+    name = f"p{uuid.uuid4().hex[:12]}"
+    store = _store(pg_socket_dir, name)
+    VectorStoreIndex([_plain_node(i, t) for i, t in enumerate(CORPUS)], embed_model=CountingEmbedding(),
+                     storage_context=StorageContext.from_defaults(vector_store=store))
+    yield name
+    store._engine.dispose()
+
+
+@pytest.fixture(params=["plain", "with metadata"])
+def any_index(request: pytest.FixtureRequest, pg_socket_dir: str, table: str,
+              plain_table: str) -> Iterator[VectorStoreIndex]:
+    store = _store(pg_socket_dir, plain_table if request.param == "plain" else table)
+    yield VectorStoreIndex.from_vector_store(store, embed_model=CountingEmbedding())
+    if store._engine is not None:
+        store._engine.dispose()
+
+
+def _built_rows(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many rows each call of the store's node building gets."""
+    from llama_index.vector_stores.postgres import PGVectorStore
+
+    sizes: list[int] = []
+    build = PGVectorStore._db_rows_to_query_result
+
+    def counting(self: Any, rows: list[Any]) -> Any:
+        sizes.append(len(rows))
+        return build(self, rows)
+
+    monkeypatch.setattr(PGVectorStore, "_db_rows_to_query_result", counting)
+    return sizes
+
+
+def _as_compared(nodes: list[NodeWithScore]) -> list[tuple[Any, ...]]:
+    return [(type(n.node), n.node.node_id, n.score, n.node.get_content(), n.node.metadata,
+             n.node.excluded_embed_metadata_keys, n.node.excluded_llm_metadata_keys,
+             n.node.relationships, n.node.embedding) for n in nodes]
+
+
+def _node_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(DiverseRetriever, "_row_searcher", lambda self: None)
+
+
+METHODS = [("gmmr", {"lambda_mult": 0.5}, False), ("mmr", {"lambda_mult": 0.3}, True),
+           ("learned", {}, False), ("adaptive", {}, False)]
+
+
+@pytest.mark.parametrize(("method", "params", "use_scores"), METHODS, ids=[m[0] for m in METHODS])
+def test_rows_path_returns_what_the_node_path_returns(any_index: VectorStoreIndex, method: str,
+                                                      params: dict[str, Any], use_scores: bool,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    def run() -> list[list[tuple[Any, ...]]]:
+        pp = DiverseNodePostprocessor(top_n=4, method=method, method_params=params,
+                                      use_node_scores=use_scores, embed_model=any_index._embed_model)
+        retriever = DiverseRetriever(any_index.as_retriever(similarity_top_k=12), pp)
+        return [_as_compared(retriever.retrieve(q)) for q in ("q", "bridge", "dup b")]
+
+    sizes = _built_rows(monkeypatch)
+    rows = run()
+    plain = any_index.vector_store.table_name.startswith("p")
+    if plain or method in ("gmmr", "mmr"):  # text-reading methods need metadata-free rows
+        assert sizes == [4, 4, 4]  # only the chosen rows became nodes
+    else:
+        assert sizes == [12, 12, 12]
+    sizes.clear()
+    _node_path(monkeypatch)
+    assert run() == rows
+    assert sizes == [12, 12, 12]
+    assert rows[0][0][4]["selection_method"] == method and rows[0][3][4]["selection_rank"] == 3
+
+
+@pytest.mark.parametrize("method", ["gmmr", "learned"])
+async def test_async_rows_path_returns_what_the_node_path_returns(
+        pg_socket_dir: str, plain_table: str, method: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = _store(pg_socket_dir, plain_table)
+    index = VectorStoreIndex.from_vector_store(store, embed_model=CountingEmbedding())
+    embed: CountingEmbedding = index._embed_model  # type: ignore[assignment]
+    seen = _statements(store)
+    sizes = _built_rows(monkeypatch)
+    retriever = DiverseRetriever.from_index(index, top_n=3, fetch_k=10, method=method)
+    rows = _as_compared(await retriever.aretrieve("q"))
+    assert sizes == [3] and embed.calls.queries == ["q"] and not embed.calls.documents
+    assert len(_searches(seen)) == 1 and _binary_vectors(_searches(seen)[0]) and not _reads_by_id(seen)
+    _node_path(monkeypatch)
+    assert _as_compared(await retriever.aretrieve("q")) == rows
+    assert _as_compared(retriever.retrieve("q")) == rows
+    await store.close()
+
+
+def test_observed_retrieval_takes_the_node_path(index: VectorStoreIndex,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A callback handler or an instrumentation handler sees the base retriever's events, as before."""
+    from llama_index.core.callbacks import CallbackManager, CBEventType, LlamaDebugHandler
+    from llama_index.core.instrumentation import get_dispatcher
+    from llama_index.core.instrumentation.event_handlers import BaseEventHandler
+
+    sizes = _built_rows(monkeypatch)
+    debug = LlamaDebugHandler()
+    base = index.as_retriever(similarity_top_k=10)
+    base.callback_manager = CallbackManager([debug])
+    out = DiverseRetriever(base, top_n=2, method="gmmr", embed_model=index._embed_model).retrieve("q")
+    assert sizes == [10] and len(out) == 2
+    retrieved = debug.get_event_pairs(CBEventType.RETRIEVE)
+    assert any(len(end.payload["nodes"]) == 10 for _, end in retrieved)  # the base retriever's event
+
+    class Seen(BaseEventHandler):
+        names: list[str] = []
+
+        def handle(self, event: Any, **kwargs: Any) -> None:
+            self.names.append(event.class_name())
+
+    handler = Seen()
+    root = get_dispatcher("root")
+    root.add_event_handler(handler)
+    try:
+        sizes.clear()
+        DiverseRetriever.from_index(index, top_n=2, fetch_k=10).retrieve("q")
+    finally:
+        root.event_handlers.remove(handler)
+    assert sizes == [10] and handler.names.count("RetrievalEndEvent") == 2  # inner and outer
+    sizes.clear()
+    DiverseRetriever.from_index(index, top_n=2, fetch_k=10).retrieve("q")
+    assert sizes == [2]  # nobody listening: the rows path
