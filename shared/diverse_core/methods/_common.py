@@ -12,6 +12,7 @@ from ..validation import TIE_RTOL_FLOAT64, PreparedInputs, product_with_rows
 __all__ = [
     "argmax_rows",
     "argmax_first",
+    "clip_in_place",
     "TIE_RTOL",
     "SimilarityColumns",
     "PickColumns",
@@ -47,16 +48,23 @@ def argmax_rows(
 def argmax_first(values: NDArray[np.float64], rtol: float = TIE_RTOL) -> int:
     """:func:`argmax_rows` of one row: the lowest index within ``rtol`` of the maximum.
 
-    One ``argmax`` pass, plus a look at the entries before the maximum (the only
-    places a lower-index near-tie can be).
+    One ``argmax`` pass and, unless the maximum is the first entry, one comparison
+    pass: the first entry at or above the tie floor is the pick (the maximum itself
+    is one, so there always is one at or before it).
     """
     i = int(values.argmax())
     if i == 0:
         return 0
-    top = float(values[i])
-    floor = top - rtol * max(1.0, abs(top))
-    j = int((values[:i] >= floor).argmax())  # the first True, or 0 when there is none
-    return j if values[j] >= floor else i
+    top = values.item(i)
+    floor = top - rtol * (top if top > 1.0 else (-top if top < -1.0 else 1.0))  # rtol * max(1, |top|)
+    return int((values >= floor).argmax())
+
+
+def clip_in_place(x: NDArray[np.floating[Any]], low: float, high: float) -> NDArray[np.floating[Any]]:
+    """``np.clip(x, low, high, out=x)`` as two ufunc calls (the same values for non-NaN
+    ``x``, without ``np.clip``'s Python-level wrapper, which costs more than both at small sizes)."""
+    np.minimum(x, high, out=x)
+    return np.maximum(x, low, out=x)
 
 
 def cosine_column(prep: PreparedInputs, i: int) -> NDArray[np.float64]:

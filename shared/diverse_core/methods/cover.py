@@ -31,6 +31,7 @@ all ``diversity`` values.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -39,7 +40,7 @@ from numpy.typing import NDArray
 from ..errors import InvalidParameterError
 from ..registry import DiversityMap, MethodSpec
 from ..validation import PreparedInputs, check_unit_interval, product_with_rows
-from ._common import GRAM_MAX_N, argmax_first
+from ._common import GRAM_MAX_N, argmax_first, clip_in_place
 from .topk import topk_select
 
 __all__ = ["cover_select", "cover_sweep", "SPEC"]
@@ -48,12 +49,14 @@ __all__ = ["cover_select", "cover_sweep", "SPEC"]
 _FIRST_BATCH = 8
 
 
-def _concave(x: NDArray[np.floating[Any]], gamma: float) -> NDArray[np.floating[Any]]:
-    """``x ** gamma`` for ``x >= 0`` (square root and identity taken directly)."""
+def _concave(
+    x: NDArray[np.floating[Any]], gamma: float, out: NDArray[np.floating[Any]] | None = None
+) -> NDArray[np.floating[Any]]:
+    """``x ** gamma`` for ``x >= 0`` (square root and identity taken directly), into ``out`` when given."""
     if gamma == 1.0:
         return x
-    out: NDArray[np.floating[Any]] = np.sqrt(x) if gamma == 0.5 else np.power(x, gamma)
-    return out
+    res: NDArray[np.floating[Any]] = np.sqrt(x, out=out) if gamma == 0.5 else np.power(x, gamma, out=out)
+    return res
 
 
 def _similarity(prep: PreparedInputs) -> NDArray[np.floating[Any]]:
@@ -68,8 +71,7 @@ def _similarity(prep: PreparedInputs) -> NDArray[np.floating[Any]]:
     sim = np.asarray(product_with_rows(vec, vec))
     sim *= inv[:, None]
     sim *= inv[None, :]
-    np.clip(sim, 0.0, 1.0, out=sim)
-    return sim
+    return clip_in_place(sim, 0.0, 1.0)
 
 
 def _lazy_run(
@@ -122,26 +124,48 @@ def _eager_run(
     diversity: float,
     gamma: float,
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-    """Greedy for one ``diversity`` > 0 scoring every candidate at every step (small pools)."""
-    rel, k, rtol = prep.relevance, prep.k, prep.tie_rtol
-    base = (1.0 - diversity) * rel
+    """Greedy for one ``diversity`` > 0 scoring every candidate at every step (small pools).
+
+    ``F(S)`` of the picks so far is the coverage sum of the last winner, computed in
+    its step (``sim`` is symmetric: row ``j`` = column ``j``); the per-step pass over
+    the ``(n, n)`` block runs in one preallocated buffer.
+    """
+    rel, k, n, rtol = prep.relevance, prep.k, prep.n, prep.tie_rtol
+    base = (1.0 - diversity) * rel  # -inf once picked
     obj = base + diversity * first_gain
     picks = np.empty(k, dtype=np.int64)
     scores = np.empty(k, dtype=np.float64)
-    covered = np.zeros(prep.n, dtype=sim.dtype)
+    covered = np.zeros(n, dtype=sim.dtype)
+    block = np.empty_like(sim)
+    after = np.empty(n)  # after[c] = F(S + c), S the picks so far
     for step in range(k):
         win = argmax_first(obj, rtol)
-        picks[step], scores[step] = win, obj[win]
+        picks[step], scores[step] = win, obj.item(win)
         if step + 1 == k:
             break
         covered += sim[win]
-        # sim is symmetric: row j = column j; sums in float64 whatever the working precision
-        after = _concave(sim + covered, gamma).sum(axis=1, dtype=np.float64)
-        after -= _concave(covered, gamma).sum(dtype=np.float64)
-        np.multiply(after, diversity, out=obj)
+        # F(S): the row of `block` that scored the last pick holds these very entries
+        # (covered before it + its row), summed the same way
+        before = after.item(win) if step else float(_concave(covered, gamma).sum(dtype=np.float64))
+        base[win] = -np.inf
+        np.add(sim, covered, out=block)
+        # sums in float64 whatever the working precision
+        np.add.reduce(_concave(block, gamma, out=block), axis=1, dtype=np.float64, out=after)
+        np.subtract(after, before, out=obj)
+        obj *= diversity
         obj += base
-        obj[picks[: step + 1]] = -np.inf
     return picks, scores
+
+
+def _runner(
+    prep: PreparedInputs, gamma: float
+) -> Callable[[float], tuple[NDArray[np.int64], NDArray[np.float64]]]:
+    """The greedy for one ``diversity`` > 0 on ``prep``, after the work every value shares:
+    the similarity matrix and the first pass (every candidate's gain on the empty selection)."""
+    sim = _similarity(prep)
+    first_gain = _concave(sim, gamma).sum(axis=0, dtype=np.float64)
+    run = _eager_run if prep.n <= GRAM_MAX_N else _lazy_run
+    return lambda diversity: run(prep, sim, first_gain, diversity, gamma)
 
 
 def cover_sweep(
@@ -149,8 +173,7 @@ def cover_sweep(
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
     """Cover for every ``diversity`` in ``values``; returns (L, k) picks and scores.
 
-    The similarity matrix and the first pass (every candidate's gain on the empty
-    selection) are computed once for all values.
+    The similarity matrix and the first pass are computed once for all values.
     """
     div = np.asarray(values, dtype=np.float64).reshape(-1)
     k = prep.k
@@ -161,20 +184,19 @@ def cover_sweep(
         top, top_scores = topk_select(prep)
         picks[div == 0.0], scores[div == 0.0] = top, top_scores
     if live.size:
-        sim = _similarity(prep)
-        first_gain = _concave(sim, gamma).sum(axis=0, dtype=np.float64)
-        run = _eager_run if prep.n <= GRAM_MAX_N else _lazy_run
+        run = _runner(prep, gamma)
         for i in live:
-            picks[i], scores[i] = run(prep, sim, first_gain, float(div[i]), gamma)
+            picks[i], scores[i] = run(float(div[i]))
     return picks, scores
 
 
 def cover_select(
     prep: PreparedInputs, *, diversity: float = 0.5, gamma: float = 0.5, **_: Any
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-    """Cover picks for one ``diversity`` (see module docstring)."""
-    picks, scores = cover_sweep(prep, np.array([diversity]), gamma=gamma)
-    return picks[0], scores[0]
+    """Cover picks for one ``diversity`` (see module docstring): one row of :func:`cover_sweep`."""
+    if diversity == 0.0:  # pure relevance: the top-k
+        return topk_select(prep)
+    return _runner(prep, gamma)(float(diversity))
 
 
 def _check(params: dict[str, Any]) -> dict[str, Any]:

@@ -51,6 +51,8 @@ __all__ = ["EPS32", "zscore", "dpp_select", "dpp_sweep", "SPEC"]
 
 #: float32 machine epsilon: the kernel's diagonal jitter and the z-score's guard.
 EPS32 = float(np.finfo(np.float32).eps)
+#: ``exp(x) ** 2`` stays finite for ``x`` below this (``exp(354) ** 2`` is about ``1e307``).
+_EXP_SAFE = 354.0
 
 
 def zscore(rel: NDArray[np.float64], guard: float) -> NDArray[np.float64]:
@@ -62,9 +64,12 @@ def zscore(rel: NDArray[np.float64], guard: float) -> NDArray[np.float64]:
     top = float(np.abs(rel).max())
     if top == 0.0:
         return np.zeros_like(rel)
+    n = rel.shape[0]
     scaled = rel / top
-    centred = scaled - scaled.mean()
-    spread = float(scaled.std()) + guard / top
+    # ``scaled.mean()`` and ``scaled.std()`` operation for operation (the same sums, so
+    # the same bits), without their Python-level wrappers
+    centred = scaled - float(scaled.sum()) / n
+    spread = math.sqrt(float(np.square(centred).sum()) / n) + guard / top
     if spread == 0.0:
         out: NDArray[np.float64] = centred * top
         return out
@@ -88,13 +93,7 @@ def dpp_sweep(
     live = np.flatnonzero(~pure)
     if live.size == 0:
         return picks, scores
-    beta = (1.0 - div[live]) * scale
-    z = zscore(rel, EPS32)
-    with np.errstate(over="ignore"):  # overflow: the typed error below
-        weights = np.exp(beta[:, None] * z[None, :])  # (L, n)
-        residual = weights * weights + EPS32
-    if not np.isfinite(residual).all():
-        _overflow(scale, z)
+    weights, residual = _quality(rel, (1.0 - div[live])[:, None] * scale, scale)  # (L, n)
     taken = np.zeros(residual.shape, dtype=bool)
     n_live = live.size
     rows = np.arange(n_live)
@@ -130,50 +129,74 @@ def dpp_select(
     """Greedy DPP picks for one ``diversity`` (see module docstring).
 
     One row of :func:`dpp_sweep` on 1-D arrays; small pools get the whole weighted
-    kernel in one product up front when enough columns will be needed (``gram_pays``).
+    kernel in one product up front when enough columns will be needed (``gram_pays``),
+    or else weighted unit rows, so that a kernel column is one product. A step writes
+    its Cholesky row in place (``factor[step]``) and keeps picked items at ``-inf``
+    (``floor`` holds ``-inf`` there and 0 elsewhere: one ``maximum`` both clips the
+    residuals at 0 and keeps the picks out).
     """
     if diversity == 0.0:
         return topk_select(prep)
-    rel, k, n, rtol = prep.relevance, prep.k, prep.n, prep.tie_rtol
-    z = zscore(rel, EPS32)
-    with np.errstate(over="ignore"):  # overflow: the typed error below
-        weights = np.exp((1.0 - diversity) * scale * z)
-        residual = weights * weights + EPS32
-    if not np.isfinite(residual).all():
-        _overflow(scale, z)
-    kernel = None
-    scaled = None  # small pools: weighted unit rows, so a kernel column is one product
-    if gram_pays(n, k - 1):
+    k, n, rtol = prep.k, prep.n, prep.tie_rtol
+    weights, residual = _quality(prep.relevance, (1.0 - diversity) * scale, scale)
+    # the weighted kernel (gram), or weighted unit rows (a kernel column is one product)
+    kernel: NDArray[np.floating[Any]] | None = None
+    gram = gram_pays(n, k - 1)
+    if gram:
         kernel = prep.cosine_rows(np.arange(n))
         kernel *= weights[:, None]
         kernel *= weights[None, :]
     elif n <= GRAM_MAX_N:
-        scaled = unit_working(prep) * weights.astype(prep.vectors.dtype)[:, None]
+        kernel = unit_working(prep) * weights.astype(prep.vectors.dtype)[:, None]
     factor = np.empty((k, n))
+    square = np.empty(n)
+    floor = np.zeros(n)
     picks = np.empty(k, dtype=np.int64)
     scores = np.empty(k, dtype=np.float64)
     for step in range(k):
         best = argmax_first(residual, rtol)
-        gain = float(residual[best])
+        gain = residual.item(best)
         picks[step], scores[step] = best, gain
         if step + 1 == k:
             break
-        if kernel is not None:
-            update = kernel[best].copy()
-        elif scaled is not None:
-            update = np.asarray(scaled @ scaled[best], dtype=np.float64)
+        residual[best] = floor[best] = -np.inf
+        row = factor[step]
+        if kernel is None:
+            col = cosine_column(prep, best)
+            col *= weights
+            col *= weights[best]
         else:
-            update = cosine_column(prep, best)
-            update *= weights
-            update *= weights[best]
+            col = kernel[best] if gram else kernel @ kernel[best]
         if step:
-            update -= factor[:step, best] @ factor[:step]
-        update /= math.sqrt(gain) + EPS32
-        factor[step] = update
-        residual -= update * update
-        np.maximum(residual, 0.0, out=residual)
-        residual[picks[: step + 1]] = -np.inf
+            np.subtract(col, factor[:step, best] @ factor[:step], out=row)
+            row /= math.sqrt(gain) + EPS32
+        else:
+            np.divide(col, math.sqrt(gain) + EPS32, out=row, dtype=np.float64)
+        residual -= np.multiply(row, row, out=square)
+        np.maximum(residual, floor, out=residual)
     return picks, scores
+
+
+def _quality(
+    rel: NDArray[np.float64], beta: float | NDArray[np.float64], scale: float
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The quality weights ``exp(beta * z)`` and the first residuals ``weights^2 + eps32``.
+
+    ``beta`` is a number or an (L, 1) column (shapes (n,) or (L, n) out).
+
+    Raises:
+        InvalidParameterError: the weights or their squares overflow float64.
+    """
+    z = zscore(rel, EPS32)
+    if float(np.max(beta)) * z.max() < _EXP_SAFE:  # the usual case: nothing can overflow
+        weights: NDArray[np.float64] = np.exp(beta * z)
+        return weights, weights * weights + EPS32
+    with np.errstate(over="ignore"):  # overflow: the typed error below
+        weights = np.exp(beta * z)
+        residual = weights * weights + EPS32
+    if not np.isfinite(residual).all():
+        _overflow(scale, z)
+    return weights, residual
 
 
 def _overflow(scale: float, z: NDArray[np.float64]) -> None:

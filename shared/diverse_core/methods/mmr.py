@@ -169,14 +169,18 @@ def _mmr_small(prep: PreparedInputs, lam: float) -> tuple[NDArray[np.int64], NDA
     scores = np.empty(k, dtype=np.float64)
     win = argmax_first(rel, rtol)
     picks[0], scores[0] = win, base[win]
-    max_sim: NDArray[np.floating[Any]] | None = None
+    # max_sim and its scaled copy in the columns' precision; the objective in float64
+    work = np.float64 if unit is None else unit.dtype
+    max_sim = np.full(n, -np.inf, dtype=work)
+    scaled = np.empty(n, dtype=work)
+    obj = np.empty(n)
     for step in range(1, k):
         base[win] = -np.inf
         col = gram[win] if gram is not None else unit @ unit[win]  # type: ignore[index]
-        max_sim = col.copy() if max_sim is None else np.maximum(max_sim, col, out=max_sim)
-        obj = base - penalty * max_sim
+        np.maximum(max_sim, col, out=max_sim)
+        np.subtract(base, np.multiply(max_sim, penalty, out=scaled), out=obj)
         win = argmax_first(obj, rtol)
-        picks[step], scores[step] = win, obj[win]
+        picks[step], scores[step] = win, obj.item(win)
     return picks, scores
 
 

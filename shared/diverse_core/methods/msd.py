@@ -35,6 +35,7 @@ from ._common import (
     SimilarityColumns,
     argmax_first,
     argmax_rows,
+    clip_in_place,
     cosine_column,
     gram_pays,
     unit_working,
@@ -76,7 +77,7 @@ def msd_sweep(
         taken[rows, best] = True
         if step + 1 < k:
             total += 1.0
-            total -= np.clip(sims.rows(best), -1.0, 1.0)
+            total -= clip_in_place(sims.rows(best), -1.0, 1.0)
     return picks, scores
 
 
@@ -98,7 +99,7 @@ def msd_select(
     scores = np.empty(k, dtype=np.float64)
     gram = prep.cosine_rows(np.arange(n)) if gram_pays(n, k - 1) else None
     if gram is not None:  # every pair at once: the distance term of every possible pick
-        np.clip(gram, -1.0, 1.0, out=gram)
+        clip_in_place(gram, -1.0, 1.0)
         gram *= div
     unit = unit_working(prep) if gram is None and n <= GRAM_MAX_N else None
     win = argmax_first(rel, rtol)
@@ -111,7 +112,7 @@ def msd_select(
             obj -= gram[win]
         else:
             col = unit @ unit[win] if unit is not None else cosine_column(prep, win)
-            np.clip(col, -1.0, 1.0, out=col)
+            clip_in_place(col, -1.0, 1.0)
             col *= div
             obj -= col
         win = argmax_first(obj, rtol)
