@@ -64,7 +64,8 @@ def clip_in_place(x: NDArray[np.floating[Any]], low: float, high: float) -> NDAr
     """``np.clip(x, low, high, out=x)`` as two ufunc calls (the same values for non-NaN
     ``x``, without ``np.clip``'s Python-level wrapper, which costs more than both at small sizes)."""
     np.minimum(x, high, out=x)
-    return np.maximum(x, low, out=x)
+    np.maximum(x, low, out=x)
+    return x
 
 
 def cosine_column(prep: PreparedInputs, i: int) -> NDArray[np.float64]:
