@@ -93,7 +93,8 @@ def dpp_sweep(
     live = np.flatnonzero(~pure)
     if live.size == 0:
         return picks, scores
-    weights, residual = _quality(rel, (1.0 - div[live])[:, None] * scale, scale)  # (L, n)
+    beta = (1.0 - div[live])[:, None] * scale
+    weights, residual = _quality(rel, beta, float(beta.max()), scale)  # (L, n)
     taken = np.zeros(residual.shape, dtype=bool)
     n_live = live.size
     rows = np.arange(n_live)
@@ -138,7 +139,8 @@ def dpp_select(
     if diversity == 0.0:
         return topk_select(prep)
     k, n, rtol = prep.k, prep.n, prep.tie_rtol
-    weights, residual = _quality(prep.relevance, (1.0 - diversity) * scale, scale)
+    beta = (1.0 - diversity) * scale
+    weights, residual = _quality(prep.relevance, beta, beta, scale)
     # the weighted kernel (gram), or weighted unit rows (a kernel column is one product)
     kernel: NDArray[np.floating[Any]] | None = None
     gram = gram_pays(n, k - 1)
@@ -166,9 +168,9 @@ def dpp_select(
             col *= weights
             col *= weights[best]
         else:
-            col = kernel[best] if gram else kernel @ kernel[best]
+            col = kernel[best] if gram else np.dot(kernel, kernel[best])  # (np.dot: less call overhead than @)
         if step:
-            np.subtract(col, factor[:step, best] @ factor[:step], out=row)
+            np.subtract(col, np.dot(factor[:step, best], factor[:step]), out=row)
             row /= math.sqrt(gain) + EPS32
         else:
             np.divide(col, math.sqrt(gain) + EPS32, out=row, dtype=np.float64)
@@ -178,17 +180,20 @@ def dpp_select(
 
 
 def _quality(
-    rel: NDArray[np.float64], beta: float | NDArray[np.float64], scale: float
+    rel: NDArray[np.float64], beta: float | NDArray[np.float64], beta_max: float, scale: float
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """The quality weights ``exp(beta * z)`` and the first residuals ``weights^2 + eps32``.
 
-    ``beta`` is a number or an (L, 1) column (shapes (n,) or (L, n) out).
+    ``beta`` (largest value ``beta_max``) is a number or an (L, 1) column: shapes (n,)
+    or (L, n) out.
 
     Raises:
         InvalidParameterError: the weights or their squares overflow float64.
     """
     z = zscore(rel, EPS32)
-    if float(np.max(beta)) * z.max() < _EXP_SAFE:  # the usual case: nothing can overflow
+    # |z| <= sqrt(n): no centred value exceeds sqrt(n) standard deviations (and the
+    # spread is the deviation plus a guard > 0); the 1 covers rounding
+    if beta_max * (math.sqrt(z.shape[0]) + 1.0) < _EXP_SAFE:  # the usual case: nothing can overflow
         weights: NDArray[np.float64] = np.exp(beta * z)
         return weights, weights * weights + EPS32
     with np.errstate(over="ignore"):  # overflow: the typed error below

@@ -176,7 +176,7 @@ def _mmr_small(prep: PreparedInputs, lam: float) -> tuple[NDArray[np.int64], NDA
     obj = np.empty(n)
     for step in range(1, k):
         base[win] = -np.inf
-        col = gram[win] if gram is not None else unit @ unit[win]  # type: ignore[index]
+        col = gram[win] if gram is not None else np.dot(unit, unit[win])  # type: ignore[index]
         np.maximum(max_sim, col, out=max_sim)
         np.subtract(base, np.multiply(max_sim, penalty, out=scaled), out=obj)
         win = argmax_first(obj, rtol)

@@ -111,7 +111,7 @@ def msd_select(
         if gram is not None:
             obj -= gram[win]
         else:
-            col = unit @ unit[win] if unit is not None else cosine_column(prep, win)
+            col = np.dot(unit, unit[win]) if unit is not None else cosine_column(prep, win)
             clip_in_place(col, -1.0, 1.0)
             col *= div
             obj -= col
