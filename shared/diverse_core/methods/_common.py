@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ..validation import TIE_RTOL_FLOAT64, PreparedInputs, product_with_rows
+from .topk import topk_select
 
 __all__ = [
     "argmax_rows",
@@ -15,6 +17,8 @@ __all__ = [
     "clip_in_place",
     "TIE_RTOL",
     "SimilarityColumns",
+    "StepColumns",
+    "sweep_outputs",
     "PickColumns",
     "cosine_block",
     "GRAM_MAX_N",
@@ -109,6 +113,82 @@ def cosine_block(
 
 #: Pools up to this size get all pairwise similarities in one product up front.
 GRAM_MAX_N = 128
+
+
+class StepColumns:
+    """Similarity columns for one greedy run (one parameter value), one column per step.
+
+    ``column(i)`` is ``post(w * w[i] * cos(., c_i))`` for every candidate, shape (n,)
+    (``w`` the optional per-candidate ``weights``, ``post`` an optional elementwise map
+    that may work in place), computed the cheapest way for the pool (:attr:`dtype`: the
+    columns' dtype before ``post``):
+
+    * every pair in one product up front (float64) when :func:`gram_pays` for ``steps``
+      columns, ``post`` applied once to the whole matrix; ``column`` then returns a row
+      of it, which the caller must not write to;
+    * pools up to :data:`GRAM_MAX_N`: (weighted) unit rows in the working precision
+      (:func:`unit_working`), so that a column is one product (``np.dot``: less call
+      overhead than ``@``);
+    * larger pools: one scaled matrix-vector product (:func:`cosine_column`, float64).
+
+    Example:
+        >>> import numpy as np
+        >>> from diverse_core.validation import prepare_inputs
+        >>> prep = prepare_inputs(np.ones(2), np.array([[1.0, 0.0], [1.0, 1.0]]), k=2)
+        >>> np.round(StepColumns(prep, steps=1).column(0), 3).tolist()
+        [1.0, 0.707]
+    """
+
+    def __init__(
+        self,
+        prep: PreparedInputs,
+        steps: int,
+        weights: NDArray[np.float64] | None = None,
+        post: Callable[[NDArray[np.floating[Any]]], NDArray[np.floating[Any]]] | None = None,
+    ) -> None:
+        n = prep.n
+        self.column: Callable[[int], NDArray[np.floating[Any]]]
+        if gram_pays(n, steps):
+            gram: NDArray[np.floating[Any]] = prep.cosine_rows(np.arange(n))
+            if weights is not None:
+                gram *= weights[:, None]
+                gram *= weights[None, :]
+            self.dtype: np.dtype[Any] = gram.dtype
+            gram = gram if post is None else post(gram)
+            self.column = gram.__getitem__
+        elif n <= GRAM_MAX_N:
+            unit = unit_working(prep)
+            if weights is not None:
+                unit *= weights.astype(unit.dtype)[:, None]
+            self.dtype = unit.dtype
+            if post is None:
+                self.column = lambda i: np.dot(unit, unit[i])
+            else:
+                self.column = lambda i: post(np.dot(unit, unit[i]))
+        else:
+            self.dtype = np.dtype(np.float64)
+
+            def column(i: int) -> NDArray[np.floating[Any]]:
+                col = cosine_column(prep, i)
+                if weights is not None:
+                    col *= weights
+                    col *= weights[i]
+                return col if post is None else post(col)
+
+            self.column = column
+
+
+def sweep_outputs(
+    prep: PreparedInputs, values: NDArray[np.float64]
+) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.intp]]:
+    """The (L, k) picks and scores of a sweep over ``diversity`` values, with the rows of
+    the values at 0 (pure relevance) filled in with the top-k, and the indices of the others."""
+    picks = np.empty((values.shape[0], prep.k), dtype=np.int64)
+    scores = np.empty((values.shape[0], prep.k), dtype=np.float64)
+    pure = values == 0.0
+    if pure.any():
+        picks[pure], scores[pure] = topk_select(prep)
+    return picks, scores, np.flatnonzero(~pure)
 
 
 class SimilarityColumns:

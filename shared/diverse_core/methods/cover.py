@@ -40,7 +40,7 @@ from numpy.typing import NDArray
 from ..errors import InvalidParameterError
 from ..registry import DiversityMap, MethodSpec
 from ..validation import PreparedInputs, check_unit_interval, product_with_rows
-from ._common import GRAM_MAX_N, argmax_first, clip_in_place
+from ._common import GRAM_MAX_N, argmax_first, clip_in_place, sweep_outputs
 from .topk import topk_select
 
 __all__ = ["cover_select", "cover_sweep", "SPEC"]
@@ -176,13 +176,7 @@ def cover_sweep(
     The similarity matrix and the first pass are computed once for all values.
     """
     div = np.asarray(values, dtype=np.float64).reshape(-1)
-    k = prep.k
-    picks = np.empty((div.shape[0], k), dtype=np.int64)
-    scores = np.empty((div.shape[0], k), dtype=np.float64)
-    live = np.flatnonzero(div > 0.0)
-    if live.size < div.shape[0]:  # pure relevance: the top-k
-        top, top_scores = topk_select(prep)
-        picks[div == 0.0], scores[div == 0.0] = top, top_scores
+    picks, scores, live = sweep_outputs(prep, div)
     if live.size:
         run = _runner(prep, gamma)
         for i in live:

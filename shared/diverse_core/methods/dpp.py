@@ -36,15 +36,7 @@ from numpy.typing import NDArray
 from ..errors import InvalidParameterError
 from ..registry import DiversityMap, MethodSpec
 from ..validation import PreparedInputs, check_positive, check_unit_interval
-from ._common import (
-    GRAM_MAX_N,
-    SimilarityColumns,
-    argmax_first,
-    argmax_rows,
-    cosine_column,
-    gram_pays,
-    unit_working,
-)
+from ._common import SimilarityColumns, StepColumns, argmax_first, argmax_rows, sweep_outputs
 from .topk import topk_select
 
 __all__ = ["EPS32", "zscore", "dpp_select", "dpp_sweep", "SPEC"]
@@ -83,14 +75,7 @@ def dpp_sweep(
     """Greedy DPP for every ``diversity`` in ``values`` at once; returns (L, k) picks and scores."""
     rel, k, n = prep.relevance, prep.k, prep.n
     div = np.asarray(values, dtype=np.float64).reshape(-1)
-    n_values = div.shape[0]
-    picks = np.empty((n_values, k), dtype=np.int64)
-    scores = np.empty((n_values, k), dtype=np.float64)
-    pure = div == 0.0
-    if pure.any():  # pure relevance: the top-k
-        top, top_scores = topk_select(prep)
-        picks[pure], scores[pure] = top, top_scores
-    live = np.flatnonzero(~pure)
+    picks, scores, live = sweep_outputs(prep, div)
     if live.size == 0:
         return picks, scores
     beta = (1.0 - div[live])[:, None] * scale
@@ -129,9 +114,9 @@ def dpp_select(
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
     """Greedy DPP picks for one ``diversity`` (see module docstring).
 
-    One row of :func:`dpp_sweep` on 1-D arrays; small pools get the whole weighted
-    kernel in one product up front when enough columns will be needed (``gram_pays``),
-    or else weighted unit rows, so that a kernel column is one product. A step writes
+    One row of :func:`dpp_sweep` on 1-D arrays, the kernel columns from
+    :class:`StepColumns` (small pools: the whole weighted kernel in one product up
+    front when enough columns will be needed, or else weighted unit rows). A step writes
     its Cholesky row in place (``factor[step]``) and keeps picked items at ``-inf``
     (``floor`` holds ``-inf`` there and 0 elsewhere: one ``maximum`` both clips the
     residuals at 0 and keeps the picks out).
@@ -141,15 +126,7 @@ def dpp_select(
     k, n, rtol = prep.k, prep.n, prep.tie_rtol
     beta = (1.0 - diversity) * scale
     weights, residual = _quality(prep.relevance, beta, beta, scale)
-    # the weighted kernel (gram), or weighted unit rows (a kernel column is one product)
-    kernel: NDArray[np.floating[Any]] | None = None
-    gram = gram_pays(n, k - 1)
-    if gram:
-        kernel = prep.cosine_rows(np.arange(n))
-        kernel *= weights[:, None]
-        kernel *= weights[None, :]
-    elif n <= GRAM_MAX_N:
-        kernel = unit_working(prep) * weights.astype(prep.vectors.dtype)[:, None]
+    column = StepColumns(prep, k - 1, weights=weights).column  # kernel columns w * w[i] * cos
     factor = np.empty((k, n))
     square = np.empty(n)
     floor = np.zeros(n)
@@ -163,12 +140,7 @@ def dpp_select(
             break
         residual[best] = floor[best] = -np.inf
         row = factor[step]
-        if kernel is None:
-            col = cosine_column(prep, best)
-            col *= weights
-            col *= weights[best]
-        else:
-            col = kernel[best] if gram else np.dot(kernel, kernel[best])  # (np.dot: less call overhead than @)
+        col = column(best)
         if step:
             np.subtract(col, np.dot(factor[:step, best], factor[:step]), out=row)
             row /= math.sqrt(gain) + EPS32

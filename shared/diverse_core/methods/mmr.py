@@ -30,14 +30,7 @@ from numpy.typing import NDArray
 
 from ..registry import DiversityMap, MethodSpec
 from ..validation import PreparedInputs, check_unit_interval
-from ._common import (
-    GRAM_MAX_N,
-    SimilarityColumns,
-    argmax_first,
-    argmax_rows,
-    gram_pays,
-    unit_working,
-)
+from ._common import GRAM_MAX_N, SimilarityColumns, StepColumns, argmax_first, argmax_rows
 
 __all__ = ["mmr_select", "mmr_sweep", "LAZY_MIN_N", "SPEC"]
 
@@ -158,11 +151,10 @@ def _mmr_small(prep: PreparedInputs, lam: float) -> tuple[NDArray[np.int64], NDA
     """Eager MMR for one value on 1-D arrays (small pools, where per-call overhead dominates).
 
     The same objective and tie rule as :func:`mmr_sweep`; one similarity column per step
-    (or every pair in one product when :func:`gram_pays`).
+    (:class:`StepColumns`).
     """
     rel, k, n, rtol = prep.relevance, prep.k, prep.n, prep.tie_rtol
-    gram = prep.cosine_rows(np.arange(n)) if gram_pays(n, k - 1) else None
-    unit = unit_working(prep) if gram is None else None
+    column = StepColumns(prep, k - 1)
     base = lam * rel  # -inf once picked
     penalty = 1.0 - lam
     picks = np.empty(k, dtype=np.int64)
@@ -170,14 +162,12 @@ def _mmr_small(prep: PreparedInputs, lam: float) -> tuple[NDArray[np.int64], NDA
     win = argmax_first(rel, rtol)
     picks[0], scores[0] = win, base[win]
     # max_sim and its scaled copy in the columns' precision; the objective in float64
-    work = np.float64 if unit is None else unit.dtype
-    max_sim = np.full(n, -np.inf, dtype=work)
-    scaled = np.empty(n, dtype=work)
+    max_sim = np.full(n, -np.inf, dtype=column.dtype)
+    scaled = np.empty(n, dtype=column.dtype)
     obj = np.empty(n)
     for step in range(1, k):
         base[win] = -np.inf
-        col = gram[win] if gram is not None else np.dot(unit, unit[win])  # type: ignore[index]
-        np.maximum(max_sim, col, out=max_sim)
+        np.maximum(max_sim, column.column(win), out=max_sim)
         np.subtract(base, np.multiply(max_sim, penalty, out=scaled), out=obj)
         win = argmax_first(obj, rtol)
         picks[step], scores[step] = win, obj.item(win)

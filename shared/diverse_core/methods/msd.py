@@ -30,16 +30,7 @@ from numpy.typing import NDArray
 
 from ..registry import DiversityMap, MethodSpec
 from ..validation import PreparedInputs, check_unit_interval
-from ._common import (
-    GRAM_MAX_N,
-    SimilarityColumns,
-    argmax_first,
-    argmax_rows,
-    clip_in_place,
-    cosine_column,
-    gram_pays,
-    unit_working,
-)
+from ._common import SimilarityColumns, StepColumns, argmax_first, argmax_rows, clip_in_place
 
 __all__ = ["msd_select", "msd_sweep", "SPEC"]
 
@@ -91,30 +82,26 @@ def msd_select(
     constant ``diversity`` per pick is added back to the reported scores), so a step is
     an argmax and one row update.
     """
-    rel, k, n, rtol = prep.relevance, prep.k, prep.n, prep.tie_rtol
+    rel, k, rtol = prep.relevance, prep.k, prep.tie_rtol
     div = float(diversity)
     # obj = (1 - div) * rel - div * sum_s cos(c, s): the objective less the constant div * t
     obj = (1.0 - div) * rel
     picks = np.empty(k, dtype=np.int64)
     scores = np.empty(k, dtype=np.float64)
-    gram = prep.cosine_rows(np.arange(n)) if gram_pays(n, k - 1) else None
-    if gram is not None:  # every pair at once: the distance term of every possible pick
-        clip_in_place(gram, -1.0, 1.0)
-        gram *= div
-    unit = unit_working(prep) if gram is None and n <= GRAM_MAX_N else None
+
+    def distance_term(col: NDArray[np.floating[Any]]) -> NDArray[np.floating[Any]]:
+        col = clip_in_place(col, -1.0, 1.0)
+        col *= div
+        return col
+
+    column = StepColumns(prep, k - 1, post=distance_term).column
     win = argmax_first(rel, rtol)
     for step in range(k):
         picks[step], scores[step] = win, obj[win] + div * step
         if step + 1 == k:
             break
         obj[win] = -np.inf
-        if gram is not None:
-            obj -= gram[win]
-        else:
-            col = np.dot(unit, unit[win]) if unit is not None else cosine_column(prep, win)
-            clip_in_place(col, -1.0, 1.0)
-            col *= div
-            obj -= col
+        obj -= column(win)
         win = argmax_first(obj, rtol)
     return picks, scores
 

@@ -41,15 +41,7 @@ from numpy.typing import NDArray
 
 from ..registry import DiversityMap, MethodSpec
 from ..validation import PreparedInputs, check_k, check_positive, check_unit_interval
-from ._common import (
-    GRAM_MAX_N,
-    SimilarityColumns,
-    argmax_first,
-    argmax_rows,
-    cosine_column,
-    gram_pays,
-    unit_working,
-)
+from ._common import SimilarityColumns, StepColumns, argmax_first, argmax_rows, sweep_outputs
 from .dpp import EPS32, zscore
 from .topk import topk_select
 
@@ -125,13 +117,7 @@ def ssd_sweep(
     """SSD for every ``diversity`` in ``values`` at once; returns (L, k) picks and scores."""
     rel, k, n = prep.relevance, prep.k, prep.n
     div = np.asarray(values, dtype=np.float64).reshape(-1)
-    picks = np.empty((div.shape[0], k), dtype=np.int64)
-    scores = np.empty((div.shape[0], k), dtype=np.float64)
-    pure = div == 0.0
-    if pure.any():  # pure relevance: the top-k
-        top, top_scores = topk_select(prep)
-        picks[pure], scores[pure] = top, top_scores
-    live = np.flatnonzero(~pure)
+    picks, scores, live = sweep_outputs(prep, div)
     if live.size == 0:
         return picks, scores
     z = zscore(rel, 0.0)
@@ -177,8 +163,8 @@ def _ssd_one(
     scores = np.empty(k, dtype=np.float64)
     win = argmax_first(rel, rtol)
     picks[0], scores[0] = win, base[win] + weight * _SQRT2
-    gram_all = prep.cosine_rows(np.arange(n)) if gram_pays(n, k - 1) else None
-    unit = unit_working(prep) if gram_all is None and n <= GRAM_MAX_N else None
+    # <x_c, x_p> = cos(c, p) + 1 (the bias coordinate), in float64
+    column = StepColumns(prep, k - 1, post=lambda col: np.add(col, 1.0, dtype=np.float64)).column
     x_dots = np.zeros((size, n))
     coef = np.zeros((size, n))
     gram = np.zeros((size, size))
@@ -186,12 +172,7 @@ def _ssd_one(
     count = head = 0
     for step in range(1, k):
         base[win] = -np.inf
-        if gram_all is not None:
-            col = gram_all[win] + 1.0
-        elif unit is not None:
-            col = np.asarray(unit @ unit[win], dtype=np.float64) + 1.0
-        else:
-            col = cosine_column(prep, win) + 1.0
+        col = column(win)
         a = coef[:, win].copy()
         xb = col - a @ x_dots
         bb = x_dots[:, win] - gram @ a
