@@ -9,7 +9,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..validation import TIE_RTOL_FLOAT64, PreparedInputs, product_with_rows
-from .topk import topk_select
 
 __all__ = [
     "argmax_rows",
@@ -18,7 +17,6 @@ __all__ = [
     "TIE_RTOL",
     "SimilarityColumns",
     "StepColumns",
-    "sweep_outputs",
     "PickColumns",
     "cosine_block",
     "GRAM_MAX_N",
@@ -176,19 +174,6 @@ class StepColumns:
                 return col if post is None else post(col)
 
             self.column = column
-
-
-def sweep_outputs(
-    prep: PreparedInputs, values: NDArray[np.float64]
-) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.intp]]:
-    """The (L, k) picks and scores of a sweep over ``diversity`` values, with the rows of
-    the values at 0 (pure relevance) filled in with the top-k, and the indices of the others."""
-    picks = np.empty((values.shape[0], prep.k), dtype=np.int64)
-    scores = np.empty((values.shape[0], prep.k), dtype=np.float64)
-    pure = values == 0.0
-    if pure.any():
-        picks[pure], scores[pure] = topk_select(prep)
-    return picks, scores, np.flatnonzero(~pure)
 
 
 class SimilarityColumns:

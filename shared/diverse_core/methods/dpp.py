@@ -34,9 +34,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import InvalidParameterError
-from ..registry import DiversityMap, MethodSpec
-from ..validation import PreparedInputs, check_positive, check_unit_interval
-from ._common import SimilarityColumns, StepColumns, argmax_first, argmax_rows, sweep_outputs
+from ..validation import PreparedInputs, check_positive
+from ._common import SimilarityColumns, StepColumns, argmax_first, argmax_rows
+from ._spec import diversity_method
+from ._sweep import pure_relevance_rows
 from .topk import topk_select
 
 __all__ = ["EPS32", "zscore", "dpp_select", "dpp_sweep", "SPEC"]
@@ -69,19 +70,20 @@ def zscore(rel: NDArray[np.float64], guard: float) -> NDArray[np.float64]:
     return z
 
 
+@pure_relevance_rows
 def dpp_sweep(
     prep: PreparedInputs, values: NDArray[np.float64], *, scale: float = 1.0, **_: Any
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-    """Greedy DPP for every ``diversity`` in ``values`` at once; returns (L, k) picks and scores."""
+    """Greedy DPP for every ``diversity`` in ``values`` at once; returns (L, k) picks and scores
+    (:func:`pure_relevance_rows`: the values at 0 are the top-k)."""
     rel, k, n = prep.relevance, prep.k, prep.n
     div = np.asarray(values, dtype=np.float64).reshape(-1)
-    picks, scores, live = sweep_outputs(prep, div)
-    if live.size == 0:
-        return picks, scores
-    beta = (1.0 - div[live])[:, None] * scale
+    n_live = div.shape[0]
+    picks = np.empty((n_live, k), dtype=np.int64)
+    scores = np.empty((n_live, k), dtype=np.float64)
+    beta = (1.0 - div)[:, None] * scale
     weights, residual = _quality(rel, beta, float(beta.max()), scale)  # (L, n)
     taken = np.zeros(residual.shape, dtype=bool)
-    n_live = live.size
     rows = np.arange(n_live)
     factor = np.empty((n_live, k, n))  # factor[l, t] = Cholesky column t of value l
     sims = SimilarityColumns(prep, n_live * (k - 1))
@@ -89,8 +91,8 @@ def dpp_sweep(
     for step in range(k):
         best = argmax_rows(residual, rtol)
         gain = residual[rows, best]
-        picks[live, step] = best
-        scores[live, step] = gain
+        picks[:, step] = best
+        scores[:, step] = gain
         residual[rows, best] = -np.inf
         taken[rows, best] = True
         if step + 1 == k:
@@ -183,18 +185,4 @@ def _overflow(scale: float, z: NDArray[np.float64]) -> None:
     )
 
 
-def _check(params: dict[str, Any]) -> dict[str, Any]:
-    params["diversity"] = check_unit_interval(params["diversity"], "diversity")
-    params["scale"] = check_positive(params["scale"], "scale")
-    return params
-
-
-SPEC = MethodSpec(
-    name="dpp",
-    run=dpp_select,
-    defaults={"diversity": 0.5, "scale": 1.0},
-    check=_check,
-    param="diversity",
-    diversity=DiversityMap("diversity", float, "diversity (the method's own parameter)"),
-    run_sweep=dpp_sweep,
-)
+SPEC = diversity_method("dpp", dpp_select, dpp_sweep, scale=(1.0, check_positive))

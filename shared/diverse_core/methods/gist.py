@@ -47,6 +47,7 @@ from ..errors import InvalidParameterError
 from ..registry import DiversityMap, MethodSpec
 from ..validation import PreparedInputs, check_non_negative, product_with_rows
 from ._common import clip_in_place
+from ._spec import checked
 
 __all__ = ["EPS_MIN", "gist_select", "gist_sweep", "gist_thresholds", "SPEC"]
 
@@ -225,16 +226,14 @@ def gist_select(
     return picks, weights[picks], details
 
 
-def _check(params: dict[str, Any]) -> dict[str, Any]:
-    lam = check_non_negative(params["lam"], "lam")
-    eps = check_non_negative(params["eps"], "eps")
+def _check_eps(value: object, name: str) -> float:
+    eps = check_non_negative(value, name)
     if not EPS_MIN <= eps <= 1.0:
         raise InvalidParameterError(
-            f"eps must be in [{EPS_MIN:.8g}, 1] (the threshold grid has about "
-            f"log(2 / eps) / eps entries); got eps={params['eps']!r}"
+            f"{name} must be in [{EPS_MIN:.8g}, 1] (the threshold grid has about "
+            f"log(2 / {name}) / {name} entries); got {name}={value!r}"
         )
-    params["lam"], params["eps"] = lam, eps
-    return params
+    return eps
 
 
 #: ``lam`` at ``diversity = 1``: the diversity term outweighs any utility difference
@@ -259,7 +258,7 @@ SPEC = MethodSpec(
     name="gist",
     run=gist_select,
     defaults={"lam": 1.0, "eps": 0.1},
-    check=_check,
+    check=checked(lam=check_non_negative, eps=_check_eps),
     param="lam",
     diversity=DiversityMap("lam", lam_for_diversity, "lam = diversity / (1 - diversity), 1e6 at 1"),
     run_sweep=gist_sweep,

@@ -28,9 +28,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..registry import DiversityMap, MethodSpec
-from ..validation import PreparedInputs, check_unit_interval
-from ._common import SimilarityColumns, StepColumns, argmax_first, argmax_rows, clip_in_place
+from ..validation import PreparedInputs
+from ._common import SimilarityColumns, StepColumns, argmax_first, clip_in_place
+from ._spec import diversity_method
+from ._sweep import GreedySweep
 
 __all__ = ["msd_select", "msd_sweep", "SPEC"]
 
@@ -42,34 +43,23 @@ def msd_sweep(
     rel, k, n = prep.relevance, prep.k, prep.n
     div = np.asarray(values, dtype=np.float64).reshape(-1, 1)
     n_values = div.shape[0]
-    rows = np.arange(n_values)
-    picks = np.empty((n_values, k), dtype=np.int64)
-    scores = np.empty((n_values, k), dtype=np.float64)
-    rtol = prep.tie_rtol
-    first = argmax_first(rel, rtol)
+    run = GreedySweep(prep, n_values)
     relevance_term = (1.0 - div) * rel[None, :]
-    picks[:, 0] = first
-    scores[:, 0] = relevance_term[:, first]
+    run.scores[:, 0] = relevance_term[:, run.first]
     if k == 1:
-        return picks, scores
+        return run.picks, run.scores
     sims = SimilarityColumns(prep, n_values * (k - 1))
     # total[l, i]: sum over value l's picks of 1 - clip(cos(c_i, s), -1, 1)
-    total = np.repeat(1.0 - np.clip(sims.column(first), -1.0, 1.0)[None, :], n_values, axis=0)
-    taken = np.zeros((n_values, n), dtype=bool)
-    taken[:, first] = True
+    total = np.repeat(1.0 - clip_in_place(sims.column(run.first), -1.0, 1.0)[None, :], n_values, axis=0)
     obj = np.empty((n_values, n), dtype=np.float64)
     for step in range(1, k):
         np.multiply(div, total, out=obj)
         obj += relevance_term
-        obj[taken] = -np.inf
-        best = argmax_rows(obj, rtol)
-        picks[:, step] = best
-        scores[:, step] = obj[rows, best]
-        taken[rows, best] = True
+        best = run.take(obj, step)
         if step + 1 < k:
             total += 1.0
             total -= clip_in_place(sims.rows(best), -1.0, 1.0)
-    return picks, scores
+    return run.picks, run.scores
 
 
 def msd_select(
@@ -106,17 +96,4 @@ def msd_select(
     return picks, scores
 
 
-def _check(params: dict[str, Any]) -> dict[str, Any]:
-    params["diversity"] = check_unit_interval(params["diversity"], "diversity")
-    return params
-
-
-SPEC = MethodSpec(
-    name="msd",
-    run=msd_select,
-    defaults={"diversity": 0.5},
-    check=_check,
-    param="diversity",
-    diversity=DiversityMap("diversity", float, "diversity (the method's own parameter)"),
-    run_sweep=msd_sweep,
-)
+SPEC = diversity_method("msd", msd_select, msd_sweep)
