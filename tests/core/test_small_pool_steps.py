@@ -55,6 +55,44 @@ def test_dpp_quality_overflow_is_still_the_typed_error() -> None:
         dpp._quality(rel, 500.0, 500.0, 500.0)
 
 
+# ------------------------------------------------------------------------------ lazy DPP
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_dpp_lazy_path_picks_the_eager_sets(seed: int, dtype: type) -> None:
+    # n > GRAM_MAX_N: select follows a short list; the batched sweep scores every candidate
+    rng = np.random.default_rng(seed)
+    n, d, k = int(rng.choice([200, 700])), 48, int(rng.choice([5, 30]))
+    q, c = rng.normal(size=d).astype(dtype), rng.normal(size=(n, d)).astype(dtype)
+    for div in (0.2, 0.5, 1.0):
+        one = select("dpp", q, c, k, diversity=div)
+        row = sweep("dpp", q, c, k, values=[div])
+        assert one.indices.tolist() == row.indices[0].tolist(), (div, dtype)
+        np.testing.assert_allclose(one.scores, row.scores[0], rtol=1e-9 if dtype == np.float64 else 1e-5)
+
+
+def test_dpp_lazy_path_extends_its_list_and_still_picks_the_eager_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    # three tight clusters of 190 near-copies fill the 256-candidate list; the 30 spread-out
+    # candidates, left off, win once the clusters are covered
+    rng = np.random.default_rng(7)
+    d = 32
+    centres = rng.normal(size=(3, d))
+    copies = centres[np.repeat(np.arange(3), 190)] + 1e-3 * rng.normal(size=(570, d))
+    spread = rng.normal(size=(30, d))
+    c = np.vstack([copies, spread])
+    q = centres.sum(axis=0)
+    calls: list[int] = []
+    more = dpp._more
+    monkeypatch.setattr(dpp, "_more", lambda *a: calls.append(1) or more(*a))
+    one = select("dpp", q, c, 8, diversity=0.5)
+    assert calls, "the list was never extended"
+    row = sweep("dpp", q, c, 8, values=[0.5])
+    assert one.indices.tolist() == row.indices[0].tolist()
+    assert set(one.indices[3:].tolist()) <= set(range(570, 600))  # the clusters once each, then the spread
+    np.testing.assert_allclose(one.scores, row.scores[0], rtol=1e-9)
+
+
 # ------------------------------------------------------------------------------ StepColumns
 
 VECS = np.array([[1.0, 0.0], [1.0, 1.0], [0.0, 2.0]])
