@@ -4,10 +4,10 @@ Most kernels check each parameter on its own (a range, a type), so their ``check
 built from one checker per name (:func:`checked`). Two families share their whole
 trade-off declaration:
 
-* ``mmr`` and ``gmmr``: ``lambda_mult`` in [0, 1] (default 0.5), ``lambda_mult = 1 - diversity``
+* MMR and gMMR: ``lambda_mult`` in [0, 1] (default 0.5), ``lambda_mult = 1 - diversity``
   (:func:`lambda_mult_method`);
-* ``dpp``, ``msd``, ``cover`` and ``ssd`` (pyversity's strategies): their own ``diversity`` in
-  [0, 1] (default 0.5) is the trade-off, read as is (:func:`diversity_method`).
+* the four strategies shared with pyversity (DPP, MSD, cover, SSD): their own ``diversity``
+  in [0, 1] (default 0.5) is the trade-off, read as is (:func:`diversity_method`).
 """
 
 from __future__ import annotations
