@@ -49,6 +49,16 @@ class GreedySweep:
         first: the most relevant candidate (lowest index among near-ties).
         taken: (L, n), ``True`` where a value picked the candidate.
         rows: ``arange(L)``.
+
+    Example:
+        >>> import numpy as np
+        >>> from diverse_core.validation import prepare_inputs
+        >>> prep = prepare_inputs(np.array([1.0, 0.0]), np.array([[1.0, 0.1], [0.0, 1.0], [1.0, 0.0]]), k=2)
+        >>> run = GreedySweep(prep, n_values=2)
+        >>> run.first
+        2
+        >>> run.take(np.array([[0.5, 0.2, 9.0], [0.1, 0.3, 9.0]]), step=1).tolist()
+        [0, 1]
     """
 
     def __init__(self, prep: PreparedInputs, n_values: int) -> None:
