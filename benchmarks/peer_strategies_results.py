@@ -38,8 +38,8 @@ clip itself, clipping as two ufunc calls (`np.clip`'s wrapper cost more than bot
 cover's work arrays preallocated, cover's F(S) carried over from the step that scored the last
 pick, the z-score without `mean`/`std`'s wrappers, GIST's candidate sets as one array. For
 n <= 128 the picks and scores are the same bits as before. pyversity receives the relevance
-precomputed and checks nothing; `dc.select` still validates and computes it (about 20 us of the
-n=50 figures, `prepare_inputs` plus building the `Selection`).
+precomputed and checks nothing; `dc.select` still validates and computes it (`prepare_inputs`,
+about 15 us of the n=50 figures; `benchmarks/selection.py --call-parts` splits one call).
 
 n=1000: dpp follows a short list of candidates for pools above 128 (residual variances only fall
 as picks are added, so a candidate left off the list is followed once it could still win), one
