@@ -25,24 +25,29 @@ near-tie (reference margin < 1e-4: both peers compute in float32); our GIST obje
 g(S) + lam * div(S) is never below divsel's by more than 1e-6 on the same inputs.
 
 Clock: `--clock cpu` is this process's CPU time (time.process_time); the shared 2-core machine ran
-at a load average near 20 while this was measured, and wall-clock medians then mostly measure the
-wait for a core. Both peers and ours run single-threaded here (OPENBLAS_NUM_THREADS=1,
-RAYON_NUM_THREADS=1).
+at a load average near 8 while this was measured (7-13 over the rounds of the next section),
+and wall-clock medians then mostly measure the wait for a core. Both peers and ours run
+single-threaded here (OPENBLAS_NUM_THREADS=1, RAYON_NUM_THREADS=1).
 
-Where a ratio stays above 1.0 (n=50): the difference is fixed per-call cost, not the algorithm.
-pyversity receives the relevance scores precomputed and checks nothing; `dc.select` validates the
-inputs and computes the relevance itself. Since issue 35 item 2 a pool of well-formed float
-arrays takes a fast path (`validation._prepare_fast`): the row norms are the check (NaN or inf
-in a row makes its squared norm non-finite, a zero row makes it 0, extreme rows leave the safe
-norm range), anything off falls back to the full checks and their typed errors, and the prepared
-inputs equal the full path's bit for bit (`tests/core/test_prepare_fast_path.py`); it costs
-about 13-16 us of CPU at n=50, d=384 (was 35). What remains above 1.0 is the methods' own
-per-step numpy calls (about 8-14 per greedy step at n=50): dpp's Cholesky update most of all.
-Tried before: one similarity column per step from unit rows instead of a full Gram product for
-small pools (`gram_pays`; the Gram product was no faster at k=10, n=50 when measured again for
-msd, dpp, cover and mmr), an eager small-pool MMR path, and an `argmax_first` without
-`ndarray.any`. Before/after of the fast path: the next section; the dev quality table (recall@5
-of every method at train-tuned parameters) follows it.
+Per-call cost at n=50 (issue 35 item 2): a pool of well-formed float arrays takes a validated
+fast path (`validation._prepare_fast`: the row norms are the check, anything off falls back to
+the full checks and their typed errors; about 13-16 us of CPU at n=50, d=384, was 35), and the
+greedy steps make as few numpy calls as they can (issue 35 item 2, second pass): a tie-tolerant
+argmax in one comparison pass, dpp's Cholesky row written in place with the picks kept out by the
+clip itself, clipping as two ufunc calls (`np.clip`'s wrapper cost more than both), mmr's and
+cover's work arrays preallocated, cover's F(S) carried over from the step that scored the last
+pick, the z-score without `mean`/`std`'s wrappers, GIST's candidate sets as one array. For
+n <= 128 the picks and scores are the same bits as before. pyversity receives the relevance
+precomputed and checks nothing; `dc.select` still validates and computes it (`prepare_inputs`,
+about 15 us of the n=50 figures; `benchmarks/selection.py --call-parts` splits one call).
+
+n=1000: dpp follows a short list of candidates for pools above 128 (residual variances only fall
+as picks are added, so a candidate left off the list is followed once it could still win), one
+small product per step instead of a product with the whole pool; the picks are the eager loop's
+except where the residuals have fallen to rounding noise (beyond the kernel's rank). msd needs
+one similarity column of the whole pool per step, as pyversity does: at n=1000 both spend most
+of a step in that matrix-vector product, and ours is ahead by the cheaper elementwise work
+around it (the before/after rounds: the next section).
 """
 
 
@@ -67,7 +72,7 @@ def main() -> None:
     text = args.results.read_text() if args.results.exists() else ""
     if START in text and END in text:
         head, rest = text.split(START, 1)
-        text = head + body + rest.split(END, 1)[1].lstrip("\n")
+        text = head + body + "\n" + rest.split(END, 1)[1].lstrip("\n")
     else:
         text = text.rstrip("\n") + "\n\n" + body
     args.results.write_text(text)

@@ -24,6 +24,7 @@ and marked ``*``. Run::
     python benchmarks/selection.py --vendi-k          # Vendi k-scaling table only
     python benchmarks/selection.py --vendi-k --cell 200 8 --ks 10 200   # tiny d, k = n
     python benchmarks/selection.py --peer-strategies  # issue 28: each strategy vs its peer
+    python benchmarks/selection.py --call-parts       # issue 35: one n=50 call, split by stage
 
 ``--vendi-k`` times ``select("vendi", s=0.5)`` at k = 10, 20, 50, 100 on one pool
 (n = 1000, d = 384 unless ``--cell`` says otherwise), a 10-value ``sweep`` against a
@@ -381,6 +382,51 @@ def peer_strategies(repeats: int, seed: int, clock: str = "wall") -> None:
         print(f"| {name} ({peer}) | " + " | ".join(vals) + " |")
 
 
+def call_parts(repeats: int, seed: int, n: int = 50, k: int = 10, loops: int = 300) -> None:
+    """Print where one ``dc.select`` call of each strategy spends its CPU time at ``n``, ``k``.
+
+    Per strategy, the median over ``repeats`` rounds of ``loops`` calls each (CPU time per
+    call, in microseconds) of: the whole ``dc.select``; ``prepare_inputs`` alone (validation
+    and relevance); the method's own run on prepared inputs; and the rest (the parameter
+    checks and building the ``Selection``: the whole less the two).
+    """
+    from diverse_core.registry import get_method
+    from diverse_core.validation import prepare_inputs
+
+    d = 384
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, d)).astype(np.float32)
+    q = rng.normal(size=d).astype(np.float32)
+    prep = prepare_inputs(q, x, k)
+
+    def per_call(fn: Callable[[], Any]) -> float:
+        fn()
+        times = []
+        for _ in range(repeats):
+            t0 = time.process_time()
+            for _ in range(loops):
+                fn()
+            times.append((time.process_time() - t0) / loops)
+        return 1e6 * statistics.median(times)
+
+    print(
+        f"# one dc.select call split (cpu clock, us per call, median of {repeats} rounds of {loops} calls), "
+        f"float32 n={n} d={d} k={k}, seed={seed}\n"
+    )
+    print("| strategy | dc.select | prepare_inputs | method run | rest |")
+    print("|---|---|---|---|---|")
+    for name in PEER_STRATEGIES:
+        params: dict[str, Any] = (
+            {"lambda_mult": 0.5} if name == "mmr" else {"lam": 1.0, "eps": 0.1} if name == "gist" else {"diversity": 0.5}
+        )
+        spec = get_method(name)
+        resolved = spec.resolve_params(params)
+        whole = per_call(lambda: dc.select(name, q, x, k, **params))  # noqa: B023
+        inputs = per_call(lambda: prepare_inputs(q, x, k))
+        run = per_call(lambda: spec.run(prep, **resolved))  # noqa: B023
+        print(f"| {name} | {whole:.1f} | {inputs:.1f} | {run:.1f} | {whole - inputs - run:.1f} |")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="small grid: n in {100, 1000}, d=384")
@@ -436,6 +482,11 @@ def main(argv: list[str] | None = None) -> None:
         default="wall",
         help="with --peer-strategies: wall time, or this process's CPU time (for an oversubscribed machine)",
     )
+    parser.add_argument(
+        "--call-parts",
+        action="store_true",
+        help="issue 35: where one dc.select call spends its CPU time at n=50, k=10 (validation, the method, the rest)",
+    )
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error("--repeats must be >= 1")
@@ -449,6 +500,9 @@ def main(argv: list[str] | None = None) -> None:
         for n, d in [(int(n), int(d)) for n, d in args.cell] if args.cell else [(1000, 384)]:
             entries = run_vendi_k(n, d, args.repeats, args.seed, args.reference, tuple(args.ks))
             report_vendi_k(n, d, entries, args.repeats)
+        return
+    if args.call_parts:
+        call_parts(args.repeats, args.seed)
         return
     if args.peer_strategies:
         peer_strategies(args.repeats, args.seed, clock=args.clock)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -12,8 +13,10 @@ from ..validation import TIE_RTOL_FLOAT64, PreparedInputs, product_with_rows
 __all__ = [
     "argmax_rows",
     "argmax_first",
+    "clip_in_place",
     "TIE_RTOL",
     "SimilarityColumns",
+    "StepColumns",
     "PickColumns",
     "cosine_block",
     "GRAM_MAX_N",
@@ -47,16 +50,24 @@ def argmax_rows(
 def argmax_first(values: NDArray[np.float64], rtol: float = TIE_RTOL) -> int:
     """:func:`argmax_rows` of one row: the lowest index within ``rtol`` of the maximum.
 
-    One ``argmax`` pass, plus a look at the entries before the maximum (the only
-    places a lower-index near-tie can be).
+    One ``argmax`` pass and, unless the maximum is the first entry, one comparison
+    pass: the first entry at or above the tie floor is the pick (the maximum itself
+    is one, so there always is one at or before it).
     """
     i = int(values.argmax())
     if i == 0:
         return 0
-    top = float(values[i])
-    floor = top - rtol * max(1.0, abs(top))
-    j = int((values[:i] >= floor).argmax())  # the first True, or 0 when there is none
-    return j if values[j] >= floor else i
+    top = values.item(i)
+    floor = top - rtol * (top if top > 1.0 else (-top if top < -1.0 else 1.0))  # rtol * max(1, |top|)
+    return int((values >= floor).argmax())
+
+
+def clip_in_place(x: NDArray[np.floating[Any]], low: float, high: float) -> NDArray[np.floating[Any]]:
+    """``np.clip(x, low, high, out=x)`` as two ufunc calls (the same values for non-NaN
+    ``x``, without ``np.clip``'s Python-level wrapper, which costs more than both at small sizes)."""
+    np.minimum(x, high, out=x)
+    np.maximum(x, low, out=x)
+    return x
 
 
 def cosine_column(prep: PreparedInputs, i: int) -> NDArray[np.float64]:
@@ -100,6 +111,69 @@ def cosine_block(
 
 #: Pools up to this size get all pairwise similarities in one product up front.
 GRAM_MAX_N = 128
+
+
+class StepColumns:
+    """Similarity columns for one greedy run (one parameter value), one column per step.
+
+    ``column(i)`` is ``post(w * w[i] * cos(., c_i))`` for every candidate, shape (n,)
+    (``w`` the optional per-candidate ``weights``, ``post`` an optional elementwise map
+    that may work in place), computed the cheapest way for the pool (:attr:`dtype`: the
+    columns' dtype before ``post``):
+
+    * every pair in one product up front (float64) when :func:`gram_pays` for ``steps``
+      columns, ``post`` applied once to the whole matrix; ``column`` then returns a row
+      of it, which the caller must not write to;
+    * pools up to :data:`GRAM_MAX_N`: (weighted) unit rows in the working precision
+      (:func:`unit_working`), so that a column is one product (``np.dot``: less call
+      overhead than ``@``);
+    * larger pools: one scaled matrix-vector product (:func:`cosine_column`, float64).
+
+    Example:
+        >>> import numpy as np
+        >>> from diverse_core.validation import prepare_inputs
+        >>> prep = prepare_inputs(np.ones(2), np.array([[1.0, 0.0], [1.0, 1.0]]), k=2)
+        >>> np.round(StepColumns(prep, steps=1).column(0), 3).tolist()
+        [1.0, 0.707]
+    """
+
+    def __init__(
+        self,
+        prep: PreparedInputs,
+        steps: int,
+        weights: NDArray[np.float64] | None = None,
+        post: Callable[[NDArray[np.floating[Any]]], NDArray[np.floating[Any]]] | None = None,
+    ) -> None:
+        n = prep.n
+        self.column: Callable[[int], NDArray[np.floating[Any]]]
+        if gram_pays(n, steps):
+            gram: NDArray[np.floating[Any]] = prep.cosine_rows(np.arange(n))
+            if weights is not None:
+                gram *= weights[:, None]
+                gram *= weights[None, :]
+            self.dtype: np.dtype[Any] = gram.dtype
+            gram = gram if post is None else post(gram)
+            self.column = gram.__getitem__
+        elif n <= GRAM_MAX_N:
+            unit = unit_working(prep)
+            if weights is not None:
+                unit *= weights.astype(unit.dtype)[:, None]
+            self.dtype = unit.dtype
+            if post is None:
+                self.column = lambda i: np.dot(unit, unit[i])
+            else:
+                self.column = lambda i: post(np.dot(unit, unit[i]))
+        else:
+            self.dtype = np.dtype(np.float64)
+
+            def column(i: int) -> NDArray[np.floating[Any]]:
+                col = cosine_column(prep, i)
+                if weights is not None:
+                    col *= weights
+                    col *= weights[i]
+                return col if post is None else post(col)
+
+            self.column = column
 
 
 class SimilarityColumns:

@@ -31,15 +31,17 @@ all ``diversity`` values.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import InvalidParameterError
-from ..registry import DiversityMap, MethodSpec
 from ..validation import PreparedInputs, check_unit_interval, product_with_rows
-from ._common import GRAM_MAX_N, argmax_first
+from ._common import GRAM_MAX_N, argmax_first, clip_in_place
+from ._spec import diversity_method
+from ._sweep import pure_relevance_rows
 from .topk import topk_select
 
 __all__ = ["cover_select", "cover_sweep", "SPEC"]
@@ -48,12 +50,14 @@ __all__ = ["cover_select", "cover_sweep", "SPEC"]
 _FIRST_BATCH = 8
 
 
-def _concave(x: NDArray[np.floating[Any]], gamma: float) -> NDArray[np.floating[Any]]:
-    """``x ** gamma`` for ``x >= 0`` (square root and identity taken directly)."""
+def _concave(
+    x: NDArray[np.floating[Any]], gamma: float, out: NDArray[np.floating[Any]] | None = None
+) -> NDArray[np.floating[Any]]:
+    """``x ** gamma`` for ``x >= 0`` (square root and identity taken directly), into ``out`` when given."""
     if gamma == 1.0:
         return x
-    out: NDArray[np.floating[Any]] = np.sqrt(x) if gamma == 0.5 else np.power(x, gamma)
-    return out
+    res: NDArray[np.floating[Any]] = np.sqrt(x, out=out) if gamma == 0.5 else np.power(x, gamma, out=out)
+    return res
 
 
 def _similarity(prep: PreparedInputs) -> NDArray[np.floating[Any]]:
@@ -68,28 +72,29 @@ def _similarity(prep: PreparedInputs) -> NDArray[np.floating[Any]]:
     sim = np.asarray(product_with_rows(vec, vec))
     sim *= inv[:, None]
     sim *= inv[None, :]
-    np.clip(sim, 0.0, 1.0, out=sim)
-    return sim
+    return clip_in_place(sim, 0.0, 1.0)
 
 
-def _lazy_run(
-    prep: PreparedInputs,
-    sim: NDArray[np.floating[Any]],
-    first_gain: NDArray[np.float64],
-    diversity: float,
-    gamma: float,
-) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-    """Exact greedy for one ``diversity`` > 0, re-evaluating only candidates that can still win."""
-    rel, k, n, rtol = prep.relevance, prep.k, prep.n, prep.tie_rtol
-    theta = 1.0 - diversity
-    base = theta * rel
-    obj = base + diversity * first_gain  # exact at step 0, an upper bound afterwards
-    picks = np.empty(k, dtype=np.int64)
-    scores = np.empty(k, dtype=np.float64)
-    covered = np.zeros(n, dtype=sim.dtype)
+class _Run(NamedTuple):
+    """One greedy run (one ``diversity`` > 0): the shared similarity matrix and the run's arrays."""
+
+    sim: NDArray[np.floating[Any]]
+    gamma: float
+    diversity: float
+    base: NDArray[np.float64]  # (1 - diversity) * relevance
+    obj: NDArray[np.float64]  # base + diversity * gain on the empty selection
+    picks: NDArray[np.int64]  # (k,), filled in by the steps
+    scores: NDArray[np.float64]
+    covered: NDArray[np.floating[Any]]  # sum of the picks' rows of sim (zeros)
+
+
+def _lazy_steps(run: _Run, rtol: float) -> None:
+    """Exact greedy, re-evaluating only candidates that can still win."""
+    sim, gamma, diversity, base, obj, picks, scores, covered = run
+    n = obj.shape[0]
     taken = np.zeros(n, dtype=bool)
     fresh = np.ones(n, dtype=bool)  # obj[i] is exact for the current picks
-    for step in range(k):
+    for step in range(picks.shape[0]):
         size = _FIRST_BATCH
         while True:
             exact = np.where(fresh, obj, -np.inf)
@@ -112,86 +117,86 @@ def _lazy_run(
         covered += sim[win]
         fresh[:] = False
         fresh[taken] = True  # picked items stay at -inf
-    return picks, scores
 
 
-def _eager_run(
-    prep: PreparedInputs,
-    sim: NDArray[np.floating[Any]],
-    first_gain: NDArray[np.float64],
-    diversity: float,
-    gamma: float,
-) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-    """Greedy for one ``diversity`` > 0 scoring every candidate at every step (small pools)."""
-    rel, k, rtol = prep.relevance, prep.k, prep.tie_rtol
-    base = (1.0 - diversity) * rel
-    obj = base + diversity * first_gain
-    picks = np.empty(k, dtype=np.int64)
-    scores = np.empty(k, dtype=np.float64)
-    covered = np.zeros(prep.n, dtype=sim.dtype)
+def _eager_steps(run: _Run, rtol: float) -> None:
+    """Greedy scoring every candidate at every step (small pools).
+
+    ``F(S)`` of the picks so far is the coverage sum of the last winner, computed in
+    its step (``sim`` is symmetric: row ``j`` = column ``j``); the per-step pass over
+    the ``(n, n)`` block runs in one preallocated buffer.
+    """
+    sim, gamma, diversity, base, obj, picks, scores, covered = run
+    k = picks.shape[0]
+    block = np.empty_like(sim)
+    after = np.empty(obj.shape[0])  # after[c] = F(S + c), S the picks so far
     for step in range(k):
         win = argmax_first(obj, rtol)
-        picks[step], scores[step] = win, obj[win]
+        picks[step], scores[step] = win, obj.item(win)
         if step + 1 == k:
             break
         covered += sim[win]
-        # sim is symmetric: row j = column j; sums in float64 whatever the working precision
-        after = _concave(sim + covered, gamma).sum(axis=1, dtype=np.float64)
-        after -= _concave(covered, gamma).sum(dtype=np.float64)
-        np.multiply(after, diversity, out=obj)
+        # F(S): the row of `block` that scored the last pick holds these very entries
+        # (covered before it + its row), summed the same way
+        before = after.item(win) if step else float(_concave(covered, gamma).sum(dtype=np.float64))
+        base[win] = -np.inf  # picked: -inf in every later objective
+        np.add(sim, covered, out=block)
+        # sums in float64 whatever the working precision
+        np.add.reduce(_concave(block, gamma, out=block), axis=1, dtype=np.float64, out=after)
+        np.subtract(after, before, out=obj)
+        obj *= diversity
         obj += base
-        obj[picks[: step + 1]] = -np.inf
-    return picks, scores
 
 
+def _runner(
+    prep: PreparedInputs, gamma: float
+) -> Callable[[float], tuple[NDArray[np.int64], NDArray[np.float64]]]:
+    """The greedy for one ``diversity`` > 0 on ``prep``, after the work every value shares:
+    the similarity matrix and the first pass (every candidate's gain on the empty selection)."""
+    sim = _similarity(prep)
+    first_gain = _concave(sim, gamma).sum(axis=0, dtype=np.float64)
+    steps = _eager_steps if prep.n <= GRAM_MAX_N else _lazy_steps
+    k, n = prep.k, prep.n
+
+    def run(diversity: float) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+        base = (1.0 - diversity) * prep.relevance
+        picks, scores = np.empty(k, dtype=np.int64), np.empty(k, dtype=np.float64)
+        state = _Run(sim, gamma, diversity, base, base + diversity * first_gain, picks, scores, np.zeros(n, sim.dtype))
+        steps(state, prep.tie_rtol)
+        return picks, scores
+
+    return run
+
+
+@pure_relevance_rows
 def cover_sweep(
     prep: PreparedInputs, values: NDArray[np.float64], *, gamma: float = 0.5, **_: Any
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-    """Cover for every ``diversity`` in ``values``; returns (L, k) picks and scores.
+    """Cover for every ``diversity`` in ``values``; returns (L, k) picks and scores
+    (:func:`pure_relevance_rows`: the values at 0 are the top-k).
 
-    The similarity matrix and the first pass (every candidate's gain on the empty
-    selection) are computed once for all values.
+    The similarity matrix and the first pass are computed once for all values.
     """
-    div = np.asarray(values, dtype=np.float64).reshape(-1)
-    k = prep.k
-    picks = np.empty((div.shape[0], k), dtype=np.int64)
-    scores = np.empty((div.shape[0], k), dtype=np.float64)
-    live = np.flatnonzero(div > 0.0)
-    if live.size < div.shape[0]:  # pure relevance: the top-k
-        top, top_scores = topk_select(prep)
-        picks[div == 0.0], scores[div == 0.0] = top, top_scores
-    if live.size:
-        sim = _similarity(prep)
-        first_gain = _concave(sim, gamma).sum(axis=0, dtype=np.float64)
-        run = _eager_run if prep.n <= GRAM_MAX_N else _lazy_run
-        for i in live:
-            picks[i], scores[i] = run(prep, sim, first_gain, float(div[i]), gamma)
-    return picks, scores
+    run = _runner(prep, gamma)
+    rows = [run(float(d)) for d in np.asarray(values, dtype=np.float64).reshape(-1)]
+    return np.stack([r[0] for r in rows]), np.stack([r[1] for r in rows])
 
 
 def cover_select(
     prep: PreparedInputs, *, diversity: float = 0.5, gamma: float = 0.5, **_: Any
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-    """Cover picks for one ``diversity`` (see module docstring)."""
-    picks, scores = cover_sweep(prep, np.array([diversity]), gamma=gamma)
-    return picks[0], scores[0]
+    """Cover picks for one ``diversity`` (see module docstring): one row of :func:`cover_sweep`."""
+    if diversity == 0.0:  # pure relevance: the top-k
+        return topk_select(prep)
+    return _runner(prep, gamma)(float(diversity))
 
 
-def _check(params: dict[str, Any]) -> dict[str, Any]:
-    params["diversity"] = check_unit_interval(params["diversity"], "diversity")
-    gamma = check_unit_interval(params["gamma"], "gamma")
+def _check_gamma(value: object, name: str) -> float:
+    gamma = check_unit_interval(value, name)
     if gamma == 0.0:
-        raise InvalidParameterError(f"gamma must be in (0, 1]; got gamma={params['gamma']!r}")
-    params["gamma"] = gamma
-    return params
+        raise InvalidParameterError(f"{name} must be in (0, 1]; got {name}={value!r}")
+    return gamma
 
 
-SPEC = MethodSpec(
-    name="cover",
-    run=cover_select,
-    defaults={"diversity": 0.5, "gamma": 0.5},
-    check=_check,
-    param="diversity",
-    diversity=DiversityMap("diversity", float, "diversity (the method's own parameter)"),
-    run_sweep=cover_sweep,
-)
+
+SPEC = diversity_method("cover", cover_select, cover_sweep, gamma=(0.5, _check_gamma))

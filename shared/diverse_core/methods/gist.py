@@ -46,6 +46,8 @@ from numpy.typing import NDArray
 from ..errors import InvalidParameterError
 from ..registry import DiversityMap, MethodSpec
 from ..validation import PreparedInputs, check_non_negative, product_with_rows
+from ._common import clip_in_place
+from ._spec import checked
 
 __all__ = ["EPS_MIN", "gist_select", "gist_sweep", "gist_thresholds", "SPEC"]
 
@@ -83,15 +85,24 @@ def gist_thresholds(d_max: float, eps: float) -> NDArray[np.float32]:
 
 @dataclass
 class _Runs:
-    """Every candidate set of Algorithm 1 (row 0: greedy; row 1: the pair; then the grid)."""
+    """Every candidate set of Algorithm 1 (row 0: greedy; row 1: the pair; then the grid).
 
-    sets: list[NDArray[np.int64]]
+    ``picks[i, :sizes[i]]`` is set ``i`` (``-1`` after its end); :meth:`set` reads one.
+    """
+
+    picks: NDArray[np.int64]
+    sizes: NDArray[np.intp]
     g: NDArray[np.float64]
     div: NDArray[np.float64]
     stage: list[str]
     threshold: NDArray[np.float64]
     d_max: float
     pair_ok: bool
+
+    def set(self, i: int) -> NDArray[np.int64]:
+        """The picks of set ``i``, in pick order."""
+        out: NDArray[np.int64] = self.picks[i, : self.sizes[i]]
+        return out
 
 
 def _distances(prep: PreparedInputs) -> NDArray[np.floating[Any]]:
@@ -101,9 +112,8 @@ def _distances(prep: PreparedInputs) -> NDArray[np.floating[Any]]:
     cos = np.asarray(product_with_rows(vec, vec))
     cos *= inv[:, None]
     cos *= inv[None, :]
-    dist = np.subtract(1.0, cos, out=cos)
-    np.clip(dist, 0.0, 2.0, out=dist)
-    np.fill_diagonal(dist, 0.0)
+    dist = clip_in_place(np.subtract(1.0, cos, out=cos), 0.0, 2.0)
+    dist.reshape(-1)[:: dist.shape[0] + 1] = 0.0  # the diagonal
     return dist
 
 
@@ -140,27 +150,34 @@ def _runs(prep: PreparedInputs, eps: float) -> _Runs:
             div[live] = np.minimum(div[live], nearest[live, pick])
         chosen[live, pick] = True
         nearest[live] = np.minimum(nearest[live], dist[pick])
-    sets = [row[row >= 0] for row in picks]
-    g = np.array([sum(float(weights[i]) for i in s) for s in sets])
-    pair = np.array([u, v], dtype=np.int64) if u < v else np.array([v, u], dtype=np.int64)
+    # A run's picks are a prefix of its row (a run that stops stays stopped); g sums their
+    # weights from the left, one at a time (cumsum), as a running sum over the set would.
+    sizes = np.count_nonzero(picks >= 0, axis=1)
+    g = np.cumsum(np.where(picks >= 0, weights[picks], 0.0), axis=1)[:, -1]
+    width = max(k, 2)  # room for the pair
+    all_picks = np.full((n_runs + 1, width), -1, dtype=np.int64)
+    all_picks[0, :k], all_picks[2:, :k] = picks[0], picks[1:]
+    all_picks[1, :2] = (u, v) if u < v else (v, u)
     pair_ok = k >= 2 and n >= 2
-    all_sets = [sets[0], pair, *sets[1:]]
-    g_all = np.concatenate([g[:1], [float(weights[pair[0]]) + float(weights[pair[1]])], g[1:]])
+    all_sizes = np.concatenate([sizes[:1], [2], sizes[1:]])
+    g_all = np.concatenate([g[:1], [float(weights[u]) + float(weights[v])], g[1:]])
     div_all = np.concatenate([div[:1], [d_max], div[1:]])
     stages = ["greedy", "diameter_pair", *(["sweep"] * (n_runs - 1))]
     thresholds = np.concatenate([[0.0, d_max], grid.astype(np.float64)])
-    return _Runs(all_sets, g_all, div_all, stages, thresholds, d_max, pair_ok)
+    return _Runs(all_picks, all_sizes, g_all, div_all, stages, thresholds, d_max, pair_ok)
 
 
 def _winner(runs: _Runs, lam: float) -> int:
     """Index of the run Algorithm 1 returns for ``lam`` (line 5 strict, line 10 ascending ``>=``)."""
     f = runs.g if lam == 0.0 else runs.g + lam * runs.div
-    best = 0
-    if runs.pair_ok and f[1] > f[0]:
-        best = 1
-    for i in range(2, f.shape[0]):
-        if f[i] >= f[best]:
-            best = i
+    best = 1 if runs.pair_ok and f[1] > f[0] else 0
+    # line 10, ``f[i] >= f[best]`` in ascending order: the running best only grows, so the
+    # winner is the last grid entry at the grid's maximum, when that is >= f[best]
+    grid = f[2:]
+    if grid.size:
+        last = grid.size - 1 - int(grid[::-1].argmax())
+        if grid[last] >= f[best]:
+            best = 2 + last
     return best
 
 
@@ -183,7 +200,7 @@ def gist_sweep(
     runs = _runs(prep, eps)
     weights = np.maximum(1.0 + prep.relevance, 0.0)
     lam = np.asarray(values, dtype=np.float64).reshape(-1)
-    picks = np.stack([_complete(prep, runs.sets[_winner(runs, float(x))]) for x in lam])
+    picks = np.stack([_complete(prep, runs.set(_winner(runs, float(x)))) for x in lam])
     return picks, weights[picks]
 
 
@@ -193,7 +210,7 @@ def gist_select(
     """GIST picks for one ``lam`` (see module docstring), with what Algorithm 1 chose."""
     runs = _runs(prep, eps)
     best = _winner(runs, float(lam))
-    chosen = runs.sets[best]
+    chosen = runs.set(best)
     picks = _complete(prep, chosen)
     weights = np.maximum(1.0 + prep.relevance, 0.0)
     g, div = float(runs.g[best]), float(runs.div[best])
@@ -209,16 +226,14 @@ def gist_select(
     return picks, weights[picks], details
 
 
-def _check(params: dict[str, Any]) -> dict[str, Any]:
-    lam = check_non_negative(params["lam"], "lam")
-    eps = check_non_negative(params["eps"], "eps")
+def _check_eps(value: object, name: str) -> float:
+    eps = check_non_negative(value, name)
     if not EPS_MIN <= eps <= 1.0:
         raise InvalidParameterError(
-            f"eps must be in [{EPS_MIN:.8g}, 1] (the threshold grid has about "
-            f"log(2 / eps) / eps entries); got eps={params['eps']!r}"
+            f"{name} must be in [{EPS_MIN:.8g}, 1] (the threshold grid has about "
+            f"log(2 / {name}) / {name} entries); got {name}={value!r}"
         )
-    params["lam"], params["eps"] = lam, eps
-    return params
+    return eps
 
 
 #: ``lam`` at ``diversity = 1``: the diversity term outweighs any utility difference
@@ -243,7 +258,7 @@ SPEC = MethodSpec(
     name="gist",
     run=gist_select,
     defaults={"lam": 1.0, "eps": 0.1},
-    check=_check,
+    check=checked(lam=check_non_negative, eps=_check_eps),
     param="lam",
     diversity=DiversityMap("lam", lam_for_diversity, "lam = diversity / (1 - diversity), 1e6 at 1"),
     run_sweep=gist_sweep,

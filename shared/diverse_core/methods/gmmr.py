@@ -22,9 +22,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..registry import DiversityMap, MethodSpec
-from ..validation import PreparedInputs, check_unit_interval, row_dots
-from ._common import PickColumns, argmax_first, argmax_rows
+from ..validation import PreparedInputs, row_dots
+from ._common import PickColumns, argmax_rows
+from ._spec import lambda_mult_method
+from ._sweep import GreedySweep
 
 __all__ = ["gmmr_select", "gmmr_sweep", "SPEC"]
 
@@ -101,12 +102,9 @@ def gmmr_sweep(
     rel, k, n = prep.relevance, prep.k, prep.n
     lam = np.asarray(values, dtype=np.float64).reshape(-1)
     n_values = lam.shape[0]
-    rows = np.arange(n_values)
-    picks = np.empty((n_values, k), dtype=np.int64)
-    scores = np.empty((n_values, k), dtype=np.float64)
-    rtol = prep.tie_rtol
-    first = argmax_first(rel, rtol)
-    picks[:, 0] = first
+    # (picked items are kept out by base = -inf below, not by run.taken)
+    run = GreedySweep(prep, n_values)
+    picks, scores, rows, first, rtol = run.picks, run.scores, run.rows, run.first, run.rtol
     scores[:, 0] = rel[first]
     if k == 1:
         return picks, scores
@@ -151,17 +149,4 @@ def gmmr_select(
     return picks[0], scores[0]
 
 
-def _check(params: dict[str, Any]) -> dict[str, Any]:
-    params["lambda_mult"] = check_unit_interval(params["lambda_mult"], "lambda_mult")
-    return params
-
-
-SPEC = MethodSpec(
-    name="gmmr",
-    run=gmmr_select,
-    defaults={"lambda_mult": 0.5},
-    check=_check,
-    param="lambda_mult",
-    diversity=DiversityMap("lambda_mult", lambda d: 1.0 - d, "lambda_mult = 1 - diversity"),
-    run_sweep=gmmr_sweep,
-)
+SPEC = lambda_mult_method("gmmr", gmmr_select, gmmr_sweep)

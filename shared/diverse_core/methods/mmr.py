@@ -28,16 +28,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..registry import DiversityMap, MethodSpec
-from ..validation import PreparedInputs, check_unit_interval
-from ._common import (
-    GRAM_MAX_N,
-    SimilarityColumns,
-    argmax_first,
-    argmax_rows,
-    gram_pays,
-    unit_working,
-)
+from ..validation import PreparedInputs
+from ._common import GRAM_MAX_N, SimilarityColumns, StepColumns, argmax_first
+from ._spec import lambda_mult_method
+from ._sweep import GreedySweep
 
 __all__ = ["mmr_select", "mmr_sweep", "LAZY_MIN_N", "SPEC"]
 
@@ -51,38 +45,26 @@ def mmr_sweep(
     prep: PreparedInputs, values: NDArray[np.float64], **_: Any
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
     """MMR for every ``lambda_mult`` in ``values`` at once; returns (L, k) picks and scores."""
-    rel, k = prep.relevance, prep.k
+    rel, k, n = prep.relevance, prep.k, prep.n
     lam = np.asarray(values, dtype=np.float64).reshape(-1, 1)
-    n_values, n = lam.shape[0], rel.shape[0]
-    rows = np.arange(n_values)
-    picks = np.empty((n_values, k), dtype=np.int64)
-    scores = np.empty((n_values, k), dtype=np.float64)
-    taken = np.zeros((n_values, n), dtype=bool)
-    sims = SimilarityColumns(prep)
     # First pick: the most relevant candidate (the redundancy term is empty).
-    rtol = prep.tie_rtol
-    first = argmax_first(rel, rtol)
-    picks[:, 0] = first
-    scores[:, 0] = lam[:, 0] * rel[first]
-    taken[:, first] = True
+    run = GreedySweep(prep, lam.shape[0])
+    run.scores[:, 0] = lam[:, 0] * rel[run.first]
     if k == 1:
-        return picks, scores
+        return run.picks, run.scores
+    sims = SimilarityColumns(prep)
     relevance_term = lam * rel[None, :]
     penalty = 1.0 - lam
-    max_sim = np.repeat(sims.column(int(first))[None, :], n_values, axis=0)
-    obj = np.empty((n_values, n), dtype=np.float64)
+    max_sim = np.repeat(sims.column(run.first)[None, :], lam.shape[0], axis=0)
+    obj = np.empty((lam.shape[0], n), dtype=np.float64)
     for step in range(1, k):
         np.multiply(penalty, max_sim, out=obj)
         np.subtract(relevance_term, obj, out=obj)
-        obj[taken] = -np.inf
-        best = argmax_rows(obj, rtol)
-        picks[:, step] = best
-        scores[:, step] = obj[rows, best]
-        taken[rows, best] = True
+        best = run.take(obj, step)
         if step + 1 < k:
             # Similarity of every candidate to each value's latest pick (cached per item).
             np.maximum(max_sim, sims.rows(best), out=max_sim)
-    return picks, scores
+    return run.picks, run.scores
 
 
 def _mmr_lazy(prep: PreparedInputs, lam: float) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
@@ -158,25 +140,26 @@ def _mmr_small(prep: PreparedInputs, lam: float) -> tuple[NDArray[np.int64], NDA
     """Eager MMR for one value on 1-D arrays (small pools, where per-call overhead dominates).
 
     The same objective and tie rule as :func:`mmr_sweep`; one similarity column per step
-    (or every pair in one product when :func:`gram_pays`).
+    (:class:`StepColumns`).
     """
     rel, k, n, rtol = prep.relevance, prep.k, prep.n, prep.tie_rtol
-    gram = prep.cosine_rows(np.arange(n)) if gram_pays(n, k - 1) else None
-    unit = unit_working(prep) if gram is None else None
+    column = StepColumns(prep, k - 1)
     base = lam * rel  # -inf once picked
     penalty = 1.0 - lam
     picks = np.empty(k, dtype=np.int64)
     scores = np.empty(k, dtype=np.float64)
     win = argmax_first(rel, rtol)
     picks[0], scores[0] = win, base[win]
-    max_sim: NDArray[np.floating[Any]] | None = None
+    # max_sim and its scaled copy in the columns' precision; the objective in float64
+    max_sim = np.full(n, -np.inf, dtype=column.dtype)
+    scaled = np.empty(n, dtype=column.dtype)
+    obj = np.empty(n)
     for step in range(1, k):
         base[win] = -np.inf
-        col = gram[win] if gram is not None else unit @ unit[win]  # type: ignore[index]
-        max_sim = col.copy() if max_sim is None else np.maximum(max_sim, col, out=max_sim)
-        obj = base - penalty * max_sim
+        np.maximum(max_sim, column.column(win), out=max_sim)
+        np.subtract(base, np.multiply(max_sim, penalty, out=scaled), out=obj)
         win = argmax_first(obj, rtol)
-        picks[step], scores[step] = win, obj[win]
+        picks[step], scores[step] = win, obj.item(win)
     return picks, scores
 
 
@@ -192,17 +175,4 @@ def mmr_select(
     return picks[0], scores[0]
 
 
-def _check(params: dict[str, Any]) -> dict[str, Any]:
-    params["lambda_mult"] = check_unit_interval(params["lambda_mult"], "lambda_mult")
-    return params
-
-
-SPEC = MethodSpec(
-    name="mmr",
-    run=mmr_select,
-    defaults={"lambda_mult": 0.5},
-    check=_check,
-    param="lambda_mult",
-    diversity=DiversityMap("lambda_mult", lambda d: 1.0 - d, "lambda_mult = 1 - diversity"),
-    run_sweep=mmr_sweep,
-)
+SPEC = lambda_mult_method("mmr", mmr_select, mmr_sweep)

@@ -28,17 +28,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..registry import DiversityMap, MethodSpec
-from ..validation import PreparedInputs, check_unit_interval
-from ._common import (
-    GRAM_MAX_N,
-    SimilarityColumns,
-    argmax_first,
-    argmax_rows,
-    cosine_column,
-    gram_pays,
-    unit_working,
-)
+from ..validation import PreparedInputs
+from ._common import SimilarityColumns, StepColumns, argmax_first, clip_in_place
+from ._spec import diversity_method
+from ._sweep import GreedySweep
 
 __all__ = ["msd_select", "msd_sweep", "SPEC"]
 
@@ -50,34 +43,23 @@ def msd_sweep(
     rel, k, n = prep.relevance, prep.k, prep.n
     div = np.asarray(values, dtype=np.float64).reshape(-1, 1)
     n_values = div.shape[0]
-    rows = np.arange(n_values)
-    picks = np.empty((n_values, k), dtype=np.int64)
-    scores = np.empty((n_values, k), dtype=np.float64)
-    rtol = prep.tie_rtol
-    first = argmax_first(rel, rtol)
+    run = GreedySweep(prep, n_values)
     relevance_term = (1.0 - div) * rel[None, :]
-    picks[:, 0] = first
-    scores[:, 0] = relevance_term[:, first]
+    run.scores[:, 0] = relevance_term[:, run.first]
     if k == 1:
-        return picks, scores
+        return run.picks, run.scores
     sims = SimilarityColumns(prep, n_values * (k - 1))
     # total[l, i]: sum over value l's picks of 1 - clip(cos(c_i, s), -1, 1)
-    total = np.repeat(1.0 - np.clip(sims.column(first), -1.0, 1.0)[None, :], n_values, axis=0)
-    taken = np.zeros((n_values, n), dtype=bool)
-    taken[:, first] = True
+    total = np.repeat(1.0 - clip_in_place(sims.column(run.first), -1.0, 1.0)[None, :], n_values, axis=0)
     obj = np.empty((n_values, n), dtype=np.float64)
     for step in range(1, k):
         np.multiply(div, total, out=obj)
         obj += relevance_term
-        obj[taken] = -np.inf
-        best = argmax_rows(obj, rtol)
-        picks[:, step] = best
-        scores[:, step] = obj[rows, best]
-        taken[rows, best] = True
+        best = run.take(obj, step)
         if step + 1 < k:
             total += 1.0
-            total -= np.clip(sims.rows(best), -1.0, 1.0)
-    return picks, scores
+            total -= clip_in_place(sims.rows(best), -1.0, 1.0)
+    return run.picks, run.scores
 
 
 def msd_select(
@@ -90,45 +72,28 @@ def msd_select(
     constant ``diversity`` per pick is added back to the reported scores), so a step is
     an argmax and one row update.
     """
-    rel, k, n, rtol = prep.relevance, prep.k, prep.n, prep.tie_rtol
+    rel, k, rtol = prep.relevance, prep.k, prep.tie_rtol
     div = float(diversity)
     # obj = (1 - div) * rel - div * sum_s cos(c, s): the objective less the constant div * t
     obj = (1.0 - div) * rel
     picks = np.empty(k, dtype=np.int64)
     scores = np.empty(k, dtype=np.float64)
-    gram = prep.cosine_rows(np.arange(n)) if gram_pays(n, k - 1) else None
-    if gram is not None:  # every pair at once: the distance term of every possible pick
-        np.clip(gram, -1.0, 1.0, out=gram)
-        gram *= div
-    unit = unit_working(prep) if gram is None and n <= GRAM_MAX_N else None
+
+    def distance_term(col: NDArray[np.floating[Any]]) -> NDArray[np.floating[Any]]:
+        col = clip_in_place(col, -1.0, 1.0)
+        col *= div
+        return col
+
+    column = StepColumns(prep, k - 1, post=distance_term).column
     win = argmax_first(rel, rtol)
     for step in range(k):
         picks[step], scores[step] = win, obj[win] + div * step
         if step + 1 == k:
             break
         obj[win] = -np.inf
-        if gram is not None:
-            obj -= gram[win]
-        else:
-            col = unit @ unit[win] if unit is not None else cosine_column(prep, win)
-            np.clip(col, -1.0, 1.0, out=col)
-            col *= div
-            obj -= col
+        obj -= column(win)
         win = argmax_first(obj, rtol)
     return picks, scores
 
 
-def _check(params: dict[str, Any]) -> dict[str, Any]:
-    params["diversity"] = check_unit_interval(params["diversity"], "diversity")
-    return params
-
-
-SPEC = MethodSpec(
-    name="msd",
-    run=msd_select,
-    defaults={"diversity": 0.5},
-    check=_check,
-    param="diversity",
-    diversity=DiversityMap("diversity", float, "diversity (the method's own parameter)"),
-    run_sweep=msd_sweep,
-)
+SPEC = diversity_method("msd", msd_select, msd_sweep)

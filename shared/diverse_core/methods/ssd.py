@@ -39,17 +39,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..registry import DiversityMap, MethodSpec
-from ..validation import PreparedInputs, check_k, check_positive, check_unit_interval
-from ._common import (
-    GRAM_MAX_N,
-    SimilarityColumns,
-    argmax_first,
-    argmax_rows,
-    cosine_column,
-    gram_pays,
-    unit_working,
-)
+from ..validation import PreparedInputs, check_k, check_positive
+from ._common import SimilarityColumns, StepColumns, argmax_first
+from ._spec import diversity_method, optional
+from ._sweep import GreedySweep, pure_relevance_rows
 from .dpp import EPS32, zscore
 from .topk import topk_select
 
@@ -114,6 +107,7 @@ class _Window:
         self.head = (h + 1) % self.size
 
 
+@pure_relevance_rows
 def ssd_sweep(
     prep: PreparedInputs,
     values: NDArray[np.float64],
@@ -122,47 +116,30 @@ def ssd_sweep(
     window: int | None = None,
     **_: Any,
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-    """SSD for every ``diversity`` in ``values`` at once; returns (L, k) picks and scores."""
+    """SSD for every ``diversity`` in ``values`` at once; returns (L, k) picks and scores
+    (:func:`pure_relevance_rows`: the values at 0 are the top-k)."""
     rel, k, n = prep.relevance, prep.k, prep.n
     div = np.asarray(values, dtype=np.float64).reshape(-1)
-    picks = np.empty((div.shape[0], k), dtype=np.int64)
-    scores = np.empty((div.shape[0], k), dtype=np.float64)
-    pure = div == 0.0
-    if pure.any():  # pure relevance: the top-k
-        top, top_scores = topk_select(prep)
-        picks[pure], scores[pure] = top, top_scores
-    live = np.flatnonzero(~pure)
-    if live.size == 0:
-        return picks, scores
     z = zscore(rel, 0.0)
-    theta = 1.0 - div[live]
+    theta = 1.0 - div
     base = theta[:, None] * z[None, :]
     weight = ((1.0 - theta) * gamma)[:, None]
-    n_live = live.size
-    rows = np.arange(n_live)
-    rtol = prep.tie_rtol
-    first = argmax_first(rel, rtol)
-    picks[live, 0] = first
-    scores[live, 0] = base[:, first] + weight[:, 0] * _SQRT2
+    n_live = div.shape[0]
+    run = GreedySweep(prep, n_live)
+    run.scores[:, 0] = base[:, run.first] + weight[:, 0] * _SQRT2
     if k == 1:
-        return picks, scores
-    taken = np.zeros((n_live, n), dtype=bool)
-    taken[:, first] = True
+        return run.picks, run.scores
     sq = np.full((n_live, n), 2.0)  # |x_c|^2 = |unit c|^2 + 1
     win = _Window(prep, n_live, k if window is None else int(window))
-    best = np.full(n_live, first, dtype=np.int64)
+    best = np.full(n_live, run.first, dtype=np.int64)
     obj = np.empty((n_live, n))
     for step in range(1, k):
-        win.push(best, taken, sq)
+        win.push(best, run.taken, sq)
         np.sqrt(sq, out=obj)
         obj *= weight
         obj += base
-        obj[taken] = -np.inf
-        best = argmax_rows(obj, rtol)
-        picks[live, step] = best
-        scores[live, step] = obj[rows, best]
-        taken[rows, best] = True
-    return picks, scores
+        best = run.take(obj, step)
+    return run.picks, run.scores
 
 
 def _ssd_one(
@@ -177,8 +154,8 @@ def _ssd_one(
     scores = np.empty(k, dtype=np.float64)
     win = argmax_first(rel, rtol)
     picks[0], scores[0] = win, base[win] + weight * _SQRT2
-    gram_all = prep.cosine_rows(np.arange(n)) if gram_pays(n, k - 1) else None
-    unit = unit_working(prep) if gram_all is None and n <= GRAM_MAX_N else None
+    # <x_c, x_p> = cos(c, p) + 1 (the bias coordinate), in float64
+    column = StepColumns(prep, k - 1, post=lambda col: np.add(col, 1.0, dtype=np.float64)).column
     x_dots = np.zeros((size, n))
     coef = np.zeros((size, n))
     gram = np.zeros((size, size))
@@ -186,12 +163,7 @@ def _ssd_one(
     count = head = 0
     for step in range(1, k):
         base[win] = -np.inf
-        if gram_all is not None:
-            col = gram_all[win] + 1.0
-        elif unit is not None:
-            col = np.asarray(unit @ unit[win], dtype=np.float64) + 1.0
-        else:
-            col = cosine_column(prep, win) + 1.0
+        col = column(win)
         a = coef[:, win].copy()
         xb = col - a @ x_dots
         bb = x_dots[:, win] - gram @ a
@@ -237,20 +209,6 @@ def ssd_select(
     return _ssd_one(prep, float(diversity), float(gamma), prep.k if window is None else int(window))
 
 
-def _check(params: dict[str, Any]) -> dict[str, Any]:
-    params["diversity"] = check_unit_interval(params["diversity"], "diversity")
-    params["gamma"] = check_positive(params["gamma"], "gamma")
-    if params["window"] is not None:
-        params["window"] = check_k(params["window"], "window")
-    return params
-
-
-SPEC = MethodSpec(
-    name="ssd",
-    run=ssd_select,
-    defaults={"diversity": 0.5, "gamma": 1.0, "window": None},
-    check=_check,
-    param="diversity",
-    diversity=DiversityMap("diversity", float, "diversity (the method's own parameter)"),
-    run_sweep=ssd_sweep,
+SPEC = diversity_method(
+    "ssd", ssd_select, ssd_sweep, gamma=(1.0, check_positive), window=(None, optional(check_k))
 )
