@@ -57,6 +57,16 @@ __all__ = ["EPS32", "zscore", "dpp_select", "dpp_sweep", "SPEC"]
 
 #: float32 machine epsilon: the kernel's diagonal jitter and the z-score's guard.
 EPS32 = float(np.finfo(np.float32).eps)
+#: A pick whose gain is at most this share of the first pick's is rounding noise (the kernel's
+#: rank is spent: the pool's remaining vectors lie in the picks' span). Its Cholesky row would
+#: divide that noise by ``sqrt(gain) + eps32`` and blow up step after step (overflow at a few
+#: picks past the rank), so the row is taken as 0 and the other residuals stay where they are.
+SPENT_SHARE = 8.0 * EPS32
+
+
+def _denominator(gain: float, first: float) -> float:
+    """``sqrt(gain) + eps32``, or infinity (a row of zeros) once the kernel's rank is spent."""
+    return math.sqrt(gain) + EPS32 if gain > SPENT_SHARE * first else math.inf
 #: Candidates (best by their bound after the first pick) the lazy path follows exactly.
 _SHORT_LIST = 256
 #: ``exp(x) ** 2`` stays finite for ``x`` below this (``exp(354) ** 2`` is about ``1e307``).
@@ -117,7 +127,8 @@ def dpp_sweep(
         update *= weights[rows, best][:, None]
         if step:
             update -= np.einsum("ltn,lt->ln", factor[:, :step], factor[rows, :step, best])
-        update /= (np.sqrt(gain) + EPS32)[:, None]
+        spent = gain <= SPENT_SHARE * scores[:, 0]
+        update /= np.where(spent, np.inf, np.sqrt(gain) + EPS32)[:, None]
         factor[:, step] = update
         np.square(update, out=update)
         residual -= update
@@ -160,11 +171,12 @@ def dpp_select(
         residual[best] = floor[best] = -np.inf
         row = factor[step]
         col = column(best)
+        den = _denominator(gain, scores[0])
         if step:
             np.subtract(col, np.dot(factor[:step, best], factor[:step]), out=row)
-            row /= math.sqrt(gain) + EPS32
+            row /= den
         else:
-            np.divide(col, math.sqrt(gain) + EPS32, out=row, dtype=np.float64)
+            np.divide(col, den, out=row, dtype=np.float64)
         residual -= np.multiply(row, row, out=square)
         np.maximum(residual, floor, out=residual)
     return picks, scores
@@ -243,7 +255,7 @@ def _dpp_lazy(
         picks[step], scores[step] = win, res[pos]
         pick_pos[step] = pos
         gain = float(res[pos])
-        dens[step] = math.sqrt(gain) + EPS32
+        dens[step] = _denominator(gain, scores[0])
         res[pos] = floor[pos] = -np.inf
         step += 1
         if step < k:
