@@ -12,11 +12,10 @@ between iterations.
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from typing import Any
 
-from diverse_core.pipelines import PipelineResult
-from diverse_core.pipelines.vendirag import VendiRAG, VendiRAGResult
+from diverse_core._lazy import deprecated_method
+from diverse_core.pipelines.vendirag import VendiRAG
 from langchain_core.runnables import Runnable
 
 from .pipeline_retriever import PipelineRetriever, create_pipeline_chain
@@ -66,29 +65,16 @@ class VendiRAGRetriever(PipelineRetriever):
     """
 
     pipeline_class = VendiRAG
+    document_fields = {
+        VENDIRAG_ITERATION: "final_iteration",
+        VENDIRAG_S_TRAJECTORY: "s_trajectory",
+        VENDIRAG_QUALITY: "quality_trajectory",
+    }
+    chain_keys = ("iterations", "final_iteration", "s_trajectory", "quality", "stop_reason")
 
-    @classmethod
-    def result_metadata(cls, result: PipelineResult) -> dict[str, Any]:
-        assert isinstance(result, VendiRAGResult)
-        return {
-            VENDIRAG_ITERATION: result.final_iteration,
-            VENDIRAG_S_TRAJECTORY: list(result.s_trajectory),
-            VENDIRAG_QUALITY: list(result.quality_trajectory),
-        }
-
-    @classmethod
-    def chain_fields(cls, result: PipelineResult) -> dict[str, Any]:
-        assert isinstance(result, VendiRAGResult)
-        return {
-            "iterations": [asdict(it) for it in result.iterations],
-            "final_iteration": result.final_iteration,
-            "s_trajectory": list(result.s_trajectory),
-            "quality": result.quality,
-            "stop_reason": result.stop_reason,
-        }
-
-    run_vendirag = PipelineRetriever.run_pipeline
-    arun_vendirag = PipelineRetriever.arun_pipeline
+    #: Old names of :meth:`run_pipeline` / :meth:`arun_pipeline` (each call warns).
+    run_vendirag = deprecated_method("run_vendirag", "run_pipeline")
+    arun_vendirag = deprecated_method("arun_vendirag", "arun_pipeline")
 
 
 def create_vendirag_chain(retriever: VendiRAGRetriever) -> Runnable[Any, dict[str, Any]]:

@@ -4,7 +4,7 @@
 * :mod:`.prompts` - the six prompts (ambiguity, rewrite, verify, extract, answer, closed book).
 * :mod:`.parsing` - interpretation list, yes/no verdicts, Useful/PartialUseful/Useless.
 * :mod:`.quality` - how many gold interpretations a generated set covers.
-* :class:`DIVA` - the pipeline end to end (:mod:`.pipeline`), :class:`DivaResult` its result.
+* :class:`DIVA` - the pipeline end to end (:mod:`.pipeline`), :class:`DIVAResult` its result.
 
 Example:
     >>> import numpy as np
@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+from ..._lazy import deprecated_aliases
 from .parsing import (
     AmbiguityParse,
     InterpretationParse,
@@ -36,7 +37,7 @@ from .quality import (
     InterpretationCoverage,
     interpretation_coverage,
 )
-from .result import ROUTES, DivaResult
+from .result import ROUTES, DIVAResult
 from .retrieval import (
     DEFAULT_K,
     DEFAULT_PER_INTERPRETATION_K,
@@ -49,7 +50,7 @@ from .retrieval import (
 
 __all__ = [
     "DIVA",
-    "DivaResult",
+    "DIVAResult",
     "ROUTES",
     "SEARCH_MODES",
     "VERIFIER_ERROR_MODES",
@@ -78,3 +79,6 @@ __all__ = [
     "InterpretationCoverage",
     "interpretation_coverage",
 ]
+
+#: Old name kept as a deprecated alias (each access warns): ``DivaResult`` -> ``DIVAResult``.
+__getattr__ = deprecated_aliases(__name__, globals(), {"DivaResult": "DIVAResult"})
