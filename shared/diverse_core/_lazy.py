@@ -8,7 +8,7 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["lazy_exports", "deprecated_aliases", "deprecated_method"]
+__all__ = ["lazy_exports", "deprecated_aliases", "deprecated_method", "package_exports"]
 
 
 def lazy_exports(
@@ -73,6 +73,23 @@ def deprecated_aliases(
         return getattr_(name)
 
     return __getattr__
+
+
+def package_exports(
+    package: str, namespace: dict[str, Any], lazy: Mapping[str, str], renamed: Mapping[str, str]
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """A package's ``__getattr__`` and ``__dir__``: ``lazy`` names (name -> relative module)
+    imported on first use (:func:`lazy_exports`), ``renamed`` old names (old -> new) answered
+    with a warning (:func:`deprecated_aliases`).
+
+    Example:
+        >>> ns: dict = {}
+        >>> get, dir_ = package_exports("diverse_core", ns, {"vendi_score": ".metrics"}, {"vendi": "vendi_score"})
+        >>> get("vendi_score").__name__, "vendi_score" in dir_()
+        ('vendi_score', True)
+    """
+    getattr_, dir_ = lazy_exports(package, namespace, lazy)
+    return deprecated_aliases(package, namespace, renamed, getattr_), dir_
 
 
 def deprecated_method(old: str, new: str) -> Callable[..., Any]:

@@ -32,7 +32,7 @@ from typing import Any
 
 from ..errors import InvalidParameterError
 from ..pipelines import PipelineResult
-from ..pipelines.diva import DIVA, DIVAResult, DivaPrompts
+from ..pipelines.diva import DIVA, DivaPrompts, DIVAResult
 from .pipeline_plugin import declare_pipeline_method
 from .plugins import MethodInput
 
