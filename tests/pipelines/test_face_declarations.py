@@ -211,3 +211,15 @@ def test_old_result_class_name_warns() -> None:
 def test_inmemory_source_still_serves_the_declared_test_pipeline() -> None:
     res = TwoSearch(lambda prompt: "x").run(TEXTS[0], InMemorySource(TEXTS, lambda ts: [_vec(t) for t in ts]))
     assert res.fields(("pipeline", "documents"))["pipeline"] == "two-search"
+
+
+def test_langchain_vendirag_quality_trajectory_has_the_llamaindex_name() -> None:
+    """``vendirag_quality`` meant the trajectory on LangChain documents but the final quality in
+    LlamaIndex's metadata: the trajectory now has one name in both, the old key stays (deprecated)."""
+    vendirag = pytest.importorskip("langchain_diverse.vendirag")
+    res = VendiRAGResult(question="q", iterations=(), final_iteration=1)
+    meta = vendirag.VendiRAGRetriever.result_metadata(res)
+    assert meta["vendirag_quality_trajectory"] == [] and meta["vendirag_quality"] == []
+    with pytest.warns(DeprecationWarning, match="VENDIRAG_QUALITY is deprecated"):
+        assert vendirag.VENDIRAG_QUALITY == "vendirag_quality_trajectory"
+    assert "VENDIRAG_QUALITY" not in vendirag.__all__
