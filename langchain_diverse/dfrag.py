@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from diverse_core._lazy import deprecated_method
+from diverse_core._lazy import deprecated_aliases, deprecated_method
 from diverse_core.pipelines.dfrag import DFRAG
 from langchain_core.runnables import Runnable
 
@@ -22,12 +22,12 @@ __all__ = [
     "DFRAGRetriever",
     "create_dfrag_chain",
     "DFRAG_LAMBDA",
-    "DFRAG_SCORES",
+    "DFRAG_LAMBDA_SCORES",
     "DFRAG_PLAN",
 ]
 
 DFRAG_LAMBDA = "dfrag_lambda"
-DFRAG_SCORES = "dfrag_lambda_scores"
+DFRAG_LAMBDA_SCORES = "dfrag_lambda_scores"
 DFRAG_PLAN = "dfrag_plan"
 
 
@@ -57,7 +57,7 @@ class DFRAGRetriever(PipelineRetriever):
     """
 
     pipeline_class = DFRAG
-    document_fields = {DFRAG_LAMBDA: "lambda", DFRAG_SCORES: "scores", DFRAG_PLAN: "plan"}
+    document_fields = {DFRAG_LAMBDA: "lambda", DFRAG_LAMBDA_SCORES: "scores", DFRAG_PLAN: "plan"}
     chain_keys = ("lambda", "lambda_source", "scores", "plan")
 
     #: Old names of :meth:`run_pipeline` / :meth:`arun_pipeline` (each call warns).
@@ -70,3 +70,8 @@ def create_dfrag_chain(retriever: DFRAGRetriever) -> Runnable[Any, dict[str, Any
     :func:`~langchain_diverse.pipeline_retriever.create_pipeline_chain`; adds ``lambda``,
     ``lambda_source``, ``scores`` and ``plan``)."""
     return create_pipeline_chain(retriever)
+
+
+#: Old names kept as deprecated aliases (each access warns): ``DFRAG_SCORES`` ->
+#: ``DFRAG_LAMBDA_SCORES`` (named like its key, as every other metadata key constant is).
+__getattr__ = deprecated_aliases(__name__, globals(), {"DFRAG_SCORES": "DFRAG_LAMBDA_SCORES"})

@@ -7,7 +7,7 @@ from diverse_core.pipelines.drrag import DRRAG
 
 from .pipeline_engine import PipelineQueryEngine, PipelineRetriever
 
-__all__ = ["DRRAGRetriever", "DRRAGQueryEngine"]
+__all__ = ["DRRAGRetriever", "DRRAGQueryEngine", "response_metadata"]
 
 
 class DRRAGRetriever(PipelineRetriever):
@@ -38,3 +38,7 @@ class DRRAGQueryEngine(PipelineQueryEngine):
     trace and result. Needs an LLM (``llm=``) for the answer."""
 
     retriever_class = DRRAGRetriever
+
+
+#: The DR-RAG fields a query engine puts in ``Response.metadata`` (a function of the result).
+response_metadata = DRRAGRetriever.response_metadata

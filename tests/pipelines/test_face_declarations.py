@@ -223,3 +223,25 @@ def test_langchain_vendirag_quality_trajectory_has_the_llamaindex_name() -> None
     with pytest.warns(DeprecationWarning, match="VENDIRAG_QUALITY is deprecated"):
         assert vendirag.VENDIRAG_QUALITY == "vendirag_quality_trajectory"
     assert "VENDIRAG_QUALITY" not in vendirag.__all__
+
+
+def test_metadata_key_constants_are_named_like_their_keys() -> None:
+    dfrag = pytest.importorskip("langchain_diverse.dfrag")
+    assert dfrag.DFRAG_LAMBDA_SCORES == "dfrag_lambda_scores"
+    with pytest.warns(DeprecationWarning, match="DFRAG_SCORES is deprecated"):
+        assert dfrag.DFRAG_SCORES == dfrag.DFRAG_LAMBDA_SCORES
+    for module in ("dfrag", "diva", "vendirag"):
+        mod = pytest.importorskip(f"langchain_diverse.{module}")
+        for name in mod.__all__:
+            value = getattr(mod, name)
+            if name.isupper() and isinstance(value, str):
+                assert value == name.lower(), (module, name)
+
+
+def test_every_llamaindex_pipeline_module_has_response_metadata() -> None:
+    pytest.importorskip("llama_index.core")
+    import importlib
+
+    for module in ("dfrag", "diva", "drrag", "vendirag"):
+        mod = importlib.import_module(f"llamaindex_diverse.{module}")
+        assert "response_metadata" in mod.__all__ and callable(mod.response_metadata)
