@@ -124,8 +124,8 @@ class PipelineRetriever(BaseRetriever):
         if self.fetch_k < self.k:
             raise InvalidParameterError(f"fetch_k must be >= k; got fetch_k={self.fetch_k!r}, k={self.k!r}")
         self._source(None)  # checks the store / retriever / embeddings now
-        keywords = (*_CALL_POLICY, *self.pipeline_options())
-        self._pipeline = self.pipeline_class(as_backend(self.llm), **{name: getattr(self, name) for name in keywords})
+        keywords = {name: getattr(self, name) for name in (*_CALL_POLICY, *self.pipeline_options())}
+        self._pipeline = self.pipeline_class(as_backend(self.llm), **keywords)
 
     @classmethod
     def pipeline_options(cls) -> tuple[str, ...]:
