@@ -23,7 +23,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 import logging as _logging
 
 from diverse_core import __version__
-from diverse_core._lazy import deprecated_aliases, lazy_exports
+from diverse_core._lazy import package_exports
+from diverse_core.pipeline_names import pipeline_faces
 
 from .compressors import DiverseCompressor
 from .embeddings import (
@@ -67,25 +68,17 @@ __all__ = [
 ]
 
 # The LLM pipelines' faces are imported on first use (they pull in the pipelines' cores):
-# ``from langchain_diverse import DFRAGRetriever`` works as before, and importing the package stays cheap.
+# ``from langchain_diverse import DFRAGRetriever`` works as before, and importing the package stays
+# cheap. Every built-in pipeline's retriever and chain factory is named from the core's one list.
 _LAZY = {
-    "DFRAGRetriever": ".dfrag",
+    **pipeline_faces("{cls}Retriever", "create_{name}_chain"),
     "LangChainLLM": ".llm",
-    "create_dfrag_chain": ".dfrag",
     "PipelineRetriever": ".pipeline_retriever",
     "create_pipeline_chain": ".pipeline_retriever",
     "LangChainSource": ".sources",
-    "DRRAGRetriever": ".drrag",
-    "DIVARetriever": ".diva",
-    "create_diva_chain": ".diva",
-    "VendiRAGRetriever": ".vendirag",
-    "create_vendirag_chain": ".vendirag",
 }
 __all__ += list(_LAZY)
 
-
-_lazy_getattr, __dir__ = lazy_exports(__name__, globals(), _LAZY)
-
 #: Renamed public names: the old one still works, with a DeprecationWarning on each access.
 _DEPRECATED = {"DivaRetriever": "DIVARetriever", "METADATA_KEYS": "SELECTION_METADATA_KEYS"}
-__getattr__ = deprecated_aliases(__name__, globals(), _DEPRECATED, _lazy_getattr)
+__getattr__, __dir__ = package_exports(__name__, globals(), _LAZY, _DEPRECATED)

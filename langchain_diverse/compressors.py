@@ -83,8 +83,16 @@ class DiverseCompressor(BaseDocumentCompressor):
             self._embedder_memo = memo
         return memo[1]
 
-    def _plan(self) -> SelectionPlan:
-        return plan_selection(self.method, self.method_params, self.k)
+    def _prepare(self, documents: Sequence[Document]) -> tuple[SelectionPlan, list[Document], list[str]]:
+        """The selection plan (checked even when no document came), the documents and their texts."""
+        documents = list(documents)
+        return plan_selection(self.method, self.method_params, self.k), documents, document_texts(documents)
+
+    def _select(
+        self, plan: SelectionPlan, documents: list[Document], query: str, query_vector: Any, vectors: Any
+    ) -> list[Document]:
+        return select_documents(query_vector, documents, vectors, plan, question=query,
+                                source_key=self.source_key, title_key=self.title_key)
 
     def compress_documents(
         self,
@@ -93,16 +101,12 @@ class DiverseCompressor(BaseDocumentCompressor):
         callbacks: Callbacks | None = None,
     ) -> Sequence[Document]:
         """Return ``k`` of ``documents`` chosen by ``method``, in pick order."""
-        plan = self._plan()
-        documents = list(documents)
+        plan, documents, texts = self._prepare(documents)
         if not documents:
             return []
-        texts = document_texts(documents)
         embedder = self._embedder()
-        query_vector = embedder.embed_query_array(query)
-        vectors = embedder.embed_documents_array(texts)
-        return select_documents(query_vector, documents, vectors, plan, question=query,
-                                source_key=self.source_key, title_key=self.title_key)
+        return self._select(plan, documents, query, embedder.embed_query_array(query),
+                            embedder.embed_documents_array(texts))
 
     async def acompress_documents(
         self,
@@ -111,14 +115,10 @@ class DiverseCompressor(BaseDocumentCompressor):
         callbacks: Callbacks | None = None,
     ) -> Sequence[Document]:
         """Async :meth:`compress_documents`: awaits the model; selection runs in a worker thread."""
-        plan = self._plan()
-        documents = list(documents)
+        plan, documents, texts = self._prepare(documents)
         if not documents:
             return []
-        texts = document_texts(documents)
         embedder = self._embedder()
         query_vector = await embedder.aembed_query_array(query)
         vectors = await embedder.aembed_documents_array(texts)
-        return await asyncio.to_thread(
-            select_documents, query_vector, documents, vectors, plan, question=query
-        )
+        return await asyncio.to_thread(self._select, plan, documents, query, query_vector, vectors)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from diverse_core.pipelines import PipelineResult
-from diverse_core.pipelines.dfrag import DFRAG, DFRAGResult
+from diverse_core._lazy import deprecated_aliases, deprecated_method
+from diverse_core.pipelines.dfrag import DFRAG
 from langchain_core.runnables import Runnable
 
 from .llm import LangChainLLM
@@ -22,12 +22,12 @@ __all__ = [
     "DFRAGRetriever",
     "create_dfrag_chain",
     "DFRAG_LAMBDA",
-    "DFRAG_SCORES",
+    "DFRAG_LAMBDA_SCORES",
     "DFRAG_PLAN",
 ]
 
 DFRAG_LAMBDA = "dfrag_lambda"
-DFRAG_SCORES = "dfrag_lambda_scores"
+DFRAG_LAMBDA_SCORES = "dfrag_lambda_scores"
 DFRAG_PLAN = "dfrag_plan"
 
 
@@ -57,24 +57,12 @@ class DFRAGRetriever(PipelineRetriever):
     """
 
     pipeline_class = DFRAG
+    document_fields = {DFRAG_LAMBDA: "lambda", DFRAG_LAMBDA_SCORES: "scores", DFRAG_PLAN: "plan"}
+    chain_keys = ("lambda", "lambda_source", "scores", "plan")
 
-    @classmethod
-    def result_metadata(cls, result: PipelineResult) -> dict[str, Any]:
-        assert isinstance(result, DFRAGResult)
-        return {
-            DFRAG_LAMBDA: result.lambda_star,
-            DFRAG_SCORES: result.labelled_scores(),
-            DFRAG_PLAN: list(result.plan),
-        }
-
-    @classmethod
-    def chain_fields(cls, result: PipelineResult) -> dict[str, Any]:
-        assert isinstance(result, DFRAGResult)
-        summary = result.summary()
-        return {key: summary[key] for key in ("lambda", "lambda_source", "scores", "plan")}
-
-    run_dfrag = PipelineRetriever.run_pipeline
-    arun_dfrag = PipelineRetriever.arun_pipeline
+    #: Old names of :meth:`run_pipeline` / :meth:`arun_pipeline` (each call warns).
+    run_dfrag = deprecated_method("run_dfrag", "run_pipeline")
+    arun_dfrag = deprecated_method("arun_dfrag", "arun_pipeline")
 
 
 def create_dfrag_chain(retriever: DFRAGRetriever) -> Runnable[Any, dict[str, Any]]:
@@ -82,3 +70,8 @@ def create_dfrag_chain(retriever: DFRAGRetriever) -> Runnable[Any, dict[str, Any
     :func:`~langchain_diverse.pipeline_retriever.create_pipeline_chain`; adds ``lambda``,
     ``lambda_source``, ``scores`` and ``plan``)."""
     return create_pipeline_chain(retriever)
+
+
+#: Old names kept as deprecated aliases (each access warns): ``DFRAG_SCORES`` ->
+#: ``DFRAG_LAMBDA_SCORES`` (named like its key, as every other metadata key constant is).
+__getattr__ = deprecated_aliases(__name__, globals(), {"DFRAG_SCORES": "DFRAG_LAMBDA_SCORES"})

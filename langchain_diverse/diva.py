@@ -15,11 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from diverse_core._lazy import deprecated_aliases
-from diverse_core.pipelines import PipelineResult
-from diverse_core.pipelines.diva import (
-    DIVA,
-    DivaResult,
-)
+from diverse_core.pipelines.diva import DIVA
 from langchain_core.runnables import Runnable
 
 from .pipeline_retriever import PipelineRetriever, create_pipeline_chain
@@ -66,17 +62,8 @@ class DIVARetriever(PipelineRetriever):
     """
 
     pipeline_class = DIVA
-
-    @classmethod
-    def result_metadata(cls, result: PipelineResult) -> dict[str, Any]:
-        assert isinstance(result, DivaResult)
-        return {DIVA_INTERPRETATIONS: list(result.interpretations), DIVA_USEFULNESS: result.usefulness}
-
-    @classmethod
-    def chain_fields(cls, result: PipelineResult) -> dict[str, Any]:
-        assert isinstance(result, DivaResult)
-        summary = result.summary()
-        return {key: summary[key] for key in ("interpretations", "verdicts", "usefulness", "route")}
+    document_fields = {DIVA_INTERPRETATIONS: "interpretations", DIVA_USEFULNESS: "usefulness"}
+    chain_keys = ("interpretations", "verdicts", "usefulness", "route")
 
 
 def create_diva_chain(retriever: DIVARetriever) -> Runnable[Any, dict[str, Any]]:

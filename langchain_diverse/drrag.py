@@ -2,20 +2,21 @@
 
 * :class:`DRRAGRetriever` - stage-1 documents plus the bridge documents found by searching with
   the question followed by each stage-1 document, kept by the pair classifier (no LLM needed).
-* :meth:`DRRAGRetriever.as_chain` - a Runnable ``question -> {answer, context, trace, warnings, cost, result}``
-  (one LLM call per question).
+* :meth:`DRRAGRetriever.as_chain` / :func:`create_drrag_chain` - a Runnable
+  ``question -> {answer, context, mode, stage2_queries, trace, warnings, cost, result}`` (one LLM
+  call per question).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from diverse_core.pipelines import PipelineResult
-from diverse_core.pipelines.drrag import DRRAG, DRRAGResult
+from diverse_core.pipelines.drrag import DRRAG
+from langchain_core.runnables import Runnable
 
-from .pipeline_retriever import PipelineRetriever
+from .pipeline_retriever import PipelineRetriever, create_pipeline_chain
 
-__all__ = ["DRRAGRetriever"]
+__all__ = ["DRRAGRetriever", "create_drrag_chain"]
 
 
 class DRRAGRetriever(PipelineRetriever):
@@ -40,8 +41,11 @@ class DRRAGRetriever(PipelineRetriever):
     """
 
     pipeline_class = DRRAG
+    chain_keys = ("mode", "stage2_queries")
 
-    @classmethod
-    def chain_fields(cls, result: PipelineResult) -> dict[str, Any]:
-        assert isinstance(result, DRRAGResult)
-        return {"mode": result.mode, "stage2_queries": list(result.stage2_queries)}
+
+def create_drrag_chain(retriever: DRRAGRetriever) -> Runnable[Any, dict[str, Any]]:
+    """A Runnable that answers a question with DR-RAG end to end (see
+    :func:`~langchain_diverse.pipeline_retriever.create_pipeline_chain`; adds ``mode`` and
+    ``stage2_queries``). Needs the retriever's ``llm`` (one call, the answer)."""
+    return create_pipeline_chain(retriever)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import threading
 import time
 from collections.abc import Hashable, Sequence
 from typing import Any
@@ -17,12 +16,8 @@ from diverse_core.llm import (
     OutputSchema,
     StructuredOutputUnsupported,
 )
-from diverse_core.llm.structured import (
-    STRUCTURED_METHODS,
-    refusal_from_error,
-    schema_hint,
-    token_budget,
-)
+from diverse_core.llm.adapter import FrameworkAdapter
+from diverse_core.llm.structured import STRUCTURED_METHODS, schema_hint, token_budget
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable, RunnableConfig
@@ -135,7 +130,7 @@ def _lc_messages(messages: Sequence[Message]) -> list[BaseMessage]:
     return [_ROLES[m.role](content=m.content) for m in messages]
 
 
-class LangChainLLM:
+class LangChainLLM(FrameworkAdapter):
     """A LangChain chat model, LLM or string-input Runnable as a pipeline backend.
 
     Text calls are ``model.invoke(prompt, config)`` (or ``ainvoke``). Structured role calls
@@ -167,18 +162,9 @@ class LangChainLLM:
             raise TypeError(f"model must be a LangChain Runnable; got {type(model).__name__}")
         self.model = model
         self.invoke_kwargs = invoke_kwargs
-        methods = supported_methods(model) if structured_methods is None else structured_methods
-        if isinstance(methods, str) or any(m not in STRUCTURED_METHODS for m in methods):
-            raise ValueError(f"structured_methods must be a sequence of {STRUCTURED_METHODS}; "
-                             f"got structured_methods={structured_methods!r}")
-        self.structured_methods: tuple[str, ...] = tuple(methods)
-        #: Read by ManagedLLM: ``False`` runs ``complete`` in its own daemon pool for async calls
-        #: too, so a hung call is abandoned at its timeout (see :func:`native_async`).
-        self.native_async = native_async(model)
+        # structured methods (see supported_methods), native_async (see native_async), memories
+        self._adapt(model, structured_methods, detect=supported_methods, native=native_async)
         self._runnables: dict[tuple[str, str, bool], Runnable[Any, Any]] = {}
-        self._lock = threading.Lock()
-        self._proven: set[str] = set()  # structured methods that returned a reply once
-        self._quiet: Any = None  # the model without its client's retries (built on first probe)
 
     @property
     def max_tokens(self) -> int | None:
@@ -226,21 +212,11 @@ class LangChainLLM:
         return Completion(_message_text(out), p, c, time.perf_counter() - start)
 
     # ------------------------------------------------------------------ structured calls
-    def _probe_model(self) -> Any:
-        """The model without its client's own retries, for a structured method's first
-        requests: a refusal then costs one request, not ``max_retries + 1``
-        (``ChatOpenAI(max_retries=2)``: three HTTP errors per refused probe). The model itself
-        when it has no retries, or cannot be copied."""
-        if self._quiet is None:
-            self._quiet = _without_retries(self.model)
-        return self._quiet
-
     def _structured(self, schema: OutputSchema, method: str) -> Runnable[Any, Any]:
         """``model.with_structured_output(...)`` for this schema and method (built once; until
-        the method has worked, on :meth:`_probe_model`)."""
-        if method not in self.structured_methods:
-            raise StructuredOutputUnsupported(method, f"not in this adapter's structured_methods "
-                                                      f"{self.structured_methods}")
+        the method has worked, on the model without its client's own retries:
+        ``ChatOpenAI(max_retries=2)`` would send three requests per refused probe)."""
+        self._check_method(method)
         probing = method not in self._proven
         key = (method, json.dumps(schema.as_dict(), sort_keys=True) + schema.name, probing)
         with self._lock:
@@ -248,7 +224,7 @@ class LangChainLLM:
         if built is not None:
             return built
         spec = {"title": schema.name, "description": schema.description or schema.name, **schema.as_dict()}
-        model = self._probe_model() if probing else self.model
+        model = self._model_for(method, self.model, _without_retries)
         wso: Any = model.with_structured_output
         try:
             if supported_methods(self.model) == STRUCTURED_METHODS:
@@ -266,8 +242,7 @@ class LangChainLLM:
             messages = schema_hint(messages, schema)
         return _lc_messages(messages)
 
-    @staticmethod
-    def _reply(out: Any, method: str, start: float) -> Completion:
+    def _reply(self, out: Any, method: str, start: float) -> Completion:
         if not isinstance(out, dict) or "raw" not in out:  # a model's own wrapper without include_raw
             parsed = out.model_dump() if hasattr(out, "model_dump") else out
             return Completion(json.dumps(parsed), latency=time.perf_counter() - start)
@@ -297,13 +272,9 @@ class LangChainLLM:
         try:
             out = runnable.invoke(self._inputs(messages, schema, method), self._config(callbacks, tags),
                                   **{**self.invoke_kwargs, **kwargs})
-        except Exception as exc:
-            refused = refusal_from_error(exc, method)
-            if refused is None:
-                raise
-            raise refused from exc
-        self._proven.add(method)
-        return self._reply(out, method, start)
+        except Exception as exc:  # noqa: BLE001 - a refusal is told apart in _failed, the rest re-raised
+            return self._failed(exc, method, start)
+        return self._settled(out, method, start)
 
     async def acomplete_structured(self, messages: Sequence[Message], schema: OutputSchema, *,
                                    method: str, callbacks: Any = None, tags: Any = None,
@@ -314,13 +285,9 @@ class LangChainLLM:
         try:
             out = await runnable.ainvoke(self._inputs(messages, schema, method),
                                          self._config(callbacks, tags), **{**self.invoke_kwargs, **kwargs})
-        except Exception as exc:
-            refused = refusal_from_error(exc, method)
-            if refused is None:
-                raise
-            raise refused from exc
-        self._proven.add(method)
-        return self._reply(out, method, start)
+        except Exception as exc:  # noqa: BLE001 - a refusal is told apart in _failed, the rest re-raised
+            return self._failed(exc, method, start)
+        return self._settled(out, method, start)
 
     def __repr__(self) -> str:
         return f"LangChainLLM({type(self.model).__name__})"

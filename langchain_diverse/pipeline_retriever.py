@@ -2,13 +2,15 @@
 
 A pipeline's retriever (``DFRAGRetriever``, ...) subclasses :class:`PipelineRetriever` and only
 declares its ``pipeline_class``: the pipeline's options become pydantic fields, generated from the
-core's declaration (``pipeline_class.OPTIONS``, see :mod:`diverse_core.pipelines.options`);
-fetching candidates, the LLM adapter, callbacks, sync/async, per-call ``k``, document metadata and
-the chain are shared here.
+core's declaration (``pipeline_class.OPTIONS``, see :mod:`diverse_core.pipelines.options`), and
+what the run reports besides the documents (``document_fields``, ``chain_keys``) is named from the
+result's :meth:`~diverse_core.pipelines.PipelineResult.fields`; fetching candidates, the LLM
+adapter, callbacks, sync/async, per-call ``k``, document metadata and the chain are shared here.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from diverse_core.errors import InvalidParameterError
@@ -41,6 +43,8 @@ __all__ = ["PipelineRetriever", "create_pipeline_chain", "PIPELINE_WARNINGS", "P
 PIPELINE_WARNINGS = "pipeline_warnings"
 #: Metadata key: why the pipeline chose this document (its ``ChosenDocument.reason``).
 PIPELINE_REASON = "pipeline_reason"
+#: The retriever's fields handed to every pipeline's constructor besides its own options.
+_CALL_POLICY = ("k", "max_concurrency", "timeout", "max_retries", "llm_kwargs")
 
 
 class PipelineRetriever(BaseRetriever):
@@ -48,7 +52,9 @@ class PipelineRetriever(BaseRetriever):
 
     Subclasses set ``pipeline_class``; its declared options (``pipeline_class.OPTIONS``) become
     fields with the core's defaults (a subclass may still declare a field itself; every field not
-    defined here is passed to the pipeline's constructor). Returned documents are
+    defined here is passed to the pipeline's constructor). ``document_fields`` (metadata key ->
+    name of a result field) and ``chain_keys`` (result fields) declare what the pipeline adds to
+    every document and to the chain's output. Returned documents are
     copies whose metadata carries ``relevance_score``, ``selection_score``, ``selection_rank``,
     ``selection_method`` (the pipeline's name), ``selection_params`` (why it was chosen, with
     ``k``), ``pipeline_reason`` and ``pipeline_warnings`` (never silent: what fell back).
@@ -74,6 +80,11 @@ class PipelineRetriever(BaseRetriever):
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     pipeline_class: ClassVar[type[Pipeline]]
+    #: Metadata put on every returned document: key -> a field of the run's result
+    #: (:meth:`~diverse_core.pipelines.PipelineResult.fields`).
+    document_fields: ClassVar[Mapping[str, str]] = {}
+    #: Fields of the run's result added to the chain's output under their own names.
+    chain_keys: ClassVar[tuple[str, ...]] = ()
 
     llm: Any = None
     vectorstore: VectorStore | None = None
@@ -113,16 +124,8 @@ class PipelineRetriever(BaseRetriever):
         if self.fetch_k < self.k:
             raise InvalidParameterError(f"fetch_k must be >= k; got fetch_k={self.fetch_k!r}, k={self.k!r}")
         self._source(None)  # checks the store / retriever / embeddings now
-        options = {name: getattr(self, name) for name in self.pipeline_options()}
-        self._pipeline = self.pipeline_class(
-            as_backend(self.llm),
-            k=self.k,
-            max_concurrency=self.max_concurrency,
-            timeout=self.timeout,
-            max_retries=self.max_retries,
-            llm_kwargs=self.llm_kwargs,
-            **options,
-        )
+        keywords = {name: getattr(self, name) for name in (*_CALL_POLICY, *self.pipeline_options())}
+        self._pipeline = self.pipeline_class(as_backend(self.llm), **keywords)
 
     @classmethod
     def pipeline_options(cls) -> tuple[str, ...]:
@@ -137,13 +140,14 @@ class PipelineRetriever(BaseRetriever):
     # -- hooks a pipeline's face may override ----------------------------------
     @classmethod
     def result_metadata(cls, result: PipelineResult) -> dict[str, Any]:
-        """Extra metadata put on every returned document."""
-        return {}
+        """Extra metadata put on every returned document (default: ``document_fields``)."""
+        values = result.fields(tuple(cls.document_fields.values()))
+        return {key: values[name] for key, name in cls.document_fields.items()}
 
     @classmethod
     def chain_fields(cls, result: PipelineResult) -> dict[str, Any]:
-        """Extra fields of the chain's output."""
-        return {}
+        """Extra fields of the chain's output (default: ``chain_keys``)."""
+        return result.fields(cls.chain_keys)
 
     # -- plumbing ----------------------------------------------------------------
     def _source(self, callbacks: Any) -> LangChainSource:

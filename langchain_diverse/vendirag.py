@@ -12,11 +12,10 @@ between iterations.
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from typing import Any
 
-from diverse_core.pipelines import PipelineResult
-from diverse_core.pipelines.vendirag import VendiRAG, VendiRAGResult
+from diverse_core._lazy import deprecated_aliases, deprecated_method
+from diverse_core.pipelines.vendirag import VendiRAG
 from langchain_core.runnables import Runnable
 
 from .pipeline_retriever import PipelineRetriever, create_pipeline_chain
@@ -26,15 +25,19 @@ __all__ = [
     "create_vendirag_chain",
     "VENDIRAG_ITERATION",
     "VENDIRAG_S_TRAJECTORY",
-    "VENDIRAG_QUALITY",
+    "VENDIRAG_QUALITY_TRAJECTORY",
 ]
 
 #: Metadata key: the iteration whose chunks (and answer) were returned.
 VENDIRAG_ITERATION = "vendirag_iteration"
 #: Metadata key: s of every iteration.
 VENDIRAG_S_TRAJECTORY = "vendirag_s_trajectory"
-#: Metadata key: the judge's quality Q_i of every iteration (``None`` where not judged).
-VENDIRAG_QUALITY = "vendirag_quality"
+#: Metadata key: the judge's quality Q_i of every iteration (``None`` where not judged); the
+#: name the LlamaIndex face gives it too.
+VENDIRAG_QUALITY_TRAJECTORY = "vendirag_quality_trajectory"
+#: Deprecated metadata key, still written: the same trajectory under the name that means the final
+#: quality elsewhere (the chain's ``quality``, LlamaIndex's ``vendirag_quality``).
+_OLD_QUALITY_KEY = "vendirag_quality"
 
 
 class VendiRAGRetriever(PipelineRetriever):
@@ -45,7 +48,8 @@ class VendiRAGRetriever(PipelineRetriever):
     ``return_documents="union"``, every chunk the loop used. Besides the shared metadata (see
     :class:`PipelineRetriever`; ``selection_params`` holds ``iteration``, ``s``, ``quality``,
     ``query`` and ``k``), documents carry ``vendirag_iteration``, ``vendirag_s_trajectory`` and
-    ``vendirag_quality``. **Needs an LLM** even for retrieval (the judge drives it).
+    ``vendirag_quality_trajectory`` (also, deprecated, as ``vendirag_quality``). **Needs an LLM**
+    even for retrieval (the judge drives it).
 
     Options (see :class:`~diverse_core.pipelines.vendirag.VendiRAG`): ``initial_s`` (0.8),
     ``threshold`` (0.85), ``max_iterations`` (5), ``s_update`` (``"paper"``/``"relative"``/
@@ -66,29 +70,17 @@ class VendiRAGRetriever(PipelineRetriever):
     """
 
     pipeline_class = VendiRAG
+    document_fields = {
+        VENDIRAG_ITERATION: "final_iteration",
+        VENDIRAG_S_TRAJECTORY: "s_trajectory",
+        VENDIRAG_QUALITY_TRAJECTORY: "quality_trajectory",
+        _OLD_QUALITY_KEY: "quality_trajectory",
+    }
+    chain_keys = ("iterations", "final_iteration", "s_trajectory", "quality", "stop_reason")
 
-    @classmethod
-    def result_metadata(cls, result: PipelineResult) -> dict[str, Any]:
-        assert isinstance(result, VendiRAGResult)
-        return {
-            VENDIRAG_ITERATION: result.final_iteration,
-            VENDIRAG_S_TRAJECTORY: list(result.s_trajectory),
-            VENDIRAG_QUALITY: list(result.quality_trajectory),
-        }
-
-    @classmethod
-    def chain_fields(cls, result: PipelineResult) -> dict[str, Any]:
-        assert isinstance(result, VendiRAGResult)
-        return {
-            "iterations": [asdict(it) for it in result.iterations],
-            "final_iteration": result.final_iteration,
-            "s_trajectory": list(result.s_trajectory),
-            "quality": result.quality,
-            "stop_reason": result.stop_reason,
-        }
-
-    run_vendirag = PipelineRetriever.run_pipeline
-    arun_vendirag = PipelineRetriever.arun_pipeline
+    #: Old names of :meth:`run_pipeline` / :meth:`arun_pipeline` (each call warns).
+    run_vendirag = deprecated_method("run_vendirag", "run_pipeline")
+    arun_vendirag = deprecated_method("arun_vendirag", "arun_pipeline")
 
 
 def create_vendirag_chain(retriever: VendiRAGRetriever) -> Runnable[Any, dict[str, Any]]:
@@ -96,3 +88,8 @@ def create_vendirag_chain(retriever: VendiRAGRetriever) -> Runnable[Any, dict[st
     :func:`~langchain_diverse.pipeline_retriever.create_pipeline_chain`; adds ``iterations``,
     ``final_iteration``, ``s_trajectory``, ``quality`` and ``stop_reason``)."""
     return create_pipeline_chain(retriever)
+
+
+#: Old names kept as deprecated aliases (each access warns): ``VENDIRAG_QUALITY`` (the key of the
+#: quality trajectory) -> ``VENDIRAG_QUALITY_TRAJECTORY``.
+__getattr__ = deprecated_aliases(__name__, globals(), {"VENDIRAG_QUALITY": "VENDIRAG_QUALITY_TRAJECTORY"})

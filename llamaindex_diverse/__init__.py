@@ -21,7 +21,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 import logging as _logging
 
 from diverse_core import __version__
-from diverse_core._lazy import deprecated_aliases, lazy_exports
+from diverse_core._lazy import package_exports
+from diverse_core.pipeline_names import pipeline_faces
 
 from ._metadata import SELECTION_METADATA_KEYS
 from .embeddings import MiniLMEmbedding
@@ -40,26 +41,17 @@ __all__ = [
 _logging.getLogger(__name__).addHandler(_logging.NullHandler())
 
 # The LLM pipelines' faces are imported on first use (they pull in the pipelines' cores):
-# ``from llamaindex_diverse import DFRAGRetriever`` works as before, and importing the package stays cheap.
+# ``from llamaindex_diverse import DFRAGRetriever`` works as before, and importing the package
+# stays cheap. Every built-in pipeline's retriever and query engine is named from the core's one list.
 _LAZY = {
-    "DFRAGQueryEngine": ".dfrag",
-    "DFRAGRetriever": ".dfrag",
+    **pipeline_faces("{cls}QueryEngine", "{cls}Retriever"),
     "LlamaIndexLLM": ".llm",
     "PipelineQueryEngine": ".pipeline_engine",
     "PipelineRetriever": ".pipeline_engine",
     "LlamaIndexSource": ".sources",
-    "DRRAGQueryEngine": ".drrag",
-    "DRRAGRetriever": ".drrag",
-    "DIVAQueryEngine": ".diva",
-    "DIVARetriever": ".diva",
-    "VendiRAGQueryEngine": ".vendirag",
-    "VendiRAGRetriever": ".vendirag",
 }
 __all__ += list(_LAZY)
 
-
-_lazy_getattr, __dir__ = lazy_exports(__name__, globals(), _LAZY)
-
 #: Renamed public names: the old one still works, with a DeprecationWarning on each access.
 _DEPRECATED = {"DivaRetriever": "DIVARetriever", "DivaQueryEngine": "DIVAQueryEngine"}
-__getattr__ = deprecated_aliases(__name__, globals(), _DEPRECATED, _lazy_getattr)
+__getattr__, __dir__ = package_exports(__name__, globals(), _LAZY, _DEPRECATED)

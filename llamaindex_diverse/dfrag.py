@@ -10,29 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from diverse_core.pipelines import PipelineResult
-from diverse_core.pipelines.dfrag import DFRAG, DFRAGResult
+from diverse_core._lazy import deprecated_method
+from diverse_core.pipelines.dfrag import DFRAG
 
 from .llm import LlamaIndexLLM
-from .pipeline_engine import PipelineQueryEngine, PipelineRetriever, pipeline_response_metadata
+from .pipeline_engine import PipelineQueryEngine, PipelineRetriever
 
 __all__ = ["LlamaIndexLLM", "DFRAGRetriever", "DFRAGQueryEngine", "response_metadata"]
-
-
-def response_metadata(result: PipelineResult) -> dict[str, Any]:
-    """The DF-RAG fields a query engine puts in ``Response.metadata``."""
-    assert isinstance(result, DFRAGResult)
-    summary = result.summary()
-    return {
-        "dfrag_lambda": result.lambda_star,
-        "dfrag_lambda_source": result.lambda_source,
-        "dfrag_lambda_scores": summary["scores"],
-        "dfrag_tied_lambdas": summary["tied_lambdas"],
-        "dfrag_plan": summary["plan"],
-        "dfrag_parse_failures": summary["parse_failures"],
-        "dfrag_n_distinct_sets": result.n_distinct_sets,
-        **pipeline_response_metadata(result, "dfrag"),
-    }
 
 
 class DFRAGRetriever(PipelineRetriever):
@@ -55,14 +39,18 @@ class DFRAGRetriever(PipelineRetriever):
     """
 
     pipeline_class = DFRAG
+    response_fields = ("lambda", "lambda_source", "scores", "tied_lambdas", "plan", "parse_failures",
+                       "n_distinct_sets")
+    response_names = {"scores": "lambda_scores"}
 
     @classmethod
     def _llm_from_settings(cls, options: dict[str, Any]) -> bool:
         # the LLM evaluator needs a model (Settings.llm by default); the adaptive one does not
         return options.get("evaluator", "llm") == "llm"
 
-    run_dfrag = PipelineRetriever.run_pipeline
-    arun_dfrag = PipelineRetriever.arun_pipeline
+    #: Old names of :meth:`run_pipeline` / :meth:`arun_pipeline` (each call warns).
+    run_dfrag = deprecated_method("run_dfrag", "run_pipeline")
+    arun_dfrag = deprecated_method("arun_dfrag", "arun_pipeline")
 
 
 class DFRAGQueryEngine(PipelineQueryEngine):
@@ -82,5 +70,6 @@ class DFRAGQueryEngine(PipelineQueryEngine):
 
     retriever_class = DFRAGRetriever
 
-    def response_metadata(self, result: PipelineResult) -> dict[str, Any]:
-        return response_metadata(result)
+
+#: The DF-RAG fields a query engine puts in ``Response.metadata`` (a function of the result).
+response_metadata = DFRAGRetriever.response_metadata

@@ -9,30 +9,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from diverse_core._lazy import deprecated_aliases
-from diverse_core.pipelines import PipelineResult
-from diverse_core.pipelines.diva import DIVA, DivaResult
+from diverse_core.pipelines.diva import DIVA
 
-from .pipeline_engine import PipelineQueryEngine, PipelineRetriever, pipeline_response_metadata
+from .pipeline_engine import PipelineQueryEngine, PipelineRetriever
 
 __all__ = ["DIVARetriever", "DIVAQueryEngine", "response_metadata"]
-
-
-def response_metadata(result: PipelineResult) -> dict[str, Any]:
-    """The DIVA fields a query engine puts in ``Response.metadata``."""
-    assert isinstance(result, DivaResult)
-    return {
-        "diva_interpretations": list(result.interpretations),
-        "diva_interpretations_source": result.interpretations_source,
-        "diva_ambiguity_kinds": list(result.ambiguity_kinds),
-        "diva_verdicts": list(result.verdicts),
-        "diva_usefulness": result.usefulness,
-        "diva_route": result.route,
-        "diva_qa_pairs": [list(p) for p in result.qa_pairs],
-        **pipeline_response_metadata(result, "diva"),
-    }
 
 
 class DIVARetriever(PipelineRetriever):
@@ -63,6 +45,8 @@ class DIVARetriever(PipelineRetriever):
     """
 
     pipeline_class = DIVA
+    response_fields = ("interpretations", "interpretations_source", "ambiguity_kinds", "verdicts",
+                       "usefulness", "route", "qa_pairs")
 
 
 class DIVAQueryEngine(PipelineQueryEngine):
@@ -85,8 +69,9 @@ class DIVAQueryEngine(PipelineQueryEngine):
 
     retriever_class = DIVARetriever
 
-    def response_metadata(self, result: PipelineResult) -> dict[str, Any]:
-        return response_metadata(result)
+
+#: The DIVA fields a query engine puts in ``Response.metadata`` (a function of the result).
+response_metadata = DIVARetriever.response_metadata
 
 
 #: Old names kept as deprecated aliases (each access warns).

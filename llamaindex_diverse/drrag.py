@@ -3,14 +3,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from diverse_core.pipelines.drrag import DRRAG
 
-from diverse_core.pipelines import PipelineResult
-from diverse_core.pipelines.drrag import DRRAG, DRRAGResult
+from .pipeline_engine import PipelineQueryEngine, PipelineRetriever
 
-from .pipeline_engine import PipelineQueryEngine, PipelineRetriever, pipeline_response_metadata
-
-__all__ = ["DRRAGRetriever", "DRRAGQueryEngine"]
+__all__ = ["DRRAGRetriever", "DRRAGQueryEngine", "response_metadata"]
 
 
 class DRRAGRetriever(PipelineRetriever):
@@ -32,6 +29,7 @@ class DRRAGRetriever(PipelineRetriever):
 
     pipeline_class = DRRAG
     llm_default_from_settings = False
+    response_fields = ("mode", "stage2_queries", "rejected")
 
 
 class DRRAGQueryEngine(PipelineQueryEngine):
@@ -41,11 +39,6 @@ class DRRAGQueryEngine(PipelineQueryEngine):
 
     retriever_class = DRRAGRetriever
 
-    def response_metadata(self, result: PipelineResult) -> dict[str, Any]:
-        assert isinstance(result, DRRAGResult)
-        return {
-            "drrag_mode": result.mode,
-            "drrag_stage2_queries": list(result.stage2_queries),
-            "drrag_rejected": list(result.rejected),
-            **pipeline_response_metadata(result, "drrag"),
-        }
+
+#: The DR-RAG fields a query engine puts in ``Response.metadata`` (a function of the result).
+response_metadata = DRRAGRetriever.response_metadata

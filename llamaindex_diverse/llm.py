@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import threading
 import time
 from collections.abc import Hashable, Sequence
 from typing import Any
@@ -15,9 +14,9 @@ from diverse_core.llm import (
     ManagedLLM,
     Message,
     OutputSchema,
-    StructuredOutputUnsupported,
 )
-from diverse_core.llm.structured import STRUCTURED_METHODS, refusal_from_error, token_budget
+from diverse_core.llm.adapter import FrameworkAdapter
+from diverse_core.llm.structured import refusal_from_error, token_budget
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.llms import LLM
 from llama_index.core.prompts import ChatPromptTemplate
@@ -116,7 +115,7 @@ def _openai_like(llm: object) -> bool:
     return any(c.__name__ == "OpenAILike" for c in type(llm).__mro__)
 
 
-class LlamaIndexLLM:
+class LlamaIndexLLM(FrameworkAdapter):
     """A LlamaIndex ``LLM`` as a pipeline backend.
 
     Text calls are ``llm.complete(prompt)``. Structured role calls go through the LLM's own
@@ -150,18 +149,9 @@ class LlamaIndexLLM:
             raise TypeError(f"llm must be a llama_index LLM; got {type(llm).__name__}")
         self.llm = llm
         self.complete_kwargs = complete_kwargs
-        methods = structured_method(llm) if structured_methods is None else structured_methods
-        if isinstance(methods, str) or any(m not in STRUCTURED_METHODS for m in methods):
-            raise ValueError(f"structured_methods must be a sequence of {STRUCTURED_METHODS}; "
-                             f"got structured_methods={structured_methods!r}")
-        self.structured_methods: tuple[str, ...] = tuple(methods)
-        #: Read by ManagedLLM: ``False`` runs ``complete`` in its own daemon pool for async calls
-        #: too, so a hung call is abandoned at its timeout (see :func:`native_async`).
-        self.native_async = native_async(llm)
+        # structured methods (see structured_method), native_async (see native_async), memories
+        self._adapt(llm, structured_methods, detect=structured_method, native=native_async)
         self._classes: dict[str, type[BaseModel]] = {}
-        self._lock = threading.Lock()
-        self._proven: set[str] = set()  # structured methods that returned a reply once
-        self._quiet: Any = None  # the LLM without its own retries (built on the first probe)
 
     @property
     def max_tokens(self) -> int | None:
@@ -186,9 +176,7 @@ class LlamaIndexLLM:
 
     def _prepare(self, messages: Sequence[Message], schema: OutputSchema, method: str,
                  kwargs: dict[str, Any]) -> tuple[type[BaseModel], ChatPromptTemplate, dict[str, Any]]:
-        if method not in self.structured_methods:
-            raise StructuredOutputUnsupported(method, f"not in this adapter's structured_methods "
-                                                      f"{self.structured_methods}")
+        self._check_method(method)
         template = ChatPromptTemplate(
             message_templates=[ChatMessage(role=_ROLES[m.role], content=m.content) for m in messages]
         )
@@ -201,34 +189,24 @@ class LlamaIndexLLM:
         """The LLM for a structured call: until ``method`` has worked once, a copy without its
         retries (``OpenAILike`` retries 3 times itself *and* through its client: a refused
         probe would cost up to 16 requests), so a refusal costs one request."""
-        if method in self._proven:
-            return self.llm
-        with self._lock:
-            if self._quiet is None:
-                self._quiet = _without_retries(self.llm)
-            return self._quiet
+        return self._model_for(method, self.llm, _without_retries)
 
-    @staticmethod
-    def _reply(out: Any, start: float) -> Completion:
+    def _reply(self, out: Any, method: str, start: float) -> Completion:
         value = out.model_dump(exclude_unset=True) if isinstance(out, BaseModel) else out
         return Completion(json.dumps(value), latency=time.perf_counter() - start)
 
-    @staticmethod
-    def _failed(exc: Exception, method: str, start: float) -> Completion:
-        """A reply the integration could not parse: its message (which quotes the reply) goes
-        on, so the core flags it and the role's text parser reads it."""
-        refused = refusal_from_error(exc, method)
-        if refused is not None:
-            raise refused from exc
+    def _failed(self, exc: Exception, method: str, start: float) -> Completion:
+        """A refusal is raised as such; a reply the integration could not parse: its message
+        (which quotes the reply) goes on, so the core flags it and the role's text parser reads it."""
+        if refusal_from_error(exc, method) is not None or not isinstance(exc, (ValueError, TypeError)):
+            return super()._failed(exc, method, start)
         if isinstance(exc, ValidationError):
             # pydantic's JSON errors carry the whole reply as their input: hand it on whole (its
             # message truncates it), so the core's decoder reads what pydantic refused (e.g. a raw
             # newline inside a string)
             raw = next((e.get("input") for e in exc.errors() if isinstance(e.get("input"), str)), None)
             return Completion(raw if raw is not None else str(exc), latency=time.perf_counter() - start)
-        if isinstance(exc, (ValueError, TypeError)):
-            return Completion(str(exc), latency=time.perf_counter() - start)
-        raise exc
+        return Completion(str(exc), latency=time.perf_counter() - start)
 
     def complete_structured(self, messages: Sequence[Message], schema: OutputSchema, *, method: str,
                             **kwargs: Any) -> Completion:
@@ -243,8 +221,7 @@ class LlamaIndexLLM:
             out = self._llm_for(method).structured_predict(cls, template, llm_kwargs=llm_kwargs)
         except Exception as exc:  # noqa: BLE001 - sorted in _failed
             return self._failed(exc, method, start)
-        self._proven.add(method)
-        return self._reply(out, start)
+        return self._settled(out, method, start)
 
     async def acomplete_structured(self, messages: Sequence[Message], schema: OutputSchema, *,
                                    method: str, **kwargs: Any) -> Completion:
@@ -255,8 +232,7 @@ class LlamaIndexLLM:
             out = await self._llm_for(method).astructured_predict(cls, template, llm_kwargs=llm_kwargs)
         except Exception as exc:  # noqa: BLE001 - sorted in _failed
             return self._failed(exc, method, start)
-        self._proven.add(method)
-        return self._reply(out, start)
+        return self._settled(out, method, start)
 
     @staticmethod
     def _tokens(resp: Any) -> tuple[int | None, int | None]:

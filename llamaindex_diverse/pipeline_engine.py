@@ -3,13 +3,13 @@
 A pipeline's classes (``DFRAGRetriever`` / ``DFRAGQueryEngine``, ...) subclass
 :class:`PipelineRetriever` / :class:`PipelineQueryEngine` and only declare the pipeline class
 (its option names come from the core's declaration, ``pipeline_class.OPTIONS``) and, if they
-like, extra response metadata; candidate fetching, embeddings,
-the LLM adapter, sync/async, instrumentation and node metadata are shared here.
+like, the result fields their query engine reports (``response_fields``); candidate fetching,
+embeddings, the LLM adapter, sync/async, instrumentation and node metadata are shared here.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Mapping
 from typing import Any, ClassVar
 
 from diverse_core.errors import InvalidParameterError
@@ -51,7 +51,8 @@ class PipelineRetriever(BaseRetriever):
     """Run an LLM pipeline over an index or a retriever; return its chosen nodes.
 
     Subclasses set ``pipeline_class``; ``options`` (the option names they accept) defaults to the
-    pipeline's declared options (``pipeline_class.OPTIONS``). Nodes are
+    pipeline's declared options (``pipeline_class.OPTIONS``); ``response_fields`` names the
+    result fields a query engine reports (see :meth:`response_metadata`). Nodes are
     copies carrying ``selection_method`` (the pipeline's name), ``selection_params`` (why the
     node was chosen, with ``k``), ``selection_rank``, ``selection_score``,
     ``selection_relevance`` and, in the response metadata, the run's warnings.
@@ -76,6 +77,11 @@ class PipelineRetriever(BaseRetriever):
     pipeline_class: ClassVar[type[Pipeline]]
     options: ClassVar[tuple[str, ...]] = ()
     llm_default_from_settings: ClassVar[bool] = True
+    #: Fields of the run's result (:meth:`~diverse_core.pipelines.PipelineResult.fields`) that
+    #: ``Response.metadata`` holds as ``<pipeline>_<field>``.
+    response_fields: ClassVar[tuple[str, ...]] = ()
+    #: The metadata name of a field where it differs from the field's (``{field: name}``).
+    response_names: ClassVar[Mapping[str, str]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -125,6 +131,14 @@ class PipelineRetriever(BaseRetriever):
     def _llm_from_settings(cls, options: dict[str, Any]) -> bool:
         """Whether ``llm=None`` means LlamaIndex's ``Settings.llm`` (else: no LLM)."""
         return cls.llm_default_from_settings
+
+    @classmethod
+    def response_metadata(cls, result: PipelineResult) -> dict[str, Any]:
+        """What a query engine puts in ``Response.metadata``: the ``response_fields`` as
+        ``<pipeline>_<name>``, then the shared ones (:func:`pipeline_response_metadata`)."""
+        fields = result.fields(cls.response_fields).items()
+        own = {f"{result.pipeline}_{cls.response_names.get(name, name)}": value for name, value in fields}
+        return {**own, **pipeline_response_metadata(result, result.pipeline)}
 
     @property
     def pipeline(self) -> Pipeline:
@@ -183,7 +197,8 @@ class PipelineRetriever(BaseRetriever):
 class PipelineQueryEngine(BaseQueryEngine):
     """Answer with a pipeline: ``Response.response`` is its answer, ``source_nodes`` its chosen
     nodes, ``metadata`` its warnings, cost, trace and full result (keys prefixed with the
-    pipeline's name) plus the subclass's own fields.
+    pipeline's name) plus the fields its retriever class declares
+    (:meth:`PipelineRetriever.response_metadata`).
 
     The pipeline's prompts are exposed through LlamaIndex's ``PromptMixin``
     (``get_prompts()`` / ``update_prompts({...})``). With ``streaming=True`` the pipeline runs
@@ -266,8 +281,8 @@ class PipelineQueryEngine(BaseQueryEngine):
         )
 
     def response_metadata(self, result: PipelineResult) -> dict[str, Any]:
-        """``Response.metadata`` for a result (subclasses add their fields)."""
-        return pipeline_response_metadata(result, result.pipeline)
+        """``Response.metadata`` for a result (:meth:`PipelineRetriever.response_metadata`)."""
+        return self._pipeline_retriever.response_metadata(result)
 
     def _response(self, result: PipelineResult, nodes: list[NodeWithScore]) -> Response:
         return Response(response=result.answer, source_nodes=nodes, metadata=self.response_metadata(result))

@@ -10,30 +10,12 @@ Both need an LLM: the judge's scores decide what later iterations retrieve.
 
 from __future__ import annotations
 
-from dataclasses import asdict
-from typing import Any
+from diverse_core._lazy import deprecated_method
+from diverse_core.pipelines.vendirag import VendiRAG
 
-from diverse_core.pipelines import PipelineResult
-from diverse_core.pipelines.vendirag import VendiRAG, VendiRAGResult
-
-from .pipeline_engine import PipelineQueryEngine, PipelineRetriever, pipeline_response_metadata
+from .pipeline_engine import PipelineQueryEngine, PipelineRetriever
 
 __all__ = ["VendiRAGRetriever", "VendiRAGQueryEngine", "response_metadata"]
-
-
-
-def response_metadata(result: PipelineResult) -> dict[str, Any]:
-    """The Vendi-RAG fields a query engine puts in ``Response.metadata``."""
-    assert isinstance(result, VendiRAGResult)
-    return {
-        "vendirag_iterations": [asdict(it) for it in result.iterations],
-        "vendirag_final_iteration": result.final_iteration,
-        "vendirag_s_trajectory": list(result.s_trajectory),
-        "vendirag_quality_trajectory": list(result.quality_trajectory),
-        "vendirag_quality": result.quality,
-        "vendirag_stop_reason": result.stop_reason,
-        **pipeline_response_metadata(result, "vendirag"),
-    }
 
 
 class VendiRAGRetriever(PipelineRetriever):
@@ -59,9 +41,12 @@ class VendiRAGRetriever(PipelineRetriever):
     """
 
     pipeline_class = VendiRAG
+    response_fields = ("iterations", "final_iteration", "s_trajectory", "quality_trajectory", "quality",
+                       "stop_reason")
 
-    run_vendirag = PipelineRetriever.run_pipeline
-    arun_vendirag = PipelineRetriever.arun_pipeline
+    #: Old names of :meth:`run_pipeline` / :meth:`arun_pipeline` (each call warns).
+    run_vendirag = deprecated_method("run_vendirag", "run_pipeline")
+    arun_vendirag = deprecated_method("arun_vendirag", "arun_pipeline")
 
 
 class VendiRAGQueryEngine(PipelineQueryEngine):
@@ -82,5 +67,6 @@ class VendiRAGQueryEngine(PipelineQueryEngine):
 
     retriever_class = VendiRAGRetriever
 
-    def response_metadata(self, result: PipelineResult) -> dict[str, Any]:
-        return response_metadata(result)
+
+#: The Vendi-RAG fields a query engine puts in ``Response.metadata`` (a function of the result).
+response_metadata = VendiRAGRetriever.response_metadata

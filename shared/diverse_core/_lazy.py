@@ -10,7 +10,7 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar
 
-__all__ = ["lazy_exports", "deprecated_aliases", "ProcessDefault"]
+__all__ = ["lazy_exports", "deprecated_aliases", "deprecated_method", "package_exports", "ProcessDefault"]
 
 T = TypeVar("T")
 
@@ -101,3 +101,50 @@ class ProcessDefault(Generic[T]):
             if self._value is None:
                 self._value = self._factory()
             return self._value
+
+
+def package_exports(
+    package: str, namespace: dict[str, Any], lazy: Mapping[str, str], renamed: Mapping[str, str]
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """A package's ``__getattr__`` and ``__dir__``: ``lazy`` names (name -> relative module)
+    imported on first use (:func:`lazy_exports`), ``renamed`` old names (old -> new) answered
+    with a warning (:func:`deprecated_aliases`).
+
+    Example:
+        >>> ns: dict = {}
+        >>> get, dir_ = package_exports("diverse_core", ns, {"vendi_score": ".metrics"}, {"vendi": "vendi_score"})
+        >>> get("vendi_score").__name__, "vendi_score" in dir_()
+        ('vendi_score', True)
+    """
+    getattr_, dir_ = lazy_exports(package, namespace, lazy)
+    return deprecated_aliases(package, namespace, renamed, getattr_), dir_
+
+
+def deprecated_method(old: str, new: str) -> Callable[..., Any]:
+    """A method ``old`` of a class that calls the method ``new`` with the same arguments,
+    warning with a :class:`DeprecationWarning` on every call (for renamed public methods).
+
+    Example:
+        >>> import warnings
+        >>> class Face:
+        ...     def run(self, x: int) -> int:
+        ...         return x + 1
+        ...     run_old = deprecated_method("run_old", "run")
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     value = Face().run_old(1)
+        >>> value, str(caught[0].message)
+        (2, 'Face.run_old is deprecated; use Face.run (the same method)')
+    """
+
+    def alias(self: Any, *args: Any, **kwargs: Any) -> Any:
+        warnings.warn(
+            f"{type(self).__name__}.{old} is deprecated; use {type(self).__name__}.{new} (the same method)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(self, new)(*args, **kwargs)
+
+    alias.__name__ = old
+    alias.__doc__ = f"Deprecated: use :meth:`{new}`."
+    return alias

@@ -154,6 +154,27 @@ def test_langchain_compressor_passes_source_ids_and_titles(spy: list[dict[str, o
     assert spy[-1]["sources"] == [f"s{i // 2}" for i in range(6)]
 
 
+def test_langchain_compressor_async_reads_its_own_source_and_title_keys(spy: list[dict[str, object]]) -> None:
+    """``acompress_documents`` reads ``source_key``/``title_key`` as ``compress_documents`` does
+    (it used to fall back to ``"source"``/``"title"``)."""
+    pytest.importorskip("langchain_core")
+    from langchain_core.documents import Document
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from langchain_diverse import DiverseCompressor
+
+    docs = [Document(page_content=f"text {i}", metadata={"source": f"s{i}", "file": f"f{i // 2}",
+                                                         "title": f"Page {i}", "name": f"Name {i // 3}"})
+            for i in range(6)]
+    comp = DiverseCompressor(embeddings=DeterministicFakeEmbedding(size=16), k=2, method="learned",
+                             source_key="file", title_key="name")
+    comp.compress_documents(docs, "q?")
+    sync = spy[-1]
+    asyncio.run(comp.acompress_documents(docs, "q?"))
+    assert sync["sources"] == [f"f{i // 2}" for i in range(6)] and sync["names"] == [f"Name {i // 3}" for i in range(6)]
+    assert spy[-1]["sources"] == sync["sources"] and spy[-1]["names"] == sync["names"]
+
+
 # -- LlamaIndex ----------------------------------------------------------------------------
 
 

@@ -33,7 +33,7 @@ from typing import Any
 
 from ..errors import InvalidParameterError
 from ..pipelines import PipelineResult
-from ..pipelines.diva import DIVA, DivaPrompts, DivaResult
+from ..pipelines.diva import DIVA, DivaPrompts, DIVAResult
 from .pipeline_plugin import declare_pipeline_method
 from .plugins import MethodInput
 
@@ -72,7 +72,7 @@ def _run_kwargs(inp: MethodInput, params: dict[str, Any]) -> dict[str, Any]:
 
 
 def _info(res: PipelineResult) -> dict[str, Any]:
-    assert isinstance(res, DivaResult)
+    assert isinstance(res, DIVAResult)
     return res.summary()
 
 

@@ -312,6 +312,22 @@ class PipelineResult:
         """The trace's LLM calls (of one role, when given)."""
         return tuple(e for e in self.trace if e.role is not None and (role is None or e.role == role))
 
+    def summary(self) -> dict[str, Any]:
+        """What the faces and the harness report of a run besides the documents (a pipeline's
+        result type adds its own; here nothing)."""
+        return {}
+
+    def fields(self, names: Sequence[str]) -> dict[str, Any]:
+        """The run's ``names`` for a face's output: each from :meth:`summary`, else the result's
+        attribute of that name made JSON-friendly (tuples as lists).
+
+        Example:
+            >>> PipelineResult(pipeline="toy", question="q?", warnings=("w",)).fields(["warnings"])
+            {'warnings': ['w']}
+        """
+        summary = self.summary() if names else {}
+        return {name: summary[name] if name in summary else _jsonable(getattr(self, name)) for name in names}
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-friendly dict (payloads dropped)."""
         out: dict[str, Any] = {}

@@ -6,16 +6,10 @@ import importlib
 from typing import Any
 
 from ..errors import UnknownMethodError
+from ..pipeline_names import BUILTIN_PIPELINES as _BUILTIN
 
 __all__ = ["register_pipeline", "get_pipeline", "available_pipelines"]
 
-#: Built-in pipelines, imported on first use: name -> "module:class".
-_BUILTIN = {
-    "dfrag": "diverse_core.pipelines.dfrag:DFRAG",
-    "drrag": "diverse_core.pipelines.drrag:DRRAG",
-    "diva": "diverse_core.pipelines.diva:DIVA",
-    "vendirag": "diverse_core.pipelines.vendirag:VendiRAG",
-}
 _REGISTERED: dict[str, type[Any]] = {}
 
 

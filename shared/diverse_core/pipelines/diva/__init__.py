@@ -4,7 +4,7 @@
 * :mod:`.prompts` - the six prompts (ambiguity, rewrite, verify, extract, answer, closed book).
 * :mod:`.parsing` - interpretation list, yes/no verdicts, Useful/PartialUseful/Useless.
 * :mod:`.quality` - how many gold interpretations a generated set covers.
-* :class:`DIVA` - the pipeline end to end (:mod:`.pipeline`), :class:`DivaResult` its result.
+* :class:`DIVA` - the pipeline end to end (:mod:`.pipeline`), :class:`DIVAResult` its result.
 
 Example:
     >>> import numpy as np
@@ -14,6 +14,8 @@ Example:
 """
 
 from __future__ import annotations
+
+from ..._lazy import deprecated_aliases
 
 # Each module's public names are re-exported whole (its __all__ is the one list of them).
 from . import parsing, pipeline, quality, result, retrieval
@@ -33,3 +35,6 @@ __all__ = [
     *parsing.__all__,
     *quality.__all__,
 ]
+
+#: Old name kept as a deprecated alias (each access warns): ``DivaResult`` -> ``DIVAResult``.
+__getattr__ = deprecated_aliases(__name__, globals(), {"DivaResult": "DIVAResult"})

@@ -56,7 +56,7 @@ from .reading import (
     read_qa_pairs,
     read_verdict,
 )
-from .result import DivaResult
+from .result import DIVAResult
 from .retrieval import (
     DEFAULT_PER_INTERPRETATION_K,
     PRUNE_MODES,
@@ -113,7 +113,7 @@ DIVA_OPTIONS: tuple[Option, ...] = (
 )
 
 
-class DIVA(Pipeline[DivaResult]):
+class DIVA(Pipeline[DIVAResult]):
     """Diversify-verify-adapt RAG for ambiguous questions (In et al., arXiv:2409.02361).
 
     Args:
@@ -371,7 +371,7 @@ class DIVA(Pipeline[DivaResult]):
     async def _arun(  # type: ignore[override]  # per-run options: checked by Pipeline.arun
         self, question: str, source: CandidateSource, ctx: RunContext, *, k: int, generate: bool,
         interpretations: Sequence[str] | None = None,
-    ) -> DivaResult:
+    ) -> DIVAResult:
         """One DIVA run. ``interpretations``: use these questions instead of generating them (e.g. a
         dataset's gold interpretations): no interpretation call, all of them used (no cap); with
         ``generate=False`` the run then needs no LLM at all."""
@@ -417,7 +417,7 @@ class DIVA(Pipeline[DivaResult]):
             if not answer:
                 ctx.warn("generator: the answer is empty")
 
-        return DivaResult(
+        return DIVAResult(
             question=question,
             answer=answer,
             documents=documents,

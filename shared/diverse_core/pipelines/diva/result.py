@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..._lazy import deprecated_aliases
 from ..contract import PipelineResult
 
-__all__ = ["ROUTES", "DivaResult"]
+__all__ = ["ROUTES", "DIVAResult"]
 
 #: How the answer was written: ``"passages"`` (Useful / PartialUseful: extract the
 #: question-answer pairs, then the long answer) or ``"closed_book"`` (Useless: the model's own
@@ -16,7 +17,7 @@ ROUTES = ("passages", "closed_book")
 
 
 @dataclass(frozen=True, kw_only=True)
-class DivaResult(PipelineResult):
+class DIVAResult(PipelineResult):
     """Everything one DIVA run decided.
 
     Attributes:
@@ -40,7 +41,7 @@ class DivaResult(PipelineResult):
         qa_pairs: the extracted ``(interpretation, short answer)`` pairs (passages route).
 
     Example:
-        >>> r = DivaResult(question="q?", interpretations=("q1?", "q2?"), verdicts=(True, False),
+        >>> r = DIVAResult(question="q?", interpretations=("q1?", "q2?"), verdicts=(True, False),
         ...                usefulness="PartialUseful", route="passages")
         >>> r.summary()["usefulness"], r.to_dict()["route"]
         ('PartialUseful', 'passages')
@@ -78,3 +79,7 @@ class DivaResult(PipelineResult):
             "hits": [list(h) for h in self.hits],
             "union_size": len(self.union),
         }
+
+
+#: Old name kept as a deprecated alias (each access warns): ``DivaResult`` -> ``DIVAResult``.
+__getattr__ = deprecated_aliases(__name__, globals(), {"DivaResult": "DIVAResult"})

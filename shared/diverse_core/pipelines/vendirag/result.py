@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Any
 
 from ..contract import PipelineResult
 
@@ -122,3 +123,15 @@ class VendiRAGResult(PipelineResult):
     def stopped_early(self) -> bool:
         """Whether the judge's quality reached the threshold."""
         return self.stop_reason == "threshold"
+
+    def summary(self) -> dict[str, Any]:
+        """What the faces report of a run besides the documents: every iteration (as a dict),
+        the final one, the ``s`` and quality trajectories, the final quality and why it stopped."""
+        return {
+            "iterations": [asdict(it) for it in self.iterations],
+            "final_iteration": self.final_iteration,
+            "s_trajectory": list(self.s_trajectory),
+            "quality_trajectory": list(self.quality_trajectory),
+            "quality": self.quality,
+            "stop_reason": self.stop_reason,
+        }

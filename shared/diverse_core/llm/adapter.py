@@ -1,0 +1,101 @@
+"""The framework-neutral half of a framework model adapter (LangChain's ``LangChainLLM``,
+LlamaIndex's ``LlamaIndexLLM``): which structured methods it tries, whether the model's async
+calls are its own, which methods have worked, the retry-free copy of the model for a method's
+first requests, and how one structured call ends.
+
+An adapter subclasses :class:`FrameworkAdapter`, calls :meth:`~FrameworkAdapter._adapt` in its
+constructor, and in its ``complete_structured`` / ``acomplete_structured`` wraps its framework
+call as ``try: out = <call> except Exception as exc: return self._failed(exc, method, start)``,
+then ``return self._settled(out, method, start)``; it implements ``_reply`` (the framework's
+reply as a :class:`~diverse_core.llm.Completion`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .base import Completion
+from .structured import STRUCTURED_METHODS, StructuredOutputUnsupported, refusal_from_error
+
+__all__ = ["FrameworkAdapter"]
+
+
+class FrameworkAdapter:
+    """Structured-call bookkeeping shared by the framework adapters (see the module docstring).
+
+    Attributes:
+        structured_methods: the structured methods this adapter tries, in order.
+        native_async: read by :class:`~diverse_core.llm.ManagedLLM`: ``False`` runs
+            ``complete`` in its own daemon pool for async calls too, so a hung call is abandoned
+            at its timeout.
+
+    Example:
+        >>> class Echo(FrameworkAdapter):
+        ...     def __init__(self) -> None:
+        ...         self._adapt(object(), None, detect=lambda m: ("json_object",), native=lambda m: True)
+        ...     def _reply(self, out, method, start):
+        ...         return Completion(str(out))
+        >>> echo = Echo()
+        >>> echo.structured_methods, echo._settled('{"a": 1}', "json_object", 0.0).text
+        (('json_object',), '{"a": 1}')
+    """
+
+    structured_methods: tuple[str, ...]
+    native_async: bool
+
+    def _adapt(
+        self,
+        model: Any,
+        structured_methods: Sequence[str] | None,
+        *,
+        detect: Callable[[Any], Sequence[str]],
+        native: Callable[[Any], bool],
+    ) -> None:
+        """Set up for ``model``: the structured methods (``detect(model)`` unless given; a typed
+        error for an unknown one), ``native_async`` (``native(model)``), the lock and memories."""
+        methods = detect(model) if structured_methods is None else structured_methods
+        if isinstance(methods, str) or any(m not in STRUCTURED_METHODS for m in methods):
+            raise ValueError(f"structured_methods must be a sequence of {STRUCTURED_METHODS}; "
+                             f"got structured_methods={structured_methods!r}")
+        self.structured_methods = tuple(methods)
+        self.native_async = native(model)
+        self._lock = threading.Lock()
+        self._proven: set[str] = set()  # structured methods that returned a reply once
+        self._quiet: Any = None  # the model without its client's retries (built on first probe)
+
+    def _check_method(self, method: str) -> None:
+        """Refuse a structured method this adapter was not set up to try."""
+        if method not in self.structured_methods:
+            raise StructuredOutputUnsupported(method, f"not in this adapter's structured_methods "
+                                                      f"{self.structured_methods}")
+
+    def _model_for(self, method: str, model: Any, without_retries: Callable[[Any], Any]) -> Any:
+        """``model`` once ``method`` has worked; until then its copy without the client's own
+        retries (``without_retries(model)``, built once), so a refused probe costs one request,
+        not ``max_retries + 1``."""
+        if method in self._proven:
+            return model
+        with self._lock:
+            if self._quiet is None:
+                self._quiet = without_retries(model)
+            return self._quiet
+
+    def _failed(self, exc: Exception, method: str, start: float) -> Completion:
+        """How a structured call that raised ends: a refusal of ``method`` becomes
+        :class:`StructuredOutputUnsupported` (the negotiation tries the next method); anything
+        else is raised as it is (an adapter may turn some errors into a reply instead)."""
+        refused = refusal_from_error(exc, method)
+        if refused is not None:
+            raise refused from exc
+        raise exc
+
+    def _settled(self, out: Any, method: str, start: float) -> Completion:
+        """How a structured call that returned ends: ``method`` has proved itself; the reply."""
+        self._proven.add(method)
+        return self._reply(out, method, start)
+
+    def _reply(self, out: Any, method: str, start: float) -> Completion:
+        """The framework's reply as a :class:`Completion` (the adapter implements it)."""
+        raise NotImplementedError
