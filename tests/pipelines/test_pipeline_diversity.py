@@ -343,3 +343,27 @@ def test_harness_takes_diversity_for_every_pipeline() -> None:
         vendirag_method(inp, llm="none", diversity="0.25", initial_s="0.5")
     with pytest.raises(InvalidParameterError, match="no relevance/diversity trade-off"):
         drrag_method(inp, diversity="0.5", mode="qdc")
+
+
+def test_harness_diversity_grid_over_a_pipeline_plugin() -> None:
+    """``diva@diversity=0:1:0.5`` is a grid over the knob, one setting per value, each run
+    giving what the pipeline gives with that value; a plugin without the option is refused."""
+    from diverse_core.eval import parse_method, plugins
+    from diverse_core.eval.diva_plugin import diva_method
+
+    grid = parse_method("diva@diversity=0:1:0.5@interpretations=gold@per_interpretation_k=6")
+    assert grid.over == "diversity" and grid.values == (0.0, 0.5, 1.0)
+    assert [s["diversity"] for s in grid.settings()] == [0.0, 0.5, 1.0]
+    inp, source = _input()
+    for setting in grid.settings():
+        direct = DIVA(None, k=4, per_interpretation_k=6, diversity=setting["diversity"]).run(
+            "q", source(), generate=False, interpretations=["r0", "r1", "r2"])
+        got = diva_method(inp, **{key: str(value) for key, value in setting.items()})
+        assert got.indices == [int(doc.id) for doc in direct.documents]
+
+    plugins.register_plugin("no_knob_toy", lambda inp, width=0.5: None, param="width", replace=True)
+    try:
+        with pytest.raises(InvalidParameterError, match="no_knob_toy"):
+            parse_method("no_knob_toy@diversity=0:1:0.5")
+    finally:
+        plugins._PLUGINS.pop("no_knob_toy", None)

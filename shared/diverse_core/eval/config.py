@@ -188,7 +188,8 @@ def parse_method(spec: str) -> MethodGrid:
 
     ``cosine`` is an alias of ``topk``. ``@diversity=VALUES`` with several values
     (``gmmr@diversity=0:1:0.25``, ``vendi@diversity=0,0.5``) is a grid over the shared
-    ``diversity`` knob in place of ``=VALUES``; one value (``@diversity=0.3``) is a fixed
+    ``diversity`` knob in place of ``=VALUES`` (also for a pipeline plugin that takes
+    ``diversity``: ``diva@diversity=0:1:0.5``); one value (``@diversity=0.3``) is a fixed
     parameter like any other.
     """
     head, *extras = spec.strip().split("@")
@@ -215,7 +216,11 @@ def parse_method(spec: str) -> MethodGrid:
                 f"give the grid once: '={values}' or '@{DIVERSITY}=...', not both, in {spec!r}"
             )
         if name not in available_methods():
-            raise InvalidParameterError(f"@{DIVERSITY}=GRID is for core methods; {name!r} is a plugin")
+            if DIVERSITY not in getattr(get_plugin(name).fn, "options", ()):
+                raise InvalidParameterError(
+                    f"@{DIVERSITY}=GRID needs a method that takes {DIVERSITY}; plugin {name!r} does not"
+                )
+            return MethodGrid(name, over, params, over=DIVERSITY)
         if get_method(name).param is None:
             raise InvalidParameterError(f"method {name!r} has no trade-off parameter; a {DIVERSITY} grid needs one")
         return MethodGrid(name, over, params, over=DIVERSITY)
