@@ -40,7 +40,8 @@ class DFRAGRetriever(PipelineRetriever):
     ``selection_params`` holds ``lambda_mult``, ``lambda_source`` and ``k``), documents carry
     ``dfrag_lambda``, ``dfrag_lambda_scores`` and ``dfrag_plan``.
 
-    Options (see :class:`~diverse_core.dfrag.DFRAG`): ``lambdas``, ``sampling``,
+    Options (see :class:`~diverse_core.dfrag.DFRAG`): ``diversity`` (0..1, the shared knob: λ grid cut
+    to values ≥ 1 − diversity), ``lambdas``, ``sampling``,
     ``incremental_context``, ``prompts``, ``score_from``, ``on_evaluator_error``, ``evaluator``
     (``"adaptive"``: λ chosen by the trained scorer, no LLM needed to retrieve), ``selector``.
 

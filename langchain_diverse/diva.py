@@ -44,7 +44,8 @@ class DIVARetriever(PipelineRetriever):
     retrieved for - and ``prune_score``), documents carry ``diva_interpretations`` and
     ``diva_usefulness``.
 
-    Options (see :class:`~diverse_core.pipelines.diva.DIVA`): ``per_interpretation_k``,
+    Options (see :class:`~diverse_core.pipelines.diva.DIVA`): ``diversity`` (0..1, the shared knob:
+    MMR pruning at ``mmr_lambda = 1 - diversity``), ``per_interpretation_k``,
     ``max_interpretations``, ``search`` (``"pool"``/``"source"``), ``prune``, ``mmr_lambda``,
     ``verify_in_retrieval``, ``on_verifier_error``, ``prompts``. ``fetch_k`` is the first-stage
     pool.

@@ -51,7 +51,8 @@ class VendiRAGRetriever(PipelineRetriever):
     ``vendirag_quality_trajectory`` (also, deprecated, as ``vendirag_quality``). **Needs an LLM**
     even for retrieval (the judge drives it).
 
-    Options (see :class:`~diverse_core.pipelines.vendirag.VendiRAG`): ``initial_s`` (0.8),
+    Options (see :class:`~diverse_core.pipelines.vendirag.VendiRAG`): ``diversity`` (0..1, the shared
+    knob: the first iteration's ``s``), ``initial_s`` (``None``: 0.8),
     ``threshold`` (0.85), ``max_iterations`` (5), ``s_update`` (``"paper"``/``"relative"``/
     ``"fixed"``), ``final`` (``"best"``/``"last"``), ``rewrite``, ``use_judge``,
     ``exclude_seen``, ``objective``, ``return_documents``, ``on_llm_error``, ``prompts``.

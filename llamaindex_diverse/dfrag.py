@@ -22,7 +22,8 @@ __all__ = ["LlamaIndexLLM", "DFRAGRetriever", "DFRAGQueryEngine", "response_meta
 class DFRAGRetriever(PipelineRetriever):
     """A base retriever's candidates, narrowed to the ``k`` nodes of DF-RAG's chosen λ.
 
-    Options (see :class:`~diverse_core.dfrag.DFRAG`): ``lambdas``, ``sampling``,
+    Options (see :class:`~diverse_core.dfrag.DFRAG`): ``diversity`` (0..1, the shared knob: λ grid cut
+    to values ≥ 1 − diversity), ``lambdas``, ``sampling``,
     ``incremental_context``, ``prompts``, ``score_from``, ``on_evaluator_error``; the rest as in
     :class:`~llamaindex_diverse.pipeline_engine.PipelineRetriever`. Nodes carry
     ``selection_method="dfrag"`` and ``selection_params={"lambda_mult": λ*, ...}``.

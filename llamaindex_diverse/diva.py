@@ -26,7 +26,8 @@ class DIVARetriever(PipelineRetriever):
     to ``k`` by mean similarity to all interpretations. ``verify_in_retrieval=True`` adds the
     verification calls (one per interpretation).
 
-    Options (see :class:`~diverse_core.pipelines.diva.DIVA`): ``per_interpretation_k``,
+    Options (see :class:`~diverse_core.pipelines.diva.DIVA`): ``diversity`` (0..1, the shared knob:
+    MMR pruning at ``mmr_lambda = 1 - diversity``), ``per_interpretation_k``,
     ``max_interpretations``, ``search``, ``prune``, ``mmr_lambda``, ``verify_in_retrieval``,
     ``on_verifier_error``, ``prompts``; the rest as in
     :class:`~llamaindex_diverse.pipeline_engine.PipelineRetriever`. Nodes carry

@@ -21,7 +21,8 @@ __all__ = ["VendiRAGRetriever", "VendiRAGQueryEngine", "response_metadata"]
 class VendiRAGRetriever(PipelineRetriever):
     """A base retriever searched by the Vendi-RAG loop; returns the final iteration's nodes.
 
-    Options (see :class:`~diverse_core.pipelines.vendirag.VendiRAG`): ``initial_s``,
+    Options (see :class:`~diverse_core.pipelines.vendirag.VendiRAG`): ``diversity`` (0..1, the shared
+    knob: the first iteration's ``s``), ``initial_s``,
     ``threshold``, ``max_iterations``, ``s_update``, ``final``, ``rewrite``, ``use_judge``,
     ``exclude_seen``, ``objective``, ``return_documents``, ``on_llm_error``, ``prompts``; the
     rest as in :class:`~llamaindex_diverse.pipeline_engine.PipelineRetriever`. Nodes carry
