@@ -205,6 +205,10 @@ class GoldModel:
             raise DimensionMismatchError(f"features must have shape (n, {self.weights.shape[0]}); got {x.shape}")
         if not np.all(np.isfinite(x)):
             raise NonFiniteInputError(f"features must be finite; got {int(np.sum(~np.isfinite(x)))} NaN/inf")
+        return self.probabilities_of_checked(x)
+
+    def probabilities_of_checked(self, x: FloatArray) -> FloatArray:
+        """:meth:`probabilities` of float rows already known to be finite and of the right width."""
         z = ((x - self.mean) / self.scale) @ self.weights + self.bias
         return np.asarray(1.0 / (1.0 + np.exp(-np.clip(z, -50.0, 50.0))), dtype=np.float64)
 

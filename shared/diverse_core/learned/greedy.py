@@ -28,8 +28,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..adaptive.candidates import GoldModel
-from ..errors import NonFiniteInputError
-from .state import QueryState
+from ..errors import DimensionMismatchError, NonFiniteInputError
+from .state import QueryState, SetTracker
 
 __all__ = ["greedy_picks"]
 
@@ -46,16 +46,25 @@ def greedy_picks(
     order = np.argsort(-state.relevance, kind="stable")
     tiebreak = np.empty(n, dtype=np.float64)
     tiebreak[order] = -np.arange(n, dtype=np.float64)
+    tracker = SetTracker(state)  # the rows of state.rows(picks), updated pick by pick
+    rows = tracker.rows()
+    for m in (model, first_model):
+        if m is not None and m.weights.shape[0] != rows.shape[1]:
+            raise DimensionMismatchError(f"features must have shape (n, {m.weights.shape[0]}); got {rows.shape}")
+    if not np.all(np.isfinite(state.static)):
+        raise NonFiniteInputError("features must be finite; the query's static features hold NaN/inf")
     for t in range(k):
         m = first_model if (t == 0 and first_model is not None) else model
-        p = m.probabilities(state.rows(picks))
+        p = m.probabilities_of_checked(rows)
         if not np.all(np.isfinite(p)):
             raise NonFiniteInputError(f"the step model gave {int(np.sum(~np.isfinite(p)))} non-finite probabilities "
                                       "(NaN/inf weights?); retrain or reload it")
-        p = np.where(taken, -np.inf, p)
+        p[taken] = -np.inf
         best = np.flatnonzero(p >= p.max() - 1e-12)
-        j = int(best[np.argmax(tiebreak[best])])
+        j = int(best[np.argmax(tiebreak[best])]) if best.shape[0] > 1 else int(best[0])
         picks.append(j)
         probs.append(float(p[j]))
         taken[j] = True
+        if t + 1 < k:
+            tracker.add(j)
     return np.asarray(picks, dtype=np.int64), np.asarray(probs, dtype=np.float64)

@@ -43,11 +43,14 @@ from ..adaptive.candidates import (
 )
 from ..errors import DimensionMismatchError, InvalidParameterError
 from ..textfeatures import (
+    BODY,
+    KEY,
+    TITLE,
+    TextFactsCache,
     TextView,
     content_terms,
     facts_cache,
-    hits_matrix,
-    stacked,
+    pool_words,
     view_from_facts,
 )
 from ..validation import PreparedInputs
@@ -57,6 +60,7 @@ __all__ = [
     "TEXT_STATE_FEATURES",
     "PairView",
     "QueryState",
+    "SetTracker",
     "feature_names",
     "pair_view",
 ]
@@ -152,42 +156,45 @@ def pair_view(question: str, texts: Sequence[str], sources: Sequence[object] | N
     shown = _check_per_candidate(names, n, "names")
     cache = facts_cache()
     facts = cache.get_many(texts)
-    view = view_from_facts(question, facts, cache, sort_names=False)  # only sums over its columns are used
-    title_ids = [f.title_ids for f in facts]
-    if shown is not None:
-        if not all(x is None or isinstance(x, str) for x in shown):
-            raise InvalidParameterError("names must hold strings (or None), one per candidate")
-        generation = facts[0].generation if facts else -1
-        for i, nm in enumerate(shown):
-            if nm:
-                ids = cache.number(_name_words(str(nm)), generation)
-                title_ids[i] = ids if ids is not None else np.zeros(0, dtype=np.int64)
-    t_ids, t_rows = stacked(title_ids)
-    vocab, t_col = np.unique(t_ids, return_inverse=True)
-    t_inc = np.zeros((n, max(vocab.shape[0], 1)), dtype=np.float64)
-    t_inc[t_rows, t_col.reshape(-1)] = 1.0
-    b_hit = hits_matrix(vocab, *stacked([f.body_ids for f in facts]), n)
-    t_len = t_inc.sum(axis=1)
-    named = b_hit.any(axis=0)  # only title words some body holds can count
-    title_in = (b_hit[:, named].astype(np.float64) @ t_inc[:, : b_hit.shape[1]][:, named].T
-                / np.maximum(t_len, 1.0)[None, :])
+    generation = facts[0].generation if facts else -1
+    pool = pool_words(facts, None if shown is None else _display_titles(shown, cache, generation))
+    view = view_from_facts(question, facts, cache, sort_names=False, pool=pool)  # only sums over its columns are used
+    t_words, t_held = pool.kind(TITLE)
+    # share of j's title words that i's body holds (counts of 0/1 products: exact)
+    title_in = (pool.holds(t_words, BODY).astype(np.float64) @ t_held.T.astype(np.float64)
+                / np.maximum(t_held.sum(axis=1), 1)[None, :])
     if src is None:
-        keys: list[object] = [f.prefix_title.strip().lower() for f in facts]
+        held_key = pool.kind(KEY)[1]  # at most one key per candidate: its column is its source's code
+        tid = -1 - np.arange(n, dtype=np.int64)
+        if held_key.shape[1]:
+            tid = np.where(held_key.any(axis=1), held_key.argmax(axis=1), tid)
     else:
         keys = [None if (x is None or (isinstance(x, str) and x == "")) else ("id", x) for x in src]
         try:
             {hash(key) for key in keys}
         except TypeError as exc:
             raise InvalidParameterError(f"sources must hold hashable ids (str, int, ...) or None; {exc}") from exc
-    codes: dict[object, int] = {}
-    tid = np.array([codes.setdefault(key, len(codes)) if key not in (None, "") else -1 - i
-                    for i, key in enumerate(keys)], dtype=np.int64)
+        codes: dict[object, int] = {}
+        tid = np.array([codes.setdefault(key, len(codes)) if key is not None else -1 - i
+                        for i, key in enumerate(keys)], dtype=np.int64)
     # names two candidates share: only names held by two or more count off the diagonal
     held = view.other_names.sum(axis=0)
     other = view.other_names[:, held >= 2].astype(np.float64)
     shared = other @ other.T
     np.fill_diagonal(shared, view.other_names.sum(axis=1))
     return PairView(view, tid[:, None] == tid[None, :], title_in, np.log1p(shared))
+
+
+def _display_titles(shown: list[object], cache: TextFactsCache, generation: int) -> dict[int, NDArray[np.int64]]:
+    """Candidate index -> the word ids of its display name, for the candidates that have one."""
+    if not all(x is None or isinstance(x, str) for x in shown):
+        raise InvalidParameterError("names must hold strings (or None), one per candidate")
+    out = {}
+    for i, nm in enumerate(shown):
+        if nm:
+            ids = cache.number(_name_words(str(nm)), generation)
+            out[i] = ids if ids is not None else np.zeros(0, dtype=np.int64)
+    return out
 
 
 class QueryState:
@@ -271,3 +278,96 @@ class QueryState:
             (names & ~have_n).sum(axis=1) / n_names,
             (terms | have_t).sum(axis=1) / n_terms,
         ])
+
+
+class SetTracker:
+    """The feature rows of a growing set, updated pick by pick in O(n) array operations.
+
+    :meth:`QueryState.rows` recomputes every state feature from the whole pick list; the
+    greedy loop only ever adds one pick, so this keeps running maxima, sums and "some pick
+    holds this word" masks instead. The rows it returns equal ``state.rows(picks)`` bit for
+    bit (maxima and ORs do not depend on the order; sums are added in pick order, as
+    numpy's reduction over the picks' rows adds them).
+
+    Example:
+        >>> import numpy as np
+        >>> from diverse_core.validation import prepare_inputs
+        >>> rng = np.random.default_rng(0)
+        >>> st = QueryState.build(prepare_inputs(rng.normal(size=8), rng.normal(size=(6, 8)), 3, None))
+        >>> tr = SetTracker(st); tr.add(4); tr.add(1)
+        >>> bool(np.array_equal(tr.rows(), st.rows([4, 1])))
+        True
+    """
+
+    def __init__(self, state: QueryState) -> None:
+        self.state = state
+        n, width = state.n, state.static.shape[1]
+        n_state = len(TEXT_STATE_FEATURES if state.pairs is not None else EMBEDDING_STATE_FEATURES)
+        self._x = np.zeros((n, width + n_state))
+        self._x[:, :width] = state.static
+        self._s = width  # first state column
+        self._t = 0
+        self._sim_sum = np.zeros(n)
+        if state.pairs is not None:
+            view = state.pairs.view
+            self._terms = view.term_hits.astype(np.float64)
+            self._names = view.name_hits.astype(np.float64)
+            self._n_terms = max(view.term_hits.shape[1], 1)
+            self._n_names = max(view.name_hits.shape[1], 1)
+            self._have_t = np.zeros(view.term_hits.shape[1])
+            self._have_n = np.zeros(view.name_hits.shape[1])
+            self._t_count = self._terms.sum(axis=1)
+            self._n_count = self._names.sum(axis=1)
+        self._fill_empty()
+
+    def _fill_empty(self) -> None:
+        x, s = self._x, self._s
+        x[:, s:] = 0.0
+        if self.state.pairs is not None:  # nothing picked: every word of the question is a gain
+            e = s + len(EMBEDDING_STATE_FEATURES)
+            x[:, e + 4] = self._t_count / self._n_terms
+            x[:, e + 5] = self._n_count / self._n_names
+            x[:, e + 6] = x[:, e + 4]
+
+    def add(self, j: int) -> None:
+        """Add candidate ``j`` to the picks."""
+        st, x, s = self.state, self._x, self._s
+        self._t += 1
+        first = self._t == 1
+        x[:, s] = 1.0
+        x[:, s + 1] = self._t / max(st.k, 1)
+        sim_j, qdc_j = st.sim[j], st.qdc[j]
+        if first:
+            x[:, s + 2] = sim_j
+            x[:, s + 4] = qdc_j
+            self._sim_sum[:] = sim_j
+        else:
+            np.maximum(x[:, s + 2], sim_j, out=x[:, s + 2])
+            np.maximum(x[:, s + 4], qdc_j, out=x[:, s + 4])
+            self._sim_sum += sim_j
+        x[:, s + 3] = self._sim_sum / self._t
+        np.subtract(x[:, s + 4], st.relevance, out=x[:, s + 5])
+        if st.pairs is None:
+            return
+        pv, e = st.pairs, s + len(EMBEDDING_STATE_FEATURES)
+        if first:
+            x[:, e] = pv.same_title[j]
+            x[:, e + 1] = pv.title_in[j]
+            x[:, e + 2] = pv.title_in[:, j]
+            x[:, e + 3] = pv.names_shared[j]
+        else:
+            np.logical_or(x[:, e], pv.same_title[j], out=x[:, e], casting="unsafe")
+            np.maximum(x[:, e + 1], pv.title_in[j], out=x[:, e + 1])
+            np.maximum(x[:, e + 2], pv.title_in[:, j], out=x[:, e + 2])
+            np.maximum(x[:, e + 3], pv.names_shared[j], out=x[:, e + 3])
+        np.maximum(self._have_t, self._terms[j], out=self._have_t)
+        np.maximum(self._have_n, self._names[j], out=self._have_n)
+        # counts of the question's words each candidate holds that no pick holds (small integers: exact)
+        gain_t = self._t_count - self._terms @ self._have_t
+        x[:, e + 4] = gain_t / self._n_terms
+        x[:, e + 5] = (self._n_count - self._names @ self._have_n) / self._n_names
+        x[:, e + 6] = (gain_t + self._have_t.sum()) / self._n_terms
+
+    def rows(self) -> FloatArray:
+        """The (n, F) feature rows given the picks so far (a view: copy it to keep it)."""
+        return self._x
