@@ -43,6 +43,7 @@ from .state import (
     TEXT_STATE_FEATURES,
     PairView,
     QueryState,
+    SetTracker,
     feature_names,
     pair_view,
 )
@@ -68,6 +69,7 @@ __all__ = [
     "CVResult",
     "DEFAULT_TRAIN_CONFIG",
     "QueryState",
+    "SetTracker",
     "PairView",
     "pair_view",
     "feature_names",
