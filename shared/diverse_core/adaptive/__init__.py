@@ -35,7 +35,9 @@ from .selector import (
     DEFAULT_MODEL,
     AdaptiveChoice,
     AdaptiveSelector,
+    check_optional_diversity,
     coverage_labels,
+    diversity_lambda,
     lambda_sets,
     load_selector,
     query_features,
@@ -66,6 +68,7 @@ __all__ = [
     "query_features",
     "lambda_sets",
     "coverage_labels",
+    "diversity_lambda",
     "load_selector",
     "FEATURE_NAMES",
     "DEFAULT_LAMBDAS",
@@ -76,10 +79,21 @@ __all__ = [
 
 def _run(
     prep: PreparedInputs, *, model: Any = None, variant: str = "auto", question: str | None = None,
-    texts: Any = None, **_: Any
+    texts: Any = None, diversity: float | None = None, **_: Any
 ) -> tuple[NDArray[np.int64], NDArray[np.float64], dict[str, Any]]:
-    choice = load_selector(model).choose_prepared(prep, question=question, texts=texts, variant=variant)
-    return choice.indices, choice.scores, {"lambda_mult": float(choice.lambda_mult), "variant": choice.variant}
+    given = {} if diversity is None else {"diversity": diversity}  # the native call unchanged without it
+    choice = load_selector(model).choose_prepared(prep, question=question, texts=texts, variant=variant, **given)
+    details = {"lambda_mult": float(choice.lambda_mult), "variant": choice.variant}
+    if diversity is not None:
+        details["predicted_lambda"] = float(choice.predicted_lambda or choice.lambda_mult)
+    return choice.indices, choice.scores, details
+
+
+def _sweep(prep: PreparedInputs, values: NDArray[np.float64], *, model: Any = None, variant: str = "auto",
+           question: str | None = None, texts: Any = None, **_: Any) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    choices = load_selector(model).sweep_prepared(prep, [float(v) for v in values], question=question, texts=texts,
+                                                  variant=variant)
+    return np.stack([c.indices for c in choices]), np.stack([c.scores for c in choices])
 
 
 def _check(params: dict[str, Any]) -> dict[str, Any]:
@@ -93,15 +107,17 @@ def _check(params: dict[str, Any]) -> dict[str, Any]:
         raise InvalidParameterError(f"model file not found: model={str(model)!r}")
     if params["variant"] not in ("auto", *VARIANTS):
         raise InvalidParameterError(f"variant must be 'auto', 'text' or 'embedding'; got variant={params['variant']!r}")
-    return params
+    return check_optional_diversity(params)
 
 
 #: The ``adaptive`` selection method (registered by ``import diverse_core``).
 SPEC = MethodSpec(
-    name="adaptive", run=_run, defaults={"model": None, "variant": "auto", "question": None, "texts": None}, check=_check, param=None,
-    reads_text=True,
+    name="adaptive", run=_run,
+    defaults={"model": None, "variant": "auto", "question": None, "texts": None, "diversity": None},
+    check=_check, param="diversity", run_sweep=_sweep, reads_text=True,
     diversity=DiversityMap(
-        None, formula="not accepted (chosen per query by the trained model)",
-        reason="the trained model learns the lambda_mult of gMMR per query; use gmmr with diversity= to set the trade-off",
+        "diversity", float,
+        "its own parameter: None = the predicted λ*; lambda_mult piecewise linear through "
+        "1 (d = 0), λ* (d = 0.5) and the grid's lowest λ, 0.1 (d = 1)",
     ),
 )

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ..adaptive.selector import check_optional_diversity
 from ..errors import InvalidParameterError
 from ..registry import DiversityMap, MethodSpec
 from ..validation import PreparedInputs
@@ -89,11 +90,19 @@ __all__ = [
 
 def _run(
     prep: PreparedInputs, *, model: Any = None, variant: str = "auto", question: str | None = None,
-    texts: Any = None, sources: Any = None, names: Any = None, **_: Any
+    texts: Any = None, sources: Any = None, names: Any = None, diversity: float | None = None, **_: Any
 ) -> tuple[NDArray[np.int64], NDArray[np.float64], dict[str, Any]]:
     choice = load_learned(model).choose_prepared(prep, question=question, texts=texts, variant=variant,
-                                                 sources=sources, names=names)
+                                                 sources=sources, names=names, diversity=diversity)
     return choice.indices, choice.scores, {"variant": choice.variant}
+
+
+def _sweep(prep: PreparedInputs, values: NDArray[np.float64], *, model: Any = None, variant: str = "auto",
+           question: str | None = None, texts: Any = None, sources: Any = None, names: Any = None,
+           **_: Any) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    choices = load_learned(model).sweep_prepared(prep, [float(v) for v in values], question=question, texts=texts,
+                                                 variant=variant, sources=sources, names=names)
+    return np.stack([c.indices for c in choices]), np.stack([c.scores for c in choices])
 
 
 def _check(params: dict[str, Any]) -> dict[str, Any]:
@@ -107,16 +116,19 @@ def _check(params: dict[str, Any]) -> dict[str, Any]:
         raise InvalidParameterError(f"model file not found: model={str(model)!r}")
     if params["variant"] not in ("auto", *VARIANTS):
         raise InvalidParameterError(f"variant must be 'auto', 'text' or 'embedding'; got variant={params['variant']!r}")
-    return params
+    return check_optional_diversity(params)
 
 
 #: The ``learned`` selection method (registered by ``import diverse_core``).
 SPEC = MethodSpec(
     name="learned", run=_run,
-    defaults={"model": None, "variant": "auto", "question": None, "texts": None, "sources": None, "names": None},
-    check=_check, param=None, reads_text=True, reads_sources=True,
+    defaults={"model": None, "variant": "auto", "question": None, "texts": None, "sources": None, "names": None,
+              "diversity": None},
+    check=_check, param="diversity", run_sweep=_sweep, reads_text=True, reads_sources=True,
     diversity=DiversityMap(
-        None, formula="not accepted (chosen per query by the trained model)",
-        reason="the trained model learns its picks per query; use gmmr with diversity= to set the trade-off",
+        "diversity", float,
+        "its own parameter: None or 0.5 = the trained model; each pick's standardised step logit blended with "
+        "relevance (d < 0.5) or novelty, −max cosine to the picks (d > 0.5), weight abs(2d − 1): "
+        "0 = top-k, 1 = farthest-first",
     ),
 )

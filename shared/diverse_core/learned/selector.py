@@ -200,13 +200,23 @@ class LearnedSelector:
     def choose_prepared(
         self, prep: PreparedInputs, *, question: str | None = None, texts: Sequence[str] | None = None,
         variant: str = "auto", sources: Sequence[Any] | None = None, names: Sequence[str | None] | None = None,
+        diversity: float | None = None,
     ) -> LearnedChoice:
         """:meth:`choose` on already validated inputs."""
+        return self.sweep_prepared(prep, [diversity], question=question, texts=texts, variant=variant,
+                                   sources=sources, names=names)[0]
+
+    def sweep_prepared(
+        self, prep: PreparedInputs, diversities: Sequence[float | None], *, question: str | None = None,
+        texts: Sequence[str] | None = None, variant: str = "auto", sources: Sequence[Any] | None = None,
+        names: Sequence[str | None] | None = None,
+    ) -> list[LearnedChoice]:
+        """One :meth:`choose_prepared` per value of ``diversities`` (the query's state built once)."""
         given = _text_inputs(question, texts, prep.n)
         name = self._variant_name(given is not None, variant)
         pairs = pair_view(*given, sources=sources, names=names) if given is not None and name == "text" else None
-        picks, probs = self.variants[name].picks(QueryState.build(prep, pairs))
-        return LearnedChoice(picks, probs, name)
+        state = QueryState.build(prep, pairs)
+        return [LearnedChoice(*self.variants[name].picks(state, d), name) for d in diversities]
 
     def choose(
         self,
@@ -220,6 +230,7 @@ class LearnedSelector:
         variant: str = "auto",
         sources: Sequence[Any] | None = None,
         names: Sequence[str | None] | None = None,
+        diversity: float | None = None,
     ) -> LearnedChoice:
         """The k picks for one query.
 
@@ -236,9 +247,12 @@ class LearnedSelector:
                 it the ``"title: "`` prefix of each text is read as its source.
             names: one display name per candidate (e.g. ``metadata["title"]``; ``None``: the prefix
                 title): the title a pick may mention (the bridge of a multi-hop question).
+            diversity: ``None`` (default) or 0.5: the trained model as is; below 0.5 its step score is
+                blended with relevance (0: top-k), above with novelty (1: farthest-first), see
+                :func:`~diverse_core.learned.greedy.greedy_picks`.
         """
         return self.choose_prepared(prepare_inputs(query, candidates, k, relevance), question=question, texts=texts,
-                                    variant=variant, sources=sources, names=names)
+                                    variant=variant, sources=sources, names=names, diversity=diversity)
 
     # -- training -------------------------------------------------------------------------
 

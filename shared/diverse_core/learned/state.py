@@ -371,3 +371,7 @@ class SetTracker:
     def rows(self) -> FloatArray:
         """The (n, F) feature rows given the picks so far (a view: copy it to keep it)."""
         return self._x
+
+    def sim_max(self) -> FloatArray:
+        """Each candidate's highest cosine to a pick (0 before the first pick)."""
+        return self._x[:, self._s + 2]
