@@ -38,7 +38,6 @@ from .errors import InvalidParameterError
 
 __all__ = [
     "BODY",
-    "KEY",
     "NAME",
     "STOPWORDS",
     "TERM",
@@ -112,7 +111,7 @@ IntArray = NDArray[np.int64]
 _KEY_MARK = "\x00"
 
 #: The kinds of :attr:`TextFacts.codes` (``code = id * 8 + kind``).
-TERM, NAME, TITLE, BODY, KEY = range(5)
+TERM, NAME, TITLE, BODY = range(4)
 _KINDS = 8  # 2 ** 3: ``code >> 3`` is the id, ``code & 7`` the kind
 _KIND_BITS = _KINDS - 1
 
@@ -130,9 +129,9 @@ class TextFacts:
         term_ids, name_ids, title_ids, body_ids: the same word sets as sorted ids in the
             vocabulary of the :class:`TextFactsCache` that read it (for array operations).
         generation: that cache's vocabulary generation (ids of another generation are stale).
-        codes: every id above and the source key (the lower-cased prefix title, numbered like a
-            word) in one array, each as ``id * 8 + kind`` (:data:`TERM`, :data:`NAME`,
-            :data:`TITLE`, :data:`BODY`, :data:`KEY`): a query stacks its candidates with one call.
+        codes: every id above in one array, each as ``id * 8 + kind`` (:data:`TERM`, :data:`NAME`,
+            :data:`TITLE`, :data:`BODY`): a query stacks its candidates with one call.
+        key: the source key (the lower-cased prefix title, numbered like a word; -1 without one).
     """
 
     terms: frozenset[str]
@@ -146,6 +145,7 @@ class TextFacts:
     body_ids: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), compare=False, repr=False)
     generation: int = field(default=-1, compare=False, repr=False)
     codes: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), compare=False, repr=False)
+    key: int = field(default=-1, compare=False, repr=False)
 
 
 def read_text(text: str) -> TextFacts:
@@ -215,9 +215,10 @@ class TextFactsCache:
         ids = self._ids(f.terms), self._ids(f.names), self._ids(f.title_terms), self._ids(f.body_terms)
         key = f.prefix_title.strip().lower()
         # the source key is numbered in the same vocabulary, marked so that it never equals a word
-        key_id = self._ids(frozenset({_KEY_MARK + key})) if key else np.zeros(0, dtype=np.int64)
-        codes = np.concatenate([a * _KINDS + kind for kind, a in enumerate((*ids, key_id))])
-        return TextFacts(f.terms, f.names, f.prefix_title, f.title_terms, f.body_terms, *ids, self._generation, codes)
+        key_id = int(self._ids(frozenset({_KEY_MARK + key}))[0]) if key else -1
+        codes = np.concatenate([a * _KINDS + kind for kind, a in enumerate(ids)])
+        return TextFacts(f.terms, f.names, f.prefix_title, f.title_terms, f.body_terms, *ids, self._generation, codes,
+                         key_id)
 
     def get(self, text: str) -> TextFacts:
         """The facts of ``text``, read once and kept while it stays among the ``maxsize`` most recent."""
@@ -353,7 +354,7 @@ class PoolWords:
 
     Attributes:
         words: every candidate's word ids (see :attr:`TextFacts.codes`), one array.
-        kinds: the kind of each (:data:`TERM`, :data:`NAME`, :data:`TITLE`, :data:`BODY`, :data:`KEY`).
+        kinds: the kind of each (:data:`TERM`, :data:`NAME`, :data:`TITLE`, :data:`BODY`).
         rows: the candidate each belongs to.
         n: number of candidates.
         generation: the vocabulary generation of the ids.

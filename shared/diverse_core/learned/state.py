@@ -44,7 +44,6 @@ from ..adaptive.candidates import (
 from ..errors import DimensionMismatchError, InvalidParameterError
 from ..textfeatures import (
     BODY,
-    KEY,
     TITLE,
     TextFactsCache,
     TextView,
@@ -164,10 +163,8 @@ def pair_view(question: str, texts: Sequence[str], sources: Sequence[object] | N
     title_in = (pool.holds(t_words, BODY).astype(np.float64) @ t_held.T.astype(np.float64)
                 / np.maximum(t_held.sum(axis=1), 1)[None, :])
     if src is None:
-        held_key = pool.kind(KEY)[1]  # at most one key per candidate: its column is its source's code
-        tid = -1 - np.arange(n, dtype=np.int64)
-        if held_key.shape[1]:
-            tid = np.where(held_key.any(axis=1), held_key.argmax(axis=1), tid)
+        keys = np.fromiter((f.key for f in facts), dtype=np.int64, count=n)  # equal ids: equal prefix titles
+        tid = np.where(keys >= 0, keys, -1 - np.arange(n, dtype=np.int64))
     else:
         keys = [None if (x is None or (isinstance(x, str) and x == "")) else ("id", x) for x in src]
         try:
@@ -305,68 +302,61 @@ class SetTracker:
         n_state = len(TEXT_STATE_FEATURES if state.pairs is not None else EMBEDDING_STATE_FEATURES)
         self._x = np.zeros((n, width + n_state))
         self._x[:, :width] = state.static
-        self._s = width  # first state column
+        s = self._s = width  # first state column
         self._t = 0
         self._sim_sum = np.zeros(n)
+        # the features that are a maximum over the picks, one (n, m) block per pick j: [j, i, :]
+        blocks = [state.sim, state.qdc]
+        self._max_cols = [s + 2, s + 4]
         if state.pairs is not None:
-            view = state.pairs.view
-            self._terms = view.term_hits.astype(np.float64)
-            self._names = view.name_hits.astype(np.float64)
-            self._n_terms = max(view.term_hits.shape[1], 1)
-            self._n_names = max(view.name_hits.shape[1], 1)
-            self._have_t = np.zeros(view.term_hits.shape[1])
-            self._have_n = np.zeros(view.name_hits.shape[1])
-            self._t_count = self._terms.sum(axis=1)
-            self._n_count = self._names.sum(axis=1)
+            pv, view, e = state.pairs, state.pairs.view, s + len(EMBEDDING_STATE_FEATURES)
+            blocks += [pv.same_title.astype(np.float64), pv.title_in, pv.title_in.T, pv.names_shared]
+            self._max_cols += [e, e + 1, e + 2, e + 3]
+            n_t, n_n = view.term_hits.shape[1], view.name_hits.shape[1]
+            # the question's words and names side by side; (words, 2) marks of what the picks hold, per kind
+            self._words = np.concatenate([view.term_hits, view.name_hits], axis=1).astype(np.float64)
+            self._held = np.zeros((n_t + n_n, 2))
+            self._spread = np.zeros((n, n_t + n_n, 2))  # [j, w, kind]: pick j holds word w of that kind
+            self._spread[:, :n_t, 0] = self._words[:, :n_t]
+            self._spread[:, n_t:, 1] = self._words[:, n_t:]
+            self._counts = np.column_stack([view.term_hits.sum(axis=1), view.name_hits.sum(axis=1)]).astype(np.float64)
+            self._sizes = np.array([max(n_t, 1), max(n_n, 1)], dtype=np.float64)
+            self._e = e
+        self._pairs = np.stack(blocks, axis=-1)
+        self._max = np.zeros((n, len(blocks)))
         self._fill_empty()
 
     def _fill_empty(self) -> None:
         x, s = self._x, self._s
         x[:, s:] = 0.0
         if self.state.pairs is not None:  # nothing picked: every word of the question is a gain
-            e = s + len(EMBEDDING_STATE_FEATURES)
-            x[:, e + 4] = self._t_count / self._n_terms
-            x[:, e + 5] = self._n_count / self._n_names
+            e = self._e
+            x[:, e + 4: e + 6] = self._counts / self._sizes
             x[:, e + 6] = x[:, e + 4]
 
     def add(self, j: int) -> None:
         """Add candidate ``j`` to the picks."""
         st, x, s = self.state, self._x, self._s
         self._t += 1
-        first = self._t == 1
-        x[:, s] = 1.0
-        x[:, s + 1] = self._t / max(st.k, 1)
-        sim_j, qdc_j = st.sim[j], st.qdc[j]
-        if first:
-            x[:, s + 2] = sim_j
-            x[:, s + 4] = qdc_j
-            self._sim_sum[:] = sim_j
+        if self._t == 1:
+            x[:, s] = 1.0
+            self._max[:] = self._pairs[j]
+            self._sim_sum[:] = st.sim[j]
         else:
-            np.maximum(x[:, s + 2], sim_j, out=x[:, s + 2])
-            np.maximum(x[:, s + 4], qdc_j, out=x[:, s + 4])
-            self._sim_sum += sim_j
+            np.maximum(self._max, self._pairs[j], out=self._max)
+            self._sim_sum += st.sim[j]
+        x[:, self._max_cols] = self._max
+        x[:, s + 1] = self._t / max(st.k, 1)
         x[:, s + 3] = self._sim_sum / self._t
         np.subtract(x[:, s + 4], st.relevance, out=x[:, s + 5])
         if st.pairs is None:
             return
-        pv, e = st.pairs, s + len(EMBEDDING_STATE_FEATURES)
-        if first:
-            x[:, e] = pv.same_title[j]
-            x[:, e + 1] = pv.title_in[j]
-            x[:, e + 2] = pv.title_in[:, j]
-            x[:, e + 3] = pv.names_shared[j]
-        else:
-            np.logical_or(x[:, e], pv.same_title[j], out=x[:, e], casting="unsafe")
-            np.maximum(x[:, e + 1], pv.title_in[j], out=x[:, e + 1])
-            np.maximum(x[:, e + 2], pv.title_in[:, j], out=x[:, e + 2])
-            np.maximum(x[:, e + 3], pv.names_shared[j], out=x[:, e + 3])
-        np.maximum(self._have_t, self._terms[j], out=self._have_t)
-        np.maximum(self._have_n, self._names[j], out=self._have_n)
-        # counts of the question's words each candidate holds that no pick holds (small integers: exact)
-        gain_t = self._t_count - self._terms @ self._have_t
-        x[:, e + 4] = gain_t / self._n_terms
-        x[:, e + 5] = (self._n_count - self._names @ self._have_n) / self._n_names
-        x[:, e + 6] = (gain_t + self._have_t.sum()) / self._n_terms
+        e = self._e
+        np.maximum(self._held, self._spread[j], out=self._held)
+        # counts of the question's words (names) each candidate holds that no pick holds: small integers, exact
+        gain = self._counts - self._words @ self._held
+        x[:, e + 4: e + 6] = gain / self._sizes
+        x[:, e + 6] = (gain[:, 0] + self._held[:, 0].sum()) / self._sizes[0]
 
     def rows(self) -> FloatArray:
         """The (n, F) feature rows given the picks so far (a view: copy it to keep it)."""
