@@ -11,23 +11,20 @@ Example:
     >>> import numpy as np
     >>> import diverse_core as dc
     >>> rng = np.random.default_rng(0)
-    >>> dc.select("adaptive", rng.normal(size=8), rng.normal(size=(30, 8)), k=3).indices.shape
-    (3,)
+    >>> q, c = rng.normal(size=8), rng.normal(size=(30, 8))
+    >>> own = dc.select("adaptive", q, c, k=3).details["lambda_mult"]  # the predicted λ*
+    >>> dc.select("adaptive", q, c, k=3, diversity=0.5).details["lambda_mult"] == own
+    True
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-import numpy as np
-from numpy.typing import NDArray
-
-from ..errors import InvalidParameterError
 from ..registry import DiversityMap, MethodSpec
-from ..validation import PreparedInputs
 from .candidates import GoldModel, candidate_features, fit_gold_model, gold_set_features
 from .features import FEATURE_NAMES, LEXICAL_SET_FEATURES, lexical_set_features, set_features
+from .inputs import TrainedMethod
 from .lexical import TextView, text_view
 from .model import SetScorer, fit_set_scorer
 from .selector import (
@@ -35,7 +32,6 @@ from .selector import (
     DEFAULT_MODEL,
     AdaptiveChoice,
     AdaptiveSelector,
-    check_optional_diversity,
     coverage_labels,
     diversity_lambda,
     lambda_sets,
@@ -77,44 +73,21 @@ __all__ = [
 ]
 
 
-def _run(
-    prep: PreparedInputs, *, model: Any = None, variant: str = "auto", question: str | None = None,
-    texts: Any = None, diversity: float | None = None, **_: Any
-) -> tuple[NDArray[np.int64], NDArray[np.float64], dict[str, Any]]:
-    given = {} if diversity is None else {"diversity": diversity}  # the native call unchanged without it
-    choice = load_selector(model).choose_prepared(prep, question=question, texts=texts, variant=variant, **given)
-    details = {"lambda_mult": float(choice.lambda_mult), "variant": choice.variant}
+def _details(choice: AdaptiveChoice, diversity: float | None) -> dict[str, Any]:
+    details: dict[str, Any] = {"lambda_mult": float(choice.lambda_mult), "variant": choice.variant}
     if diversity is not None:
         details["predicted_lambda"] = float(choice.predicted_lambda or choice.lambda_mult)
-    return choice.indices, choice.scores, details
+    return details
 
 
-def _sweep(prep: PreparedInputs, values: NDArray[np.float64], *, model: Any = None, variant: str = "auto",
-           question: str | None = None, texts: Any = None, **_: Any) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-    choices = load_selector(model).sweep_prepared(prep, [float(v) for v in values], question=question, texts=texts,
-                                                  variant=variant)
-    return np.stack([c.indices for c in choices]), np.stack([c.scores for c in choices])
-
-
-def _check(params: dict[str, Any]) -> dict[str, Any]:
-    model = params["model"]
-    if model is not None and not isinstance(model, (str, Path, AdaptiveSelector)):
-        raise InvalidParameterError(
-            f"model must be None (the shipped model), a path to a saved model or an AdaptiveSelector; "
-            f"got model={model!r}"
-        )
-    if isinstance(model, (str, Path)) and not Path(model).is_file():
-        raise InvalidParameterError(f"model file not found: model={str(model)!r}")
-    if params["variant"] not in ("auto", *VARIANTS):
-        raise InvalidParameterError(f"variant must be 'auto', 'text' or 'embedding'; got variant={params['variant']!r}")
-    return check_optional_diversity(params)
-
+_METHOD = TrainedMethod(load_selector, AdaptiveSelector, (),
+                        "None (the shipped model), a path to a saved model or an AdaptiveSelector", _details)
 
 #: The ``adaptive`` selection method (registered by ``import diverse_core``).
 SPEC = MethodSpec(
-    name="adaptive", run=_run,
+    name="adaptive", run=_METHOD.run,
     defaults={"model": None, "variant": "auto", "question": None, "texts": None, "diversity": None},
-    check=_check, param="diversity", run_sweep=_sweep, reads_text=True,
+    check=_METHOD.check, param="diversity", run_sweep=_METHOD.sweep, reads_text=True,
     diversity=DiversityMap(
         "diversity", float,
         "its own parameter: None = the predicted λ*; lambda_mult piecewise linear through "

@@ -36,12 +36,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ..errors import DimensionMismatchError, InvalidParameterError
+from ..errors import InvalidParameterError
 from ..tuning import argmax_upper_median
-from ..validation import PreparedInputs, check_unit_interval, check_values, prepare_inputs
+from ..validation import PreparedInputs, check_values, prepare_inputs
 from .candidates import candidate_features
 from .features import set_features
-from .lexical import TextView, text_view
+from .inputs import check_per_question, pick_variant, text_inputs
+from .lexical import text_view
 from .model import DEFAULT_ALPHAS, read_model_file
 from .training import QueryExample, coverage_labels, fit_variants, lambda_sets, query_example
 from .variant import VARIANTS, SelectorVariant, variant_features
@@ -52,7 +53,6 @@ __all__ = [
     "DEFAULT_LAMBDAS",
     "DEFAULT_MODEL",
     "FORMAT_VERSION",
-    "check_optional_diversity",
     "diversity_lambda",
     "lambda_sets",
     "query_features",
@@ -98,16 +98,6 @@ class AdaptiveChoice:
     predicted_lambda: float | None = None
 
 
-def check_optional_diversity(params: dict[str, Any]) -> dict[str, Any]:
-    """``params`` with its ``diversity`` checked: a number in [0, 1], or left out when ``None`` (the
-    trained choice: the resolved parameters then read as before the knob existed)."""
-    if params.get("diversity") is None:
-        params.pop("diversity", None)
-    else:
-        params["diversity"] = check_unit_interval(params["diversity"], "diversity")
-    return params
-
-
 def diversity_lambda(diversity: float, predicted: float, lowest: float) -> float:
     """The gMMR λ that ``diversity`` in [0, 1] means for a query whose predicted λ is ``predicted``.
 
@@ -132,22 +122,6 @@ def query_features(prep: PreparedInputs, lambdas: ArrayLike) -> tuple[NDArray[np
     sets, scores = lambda_sets(prep, lambdas)
     feats = set_features(np.asarray(lambdas, dtype=np.float64), sets, prep.candidates, prep.relevance)
     return sets, scores, feats
-
-
-def _text_inputs(question: str | None, texts: Sequence[str] | None, n: int) -> tuple[str, Sequence[str]] | None:
-    """``(question, texts)`` when both are given (checked: one text per candidate), else None."""
-    if question is None and texts is None:
-        return None
-    if question is None or texts is None:
-        missing = "question" if question is None else "texts"
-        raise InvalidParameterError(f"the text-aware selector needs both question and texts; {missing} is None")
-    if not isinstance(question, str):
-        raise InvalidParameterError(f"question must be a string; got question={question!r}")
-    if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
-        raise InvalidParameterError("texts must be a sequence of strings, one per candidate")
-    if len(texts) != n:
-        raise DimensionMismatchError(f"texts must give one text per candidate; got {len(texts)} texts for {n} candidates")
-    return question, texts
 
 
 class AdaptiveSelector:
@@ -224,23 +198,13 @@ class AdaptiveSelector:
             np.savez(fh, **arrays)
         return p
 
-    def _variant_name(self, view: TextView | None, variant: str) -> str:
-        if variant not in ("auto", *VARIANTS):
-            raise InvalidParameterError(f"variant must be 'auto', 'text' or 'embedding'; got variant={variant!r}")
-        if variant == "embedding":
-            return "embedding"
-        if variant == "text" and (view is None or "text" not in self.variants):
-            why = "this model has no text variant" if "text" not in self.variants else "question and texts are needed"
-            raise InvalidParameterError(f"variant='text' cannot be used: {why}")
-        return "text" if view is not None and "text" in self.variants else "embedding"
-
     def _predict(
         self, prep: PreparedInputs, question: str | None, texts: Sequence[str] | None, variant: str
     ) -> tuple[AdaptiveChoice, NDArray[np.float64]]:
         """The native choice (every grid λ's set scored, the best λ* kept) and every set's gMMR scores."""
-        given = _text_inputs(question, texts, prep.n)
+        given = text_inputs(question, texts, prep.n)
         view = None if given is None else text_view(*given)
-        name = self._variant_name(view, variant)
+        name = pick_variant(self.variants, view is not None, variant)
         chosen = self.variants[name]
         sets, scores = lambda_sets(prep, self.lambdas)
         unit, rel = prep.candidates, prep.relevance
@@ -364,20 +328,14 @@ class AdaptiveSelector:
             >>> sorted(AdaptiveSelector.fit(qs, cs, gs, k=4, folds=3).variants)
             ['embedding']
         """
-        per_question = [queries, candidates, gold_groups, *(x for x in (questions, texts, n_gold) if x is not None)]
-        if len({len(x) for x in per_question}) != 1:
-            raise DimensionMismatchError(
-                "queries, candidates, gold_groups (and questions, texts, n_gold when given) must have one entry "
-                f"per question; got lengths {[len(x) for x in per_question]}"
-            )
-        if (questions is None) != (texts is None):
-            raise InvalidParameterError("give both questions and texts (for the text variant) or neither")
+        check_per_question({"queries": queries, "candidates": candidates, "gold_groups": gold_groups,
+                            "questions": questions, "texts": texts, "n_gold": n_gold})
         examples = []
         for i, (q, c, g) in enumerate(zip(queries, candidates, gold_groups, strict=True)):
             prep = prepare_inputs(q, c, k, None)
             question = None if questions is None else questions[i]
             cand_texts = None if texts is None else texts[i]
-            given = _text_inputs(question, cand_texts, prep.n)
+            given = text_inputs(question, cand_texts, prep.n)
             examples.append(query_example(prep, g, lambdas, question=None if given is None else given[0],
                                           texts=None if given is None else given[1],
                                           n_gold=None if n_gold is None else n_gold[i]))
