@@ -421,6 +421,14 @@ def _question_words(question: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(sorted(content_terms(question))), tuple(sorted(name_terms(question, skip_first=True)))
 
 
+@lru_cache(maxsize=4096)
+def _question_columns(terms: tuple[str, ...], names: tuple[str, ...]) -> tuple[tuple[str, ...], list[int]]:
+    """The question's distinct words (its terms first) and the column of each of its names among them."""
+    words = tuple(dict.fromkeys(terms + names))
+    at = {w: i for i, w in enumerate(words)}
+    return words, [at[w] for w in names]
+
+
 def view_from_facts(question: str, facts: Sequence[TextFacts], cache: TextFactsCache | None = None, *,
                     sort_names: bool = True, pool: PoolWords | None = None) -> TextView:
     """The :class:`TextView` of ``question`` and candidates already read into ``facts`` (by ``cache``).
@@ -433,11 +441,12 @@ def view_from_facts(question: str, facts: Sequence[TextFacts], cache: TextFactsC
     terms, names = _question_words(question)
     pool = pool_words(facts) if pool is None else pool
     n = pool.n
-    q_ids = cache.word_ids(terms + names, pool.generation)
-    q_terms, q_names = q_ids[: len(terms)], q_ids[len(terms):]
-    # a question name counts when the text holds the word, capitalised or not
-    term_hits = pool.holds(q_terms, TERM)
-    name_hits = pool.holds(q_names, TERM)
+    words_q, name_cols = _question_columns(terms, names)
+    q_terms = cache.word_ids(words_q, pool.generation)
+    # one lookup for the question's words; a question name counts when the text holds the word, capitalised or not
+    both = pool.holds(q_terms, TERM)
+    term_hits, name_hits = both[:, : len(terms)], both[:, name_cols]
+    q_terms = q_terms[: len(terms)]
     words, held = pool.kind(NAME)
     known = np.sort(q_terms[q_terms >= 0])
     if known.shape[0] and words.shape[0]:  # names that are not question terms

@@ -163,8 +163,8 @@ def pair_view(question: str, texts: Sequence[str], sources: Sequence[object] | N
     title_in = (pool.holds(t_words, BODY).astype(np.float64) @ t_held.T.astype(np.float64)
                 / np.maximum(t_held.sum(axis=1), 1)[None, :])
     if src is None:
-        keys = np.fromiter((f.key for f in facts), dtype=np.int64, count=n)  # equal ids: equal prefix titles
-        tid = np.where(keys >= 0, keys, -1 - np.arange(n, dtype=np.int64))
+        key_ids = np.fromiter((f.key for f in facts), dtype=np.int64, count=n)  # equal ids: equal prefix titles
+        tid = np.where(key_ids >= 0, key_ids, -1 - np.arange(n, dtype=np.int64))
     else:
         keys = [None if (x is None or (isinstance(x, str) and x == "")) else ("id", x) for x in src]
         try:
