@@ -294,27 +294,6 @@ def text_facts(texts: Sequence[str]) -> list[TextFacts]:
     return _FACTS.get_many(texts)
 
 
-def stacked(arrays: Sequence[IntArray]) -> tuple[IntArray, IntArray]:
-    """``(ids, rows)``: the arrays concatenated, and the index of the array each id came from."""
-    lens = np.array(list(map(len, arrays)), dtype=np.int64)
-    if not lens.sum():
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    return np.concatenate(arrays), np.repeat(np.arange(len(arrays), dtype=np.int64), lens)
-
-
-def hits_matrix(wanted: IntArray, ids: IntArray, rows: IntArray, n: int) -> NDArray[np.bool_]:
-    """(n, len(wanted)): whether row ``r`` holds the word of each column (``-1`` in ``wanted``: never)."""
-    out = np.zeros((n, wanted.shape[0]), dtype=bool)
-    if not wanted.shape[0] or not ids.shape[0]:
-        return out
-    order = np.argsort(wanted, kind="stable")
-    ranked = wanted[order]
-    pos = np.minimum(np.searchsorted(ranked, ids), ranked.shape[0] - 1)
-    match = ranked[pos] == ids
-    out[rows[match], order[pos[match]]] = True
-    return out
-
-
 @dataclass(frozen=True)
 class TextView:
     """The lexical view of one query and its candidates.
