@@ -194,13 +194,17 @@ class TextFactsCache:
     def __len__(self) -> int:
         return len(self._data)
 
-    def _ids(self, words: frozenset[str]) -> IntArray:
+    def _id_list(self, words: frozenset[str]) -> list[int]:
+        """Sorted ids of ``words``, numbering new ones (call with the lock held)."""
         vocab, spelled = self._vocab, self._words
         for w in words:
             if w not in vocab:
                 vocab[w] = len(spelled)
                 spelled.append(w)
-        return np.array(sorted(vocab[w] for w in words), dtype=np.int64)
+        return sorted(vocab[w] for w in words)
+
+    def _ids(self, words: frozenset[str]) -> IntArray:
+        return np.array(self._id_list(words), dtype=np.int64)
 
     def words_of(self, ids: IntArray, generation: int) -> list[str]:
         """The words of ``ids`` (of ``generation``; ``""`` for ids of another generation)."""
@@ -212,13 +216,16 @@ class TextFactsCache:
 
     def _numbered(self, f: TextFacts) -> TextFacts:
         """``f`` with ids in the current vocabulary (call with the lock held)."""
-        ids = self._ids(f.terms), self._ids(f.names), self._ids(f.title_terms), self._ids(f.body_terms)
+        lists = [self._id_list(words) for words in (f.terms, f.names, f.title_terms, f.body_terms)]
+        flat = np.array([i for ids in lists for i in ids], dtype=np.int64)
+        ends = np.cumsum([len(ids) for ids in lists]).tolist()
+        term, name, title, body = (flat[a:b] for a, b in zip([0, *ends[:3]], ends, strict=True))
         key = f.prefix_title.strip().lower()
         # the source key is numbered in the same vocabulary, marked so that it never equals a word
-        key_id = int(self._ids(frozenset({_KEY_MARK + key}))[0]) if key else -1
-        codes = np.concatenate([a * _KINDS + kind for kind, a in enumerate(ids)])
-        return TextFacts(f.terms, f.names, f.prefix_title, f.title_terms, f.body_terms, *ids, self._generation, codes,
-                         key_id)
+        key_id = self._id_list(frozenset({_KEY_MARK + key}))[0] if key else -1
+        codes = flat * _KINDS + np.repeat(np.arange(4, dtype=np.int64), [len(ids) for ids in lists])
+        return TextFacts(f.terms, f.names, f.prefix_title, f.title_terms, f.body_terms, term, name, title, body,
+                         self._generation, codes, key_id)
 
     def get(self, text: str) -> TextFacts:
         """The facts of ``text``, read once and kept while it stays among the ``maxsize`` most recent."""
