@@ -114,6 +114,7 @@ _KEY_MARK = "\x00"
 TERM, NAME, TITLE, BODY = range(4)
 _KINDS = 8  # 2 ** 3: ``code >> 3`` is the id, ``code & 7`` the kind
 _KIND_BITS = _KINDS - 1
+_KIND_OF = np.arange(4, dtype=np.int64)
 
 
 @dataclass(frozen=True)
@@ -217,13 +218,14 @@ class TextFactsCache:
     def _numbered(self, f: TextFacts) -> TextFacts:
         """``f`` with ids in the current vocabulary (call with the lock held)."""
         lists = [self._id_list(words) for words in (f.terms, f.names, f.title_terms, f.body_terms)]
-        flat = np.array([i for ids in lists for i in ids], dtype=np.int64)
-        ends = np.cumsum([len(ids) for ids in lists]).tolist()
-        term, name, title, body = (flat[a:b] for a, b in zip([0, *ends[:3]], ends, strict=True))
+        sizes = [len(ids) for ids in lists]
+        flat = np.array(lists[0] + lists[1] + lists[2] + lists[3], dtype=np.int64)
+        a, b, c = sizes[0], sizes[0] + sizes[1], sizes[0] + sizes[1] + sizes[2]
+        term, name, title, body = flat[:a], flat[a:b], flat[b:c], flat[c:]
         key = f.prefix_title.strip().lower()
         # the source key is numbered in the same vocabulary, marked so that it never equals a word
         key_id = self._id_list(frozenset({_KEY_MARK + key}))[0] if key else -1
-        codes = flat * _KINDS + np.repeat(np.arange(4, dtype=np.int64), [len(ids) for ids in lists])
+        codes = flat * _KINDS + np.repeat(_KIND_OF, sizes)
         return TextFacts(f.terms, f.names, f.prefix_title, f.title_terms, f.body_terms, term, name, title, body,
                          self._generation, codes, key_id)
 
