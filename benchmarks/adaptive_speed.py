@@ -55,12 +55,36 @@ def _interleaved_ms(runs: dict[str, Callable[[Any], object]], inputs: list[Any],
     return {name: 1000.0 * t / len(inputs) for name, t in total.items()}
 
 
+def _print_stages(learned: LearnedSelector, inputs: list[Any], repeat: int, gmmr_ms: float) -> None:
+    """ms per query of each stage of the learned text variant, warm (same per-query best-of timing)."""
+    from diverse_core.learned import QueryState, pair_view
+    from diverse_core.validation import prepare_inputs
+
+    model = learned.variants["text"]
+    preps = [prepare_inputs(i.query_embedding, i.embeddings, 5, None) for i in inputs]
+    views = [pair_view(i.question, i.texts) for i in inputs]
+    states = [QueryState.build(p, v) for p, v in zip(preps, views, strict=True)]
+    at = {id(i): n for n, i in enumerate(inputs)}
+    stages: dict[str, Callable[[Any], object]] = {
+        "input checks (prepare_inputs)": lambda i: prepare_inputs(i.query_embedding, i.embeddings, 5, None),
+        "text view (pair_view)": lambda i: pair_view(i.question, i.texts),
+        "query state (QueryState.build)": lambda i: QueryState.build(preps[at[id(i)]], views[at[id(i)]]),
+        "greedy picks (5 steps)": lambda i: model.picks(states[at[id(i)]]),
+    }
+    print("| learned text variant, warm: stage | ms / query | × one gMMR |")
+    print("|---|---|---|")
+    for name, ms in _interleaved_ms(stages, inputs, repeat, {}).items():
+        print(f"| {name} | {ms:.3f} | {ms / gmmr_ms:.2f} |")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--cache-dir", default=None)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--protocol", default="chunks", choices=["chunks", "paragraphs"])
     ap.add_argument("--json", default=None, help="also write the timings to this JSON file")
+    ap.add_argument("--stages", action="store_true",
+                    help="also time the stages of the learned text variant, warm (input checks, text view, state, picks)")
     ap.add_argument("--model-path", default=None, help="MiniLM folder (default: the packaged model)")
     ap.add_argument("--device", default="cpu", help="torch device that embeds the pools (timings never include it)")
     args = ap.parse_args(argv)
@@ -134,6 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     ac = times["adaptive, text variant, cold"]
     print(f"learned text warm / one gMMR = {lw / base:.2f} (target <= 2); learned text cold / adaptive text cold = "
           f"{lc / ac:.2f} (target <= 1.5)")
+    if args.stages:
+        _print_stages(learned, inputs, args.repeat, times["gmmr (one lambda)"])
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump({"n_queries": n, "repeat": args.repeat, "protocol": args.protocol, "ms_per_query": times,
