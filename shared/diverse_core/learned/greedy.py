@@ -35,10 +35,14 @@ __all__ = ["greedy_picks"]
 
 
 def _standard(x: NDArray[np.float64], free: NDArray[np.bool_]) -> NDArray[np.float64]:
-    """``x`` standardised over the ``free`` entries (all zero when they are all equal)."""
-    mean = x[free].mean()
-    spread = x[free].std()
-    return (x - mean) / spread if spread > 1e-12 else np.zeros_like(x)
+    """``x`` standardised over the ``free`` entries (all zero when they are all equal); scaled by its largest
+    magnitude first, so that no square overflows whatever the relevance's scale."""
+    top = float(np.abs(x[free]).max())
+    if not 0.0 < top < np.inf:
+        return np.zeros_like(x)
+    v = x / top
+    spread = float(v[free].std())
+    return (v - v[free].mean()) / spread if spread > 1e-12 else np.zeros_like(x)
 
 
 def greedy_picks(
@@ -93,6 +97,7 @@ def _blend(z: NDArray[np.float64], taken: NDArray[np.bool_], weight: float, towa
     """The step score at a diversity other than 0.5 (picked candidates at -inf)."""
     free = ~taken
     target = state.relevance if toward_relevance else -tracker.sim_max()
-    out = (1.0 - weight) * _standard(z, free) + weight * _standard(target, free)
+    logit = np.clip(z, -50.0, 50.0)  # the range the model's probabilities are read from
+    out = (1.0 - weight) * _standard(logit, free) + weight * _standard(target, free)
     out[taken] = -np.inf
     return out
