@@ -41,7 +41,7 @@ def select(
             ``mmr``/``gmmr``, ``sigma=0.1`` for ``dartboard``, ``s=0.5`` for ``vendi``,
             ``lam=0.5`` for ``gist``; or ``diversity`` in [0, 1] for any method (0: pure
             relevance, 1: the method's most diverse setting), mapped to its own parameter (for
-            ``dpp``/``msd``/``cover``/``ssd`` it is their own parameter; see
+            ``dpp``/``msd``/``cover``/``ssd``/``adaptive``/``learned`` it is their own parameter; see
             :class:`~diverse_core.registry.DiversityMap`; the native name wins when both are
             given, and they must agree).
 

@@ -44,7 +44,7 @@ class DiversityMap:
 
     Attributes:
         param: the method's own trade-off parameter that ``diversity`` sets, or ``None``
-            when the method has none (``topk``, ``adaptive``, ``learned``).
+            when the method has none (``topk``).
         to_native: ``diversity -> param value``, monotone (``None`` with ``param=None``).
         formula: the mapping in words, as the methods index shows it
             (``"lambda_mult = 1 - diversity"``).
@@ -147,7 +147,7 @@ class MethodSpec:
 
         Raises:
             InvalidParameterError: ``diversity`` outside [0, 1], or a value the method does
-                not accept (``topk``: anything but 0; ``adaptive``/``learned``: any value).
+                not accept (``topk``: anything but 0).
             ConflictingParametersError: both given, and they disagree.
 
         Example:

@@ -29,6 +29,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 from numpy.typing import NDArray
@@ -36,13 +37,19 @@ from numpy.typing import NDArray
 from .errors import InvalidParameterError
 
 __all__ = [
+    "BODY",
+    "NAME",
     "STOPWORDS",
+    "TERM",
+    "TITLE",
+    "PoolWords",
     "TextFacts",
     "TextFactsCache",
     "TextView",
     "content_terms",
     "facts_cache",
     "name_terms",
+    "pool_words",
     "source_inputs",
     "split_title",
     "text_facts",
@@ -100,6 +107,15 @@ def split_title(text: str) -> tuple[str, str]:
 
 IntArray = NDArray[np.int64]
 
+#: Marks a source key in a :class:`TextFactsCache` vocabulary (no word holds a NUL).
+_KEY_MARK = "\x00"
+
+#: The kinds of :attr:`TextFacts.codes` (``code = id * 8 + kind``).
+TERM, NAME, TITLE, BODY = range(4)
+_KINDS = 8  # 2 ** 3: ``code >> 3`` is the id, ``code & 7`` the kind
+_KIND_BITS = _KINDS - 1
+_KIND_OF = np.arange(4, dtype=np.int64)
+
 
 @dataclass(frozen=True)
 class TextFacts:
@@ -114,6 +130,9 @@ class TextFacts:
         term_ids, name_ids, title_ids, body_ids: the same word sets as sorted ids in the
             vocabulary of the :class:`TextFactsCache` that read it (for array operations).
         generation: that cache's vocabulary generation (ids of another generation are stale).
+        codes: every id above in one array, each as ``id * 8 + kind`` (:data:`TERM`, :data:`NAME`,
+            :data:`TITLE`, :data:`BODY`): a query stacks its candidates with one call.
+        key: the source key (the lower-cased prefix title, numbered like a word; -1 without one).
     """
 
     terms: frozenset[str]
@@ -126,6 +145,8 @@ class TextFacts:
     title_ids: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), compare=False, repr=False)
     body_ids: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), compare=False, repr=False)
     generation: int = field(default=-1, compare=False, repr=False)
+    codes: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), compare=False, repr=False)
+    key: int = field(default=-1, compare=False, repr=False)
 
 
 def read_text(text: str) -> TextFacts:
@@ -174,13 +195,17 @@ class TextFactsCache:
     def __len__(self) -> int:
         return len(self._data)
 
-    def _ids(self, words: frozenset[str]) -> IntArray:
+    def _id_list(self, words: frozenset[str]) -> list[int]:
+        """Sorted ids of ``words``, numbering new ones (call with the lock held)."""
         vocab, spelled = self._vocab, self._words
         for w in words:
             if w not in vocab:
                 vocab[w] = len(spelled)
                 spelled.append(w)
-        return np.array(sorted(vocab[w] for w in words), dtype=np.int64)
+        return sorted(vocab[w] for w in words)
+
+    def _ids(self, words: frozenset[str]) -> IntArray:
+        return np.array(self._id_list(words), dtype=np.int64)
 
     def words_of(self, ids: IntArray, generation: int) -> list[str]:
         """The words of ``ids`` (of ``generation``; ``""`` for ids of another generation)."""
@@ -192,8 +217,17 @@ class TextFactsCache:
 
     def _numbered(self, f: TextFacts) -> TextFacts:
         """``f`` with ids in the current vocabulary (call with the lock held)."""
-        return TextFacts(f.terms, f.names, f.prefix_title, f.title_terms, f.body_terms, self._ids(f.terms),
-                         self._ids(f.names), self._ids(f.title_terms), self._ids(f.body_terms), self._generation)
+        lists = [self._id_list(words) for words in (f.terms, f.names, f.title_terms, f.body_terms)]
+        sizes = [len(ids) for ids in lists]
+        flat = np.array(lists[0] + lists[1] + lists[2] + lists[3], dtype=np.int64)
+        a, b, c = sizes[0], sizes[0] + sizes[1], sizes[0] + sizes[1] + sizes[2]
+        term, name, title, body = flat[:a], flat[a:b], flat[b:c], flat[c:]
+        key = f.prefix_title.strip().lower()
+        # the source key is numbered in the same vocabulary, marked so that it never equals a word
+        key_id = self._id_list(frozenset({_KEY_MARK + key}))[0] if key else -1
+        codes = flat * _KINDS + np.repeat(_KIND_OF, sizes)
+        return TextFacts(f.terms, f.names, f.prefix_title, f.title_terms, f.body_terms, term, name, title, body,
+                         self._generation, codes, key_id)
 
     def get(self, text: str) -> TextFacts:
         """The facts of ``text``, read once and kept while it stays among the ``maxsize`` most recent."""
@@ -201,17 +235,14 @@ class TextFactsCache:
 
     def get_many(self, texts: Sequence[str]) -> list[TextFacts]:
         """:meth:`get` of each text, in order (one vocabulary generation for all of them)."""
-        out: list[TextFacts | None] = []
-        with self._lock:
+        with self._lock:  # every entry kept is of the current generation (a new generation empties the cache)
             data = self._data
-            for t in texts:
-                found = data.get(t)
-                if found is not None and found.generation == self._generation:
-                    data.move_to_end(t)
-                    out.append(found)
-                else:
-                    out.append(None)
-            self.hits += sum(f is not None for f in out)
+            out: list[TextFacts | None] = [data.get(t) for t in texts]
+            to_end = data.move_to_end
+            for t, f in zip(texts, out, strict=True):
+                if f is not None:
+                    to_end(t)
+            self.hits += len(out) - sum(f is None for f in out)
         missing = {t: read_text(t) for t, f in zip(texts, out, strict=True) if f is None}  # the slow part, unlocked
         if not missing and all(f is not None for f in out):
             return out  # type: ignore[return-value]
@@ -272,27 +303,6 @@ def text_facts(texts: Sequence[str]) -> list[TextFacts]:
     return _FACTS.get_many(texts)
 
 
-def stacked(arrays: Sequence[IntArray]) -> tuple[IntArray, IntArray]:
-    """``(ids, rows)``: the arrays concatenated, and the index of the array each id came from."""
-    lens = np.array(list(map(len, arrays)), dtype=np.int64)
-    if not lens.sum():
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    return np.concatenate(arrays), np.repeat(np.arange(len(arrays), dtype=np.int64), lens)
-
-
-def hits_matrix(wanted: IntArray, ids: IntArray, rows: IntArray, n: int) -> NDArray[np.bool_]:
-    """(n, len(wanted)): whether row ``r`` holds the word of each column (``-1`` in ``wanted``: never)."""
-    out = np.zeros((n, wanted.shape[0]), dtype=bool)
-    if not wanted.shape[0] or not ids.shape[0]:
-        return out
-    order = np.argsort(wanted, kind="stable")
-    ranked = wanted[order]
-    pos = np.minimum(np.searchsorted(ranked, ids), ranked.shape[0] - 1)
-    match = ranked[pos] == ids
-    out[rows[match], order[pos[match]]] = True
-    return out
-
-
 @dataclass(frozen=True)
 class TextView:
     """The lexical view of one query and its candidates.
@@ -314,33 +324,125 @@ class TextView:
     other_names: NDArray[np.bool_]
 
 
+_SCRATCH = threading.local()
+
+
+def _scratch(size: int) -> NDArray[np.int32]:
+    """This thread's all-zero marker array of at least ``size`` slots (callers leave it all zero)."""
+    mark: NDArray[np.int32] | None = getattr(_SCRATCH, "mark", None)
+    if mark is None or mark.shape[0] < size:
+        mark = np.zeros(max(size, 2 * (0 if mark is None else mark.shape[0]), 1024), dtype=np.int32)
+        _SCRATCH.mark = mark
+    return mark
+
+
+@dataclass(frozen=True)
+class PoolWords:
+    """Every word of a query's candidates in one array (from their cached :class:`TextFacts`).
+
+    Attributes:
+        words: every candidate's word ids (see :attr:`TextFacts.codes`), one array.
+        kinds: the kind of each (:data:`TERM`, :data:`NAME`, :data:`TITLE`, :data:`BODY`).
+        rows: the candidate each belongs to.
+        n: number of candidates.
+        generation: the vocabulary generation of the ids.
+
+    Example:
+        >>> cache = TextFactsCache()
+        >>> pw = pool_words(cache.get_many(["Dune: a novel by Herbert.", "Herbert: an author."]))
+        >>> pw.kind(TITLE)[1].astype(int).tolist()  # each candidate's title words
+        [[1, 0], [0, 1]]
+    """
+
+    words: IntArray
+    kinds: IntArray
+    rows: IntArray
+    n: int
+    generation: int
+
+    def kind(self, kind: int) -> tuple[IntArray, NDArray[np.bool_]]:
+        """``(word ids, hits (n, W))``: the distinct words of one kind (by id) and who holds each."""
+        mine = self.kinds == kind
+        words, col = np.unique(self.words[mine], return_inverse=True)
+        out = np.zeros((self.n, words.shape[0]), dtype=bool)
+        out[self.rows[mine], col.reshape(-1)] = True
+        return words, out
+
+    def holds(self, words: IntArray, kind: int) -> NDArray[np.bool_]:
+        """(n, len(words)) whether each candidate holds each of the distinct ``words`` as ``kind`` (-1: never).
+
+        One gather over the pool's words through a marker array indexed by word id (no sort).
+        """
+        out = np.zeros((self.n, words.shape[0]), dtype=bool)
+        cols = np.flatnonzero(words >= 0)
+        if not cols.shape[0] or not self.words.shape[0]:
+            return out
+        wanted = words[cols]
+        mark = _scratch(max(int(wanted.max()), int(self.words.max())) + 1)
+        mark[wanted] = cols + 1
+        try:
+            col = mark[self.words]
+        finally:
+            mark[wanted] = 0
+        match = (col > 0) & (self.kinds == kind)
+        out[self.rows[match], col[match] - 1] = True
+        return out
+
+
+def pool_words(facts: Sequence[TextFacts], titles: dict[int, IntArray] | None = None) -> PoolWords:
+    """The :class:`PoolWords` of candidates read by one :class:`TextFactsCache` (one array call).
+
+    ``titles``: candidate index -> title word ids that replace the ones of its text (display names).
+    """
+    n = len(facts)
+    codes = np.concatenate([f.codes for f in facts]) if n else np.zeros(0, dtype=np.int64)
+    rows = np.repeat(np.arange(n, dtype=np.int64), [f.codes.shape[0] for f in facts])
+    if titles:
+        drop = np.isin(rows, list(titles)) & (codes & _KIND_BITS == TITLE)
+        codes = np.concatenate([codes[~drop], *(ids * _KINDS + TITLE for ids in titles.values())])
+        rows = np.concatenate([rows[~drop], *(np.full(ids.shape[0], i, dtype=np.int64) for i, ids in titles.items())])
+    return PoolWords(codes >> 3, codes & _KIND_BITS, rows, n, facts[0].generation if n else -1)
+
+
+@lru_cache(maxsize=4096)
+def _question_words(question: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    return tuple(sorted(content_terms(question))), tuple(sorted(name_terms(question, skip_first=True)))
+
+
+@lru_cache(maxsize=4096)
+def _question_columns(terms: tuple[str, ...], names: tuple[str, ...]) -> tuple[tuple[str, ...], list[int]]:
+    """The question's distinct words (its terms first) and the column of each of its names among them."""
+    words = tuple(dict.fromkeys(terms + names))
+    at = {w: i for i, w in enumerate(words)}
+    return words, [at[w] for w in names]
+
+
 def view_from_facts(question: str, facts: Sequence[TextFacts], cache: TextFactsCache | None = None, *,
-                    sort_names: bool = True) -> TextView:
+                    sort_names: bool = True, pool: PoolWords | None = None) -> TextView:
     """The :class:`TextView` of ``question`` and candidates already read into ``facts`` (by ``cache``).
 
     ``sort_names=False`` leaves the ``other_names`` columns in vocabulary order (cheaper; for
-    callers that only sum over them, as the learned selector does).
+    callers that only sum over them, as the learned selector does). ``pool``: the facts'
+    :func:`pool_words` when the caller already has it.
     """
     cache = _FACTS if cache is None else cache
-    terms = tuple(sorted(content_terms(question)))
-    names = tuple(sorted(name_terms(question, skip_first=True)))
-    n = len(facts)
-    generation = facts[0].generation if facts else -1
-    q_terms = cache.word_ids(terms, generation)
-    q_names = cache.word_ids(names, generation)
-    t_ids, t_rows = stacked([f.term_ids for f in facts])
-    # a question name counts when the text holds the word, capitalised or not
-    term_hits = hits_matrix(q_terms, t_ids, t_rows, n)
-    name_hits = hits_matrix(q_names, t_ids, t_rows, n)
-    n_ids, n_rows = stacked([f.name_ids for f in facts])
-    keep = ~np.isin(n_ids, q_terms[q_terms >= 0])
-    vocab, col = np.unique(n_ids[keep], return_inverse=True)
-    if sort_names and vocab.shape[0] > 1:  # columns in the order of the words (as the word-set version sorted them)
-        rank = np.empty(vocab.shape[0], dtype=np.int64)
-        rank[np.argsort(np.array(cache.words_of(vocab, generation)), kind="stable")] = np.arange(vocab.shape[0])
-        col = rank[col.reshape(-1)]
-    other = np.zeros((n, max(vocab.shape[0], 1)), dtype=bool)
-    other[n_rows[keep], col.reshape(-1)] = True
+    terms, names = _question_words(question)
+    pool = pool_words(facts) if pool is None else pool
+    n = pool.n
+    words_q, name_cols = _question_columns(terms, names)
+    q_terms = cache.word_ids(words_q, pool.generation)
+    # one lookup for the question's words; a question name counts when the text holds the word, capitalised or not
+    both = pool.holds(q_terms, TERM)
+    term_hits, name_hits = both[:, : len(terms)], both[:, name_cols]
+    q_terms = q_terms[: len(terms)]
+    words, held = pool.kind(NAME)
+    known = np.sort(q_terms[q_terms >= 0])
+    if known.shape[0] and words.shape[0]:  # names that are not question terms
+        keep = known[np.minimum(np.searchsorted(known, words), known.shape[0] - 1)] != words
+        words, held = words[keep], held[:, keep]
+    if sort_names and words.shape[0] > 1:  # columns in the order of the words (as the word-set version sorted them)
+        held = held[:, np.argsort(np.array(cache.words_of(words, pool.generation)), kind="stable")]
+    other = held if words.shape[0] else np.zeros((n, 1), dtype=bool)
     return TextView(terms, names, term_hits, name_hits, other)
 
 

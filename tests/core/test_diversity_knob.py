@@ -41,7 +41,7 @@ def test_every_builtin_method_declares_how_it_reads_diversity() -> None:
         mapping = get_method(name).diversity
         assert mapping is not None, name
         assert mapping.formula, name
-    assert set(UNMAPPED) == {"topk", "adaptive", "learned"}
+    assert set(UNMAPPED) == {"topk"}  # pure relevance: it takes diversity=0 only
 
 
 @pytest.mark.parametrize("method", MAPPED)
@@ -98,18 +98,33 @@ def test_out_of_range_diversity_is_a_typed_error(bad: object) -> None:
             dc.select(method, q, c, 5, diversity=bad)
 
 
-def test_topk_takes_zero_only_and_the_trained_selectors_take_none() -> None:
+def test_topk_takes_zero_only() -> None:
     q, c = _pools(1)[0]
     assert dc.select("topk", q, c, 5, diversity=0.0).indices.tolist() == dc.select("topk", q, c, 5).indices.tolist()
     with pytest.raises(InvalidParameterError, match="pure relevance"):
         dc.select("topk", q, c, 5, diversity=0.5)
-    for method in ("adaptive", "learned"):
-        with pytest.raises(InvalidParameterError, match="trained model"):
-            dc.select(method, q, c, 5, diversity=0.5)
-        with pytest.raises(InvalidParameterError, match="trained model"):
-            dc.select(method, q, c, 5, diversity=0.0)
-        # diversity=None is "not given" (a face's unset setting)
-        assert len(dc.select(method, q, c, 5, diversity=None)) == 5
+
+
+@pytest.mark.parametrize("method", ["adaptive", "learned"])
+def test_trained_selectors_keep_their_choice_at_none_and_half_and_reach_topk_at_zero(method: str) -> None:
+    for q, c in _pools(20):
+        native = dc.select(method, q, c, 8)
+        assert dc.select(method, q, c, 8, diversity=None).indices.tolist() == native.indices.tolist()
+        assert dc.select(method, q, c, 8, diversity=0.5).indices.tolist() == native.indices.tolist()
+        assert dc.select(method, q, c, 8, diversity=0.0).indices.tolist() == dc.select("topk", q, c, 8).indices.tolist()
+    for bad in (-0.1, 1.5, float("nan"), "0.5", True):
+        with pytest.raises(InvalidParameterError, match="diversity"):
+            dc.select(method, q, c, 5, diversity=bad)
+
+
+def test_adaptive_maps_diversity_through_its_predicted_lambda() -> None:
+    for q, c in _pools(10):
+        predicted = dc.select("adaptive", q, c, 8).details["lambda_mult"]
+        for d, want in ((0.0, 1.0), (0.25, 0.5 * (1.0 + predicted)), (0.5, predicted), (1.0, 0.1)):
+            sel = dc.select("adaptive", q, c, 8, diversity=d)
+            assert sel.details["predicted_lambda"] == predicted
+            assert sel.details["lambda_mult"] == pytest.approx(want, abs=1e-12)
+            assert sel.indices.tolist() == dc.select("gmmr", q, c, 8, lambda_mult=want).indices.tolist()
 
 
 def test_sweep_over_diversity_matches_select() -> None:

@@ -26,7 +26,7 @@ def test_parse_diversity_grid() -> None:
     assert single.over is None and single.params == {"diversity": 0.4}
 
 
-@pytest.mark.parametrize("spec", ["gmmr=0.5,1@diversity=0:1:0.5", "topk@diversity=0,1", "adaptive@diversity=0,1"])
+@pytest.mark.parametrize("spec", ["gmmr=0.5,1@diversity=0:1:0.5", "topk@diversity=0,1"])
 def test_bad_diversity_grids_are_typed_errors(spec: str) -> None:
     with pytest.raises(InvalidParameterError):
         parse_method(spec)

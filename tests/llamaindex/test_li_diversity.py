@@ -42,7 +42,7 @@ def test_retriever_takes_diversity_and_conflicts_are_typed() -> None:
     assert len(r.retrieve("q")) == 2
     with pytest.raises(ConflictingParametersError):
         DiverseNodePostprocessor(method="vendi", diversity=0.3, method_params={"s": 0.5})
-    with pytest.raises(InvalidParameterError, match="trained model"):
-        DiverseNodePostprocessor(method="adaptive", diversity=0.3)
+    with pytest.raises(InvalidParameterError, match="diversity must be in"):
+        DiverseNodePostprocessor(method="adaptive", diversity=1.3)
     with pytest.raises(InvalidParameterError, match="not both"):
         DiverseRetriever(index.as_retriever(), DiverseNodePostprocessor(), diversity=0.3)

@@ -11,23 +11,20 @@ Example:
     >>> import numpy as np
     >>> import diverse_core as dc
     >>> rng = np.random.default_rng(0)
-    >>> dc.select("adaptive", rng.normal(size=8), rng.normal(size=(30, 8)), k=3).indices.shape
-    (3,)
+    >>> q, c = rng.normal(size=8), rng.normal(size=(30, 8))
+    >>> own = dc.select("adaptive", q, c, k=3).details["lambda_mult"]  # the predicted λ*
+    >>> dc.select("adaptive", q, c, k=3, diversity=0.5).details["lambda_mult"] == own
+    True
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-import numpy as np
-from numpy.typing import NDArray
-
-from ..errors import InvalidParameterError
 from ..registry import DiversityMap, MethodSpec
-from ..validation import PreparedInputs
 from .candidates import GoldModel, candidate_features, fit_gold_model, gold_set_features
 from .features import FEATURE_NAMES, LEXICAL_SET_FEATURES, lexical_set_features, set_features
+from .inputs import TrainedMethod
 from .lexical import TextView, text_view
 from .model import SetScorer, fit_set_scorer
 from .selector import (
@@ -36,6 +33,7 @@ from .selector import (
     AdaptiveChoice,
     AdaptiveSelector,
     coverage_labels,
+    diversity_lambda,
     lambda_sets,
     load_selector,
     query_features,
@@ -66,6 +64,7 @@ __all__ = [
     "query_features",
     "lambda_sets",
     "coverage_labels",
+    "diversity_lambda",
     "load_selector",
     "FEATURE_NAMES",
     "DEFAULT_LAMBDAS",
@@ -74,34 +73,24 @@ __all__ = [
 ]
 
 
-def _run(
-    prep: PreparedInputs, *, model: Any = None, variant: str = "auto", question: str | None = None,
-    texts: Any = None, **_: Any
-) -> tuple[NDArray[np.int64], NDArray[np.float64], dict[str, Any]]:
-    choice = load_selector(model).choose_prepared(prep, question=question, texts=texts, variant=variant)
-    return choice.indices, choice.scores, {"lambda_mult": float(choice.lambda_mult), "variant": choice.variant}
+def _details(choice: AdaptiveChoice, diversity: float | None) -> dict[str, Any]:
+    details: dict[str, Any] = {"lambda_mult": float(choice.lambda_mult), "variant": choice.variant}
+    if diversity is not None:
+        details["predicted_lambda"] = float(choice.predicted_lambda or choice.lambda_mult)
+    return details
 
 
-def _check(params: dict[str, Any]) -> dict[str, Any]:
-    model = params["model"]
-    if model is not None and not isinstance(model, (str, Path, AdaptiveSelector)):
-        raise InvalidParameterError(
-            f"model must be None (the shipped model), a path to a saved model or an AdaptiveSelector; "
-            f"got model={model!r}"
-        )
-    if isinstance(model, (str, Path)) and not Path(model).is_file():
-        raise InvalidParameterError(f"model file not found: model={str(model)!r}")
-    if params["variant"] not in ("auto", *VARIANTS):
-        raise InvalidParameterError(f"variant must be 'auto', 'text' or 'embedding'; got variant={params['variant']!r}")
-    return params
-
+_METHOD = TrainedMethod(load_selector, AdaptiveSelector, (),
+                        "None (the shipped model), a path to a saved model or an AdaptiveSelector", _details)
 
 #: The ``adaptive`` selection method (registered by ``import diverse_core``).
 SPEC = MethodSpec(
-    name="adaptive", run=_run, defaults={"model": None, "variant": "auto", "question": None, "texts": None}, check=_check, param=None,
-    reads_text=True,
+    name="adaptive", run=_METHOD.run,
+    defaults={"model": None, "variant": "auto", "question": None, "texts": None, "diversity": None},
+    check=_METHOD.check, param="diversity", run_sweep=_METHOD.sweep, reads_text=True,
     diversity=DiversityMap(
-        None, formula="not accepted (chosen per query by the trained model)",
-        reason="the trained model learns the lambda_mult of gMMR per query; use gmmr with diversity= to set the trade-off",
+        "diversity", float,
+        "its own parameter: None = the predicted λ*; lambda_mult piecewise linear through "
+        "1 (d = 0), λ* (d = 0.5) and the grid's lowest λ, 0.1 (d = 1)",
     ),
 )

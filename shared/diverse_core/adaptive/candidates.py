@@ -179,6 +179,11 @@ def gold_set_features(probabilities: ArrayLike, sim: ArrayLike, sets: ArrayLike,
     )
 
 
+def sigmoid(z: FloatArray) -> FloatArray:
+    """``1 / (1 + exp(-z))`` with ``z`` clipped to [-50, 50] (no overflow)."""
+    return np.asarray(1.0 / (1.0 + np.exp(-np.clip(z, -50.0, 50.0))), dtype=np.float64)
+
+
 @dataclass(frozen=True)
 class GoldModel:
     """Logistic regression of "this candidate is gold": ``sigmoid(((x - mean) / scale) @ w + b)``.
@@ -205,8 +210,15 @@ class GoldModel:
             raise DimensionMismatchError(f"features must have shape (n, {self.weights.shape[0]}); got {x.shape}")
         if not np.all(np.isfinite(x)):
             raise NonFiniteInputError(f"features must be finite; got {int(np.sum(~np.isfinite(x)))} NaN/inf")
-        z = ((x - self.mean) / self.scale) @ self.weights + self.bias
-        return np.asarray(1.0 / (1.0 + np.exp(-np.clip(z, -50.0, 50.0))), dtype=np.float64)
+        return self.probabilities_of_checked(x)
+
+    def logits_of_checked(self, x: FloatArray) -> FloatArray:
+        """The logit of each row of float rows already known to be finite and of the right width."""
+        return np.asarray(((x - self.mean) / self.scale) @ self.weights + self.bias, dtype=np.float64)
+
+    def probabilities_of_checked(self, x: FloatArray) -> FloatArray:
+        """:meth:`probabilities` of float rows already known to be finite and of the right width."""
+        return sigmoid(self.logits_of_checked(x))
 
     def to_arrays(self, prefix: str) -> dict[str, Any]:
         """The arrays to store under ``prefix`` in a model file."""

@@ -36,12 +36,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ..errors import DimensionMismatchError, InvalidParameterError
+from ..errors import InvalidParameterError
 from ..tuning import argmax_upper_median
 from ..validation import PreparedInputs, check_values, prepare_inputs
 from .candidates import candidate_features
 from .features import set_features
-from .lexical import TextView, text_view
+from .inputs import check_per_question, pick_variant, text_inputs
+from .lexical import text_view
 from .model import DEFAULT_ALPHAS, read_model_file
 from .training import QueryExample, coverage_labels, fit_variants, lambda_sets, query_example
 from .variant import VARIANTS, SelectorVariant, variant_features
@@ -52,6 +53,7 @@ __all__ = [
     "DEFAULT_LAMBDAS",
     "DEFAULT_MODEL",
     "FORMAT_VERSION",
+    "diversity_lambda",
     "lambda_sets",
     "query_features",
     "coverage_labels",
@@ -81,6 +83,8 @@ class AdaptiveChoice:
         sets: every λ's set, shape (L, k).
         variant: ``"text"`` when the question and texts were used, else ``"embedding"``.
         gold_probability: each candidate's estimated probability of being gold evidence, shape (n,).
+        predicted_lambda: the λ* the scorer chose; with ``diversity`` given, ``lambda_mult`` is
+            the λ that ``diversity`` maps to from it (see :func:`diversity_lambda`).
     """
 
     lambda_mult: float
@@ -91,6 +95,26 @@ class AdaptiveChoice:
     sets: NDArray[np.int64]
     variant: str = "embedding"
     gold_probability: NDArray[np.float64] | None = None
+    predicted_lambda: float | None = None
+
+
+def diversity_lambda(diversity: float, predicted: float, lowest: float) -> float:
+    """The gMMR λ that ``diversity`` in [0, 1] means for a query whose predicted λ is ``predicted``.
+
+    Piecewise linear through ``0 -> 1`` (pure relevance), ``0.5 -> predicted`` (the selector's
+    own choice) and ``1 -> lowest`` (the most diverse λ of its grid): monotone, never rising.
+
+    Example:
+        >>> diversity_lambda(0.0, 0.6, 0.1), diversity_lambda(0.5, 0.6, 0.1), diversity_lambda(1.0, 0.6, 0.1)
+        (1.0, 0.6, 0.1)
+        >>> diversity_lambda(0.25, 0.6, 0.1)
+        0.8
+    """
+    if diversity <= 0.5:
+        t = 2.0 * diversity
+        return (1.0 - t) * 1.0 + t * predicted
+    t = 2.0 * diversity - 1.0
+    return (1.0 - t) * predicted + t * lowest
 
 
 def query_features(prep: PreparedInputs, lambdas: ArrayLike) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]]:
@@ -98,22 +122,6 @@ def query_features(prep: PreparedInputs, lambdas: ArrayLike) -> tuple[NDArray[np
     sets, scores = lambda_sets(prep, lambdas)
     feats = set_features(np.asarray(lambdas, dtype=np.float64), sets, prep.candidates, prep.relevance)
     return sets, scores, feats
-
-
-def _text_inputs(question: str | None, texts: Sequence[str] | None, n: int) -> tuple[str, Sequence[str]] | None:
-    """``(question, texts)`` when both are given (checked: one text per candidate), else None."""
-    if question is None and texts is None:
-        return None
-    if question is None or texts is None:
-        missing = "question" if question is None else "texts"
-        raise InvalidParameterError(f"the text-aware selector needs both question and texts; {missing} is None")
-    if not isinstance(question, str):
-        raise InvalidParameterError(f"question must be a string; got question={question!r}")
-    if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
-        raise InvalidParameterError("texts must be a sequence of strings, one per candidate")
-    if len(texts) != n:
-        raise DimensionMismatchError(f"texts must give one text per candidate; got {len(texts)} texts for {n} candidates")
-    return question, texts
 
 
 class AdaptiveSelector:
@@ -190,28 +198,13 @@ class AdaptiveSelector:
             np.savez(fh, **arrays)
         return p
 
-    def _variant_name(self, view: TextView | None, variant: str) -> str:
-        if variant not in ("auto", *VARIANTS):
-            raise InvalidParameterError(f"variant must be 'auto', 'text' or 'embedding'; got variant={variant!r}")
-        if variant == "embedding":
-            return "embedding"
-        if variant == "text" and (view is None or "text" not in self.variants):
-            why = "this model has no text variant" if "text" not in self.variants else "question and texts are needed"
-            raise InvalidParameterError(f"variant='text' cannot be used: {why}")
-        return "text" if view is not None and "text" in self.variants else "embedding"
-
-    def choose_prepared(
-        self,
-        prep: PreparedInputs,
-        *,
-        question: str | None = None,
-        texts: Sequence[str] | None = None,
-        variant: str = "auto",
-    ) -> AdaptiveChoice:
-        """:meth:`choose` on already validated inputs."""
-        given = _text_inputs(question, texts, prep.n)
+    def _predict(
+        self, prep: PreparedInputs, question: str | None, texts: Sequence[str] | None, variant: str
+    ) -> tuple[AdaptiveChoice, NDArray[np.float64]]:
+        """The native choice (every grid λ's set scored, the best λ* kept) and every set's gMMR scores."""
+        given = text_inputs(question, texts, prep.n)
         view = None if given is None else text_view(*given)
-        name = self._variant_name(view, variant)
+        name = pick_variant(self.variants, view is not None, variant)
         chosen = self.variants[name]
         sets, scores = lambda_sets(prep, self.lambdas)
         unit, rel = prep.candidates, prep.relevance
@@ -223,7 +216,48 @@ class AdaptiveSelector:
         predicted = chosen.scorer.scores(feats)
         lam = argmax_upper_median(self.lambdas, predicted)
         row = int(np.flatnonzero(self.lambdas == lam)[0])
-        return AdaptiveChoice(lam, sets[row], scores[row], self.lambdas, predicted, sets, name, prob)
+        return AdaptiveChoice(lam, sets[row], scores[row], self.lambdas, predicted, sets, name, prob, lam), scores
+
+    def choose_prepared(
+        self,
+        prep: PreparedInputs,
+        *,
+        question: str | None = None,
+        texts: Sequence[str] | None = None,
+        variant: str = "auto",
+        diversity: float | None = None,
+    ) -> AdaptiveChoice:
+        """:meth:`choose` on already validated inputs."""
+        native, grid_scores = self._predict(prep, question, texts, variant)
+        if diversity is None:
+            return native
+        return self._at_diversities(prep, native, grid_scores, [diversity])[0]
+
+    def sweep_prepared(
+        self, prep: PreparedInputs, diversities: Sequence[float], *, question: str | None = None,
+        texts: Sequence[str] | None = None, variant: str = "auto",
+    ) -> list[AdaptiveChoice]:
+        """One :meth:`choose_prepared` per value of ``diversities``: λ* predicted once, the sets of
+        off-grid λ computed in one batched gMMR sweep."""
+        return self._at_diversities(prep, *self._predict(prep, question, texts, variant), diversities)
+
+    def _at_diversities(self, prep: PreparedInputs, native: AdaptiveChoice, grid_scores: NDArray[np.float64],
+                        diversities: Sequence[float]) -> list[AdaptiveChoice]:
+        lams = [diversity_lambda(float(d), native.lambda_mult, float(self.lambdas.min())) for d in diversities]
+        rows = [np.flatnonzero(np.isclose(self.lambdas, lam, rtol=0.0, atol=1e-12)) for lam in lams]
+        off = [lam for lam, r in zip(lams, rows, strict=True) if not r.shape[0]]
+        extra_sets, extra_scores = lambda_sets(prep, off) if off else (None, None)
+        out, j = [], 0
+        for lam, r in zip(lams, rows, strict=True):
+            if r.shape[0]:
+                i = int(r[0])
+                picks, scores, lam = native.sets[i], grid_scores[i], float(self.lambdas[i])
+            else:
+                assert extra_sets is not None and extra_scores is not None
+                picks, scores, j = extra_sets[j], extra_scores[j], j + 1
+            out.append(AdaptiveChoice(lam, picks, scores, native.lambdas, native.predicted, native.sets,
+                                      native.variant, native.gold_probability, native.lambda_mult))
+        return out
 
     def choose(
         self,
@@ -235,6 +269,7 @@ class AdaptiveSelector:
         question: str | None = None,
         texts: Sequence[str] | None = None,
         variant: str = "auto",
+        diversity: float | None = None,
     ) -> AdaptiveChoice:
         """The chosen λ and its gMMR set for one query.
 
@@ -247,9 +282,11 @@ class AdaptiveSelector:
             texts: the candidate texts, one per candidate.
             variant: ``"auto"`` (text-aware when question and texts are given), ``"text"`` or
                 ``"embedding"`` (ignore the texts).
+            diversity: ``None`` (default): the predicted λ*; a value in [0, 1] moves away from it
+                (:func:`diversity_lambda`: 0 -> λ = 1, 0.5 -> λ*, 1 -> the grid's lowest λ).
         """
         return self.choose_prepared(prepare_inputs(query, candidates, k, relevance), question=question, texts=texts,
-                                    variant=variant)
+                                    variant=variant, diversity=diversity)
 
     @classmethod
     def fit(
@@ -291,20 +328,14 @@ class AdaptiveSelector:
             >>> sorted(AdaptiveSelector.fit(qs, cs, gs, k=4, folds=3).variants)
             ['embedding']
         """
-        per_question = [queries, candidates, gold_groups, *(x for x in (questions, texts, n_gold) if x is not None)]
-        if len({len(x) for x in per_question}) != 1:
-            raise DimensionMismatchError(
-                "queries, candidates, gold_groups (and questions, texts, n_gold when given) must have one entry "
-                f"per question; got lengths {[len(x) for x in per_question]}"
-            )
-        if (questions is None) != (texts is None):
-            raise InvalidParameterError("give both questions and texts (for the text variant) or neither")
+        check_per_question({"queries": queries, "candidates": candidates, "gold_groups": gold_groups,
+                            "questions": questions, "texts": texts, "n_gold": n_gold})
         examples = []
         for i, (q, c, g) in enumerate(zip(queries, candidates, gold_groups, strict=True)):
             prep = prepare_inputs(q, c, k, None)
             question = None if questions is None else questions[i]
             cand_texts = None if texts is None else texts[i]
-            given = _text_inputs(question, cand_texts, prep.n)
+            given = text_inputs(question, cand_texts, prep.n)
             examples.append(query_example(prep, g, lambdas, question=None if given is None else given[0],
                                           texts=None if given is None else given[1],
                                           n_gold=None if n_gold is None else n_gold[i]))

@@ -111,13 +111,14 @@ class MethodGrid:
         replaces the ``llm=`` spec the user gave (``auto``, ``local``, ...), last in the label.
         """
         shown: dict[str, Any] = {}
-        if self.param is not None:
+        if self.param is not None and (self.param in params or self.is_plugin
+                                       or get_method(self.method).defaults.get(self.param) is not None):
             if self.param in params:
                 shown[self.param] = params[self.param]
             elif not self.is_plugin:
                 shown[self.param] = get_method(self.method).defaults.get(self.param)
-        elif not self.is_plugin:
-            shown.update(get_method(self.method).setting_defaults)
+        elif not self.is_plugin:  # no trade-off value to show (or its default is "the method's own choice")
+            shown.update({k: v for k, v in get_method(self.method).setting_defaults.items() if k != self.param})
         shown.update({k: v for k, v in params.items() if k != self.param})
         parts = [f"{k}={_fmt(v)}" for k, v in shown.items() if llm is None or k != "llm"]
         if llm is not None:  # shown verbatim: a model name may hold a '/' (Qwen/Qwen2.5-7B)

@@ -144,14 +144,14 @@ def _picks_for_grid(
             units = None if res.units is None else np.asarray(res.units, dtype=np.int64)
             rows.append((params, np.asarray(res.indices, dtype=np.int64), dict(res.info), units))
         return rows
-    if grid.values and grid.param is not None:
-        sw = sweep(grid.method, inp.query_embedding, inp.embeddings, inp.k, grid.values, over=grid.over,
-                   **grid.params)
-        return [({**grid.params, grid.param: float(v)}, sw.indices[i], {}, None) for i, v in enumerate(sw.values)]
     spec = get_method(grid.method)
     extra: dict[str, Any] = {"question": inp.question, "texts": list(inp.texts)} if spec.reads_text else {}
     if source_ids and spec.reads_sources and inp.sources is not None:
         extra["sources"] = list(inp.sources)
+    if grid.values and grid.param is not None:
+        sw = sweep(grid.method, inp.query_embedding, inp.embeddings, inp.k, grid.values, over=grid.over,
+                   **grid.params, **extra)
+        return [({**grid.params, grid.param: float(v)}, sw.indices[i], {}, None) for i, v in enumerate(sw.values)]
     sel = select(grid.method, inp.query_embedding, inp.embeddings, inp.k, **grid.params, **extra)
     return [(dict(grid.params), sel.indices, {}, None)]
 

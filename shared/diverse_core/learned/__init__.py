@@ -13,21 +13,17 @@ Example:
     >>> import numpy as np
     >>> import diverse_core as dc
     >>> rng = np.random.default_rng(0)
-    >>> dc.select("learned", rng.normal(size=8), rng.normal(size=(30, 8)), k=3).indices.shape
-    (3,)
+    >>> texts = [f"Page {i % 4}: passage {i}" for i in range(30)]
+    >>> sel = dc.select("learned", rng.normal(size=8), rng.normal(size=(30, 8)), k=3, question="Which page?",
+    ...                 texts=texts, sources=[f"p{i % 4}" for i in range(30)])
+    >>> len(sel.indices), sel.details
+    (3, {'variant': 'text'})
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
-import numpy as np
-from numpy.typing import NDArray
-
-from ..errors import InvalidParameterError
+from ..adaptive.inputs import TrainedMethod
 from ..registry import DiversityMap, MethodSpec
-from ..validation import PreparedInputs
 from .card import ModelCard, card_path
 from .greedy import greedy_picks
 from .selector import (
@@ -43,6 +39,7 @@ from .state import (
     TEXT_STATE_FEATURES,
     PairView,
     QueryState,
+    SetTracker,
     feature_names,
     pair_view,
 )
@@ -68,6 +65,7 @@ __all__ = [
     "CVResult",
     "DEFAULT_TRAIN_CONFIG",
     "QueryState",
+    "SetTracker",
     "PairView",
     "pair_view",
     "feature_names",
@@ -85,36 +83,22 @@ __all__ = [
 ]
 
 
-def _run(
-    prep: PreparedInputs, *, model: Any = None, variant: str = "auto", question: str | None = None,
-    texts: Any = None, sources: Any = None, names: Any = None, **_: Any
-) -> tuple[NDArray[np.int64], NDArray[np.float64], dict[str, Any]]:
-    choice = load_learned(model).choose_prepared(prep, question=question, texts=texts, variant=variant,
-                                                 sources=sources, names=names)
-    return choice.indices, choice.scores, {"variant": choice.variant}
-
-
-def _check(params: dict[str, Any]) -> dict[str, Any]:
-    model = params["model"]
-    if model is not None and not isinstance(model, (str, Path, LearnedSelector)):
-        raise InvalidParameterError(
-            "model must be None (the shipped chunks model), 'chunks', 'paragraphs', a path to a saved model or a "
-            f"LearnedSelector; got model={model!r}"
-        )
-    if isinstance(model, (str, Path)) and str(model) not in DEFAULT_MODELS and not Path(model).is_file():
-        raise InvalidParameterError(f"model file not found: model={str(model)!r}")
-    if params["variant"] not in ("auto", *VARIANTS):
-        raise InvalidParameterError(f"variant must be 'auto', 'text' or 'embedding'; got variant={params['variant']!r}")
-    return params
-
+_METHOD = TrainedMethod(
+    load_learned, LearnedSelector, DEFAULT_MODELS,
+    "None (the shipped chunks model), 'chunks', 'paragraphs', a path to a saved model or a LearnedSelector",
+    lambda choice, _: {"variant": choice.variant},
+)
 
 #: The ``learned`` selection method (registered by ``import diverse_core``).
 SPEC = MethodSpec(
-    name="learned", run=_run,
-    defaults={"model": None, "variant": "auto", "question": None, "texts": None, "sources": None, "names": None},
-    check=_check, param=None, reads_text=True, reads_sources=True,
+    name="learned", run=_METHOD.run,
+    defaults={"model": None, "variant": "auto", "question": None, "texts": None, "sources": None, "names": None,
+              "diversity": None},
+    check=_METHOD.check, param="diversity", run_sweep=_METHOD.sweep, reads_text=True, reads_sources=True,
     diversity=DiversityMap(
-        None, formula="not accepted (chosen per query by the trained model)",
-        reason="the trained model learns its picks per query; use gmmr with diversity= to set the trade-off",
+        "diversity", float,
+        "its own parameter: None or 0.5 = the trained model; each pick's standardised step logit blended with "
+        "relevance (d < 0.5) or novelty, −max cosine to the picks (d > 0.5), weight abs(2d − 1): "
+        "0 = top-k, 1 = farthest-first",
     ),
 )

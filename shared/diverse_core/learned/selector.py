@@ -35,9 +35,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..adaptive.candidates import GoldModel
+from ..adaptive.inputs import VARIANTS, check_per_question, pick_variant, text_inputs
 from ..adaptive.model import read_model_file
-from ..adaptive.selector import _text_inputs
-from ..errors import DimensionMismatchError, InvalidParameterError, ModelFeatureMismatchError
+from ..errors import InvalidParameterError, ModelFeatureMismatchError
 from ..validation import PreparedInputs, prepare_inputs
 from .state import QueryState, feature_names, pair_view
 from .training import DEFAULT_TRAIN_CONFIG, LearnedExample, StepModels, TrainConfig, fit_step_models
@@ -50,9 +50,6 @@ __all__ = [
     "VARIANTS",
     "load_learned",
 ]
-
-#: The variants a model file may hold, the text-aware one first.
-VARIANTS = ("text", "embedding")
 
 _MODELS = Path(__file__).resolve().parent / "models"
 
@@ -187,26 +184,26 @@ class LearnedSelector:
 
     # -- choosing -------------------------------------------------------------------------
 
-    def _variant_name(self, has_text: bool, variant: str) -> str:
-        if variant not in ("auto", *VARIANTS):
-            raise InvalidParameterError(f"variant must be 'auto', 'text' or 'embedding'; got variant={variant!r}")
-        if variant == "embedding":
-            return "embedding"
-        if variant == "text" and (not has_text or "text" not in self.variants):
-            why = "this model has no text variant" if "text" not in self.variants else "question and texts are needed"
-            raise InvalidParameterError(f"variant='text' cannot be used: {why}")
-        return "text" if has_text and "text" in self.variants else "embedding"
-
     def choose_prepared(
         self, prep: PreparedInputs, *, question: str | None = None, texts: Sequence[str] | None = None,
         variant: str = "auto", sources: Sequence[Any] | None = None, names: Sequence[str | None] | None = None,
+        diversity: float | None = None,
     ) -> LearnedChoice:
         """:meth:`choose` on already validated inputs."""
-        given = _text_inputs(question, texts, prep.n)
-        name = self._variant_name(given is not None, variant)
+        return self.sweep_prepared(prep, [diversity], question=question, texts=texts, variant=variant,
+                                   sources=sources, names=names)[0]
+
+    def sweep_prepared(
+        self, prep: PreparedInputs, diversities: Sequence[float | None], *, question: str | None = None,
+        texts: Sequence[str] | None = None, variant: str = "auto", sources: Sequence[Any] | None = None,
+        names: Sequence[str | None] | None = None,
+    ) -> list[LearnedChoice]:
+        """One :meth:`choose_prepared` per value of ``diversities`` (the query's state built once)."""
+        given = text_inputs(question, texts, prep.n)
+        name = pick_variant(self.variants, given is not None, variant)
         pairs = pair_view(*given, sources=sources, names=names) if given is not None and name == "text" else None
-        picks, probs = self.variants[name].picks(QueryState.build(prep, pairs))
-        return LearnedChoice(picks, probs, name)
+        state = QueryState.build(prep, pairs)
+        return [LearnedChoice(*self.variants[name].picks(state, d), name) for d in diversities]
 
     def choose(
         self,
@@ -220,6 +217,7 @@ class LearnedSelector:
         variant: str = "auto",
         sources: Sequence[Any] | None = None,
         names: Sequence[str | None] | None = None,
+        diversity: float | None = None,
     ) -> LearnedChoice:
         """The k picks for one query.
 
@@ -236,9 +234,12 @@ class LearnedSelector:
                 it the ``"title: "`` prefix of each text is read as its source.
             names: one display name per candidate (e.g. ``metadata["title"]``; ``None``: the prefix
                 title): the title a pick may mention (the bridge of a multi-hop question).
+            diversity: ``None`` (default) or 0.5: the trained model as is; below 0.5 its step score is
+                blended with relevance (0: top-k), above with novelty (1: farthest-first), see
+                :func:`~diverse_core.learned.greedy.greedy_picks`.
         """
         return self.choose_prepared(prepare_inputs(query, candidates, k, relevance), question=question, texts=texts,
-                                    variant=variant, sources=sources, names=names)
+                                    variant=variant, sources=sources, names=names, diversity=diversity)
 
     # -- training -------------------------------------------------------------------------
 
@@ -281,19 +282,12 @@ class LearnedSelector:
             >>> sorted(LearnedSelector.fit(qs, cs, gs, k=4).variants)
             ['embedding']
         """
-        per_question = [queries, candidates, gold_groups,
-                        *(x for x in (questions, texts, sources, n_gold) if x is not None)]
-        if len({len(x) for x in per_question}) != 1:
-            raise DimensionMismatchError(
-                "queries, candidates, gold_groups (and questions, texts, sources, n_gold when given) must have one entry "
-                f"per question; got lengths {[len(x) for x in per_question]}"
-            )
-        if (questions is None) != (texts is None):
-            raise InvalidParameterError("give both questions and texts (for the text variant) or neither")
+        check_per_question({"queries": queries, "candidates": candidates, "gold_groups": gold_groups,
+                            "questions": questions, "texts": texts, "sources": sources, "n_gold": n_gold})
         examples = []
         for i, (q, c, g) in enumerate(zip(queries, candidates, gold_groups, strict=True)):
             prep = prepare_inputs(q, c, k, None)
-            given = _text_inputs(None if questions is None else questions[i], None if texts is None else texts[i], prep.n)
+            given = text_inputs(None if questions is None else questions[i], None if texts is None else texts[i], prep.n)
             groups = np.asarray(g).reshape(-1)
             found = int(np.unique(groups[groups >= 0]).size)
             total = found if n_gold is None else int(n_gold[i])

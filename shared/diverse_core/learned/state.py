@@ -43,11 +43,13 @@ from ..adaptive.candidates import (
 )
 from ..errors import DimensionMismatchError, InvalidParameterError
 from ..textfeatures import (
+    BODY,
+    TITLE,
+    TextFactsCache,
     TextView,
     content_terms,
     facts_cache,
-    hits_matrix,
-    stacked,
+    pool_words,
     view_from_facts,
 )
 from ..validation import PreparedInputs
@@ -57,6 +59,7 @@ __all__ = [
     "TEXT_STATE_FEATURES",
     "PairView",
     "QueryState",
+    "SetTracker",
     "feature_names",
     "pair_view",
 ]
@@ -152,42 +155,43 @@ def pair_view(question: str, texts: Sequence[str], sources: Sequence[object] | N
     shown = _check_per_candidate(names, n, "names")
     cache = facts_cache()
     facts = cache.get_many(texts)
-    view = view_from_facts(question, facts, cache, sort_names=False)  # only sums over its columns are used
-    title_ids = [f.title_ids for f in facts]
-    if shown is not None:
-        if not all(x is None or isinstance(x, str) for x in shown):
-            raise InvalidParameterError("names must hold strings (or None), one per candidate")
-        generation = facts[0].generation if facts else -1
-        for i, nm in enumerate(shown):
-            if nm:
-                ids = cache.number(_name_words(str(nm)), generation)
-                title_ids[i] = ids if ids is not None else np.zeros(0, dtype=np.int64)
-    t_ids, t_rows = stacked(title_ids)
-    vocab, t_col = np.unique(t_ids, return_inverse=True)
-    t_inc = np.zeros((n, max(vocab.shape[0], 1)), dtype=np.float64)
-    t_inc[t_rows, t_col.reshape(-1)] = 1.0
-    b_hit = hits_matrix(vocab, *stacked([f.body_ids for f in facts]), n)
-    t_len = t_inc.sum(axis=1)
-    named = b_hit.any(axis=0)  # only title words some body holds can count
-    title_in = (b_hit[:, named].astype(np.float64) @ t_inc[:, : b_hit.shape[1]][:, named].T
-                / np.maximum(t_len, 1.0)[None, :])
+    generation = facts[0].generation if facts else -1
+    pool = pool_words(facts, None if shown is None else _display_titles(shown, cache, generation))
+    view = view_from_facts(question, facts, cache, sort_names=False, pool=pool)  # only sums over its columns are used
+    t_words, t_held = pool.kind(TITLE)
+    # share of j's title words that i's body holds (counts of 0/1 products: exact)
+    title_in = (pool.holds(t_words, BODY).astype(np.float64) @ t_held.T.astype(np.float64)
+                / np.maximum(t_held.sum(axis=1), 1)[None, :])
     if src is None:
-        keys: list[object] = [f.prefix_title.strip().lower() for f in facts]
+        key_ids = np.fromiter((f.key for f in facts), dtype=np.int64, count=n)  # equal ids: equal prefix titles
+        tid = np.where(key_ids >= 0, key_ids, -1 - np.arange(n, dtype=np.int64))
     else:
         keys = [None if (x is None or (isinstance(x, str) and x == "")) else ("id", x) for x in src]
         try:
             {hash(key) for key in keys}
         except TypeError as exc:
             raise InvalidParameterError(f"sources must hold hashable ids (str, int, ...) or None; {exc}") from exc
-    codes: dict[object, int] = {}
-    tid = np.array([codes.setdefault(key, len(codes)) if key not in (None, "") else -1 - i
-                    for i, key in enumerate(keys)], dtype=np.int64)
+        codes: dict[object, int] = {}
+        tid = np.array([codes.setdefault(key, len(codes)) if key is not None else -1 - i
+                        for i, key in enumerate(keys)], dtype=np.int64)
     # names two candidates share: only names held by two or more count off the diagonal
     held = view.other_names.sum(axis=0)
     other = view.other_names[:, held >= 2].astype(np.float64)
     shared = other @ other.T
     np.fill_diagonal(shared, view.other_names.sum(axis=1))
     return PairView(view, tid[:, None] == tid[None, :], title_in, np.log1p(shared))
+
+
+def _display_titles(shown: list[object], cache: TextFactsCache, generation: int) -> dict[int, NDArray[np.int64]]:
+    """Candidate index -> the word ids of its display name, for the candidates that have one."""
+    if not all(x is None or isinstance(x, str) for x in shown):
+        raise InvalidParameterError("names must hold strings (or None), one per candidate")
+    out = {}
+    for i, nm in enumerate(shown):
+        if nm:
+            ids = cache.number(_name_words(str(nm)), generation)
+            out[i] = ids if ids is not None else np.zeros(0, dtype=np.int64)
+    return out
 
 
 class QueryState:
@@ -271,3 +275,93 @@ class QueryState:
             (names & ~have_n).sum(axis=1) / n_names,
             (terms | have_t).sum(axis=1) / n_terms,
         ])
+
+
+class SetTracker:
+    """The feature rows of a growing set, updated pick by pick in O(n) array operations.
+
+    :meth:`QueryState.rows` recomputes every state feature from the whole pick list; the
+    greedy loop only ever adds one pick, so this keeps running maxima, sums and "some pick
+    holds this word" masks instead. The rows it returns equal ``state.rows(picks)`` bit for
+    bit (maxima and ORs do not depend on the order; sums are added in pick order, as
+    numpy's reduction over the picks' rows adds them).
+
+    Example:
+        >>> import numpy as np
+        >>> from diverse_core.validation import prepare_inputs
+        >>> rng = np.random.default_rng(0)
+        >>> st = QueryState.build(prepare_inputs(rng.normal(size=8), rng.normal(size=(6, 8)), 3, None))
+        >>> tr = SetTracker(st); tr.add(4); tr.add(1)
+        >>> bool(np.array_equal(tr.rows(), st.rows([4, 1])))
+        True
+    """
+
+    def __init__(self, state: QueryState) -> None:
+        self.state = state
+        n, width = state.n, state.static.shape[1]
+        n_state = len(TEXT_STATE_FEATURES if state.pairs is not None else EMBEDDING_STATE_FEATURES)
+        self._x = np.zeros((n, width + n_state))
+        self._x[:, :width] = state.static
+        s = self._s = width  # first state column
+        self._t = 0
+        self._sim_sum = np.zeros(n)
+        # the features that are a maximum over the picks, one (n, m) block per pick j: [j, i, :]
+        blocks = [state.sim, state.qdc]
+        self._max_cols = [s + 2, s + 4]
+        if state.pairs is not None:
+            pv, view, e = state.pairs, state.pairs.view, s + len(EMBEDDING_STATE_FEATURES)
+            blocks += [pv.same_title.astype(np.float64), pv.title_in, pv.title_in.T, pv.names_shared]
+            self._max_cols += [e, e + 1, e + 2, e + 3]
+            n_t, n_n = view.term_hits.shape[1], view.name_hits.shape[1]
+            # the question's words and names side by side; (words, 2) marks of what the picks hold, per kind
+            self._words = np.concatenate([view.term_hits, view.name_hits], axis=1).astype(np.float64)
+            self._held = np.zeros((n_t + n_n, 2))
+            self._spread = np.zeros((n, n_t + n_n, 2))  # [j, w, kind]: pick j holds word w of that kind
+            self._spread[:, :n_t, 0] = self._words[:, :n_t]
+            self._spread[:, n_t:, 1] = self._words[:, n_t:]
+            self._counts = np.column_stack([view.term_hits.sum(axis=1), view.name_hits.sum(axis=1)]).astype(np.float64)
+            self._sizes = np.array([max(n_t, 1), max(n_n, 1)], dtype=np.float64)
+            self._e = e
+        self._pairs = np.stack(blocks, axis=-1)
+        self._max = np.zeros((n, len(blocks)))
+        self._fill_empty()
+
+    def _fill_empty(self) -> None:
+        x, s = self._x, self._s
+        x[:, s:] = 0.0
+        if self.state.pairs is not None:  # nothing picked: every word of the question is a gain
+            e = self._e
+            x[:, e + 4: e + 6] = self._counts / self._sizes
+            x[:, e + 6] = x[:, e + 4]
+
+    def add(self, j: int) -> None:
+        """Add candidate ``j`` to the picks."""
+        st, x, s = self.state, self._x, self._s
+        self._t += 1
+        if self._t == 1:
+            x[:, s] = 1.0
+            self._max[:] = self._pairs[j]
+            self._sim_sum[:] = st.sim[j]
+        else:
+            np.maximum(self._max, self._pairs[j], out=self._max)
+            self._sim_sum += st.sim[j]
+        x[:, self._max_cols] = self._max
+        x[:, s + 1] = self._t / max(st.k, 1)
+        x[:, s + 3] = self._sim_sum / self._t
+        np.subtract(x[:, s + 4], st.relevance, out=x[:, s + 5])
+        if st.pairs is None:
+            return
+        e = self._e
+        np.maximum(self._held, self._spread[j], out=self._held)
+        # counts of the question's words (names) each candidate holds that no pick holds: small integers, exact
+        gain = self._counts - self._words @ self._held
+        x[:, e + 4: e + 6] = gain / self._sizes
+        x[:, e + 6] = (gain[:, 0] + self._held[:, 0].sum()) / self._sizes[0]
+
+    def rows(self) -> FloatArray:
+        """The (n, F) feature rows given the picks so far (a view: copy it to keep it)."""
+        return self._x
+
+    def sim_max(self) -> FloatArray:
+        """Each candidate's highest cosine to a pick (0 before the first pick)."""
+        return self._x[:, self._s + 2]

@@ -106,9 +106,9 @@ class StepModels:
     step: GoldModel
     first: GoldModel | None = None
 
-    def picks(self, state: QueryState) -> tuple[NDArray[np.int64], FloatArray]:
+    def picks(self, state: QueryState, diversity: float | None = None) -> tuple[NDArray[np.int64], FloatArray]:
         """Greedy picks of ``state`` (see :func:`~diverse_core.learned.greedy.greedy_picks`)."""
-        return greedy_picks(state, self.step, self.first)
+        return greedy_picks(state, self.step, self.first, diversity)
 
 
 def step_rows(ex: LearnedExample, picks: NDArray[np.int64]) -> tuple[list[FloatArray], list[FloatArray], list[bool]]:
