@@ -109,6 +109,8 @@ def sweep(
         'diversity'
     """
     spec = get_method(method)
+    if spec.param is None and over == DIVERSITY and spec.diversity is not None and spec.diversity.constant:
+        return _constant_sweep(spec.name, query, candidates, k, values, relevance, params)
     if spec.param is None or spec.run_sweep is None:
         raise InvalidParameterError(f"method {method!r} has no trade-off parameter to sweep")
     if over not in (None, spec.param, DIVERSITY):
@@ -142,4 +144,31 @@ def sweep(
         scores=np.asarray(scores, dtype=np.float64),
         relevance=prep.relevance[indices],
         params=resolved,
+    )
+
+
+def _constant_sweep(
+    method: str, query: ArrayLike, candidates: ArrayLike, k: int, values: ArrayLike,
+    relevance: ArrayLike | None, params: dict[str, Any],
+) -> Sweep:
+    """A ``diversity`` sweep of a method without a trade-off (``topk``): every value in [0, 1]
+    runs its one setting, so each row is the same selection."""
+    grid = check_values(values, "values")
+    if params.get(DIVERSITY) is not None:
+        raise InvalidParameterError(
+            f"{DIVERSITY} is swept by `values`; do not also pass {DIVERSITY}={params[DIVERSITY]!r}"
+        )
+    spec = get_method(method)
+    for v in grid:  # each value still lies in [0, 1]
+        spec.diversity_params({DIVERSITY: float(v)})
+    one = select(method, query, candidates, k, relevance=relevance, **{**params, DIVERSITY: None})
+    rows = (grid.shape[0], 1)
+    return Sweep(
+        method=one.method,
+        param=DIVERSITY,
+        values=grid,
+        indices=np.tile(one.indices, rows),
+        scores=np.tile(one.scores, rows),
+        relevance=np.tile(one.relevance, rows),
+        params=one.params,
     )

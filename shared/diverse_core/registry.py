@@ -51,6 +51,9 @@ class DiversityMap:
         accepts: with ``param=None``, the ``diversity`` values the method accepts
             (``topk``: ``(0.0,)``, it is pure relevance); any other value raises.
         reason: with ``param=None``, why other values are refused (said in the error).
+        constant: with ``param=None``, the method has no trade-off and every ``diversity`` in
+            [0, 1] runs its one setting (``topk``: its most diverse setting is the top-k
+            itself), a constant, hence monotone, map; ``accepts`` is then not used.
 
     Example:
         >>> gm = DiversityMap("lambda_mult", lambda d: 1.0 - d, "lambda_mult = 1 - diversity")
@@ -63,6 +66,7 @@ class DiversityMap:
     formula: str = ""
     accepts: tuple[float, ...] = ()
     reason: str = ""
+    constant: bool = False
 
     def native(self, diversity: float) -> float:
         """The value of :attr:`param` that ``diversity`` (already checked to lie in [0, 1]) means."""
@@ -147,7 +151,7 @@ class MethodSpec:
 
         Raises:
             InvalidParameterError: ``diversity`` outside [0, 1], or a value the method does
-                not accept (``topk``: anything but 0).
+                not accept (a method declaring ``accepts``).
             ConflictingParametersError: both given, and they disagree.
 
         Example:
@@ -161,7 +165,7 @@ class MethodSpec:
         value = check_unit_interval(given, DIVERSITY)
         mapping = self.diversity
         if mapping is None or mapping.param is None:
-            if mapping is not None and value in mapping.accepts:
+            if mapping is not None and (mapping.constant or value in mapping.accepts):
                 return out
             why = mapping.reason if mapping is not None else "it declares no diversity mapping"
             allowed = f" (accepted: {list(mapping.accepts)})" if mapping is not None and mapping.accepts else ""

@@ -41,7 +41,8 @@ def test_every_builtin_method_declares_how_it_reads_diversity() -> None:
         mapping = get_method(name).diversity
         assert mapping is not None, name
         assert mapping.formula, name
-    assert set(UNMAPPED) == {"topk"}  # pure relevance: it takes diversity=0 only
+    assert set(UNMAPPED) == {"topk"}  # no trade-off: every diversity gives the top-k
+    assert get_method("topk").diversity.constant
 
 
 @pytest.mark.parametrize("method", MAPPED)
@@ -55,7 +56,7 @@ def test_mapping_is_monotone_and_spans_the_native_range(method: str) -> None:
         spec.resolve_params({spec.param: float(v)})
 
 
-@pytest.mark.parametrize("method", MAPPED)
+@pytest.mark.parametrize("method", dc.available_methods())
 def test_direction_over_200_random_pools(method: str) -> None:
     """0 -> 0.5 -> 1: the picks' mean relevance and mean pairwise similarity never rise."""
     rel = {0.0: [], 0.5: [], 1.0: []}
@@ -69,7 +70,10 @@ def test_direction_over_200_random_pools(method: str) -> None:
     s = [float(np.mean(sim[v])) for v in (0.0, 0.5, 1.0)]
     assert r[0] >= r[1] >= r[2], r
     assert s[0] >= s[1] >= s[2], s
-    assert r[0] > r[2] and s[0] > s[2]  # the knob does something
+    if method in UNMAPPED:  # topk: a constant map, the same picks at every value
+        assert r[0] == r[2] and s[0] == s[2]
+    else:
+        assert r[0] > r[2] and s[0] > s[2]  # the knob does something
 
 
 def test_diversity_zero_is_topk_for_the_methods_that_reach_pure_relevance() -> None:
@@ -98,11 +102,19 @@ def test_out_of_range_diversity_is_a_typed_error(bad: object) -> None:
             dc.select(method, q, c, 5, diversity=bad)
 
 
-def test_topk_takes_zero_only() -> None:
+def test_topk_takes_every_value_and_stays_topk() -> None:
     q, c = _pools(1)[0]
-    assert dc.select("topk", q, c, 5, diversity=0.0).indices.tolist() == dc.select("topk", q, c, 5).indices.tolist()
-    with pytest.raises(InvalidParameterError, match="pure relevance"):
-        dc.select("topk", q, c, 5, diversity=0.5)
+    top = dc.select("topk", q, c, 5).indices.tolist()
+    for v in (0.0, 0.5, 1.0):
+        assert dc.select("topk", q, c, 5, diversity=v).indices.tolist() == top
+    sweep = dc.sweep("topk", q, c, 5, values=[0.0, 0.5, 1.0], over="diversity")
+    assert sweep.param == "diversity" and sweep.indices.tolist() == [top] * 3
+    with pytest.raises(InvalidParameterError, match="diversity"):
+        dc.select("topk", q, c, 5, diversity=1.5)
+    with pytest.raises(InvalidParameterError, match="diversity=2.0"):
+        dc.sweep("topk", q, c, 5, values=[0.0, 2.0], over="diversity")
+    with pytest.raises(InvalidParameterError, match="trade-off"):
+        dc.sweep("topk", q, c, 5, values=[0.0, 1.0])
 
 
 @pytest.mark.parametrize("method", ["adaptive", "learned"])

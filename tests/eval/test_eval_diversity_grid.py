@@ -26,7 +26,7 @@ def test_parse_diversity_grid() -> None:
     assert single.over is None and single.params == {"diversity": 0.4}
 
 
-@pytest.mark.parametrize("spec", ["gmmr=0.5,1@diversity=0:1:0.5", "topk@diversity=0,1"])
+@pytest.mark.parametrize("spec", ["gmmr=0.5,1@diversity=0:1:0.5", "topk=0,1"])
 def test_bad_diversity_grids_are_typed_errors(spec: str) -> None:
     with pytest.raises(InvalidParameterError):
         parse_method(spec)
@@ -40,6 +40,11 @@ def test_grid_rows_equal_select_with_diversity() -> None:
     picks = _picks_for_grid(parse_method("dartboard@diversity=0,0.5,1"), inp)
     for params, local, _, _ in picks:
         assert list(local) == select("dartboard", q, c, 4, diversity=params["diversity"]).indices.tolist()
+    # topk has no trade-off: a diversity grid over it gives the top-k in every row
+    top = select("topk", q, c, 4).indices.tolist()
+    rows = _picks_for_grid(parse_method("topk@diversity=0,0.5,1"), inp)
+    assert [params["diversity"] for params, *_ in rows] == [0.0, 0.5, 1.0]
+    assert all(list(local) == top for _, local, _, _ in rows)
 
 
 def test_harness_runs_a_diversity_grid(tmp_path: Path, fake_embedder: Any) -> None:

@@ -47,8 +47,12 @@ def test_conflicts_are_typed(store: InMemoryVectorStore) -> None:
         DiverseRetriever(vectorstore=store, method="gmmr", diversity=0.2, search_kwargs={"diversity": 0.4})
     with pytest.raises(InvalidParameterError, match="diversity"):
         DiverseRetriever(vectorstore=store, method="gmmr", diversity=1.5)
-    with pytest.raises(InvalidParameterError, match="pure relevance"):
-        DiverseRetriever(vectorstore=store, method="topk", diversity=0.5)
+    with pytest.raises(InvalidParameterError, match="diversity"):
+        DiverseRetriever(vectorstore=store, method="topk", diversity=1.5)
+    # topk has no trade-off: any diversity in [0, 1] gives the top-k
+    topk = DiverseRetriever(vectorstore=store, method="topk", k=3, fetch_k=8)
+    assert _ids(DiverseRetriever(vectorstore=store, method="topk", k=3, fetch_k=8, diversity=0.5).invoke("q")) == _ids(
+        topk.invoke("q"))
 
 
 def test_compressor_and_selector_take_diversity(table_embeddings: TableEmbeddings, corpus_docs: list[Document]) -> None:

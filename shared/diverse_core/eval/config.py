@@ -222,7 +222,8 @@ def parse_method(spec: str) -> MethodGrid:
                     f"@{DIVERSITY}=GRID needs a method that takes {DIVERSITY}; plugin {name!r} does not"
                 )
             return MethodGrid(name, over, params, over=DIVERSITY)
-        if get_method(name).param is None:
+        mapping = get_method(name).diversity
+        if get_method(name).param is None and not (mapping is not None and mapping.constant):
             raise InvalidParameterError(f"method {name!r} has no trade-off parameter; a {DIVERSITY} grid needs one")
         return MethodGrid(name, over, params, over=DIVERSITY)
     grid = MethodGrid(name, parse_values(values) if values else (), params)

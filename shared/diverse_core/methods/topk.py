@@ -36,7 +36,6 @@ SPEC = MethodSpec(
     run=topk_select,
     defaults={},
     diversity=DiversityMap(
-        None, formula="diversity = 0 only (pure relevance)", accepts=(0.0,),
-        reason="topk is pure relevance (diversity 0) and has no trade-off; use mmr, gmmr or another method",
+        None, formula="no trade-off: the top-k at every diversity (its one setting)", constant=True,
     ),
 )
