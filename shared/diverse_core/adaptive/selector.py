@@ -285,8 +285,9 @@ class AdaptiveSelector:
             diversity: ``None`` (default): the predicted λ*; a value in [0, 1] moves away from it
                 (:func:`diversity_lambda`: 0 -> λ = 1, 0.5 -> λ*, 1 -> the grid's lowest λ).
         """
+        given = {} if diversity is None else {"diversity": diversity}  # the native call unchanged without it
         return self.choose_prepared(prepare_inputs(query, candidates, k, relevance), question=question, texts=texts,
-                                    variant=variant, diversity=diversity)
+                                    variant=variant, **given)
 
     @classmethod
     def fit(

@@ -238,8 +238,9 @@ class LearnedSelector:
                 blended with relevance (0: top-k), above with novelty (1: farthest-first), see
                 :func:`~diverse_core.learned.greedy.greedy_picks`.
         """
+        given = {} if diversity is None else {"diversity": diversity}  # the native call unchanged without it
         return self.choose_prepared(prepare_inputs(query, candidates, k, relevance), question=question, texts=texts,
-                                    variant=variant, sources=sources, names=names, diversity=diversity)
+                                    variant=variant, sources=sources, names=names, **given)
 
     # -- training -------------------------------------------------------------------------
 
