@@ -5,7 +5,8 @@ shipped learned model (``chunks``, ``paragraphs`` and their ``-notitle`` twins) 
 HotpotQA dev pools of both protocols (fetch_k = 50, k = 5, packaged MiniLM embeddings from
 the disk cache) in each variant (text, embedding; the ``-notitle`` models on bare texts with
 the page ids as ``sources``) at diversity ``None``, 0.2 and 0.8, cold and warm, and stores
-the picks and scores; ``compare`` runs them again with whatever ``diverse_core`` is on the
+the picks and scores (and the adaptive λ selector's choice, its λ scores and gold probabilities,
+text and embedding variants); ``compare`` runs them again with whatever ``diverse_core`` is on the
 path and prints how many picks differ and the largest score difference::
 
     git archive <before> shared | tar -x -C /tmp/before
@@ -55,11 +56,20 @@ def _pools(cache_dir: str | None, n_questions: int) -> Iterator[tuple[str, Any]]
 
 def run_all(cache_dir: str | None, n_questions: int) -> dict[tuple[Any, ...], tuple[list[int], list[float]]]:
     """Every choice, keyed by (protocol, qid, model, variant, diversity, warm)."""
+    from diverse_core.adaptive import AdaptiveSelector
     from diverse_core.learned import LearnedSelector
     from diverse_core.textfeatures import facts_cache
 
     out: dict[tuple[Any, ...], tuple[list[int], list[float]]] = {}
+    adaptive = AdaptiveSelector.default()
     for protocol, inp in _pools(cache_dir, n_questions):
+        for variant, kw in {"embedding": {}, "text": {"question": inp.question, "texts": list(inp.texts)}}.items():
+            for warm in (False, True):
+                if not warm:
+                    facts_cache().clear()
+                a = adaptive.choose(inp.query_embedding, inp.embeddings, 5, **kw)
+                out[(protocol, inp.qid, "adaptive", variant, None, warm)] = (
+                    a.indices.tolist(), [a.lambda_mult, *a.predicted.tolist(), *a.gold_probability.tolist()])
         titles = [t.partition(": ")[0] if ": " in t else None for t in inp.texts]
         for model in MODELS:
             sel = LearnedSelector.default(model)
