@@ -21,7 +21,7 @@ Example:
     >>> for _ in range(10):
     ...     prep = prepare_inputs(rng.normal(size=8), rng.normal(size=(15, 8)), 3, None)
     ...     exs.append(LearnedExample(QueryState.build(prep), np.where(np.arange(15) < 2, np.arange(15), -1), 2))
-    >>> models = fit_step_models(exs, TrainConfig(rounds=1))
+    >>> models = fit_step_models(exs, TrainConfig(rounds=1, text=False))
     >>> models.step.feature_names[0]
     'rel'
 """
