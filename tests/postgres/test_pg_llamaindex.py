@@ -504,12 +504,26 @@ def test_drrag_builds_only_its_chosen_nodes(pg_socket_dir: str, plain_table: str
     store._engine.dispose()
 
 
+def _root_events() -> tuple[list[str], Any]:
+    """An instrumentation event handler on the root dispatcher: (the event names it sees, its removal)."""
+    from llama_index.core.instrumentation import get_dispatcher
+    from llama_index.core.instrumentation.event_handlers import BaseEventHandler
+
+    seen: list[str] = []
+
+    class Recorder(BaseEventHandler):
+        def handle(self, event: Any, **kwargs: Any) -> None:
+            seen.append(event.class_name())
+
+    root, recorder = get_dispatcher("root"), Recorder()
+    root.add_event_handler(recorder)
+    return seen, lambda: root.event_handlers.remove(recorder)
+
+
 def test_observed_source_takes_the_node_path(pg_socket_dir: str, plain_table: str,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """A callback handler on the searched retriever, or an event handler, sees its retrieval."""
     from llama_index.core.callbacks import CallbackManager, CBEventType, LlamaDebugHandler
-    from llama_index.core.instrumentation import get_dispatcher
-    from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 
     from llamaindex_diverse.sources import LlamaIndexSource
 
@@ -522,22 +536,13 @@ def test_observed_source_takes_the_node_path(pg_socket_dir: str, plain_table: st
     LlamaIndexSource(base, embed_model=index._embed_model).search("q")
     assert sizes == [10]
     assert any(len(end.payload["nodes"]) == 10 for _, end in debug.get_event_pairs(CBEventType.RETRIEVE))
-
-    class Seen(BaseEventHandler):
-        names: list[str] = []
-
-        def handle(self, event: Any, **kwargs: Any) -> None:
-            self.names.append(event.class_name())
-
-    handler = Seen()
-    root = get_dispatcher("root")
-    root.add_event_handler(handler)
+    sizes.clear()
+    names, remove = _root_events()
     try:
-        sizes.clear()
         LlamaIndexSource(index, fetch_k=10).search("q")
     finally:
-        root.event_handlers.remove(handler)
-    assert sizes == [10] and handler.names.count("RetrievalEndEvent") == 1
+        remove()
+    assert sizes == [10] and names.count("RetrievalEndEvent") == 1
     sizes.clear()
     LlamaIndexSource(index, fetch_k=10).search("q")
     assert sizes == []  # nobody listening: the rows
