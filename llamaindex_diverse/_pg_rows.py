@@ -23,32 +23,47 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import json
+import operator
 import threading
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 from diverse_core.pgvector_sql import PgSearch, pgvector_search
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.indices.vector_store.retrievers.retriever import VectorIndexRetriever
+from llama_index.core.instrumentation import get_dispatcher
+from llama_index.core.instrumentation.dispatcher import Dispatcher
 from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.core.vector_stores.types import VectorStoreQueryMode
 from numpy.typing import NDArray
 
+from ._observers import observed
 from ._stored import StoredVectors
 
 __all__ = [
+    "RETRIEVE_DISPATCHERS",
     "PgCandidates",
+    "RowNodes",
     "async_engine_usable",
     "collected_reader",
     "collecting",
     "pg_guard",
+    "row_searcher",
     "searching_with_vectors",
 ]
+
+#: The dispatchers whose events and spans a vector index retriever's ``retrieve`` sends (what a
+#: search on the rows, :meth:`_WithVectors.search_rows`, skips).
+RETRIEVE_DISPATCHERS = (
+    get_dispatcher("llama_index.core.base.base_retriever"),
+    get_dispatcher("llama_index.core.indices.vector_store.retrievers.retriever"),
+)
 
 #: node id -> stored vector, filled by the stand-in's searches inside :func:`collecting`.
 _SINK: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
@@ -117,8 +132,6 @@ def _ref_doc_id(metadata: dict[str, Any]) -> tuple[bool, str | None]:
         return False, None
     if _NO_RELATIONSHIPS in content:
         return True, None
-    import json
-
     try:
         source = json.loads(content).get("relationships", {}).get(_SOURCE)
     except (ValueError, AttributeError):
@@ -149,6 +162,8 @@ class PgCandidates:
     stand_in: _WithVectors
     _sources: list[str | None] | None = None
     _readable: bool | None = None
+    _ids: list[str] | None = None
+    _ids_read: bool = False
 
     @property
     def scores(self) -> list[float]:
@@ -173,6 +188,19 @@ class PgCandidates:
             self._readable, self._sources = ok, (sources if ok else None)
         return self._readable
 
+    def node_ids(self) -> list[str] | None:
+        """The rows' nodes' ids, read without building the nodes: each node's JSON (what the store
+        wrote) opens with its ``id_``, the row's ``node_id``; ``None`` when a row's does not."""
+        if not self._ids_read:
+            ids = [str(row.node_id) for row in self.rows]
+            known = all(
+                isinstance(content := row.metadata.get("_node_content"), str)
+                and content.startswith(f'{{"id_": {json.dumps(node_id)}, ')
+                for row, node_id in zip(self.rows, ids, strict=True)
+            )
+            self._ids, self._ids_read = (ids if known else None), True
+        return self._ids
+
     @property
     def sources(self) -> list[str | None]:
         """The rows' nodes' ``ref_doc_id`` (only when :meth:`readable`)."""
@@ -184,6 +212,41 @@ class PgCandidates:
         """The retriever's nodes of the rows at ``positions``, in that order."""
         store: Any = self.stand_in._vector_store
         return self.stand_in._scored(store._db_rows_to_query_result([self.rows[i] for i in positions]))
+
+
+class RowNodes(Sequence[NodeWithScore]):
+    """The retriever's nodes of the first ``n`` rows of ``rows``, each built on first access.
+
+    For a pipeline's candidates (``Candidates.payloads``): only the chosen ones are read, so only
+    they become nodes (the same node for every access of one position).
+    """
+
+    def __init__(self, rows: PgCandidates, n: int) -> None:
+        self._rows = rows
+        self._n = n
+        self._built: dict[int, NodeWithScore] = {}
+
+    def __len__(self) -> int:
+        return self._n
+
+    @overload
+    def __getitem__(self, i: int) -> NodeWithScore: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[NodeWithScore]: ...
+
+    def __getitem__(self, i: int | slice) -> NodeWithScore | list[NodeWithScore]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self._n))]
+        at = operator.index(i)
+        if at < 0:
+            at += self._n
+        if not 0 <= at < self._n:
+            raise IndexError(f"row {i} of {self._n}")
+        node = self._built.get(at)
+        if node is None:
+            node = self._built.setdefault(at, self._rows.nodes([at])[0])
+        return node
 
 
 def _candidates(
@@ -337,6 +400,23 @@ def searching_with_vectors(
         return None  # the stored vectors belong to another model
     stand_in = object.__new__(_WithVectors)
     stand_in.__dict__ = retriever.__dict__  # the same state, read and written live
+    return stand_in
+
+
+def row_searcher(
+    retriever: BaseRetriever,
+    embed_model: BaseEmbedding | None,
+    dispatchers: tuple[Dispatcher, ...] = RETRIEVE_DISPATCHERS,
+    *callback_managers: Any,
+) -> _WithVectors | None:
+    """The stand-in of :func:`searching_with_vectors`, for :meth:`_WithVectors.search_rows`, only
+    when nobody observes what that skips: no event or span handler on ``dispatchers`` (the
+    base retriever's by default) and no handler on the retriever's or ``callback_managers``.
+    """
+    stand_in = searching_with_vectors(retriever, embed_model)
+    if stand_in is None or observed(dispatchers, retriever.callback_manager, *callback_managers):
+        return None
+    assert isinstance(stand_in, _WithVectors)
     return stand_in
 
 

@@ -15,8 +15,15 @@ from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.prompts.mixin import PromptMixinType
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from ._observers import observed
-from ._pg_rows import PgCandidates, collected_reader, collecting, pg_guard, searching_with_vectors
+from ._pg_rows import (
+    RETRIEVE_DISPATCHERS,
+    PgCandidates,
+    collected_reader,
+    collecting,
+    pg_guard,
+    row_searcher,
+    searching_with_vectors,
+)
 from ._stored import reading, stored_vectors_of
 from .postprocessor import DiverseNodePostprocessor
 
@@ -26,11 +33,7 @@ logger = logging.getLogger(__name__)
 
 #: The dispatchers whose events and spans a vector index retriever's ``retrieve`` and the
 #: postprocessor send (the row shortcut skips them).
-_OBSERVED = (
-    get_dispatcher("llama_index.core.base.base_retriever"),
-    get_dispatcher("llama_index.core.indices.vector_store.retrievers.retriever"),
-    get_dispatcher("llamaindex_diverse.postprocessor"),
-)
+_OBSERVED = (*RETRIEVE_DISPATCHERS, get_dispatcher("llamaindex_diverse.postprocessor"))
 
 
 def _declared_fetch_k(retriever: BaseRetriever) -> int | None:
@@ -220,13 +223,8 @@ class DiverseRetriever(BaseRetriever):
         """The ``PGVectorStore`` stand-in when the selection may run on the search's rows: only
         when nobody observes the base retriever's or the postprocessor's events, spans and
         callbacks (those are what the shortcut skips), else ``None``."""
-        stand_in = searching_with_vectors(self._retriever, self._postprocessor.embed_model)
-        if stand_in is None or observed(
-            _OBSERVED, self.callback_manager, self._retriever.callback_manager,
-            self._postprocessor.callback_manager,
-        ):
-            return None
-        return stand_in
+        return row_searcher(self._retriever, self._postprocessor.embed_model, _OBSERVED,
+                            self.callback_manager, self._postprocessor.callback_manager)
 
     def _stored_reader(self, nodes: list[NodeWithScore], found: dict[str, Any]) -> Any:
         """The stored-vector reader for this call (vectors the search returned first, then a

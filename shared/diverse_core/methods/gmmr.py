@@ -126,18 +126,25 @@ def gmmr_sweep(
     minus_two_w2 = -2.0 * w2
     obj = np.empty((n_values, n), dtype=work)
     near = np.empty((n_values, n), dtype=bool)
+    # Each value's pick is read and written through flat views at row * n + pick: a 1-D
+    # gather keeps the GIL, a 2-D one (``obj[rows, best]``) releases it twice, and under
+    # concurrent callers every release can hand the GIL to another thread (a context switch).
+    row_starts = rows * n
+    obj_at, base_at, dot_at = obj.reshape(-1), base.reshape(-1), dot.reshape(-1)
     for step in range(1, k):
         weights = _distance_weights(minus_two_w2, norm2, work)
         best = _step_picks(dot, weights, two_w2, base, rtol, obj, near)
         picks[:, step] = best
-        scores[:, step] = obj[rows, best]
-        base[rows, best] = -np.inf
+        at = row_starts + best
+        scores[:, step] = obj_at[at]
+        base_at[at] = -np.inf
         if step + 1 < k:
             norm2 += 1.0
-            norm2 += 2.0 * dot[rows, best]  # in float64
+            norm2 += 2.0 * dot_at[at]  # in float64
             _exact_norms(prep, picks[:, : step + 1], norm2, active)
             slots[active] = store.slots(best[active])
-            dot += store.columns[slots]
+            # one value (a retriever's call): a row view, no gather
+            dot += store.columns[slots[0]] if n_values == 1 else store.columns[slots]
     return picks, scores
 
 

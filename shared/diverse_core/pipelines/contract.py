@@ -45,7 +45,9 @@ class Candidates:
         query_embedding: shape (d,), the searched text's embedding.
         relevance: shape (n,), cosine similarity of each candidate to the query.
         payloads: the framework's own object per candidate (a LangChain ``Document``, a
-            LlamaIndex ``NodeWithScore``) or ``None``; faces return these, annotated.
+            LlamaIndex ``NodeWithScore``) or ``None``; faces return these, annotated. Read by
+            position: a face may hand a sequence that builds each object when it is first read
+            (pipelines read only their chosen candidates').
         positions: each candidate's position in the source's own collection, when it has a
             fixed order (in-memory sources, the benchmark corpus); else ``None``.
 
@@ -62,7 +64,7 @@ class Candidates:
     embeddings: NDArray[Any]
     query_embedding: NDArray[Any]
     relevance: NDArray[np.float64]
-    payloads: tuple[Any, ...] = ()
+    payloads: Sequence[Any] = ()
     positions: tuple[int, ...] | None = None
 
     @classmethod
