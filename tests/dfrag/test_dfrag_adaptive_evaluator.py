@@ -6,7 +6,7 @@ import asyncio
 
 import numpy as np
 import pytest
-from conftest import ScriptedLLM, score_reply
+from dfrag_fakes import ScriptedLLM, score_reply
 from diverse_core.adaptive import AdaptiveSelector
 from diverse_core.dfrag import DFRAG
 from diverse_core.errors import InvalidParameterError

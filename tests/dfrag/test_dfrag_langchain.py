@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("langchain_core")
 
-from conftest import passages_of, role_of, score_reply  # noqa: E402
+from dfrag_fakes import passages_of, role_of, score_reply  # noqa: E402
 from diverse_core.dfrag import DEFAULT_LAMBDAS, sweep_candidate_sets  # noqa: E402
 from diverse_core.errors import InvalidParameterError  # noqa: E402
 from langchain_core.embeddings import DeterministicFakeEmbedding  # noqa: E402

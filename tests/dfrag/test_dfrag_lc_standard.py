@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("langchain_tests")
 
-from conftest import role_of, score_reply  # noqa: E402
+from dfrag_fakes import role_of, score_reply  # noqa: E402
 from langchain_core.embeddings import DeterministicFakeEmbedding  # noqa: E402
 from langchain_core.language_models import BaseChatModel  # noqa: E402
 from langchain_core.messages import AIMessage, BaseMessage  # noqa: E402

@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("llama_index.core")
 
-from conftest import passages_of, role_of, score_reply  # noqa: E402
+from dfrag_fakes import passages_of, role_of, score_reply  # noqa: E402
 from diverse_core.errors import InvalidParameterError  # noqa: E402
 from li_events import CountStarts  # noqa: E402
 from llama_index.core import Document, VectorStoreIndex  # noqa: E402

@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("llama_index.core")
 
-from conftest import role_of, score_reply  # noqa: E402
+from dfrag_fakes import role_of, score_reply  # noqa: E402
 from diverse_core.errors import InvalidParameterError  # noqa: E402
 from llama_index.core import Document, VectorStoreIndex  # noqa: E402
 from llama_index.core.base.response.schema import StreamingResponse  # noqa: E402

@@ -6,7 +6,7 @@ import asyncio
 
 import numpy as np
 import pytest
-from conftest import ScriptedLLM, passages_of, role_of, score_reply
+from dfrag_fakes import ScriptedLLM, passages_of, role_of, score_reply
 from diverse_core import sweep
 from diverse_core.dfrag import DEFAULT_LAMBDAS, DFRAG, sweep_candidate_sets
 from diverse_core.errors import DimensionMismatchError, InvalidParameterError

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ScriptedLLM, role_of, score_reply
+from dfrag_fakes import ScriptedLLM, role_of, score_reply
 from diverse_core.dfrag import DFRAG, parse_evaluation
 from diverse_core.errors import InvalidParameterError
 from diverse_core.llm import LLMError

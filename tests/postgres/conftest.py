@@ -66,14 +66,3 @@ def pg_socket_dir() -> Iterator[str]:
         server.cleanup()
         shutil.rmtree(folder, ignore_errors=True)
     assert not os.path.exists(folder)
-
-
-def langchain_url(folder: str) -> str:
-    """SQLAlchemy URL for langchain_postgres (psycopg 3, sync and async)."""
-    return f"postgresql+psycopg://postgres@/postgres?host={folder}"
-
-
-def llamaindex_urls(folder: str) -> tuple[str, str]:
-    """(sync, async) SQLAlchemy URLs for PGVectorStore (psycopg2 and asyncpg)."""
-    return (f"postgresql+psycopg2://postgres@/postgres?host={folder}",
-            f"postgresql+asyncpg://postgres@/postgres?host={folder}")

@@ -8,9 +8,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import langchain_url
 from diverse_core.errors import InvalidParameterError
 from pg_fakes import CORPUS, DUPS, Calls, vector_of
+from pg_urls import langchain_url
 
 pytestmark = pytest.mark.postgres
 

@@ -11,10 +11,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import llamaindex_urls
 from diverse_core.embedding_cache import clear_model_caches
 from diverse_core.errors import InvalidParameterError
 from pg_fakes import CORPUS, DIM, DUPS, Calls, vector_of
+from pg_urls import llamaindex_urls
 
 pytestmark = pytest.mark.postgres
 

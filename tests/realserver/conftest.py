@@ -9,21 +9,11 @@ skip into a failure, so CI cannot pass without running them.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 import pytest
-from diverse_core.llm.server import LlamaCppServer, server_available
-
-
-def require_server() -> None:
-    """Skip (or, in CI, fail) when the server cannot run here."""
-    why = server_available()
-    if why is None:
-        return
-    if os.environ.get("DIVERSE_RAG_REQUIRE_REAL_SERVER") == "1":
-        pytest.fail(f"DIVERSE_RAG_REQUIRE_REAL_SERVER=1 but {why}")
-    pytest.skip(why)
+from diverse_core.llm.server import LlamaCppServer
+from server_checks import require_server
 
 
 @pytest.fixture(scope="session")

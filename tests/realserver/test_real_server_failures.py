@@ -6,9 +6,9 @@ import threading
 import time
 
 import pytest
-from conftest import require_server
 from diverse_core.llm import LLMError, ManagedLLM, OpenAILLM
 from diverse_core.llm.server import LlamaCppServer
+from server_checks import require_server
 
 pytestmark = pytest.mark.real_server
 

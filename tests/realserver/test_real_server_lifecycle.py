@@ -10,8 +10,8 @@ import socket
 from pathlib import Path
 
 import pytest
-from conftest import require_server
 from diverse_core.llm.server import LlamaCppServer, PortInUseError
+from server_checks import require_server
 
 _spec = importlib.util.spec_from_file_location(
     "server_checks", Path(__file__).resolve().parents[1] / "llm" / "server_checks.py")
