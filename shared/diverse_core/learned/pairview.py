@@ -1,0 +1,211 @@
+"""The text pair matrices of one query (:func:`pair_view`), built from the cached facts of its texts.
+
+Every candidate text is read once per process (:class:`~diverse_core.textfeatures.TextFactsCache`);
+what is left per query is to line the candidates' word ids up against each other. The words
+of the pool are numbered locally (0..V-1) with one scatter and one gather through a marker
+array indexed by word id (no sort), and one boolean scatter fills a ``(4, n, V + 1)`` table:
+which candidate holds which word as a term, a name, a title word or a body word (column ``V``
+stays empty: where a question word no candidate holds points). Every matrix of the view is a
+column selection of that table, and the pair counts are products of 0/1 matrices (exact
+integers).
+
+Example:
+    >>> pv = pair_view("Who wrote Dune?", ["Dune: a novel by Frank Herbert.", "Herbert: he wrote Dune."])
+    >>> pv.title_in.tolist()  # share of j's title words that i's body holds
+    [[0.0, 1.0], [1.0, 0.0]]
+    >>> pv.shared.totals.tolist(), pv.view.term_hits.astype(int).tolist()
+    ([2.0, 1.0], [[1, 0], [1, 1]])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..adaptive.candidates import SharedNames
+from ..errors import DimensionMismatchError, InvalidParameterError
+from ..textfeatures import (
+    BODY,
+    NAME,
+    TERM,
+    TITLE,
+    PoolWords,
+    TextFactsCache,
+    TextView,
+    _question_columns,
+    _question_words,
+    _scratch,
+    content_terms,
+    facts_cache,
+    pool_words,
+)
+
+__all__ = ["PairView", "pair_view"]
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class PairView:
+    """Text pair matrices of one query (``[i, j]``: pick ``i``, candidate ``j``).
+
+    Attributes:
+        view: the adaptive selector's :class:`~diverse_core.adaptive.lexical.TextView`
+            (its ``other_names`` columns in no particular order: only sums over them are used).
+        same_title: (n, n) both have the same non-empty title.
+        title_in: (n, n) share of ``j``'s title words that ``i``'s body contains.
+        names_shared: (n, n) log(1 + names outside the question both mention).
+        shared: the :class:`~diverse_core.adaptive.candidates.SharedNames` behind ``names_shared``
+            (``None`` when the view was built by hand: the candidate features then count them again).
+    """
+
+    view: TextView
+    same_title: NDArray[np.bool_]
+    title_in: FloatArray
+    names_shared: FloatArray
+    shared: SharedNames | None = field(default=None, repr=False)
+
+
+@lru_cache(maxsize=65_536)
+def _name_words(name: str) -> frozenset[str]:
+    return frozenset(content_terms(name))
+
+
+def _check_per_candidate(values: Sequence[object] | None, n: int, what: str) -> list[object] | None:
+    if values is None:
+        return None
+    if isinstance(values, (str, bytes)):
+        raise InvalidParameterError(f"{what} must be a sequence with one entry per candidate, not a string; "
+                                    f"got {what}={values[:40]!r}")
+    out = list(values)
+    if len(out) != n:
+        raise DimensionMismatchError(f"{what} must give one entry per candidate; got {len(out)} for {n} candidates")
+    return out
+
+
+def _display_titles(shown: list[object], cache: TextFactsCache, generation: int) -> dict[int, IntArray]:
+    """Candidate index -> the word ids of its display name, for the candidates that have one."""
+    if not all(x is None or isinstance(x, str) for x in shown):
+        raise InvalidParameterError("names must hold strings (or None), one per candidate")
+    out = {}
+    for i, nm in enumerate(shown):
+        if nm:
+            ids = cache.number(_name_words(str(nm)), generation)
+            out[i] = ids if ids is not None else np.zeros(0, dtype=np.int64)
+    return out
+
+
+def local_columns(words: IntArray, lookup: IntArray) -> tuple[IntArray, int, IntArray]:
+    """Number the distinct ``words`` 0..V-1 without sorting: ``(column of each word, V, column of each lookup id)``.
+
+    Columns follow the order in which each distinct word is first seen... or any of its
+    occurrences: only "equal words, equal column" is promised. A ``lookup`` id that is not
+    among ``words`` (or is negative) gets column ``V``.
+
+    Example:
+        >>> col, v, at = local_columns(np.array([7, 3, 7, 9]), np.array([9, 4, -1]))
+        >>> v, bool(col[0] == col[2]), len(set(col.tolist())), int(at[1]), int(at[2])
+        (3, True, 3, 3, 3)
+    """
+    m = words.shape[0]
+    if m == 0:
+        return np.zeros(0, dtype=np.int64), 0, np.zeros(lookup.shape[0], dtype=np.int64)
+    top = int(words.max())
+    safe = np.where((lookup >= 0) & (lookup <= top), lookup, top + 1)  # slot top + 1 is never marked
+    mark = _scratch(top + 2)
+    pos = np.arange(1, m + 1, dtype=np.int32)
+    mark[words] = pos  # each distinct word's slot keeps one of its positions (any one)
+    try:
+        rep = mark[words]
+        found = mark[safe]
+    finally:
+        mark[words] = 0
+    first = rep == pos  # the position each word's slot kept: one per distinct word
+    lid = np.cumsum(first) - 1
+    v = int(lid[-1]) + 1
+    return lid[rep - 1], v, np.where(found > 0, lid[found - 1], v)
+
+
+def _table(pool: PoolWords, col: IntArray, v: int) -> NDArray[np.bool_]:
+    """``(4, n, v + 1)``: ``[kind, i, c]`` whether candidate ``i`` holds word ``c`` as that kind."""
+    table = np.zeros((4, pool.n, v + 1), dtype=bool)
+    table[pool.kinds, pool.rows, col] = True
+    return table
+
+
+def _source_ids(keys: IntArray, src: list[object] | None) -> IntArray:
+    """One id per candidate; equal ids: same source (the prefix title's key, or the caller's ids)."""
+    n = keys.shape[0]
+    if src is None:
+        return np.where(keys >= 0, keys, -1 - np.arange(n, dtype=np.int64))  # equal keys: equal prefix titles
+    marked = [None if (x is None or (isinstance(x, str) and x == "")) else ("id", x) for x in src]
+    try:
+        {hash(key) for key in marked}
+    except TypeError as exc:
+        raise InvalidParameterError(f"sources must hold hashable ids (str, int, ...) or None; {exc}") from exc
+    codes: dict[object, int] = {}
+    return np.array([codes.setdefault(key, len(codes)) if key is not None else -1 - i
+                     for i, key in enumerate(marked)], dtype=np.int64)
+
+
+def pair_view(question: str, texts: Sequence[str], sources: Sequence[object] | None = None,
+              names: Sequence[str | None] | None = None) -> PairView:
+    """The :class:`PairView` of ``question`` and its candidate ``texts``.
+
+    Args:
+        question: the query text.
+        texts: the candidate texts (``"title: body"`` or plain).
+        sources: optional source id per candidate (the page, file or parent document, e.g.
+            LangChain ``metadata["source"]``); two candidates with equal ids come from the same
+            source. ``None`` or ``""`` for a candidate: unknown (a source of its own). Without
+            ``sources`` the ``"title: "`` prefix of each text is its source (the fallback).
+        names: optional display name per candidate (e.g. ``metadata["title"]``): the title whose
+            words a pick's body may mention. ``None`` or ``""``: the text's prefix title, if any.
+
+    Example:
+        >>> pv = pair_view("Who wrote Dune?", ["Dune is a novel.", "It was written by Herbert.",
+        ...                "Herbert was born in Tacoma."], sources=["a.txt", "a.txt", "b.txt"])
+        >>> pv.same_title.astype(int).tolist()
+        [[1, 1, 0], [1, 1, 0], [0, 0, 1]]
+    """
+    n = len(texts)
+    src = _check_per_candidate(sources, n, "sources")
+    shown = _check_per_candidate(names, n, "names")
+    cache = facts_cache()
+    facts = cache.get_many(texts)
+    generation = facts[0].generation if facts else -1
+    pool = pool_words(facts, None if shown is None else _display_titles(shown, cache, generation))
+    terms, q_names = _question_words(question)
+    words_q, name_cols = _question_columns(terms, q_names)
+    col, v, q_col = local_columns(pool.words, cache.word_ids(words_q, generation))
+    table = _table(pool, col, v)
+    # a question word or name counts when the text holds the word as a term (capitalised or not)
+    both = table[TERM][:, q_col]
+    # names outside the question's terms: how many candidates mention each, and each candidate's count
+    is_name = pool.kinds == NAME
+    name_col = col[is_name]
+    held = np.bincount(name_col, minlength=v + 1)
+    held[q_col[: len(terms)]] = 0
+    other_cols = np.flatnonzero(held)
+    other = table[NAME][:, other_cols] if other_cols.shape[0] else np.zeros((n, 1), dtype=bool)
+    totals = np.bincount(pool.rows[is_name], weights=held[name_col] > 0, minlength=n)
+    # names two candidates share: only names held by two or more count off the diagonal (0/1 products: exact)
+    shared_names = table[NAME][:, np.flatnonzero(held >= 2)].astype(np.float64)
+    shared = shared_names @ shared_names.T
+    shared.flat[:: n + 1] = totals
+    # share of j's title words that i's body holds
+    is_title = pool.kinds == TITLE
+    title_cols = np.flatnonzero(np.bincount(col[is_title], minlength=v + 1))
+    t_held = table[TITLE][:, title_cols].astype(np.float64)
+    title_in = (table[BODY][:, title_cols].astype(np.float64) @ t_held.T
+                / np.maximum(np.bincount(pool.rows[is_title], minlength=n), 1)[None, :])
+    keys = np.fromiter((f.key for f in facts), dtype=np.int64, count=n)
+    tid = _source_ids(keys, src)
+    view = TextView(terms, q_names, both[:, : len(terms)], both[:, name_cols], other)
+    log_pairs = np.log1p(shared)
+    return PairView(view, tid[:, None] == tid[None, :], title_in, log_pairs, SharedNames(shared_names, totals, log_pairs))
