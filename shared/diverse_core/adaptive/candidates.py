@@ -117,20 +117,24 @@ def _rank_columns(n: int, k: int) -> FloatArray:
     return table
 
 
+@lru_cache(maxsize=1024)
+def _count_weights(n_terms: int, n_names: int) -> FloatArray:
+    """(terms + names, 2) 0/1: column 0 marks the question's terms, column 1 its names."""
+    base = np.zeros((n_terms + n_names, 2))
+    base[:n_terms, 0] = 1.0
+    base[n_terms:, 1] = 1.0
+    base.flags.writeable = False
+    return base
+
+
 def _text_columns(out: FloatArray, view: TextView, order: NDArray[np.intp], shared: SharedNames | None) -> None:
     """Write the text features (all but the first :data:`EMBEDDING_CANDIDATE_FEATURES`) into ``out``."""
     top = int(order[0])
-    n_t, n_n = view.term_hits.shape[1], view.name_hits.shape[1]
-    hits = np.concatenate([view.term_hits, view.name_hits], axis=1)
-    missing = ~hits[top]
+    hits = np.concatenate([view.term_hits, view.name_hits], axis=1).astype(np.float64)
+    base = _count_weights(view.term_hits.shape[1], view.name_hits.shape[1])
     # counts of 0/1 products (exact): words held, and words held that the top candidate lacks
-    weights = np.zeros((n_t + n_n, 4))
-    weights[:n_t, 0] = 1.0
-    weights[n_t:, 1] = 1.0
-    weights[:n_t, 2] = missing[:n_t]
-    weights[n_t:, 3] = missing[n_t:]
-    sizes = weights.sum(axis=0)
-    np.divide(hits.astype(np.float64) @ weights, np.where(sizes > 0, sizes, 1.0), out=out[:, :4])
+    weights = np.concatenate([base, base * (1.0 - hits[top])[:, None]], axis=1)
+    np.divide(hits @ weights, np.maximum(weights.sum(axis=0), 1.0), out=out[:, :4])
     near = order[:3]
     if shared is None:
         other = view.other_names.astype(np.float64)
@@ -141,8 +145,7 @@ def _text_columns(out: FloatArray, view: TextView, order: NDArray[np.intp], shar
         to_near[near] = shared.totals[near]
         np.log1p(to_near, out=out[:, 4])
         out[:, 5] = shared.log_pairs[:, top]
-    out[:, 6] = len(view.terms) / 20.0
-    out[:, 7] = len(view.names) / 5.0
+    out[:, 6:8] = (len(view.terms) / 20.0, len(view.names) / 5.0)
 
 
 def candidate_features(
@@ -174,7 +177,7 @@ def candidate_features(
     np.subtract(rel, rel[top], out=out[:, 1])
     out[:, 2:5] = _rank_columns(n, k)[rank]
     # highest cosine to a better-ranked candidate ([i, j]: j ranks above i; -1 when none, 0 for the best)
-    np.max(sim, axis=1, where=rank[None, :] < rank[:, None], initial=-1.0, out=out[:, 5])
+    out[:, 5] = np.where(rank[None, :] < rank[:, None], sim, -1.0).max(axis=1)
     out[top, 5] = 0.0
     out[:, 6] = sim[:, top]
     top_k = order[: min(k, n)]
