@@ -38,6 +38,7 @@ from .errors import InvalidParameterError
 
 __all__ = [
     "BODY",
+    "MARK_BITS",
     "NAME",
     "STOPWORDS",
     "TERM",
@@ -115,6 +116,8 @@ TERM, NAME, TITLE, BODY = range(4)
 _KINDS = 8  # 2 ** 3: ``code >> 3`` is the id, ``code & 7`` the kind
 _KIND_BITS = _KINDS - 1
 _KIND_OF = np.arange(4, dtype=np.int64)
+#: The bit of each kind in :attr:`TextFacts.marks` (indexed by kind; a name is bit 1, a term bit 2).
+MARK_BITS = (2, 1, 4, 8)
 
 
 @dataclass(frozen=True)
@@ -133,6 +136,8 @@ class TextFacts:
         codes: every id above in one array, each as ``id * 8 + kind`` (:data:`TERM`, :data:`NAME`,
             :data:`TITLE`, :data:`BODY`): a query stacks its candidates with one call.
         key: the source key (the lower-cased prefix title, numbered like a word; -1 without one).
+        marks: each distinct id once, as ``id * 16 + bits``: one bit of :data:`MARK_BITS` per kind the
+            word has here (what the learned selector's pair view lines up, one entry per word).
     """
 
     terms: frozenset[str]
@@ -147,6 +152,7 @@ class TextFacts:
     generation: int = field(default=-1, compare=False, repr=False)
     codes: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), compare=False, repr=False)
     key: int = field(default=-1, compare=False, repr=False)
+    marks: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), compare=False, repr=False)
 
 
 def read_text(text: str) -> TextFacts:
@@ -226,8 +232,13 @@ class TextFactsCache:
         # the source key is numbered in the same vocabulary, marked so that it never equals a word
         key_id = self._id_list(frozenset({_KEY_MARK + key}))[0] if key else -1
         codes = flat * _KINDS + np.repeat(_KIND_OF, sizes)
+        bits: dict[int, int] = {}
+        for bit, ids in zip(MARK_BITS, lists, strict=True):
+            for i in ids:
+                bits[i] = bits.get(i, 0) | bit
+        marks = np.fromiter((i << 4 | b for i, b in bits.items()), dtype=np.int64, count=len(bits))
         return TextFacts(f.terms, f.names, f.prefix_title, f.title_terms, f.body_terms, term, name, title, body,
-                         self._generation, codes, key_id)
+                         self._generation, codes, key_id, marks)
 
     def get(self, text: str) -> TextFacts:
         """The facts of ``text``, read once and kept while it stays among the ``maxsize`` most recent."""
@@ -237,8 +248,13 @@ class TextFactsCache:
         """:meth:`get` of each text, in order (one vocabulary generation for all of them)."""
         with self._lock:  # every entry kept is of the current generation (a new generation empties the cache)
             data = self._data
-            out: list[TextFacts | None] = [data.get(t) for t in texts]
+            out: list[TextFacts | None] = list(map(data.get, texts))
             to_end = data.move_to_end
+            if all(out):  # every text seen before (the warm path): no per-text test
+                for t in texts:
+                    to_end(t)
+                self.hits += len(out)
+                return out  # type: ignore[return-value]
             for t, f in zip(texts, out, strict=True):
                 if f is not None:
                     to_end(t)

@@ -92,7 +92,7 @@ class SharedNames:
     and each candidate's total (what the learned selector's pair view computes anyway).
 
     Attributes:
-        columns: (n, V) float 0/1: who mentions each of the V names held by two or more.
+        columns: (n, V) 0/1 (float32 or float64): who mentions each of the V names held by two or more.
         totals: (n,) how many names outside the question each candidate mentions.
         log_pairs: (n, n) ``log1p`` of the names two candidates share (the diagonal: ``log1p(totals)``).
 
@@ -140,8 +140,8 @@ def _text_columns(out: FloatArray, view: TextView, order: NDArray[np.intp], shar
         other = view.other_names.astype(np.float64)
         np.log1p(other @ np.column_stack([other[near].max(axis=0), other[top]]), out=out[:, 4:6])
     else:  # a candidate among the three holds all of its names; the others share only names held twice or more
-        cols = shared.columns
-        to_near = cols @ cols[near].max(axis=0) if cols.shape[1] else np.zeros(out.shape[0])
+        cols = shared.columns  # float32 or float64: the counts are exact either way, taken as float64
+        to_near = np.asarray(cols @ cols[near].max(axis=0), dtype=np.float64) if cols.shape[1] else np.zeros(len(out))
         to_near[near] = shared.totals[near]
         np.log1p(to_near, out=out[:, 4])
         out[:, 5] = shared.log_pairs[:, top]

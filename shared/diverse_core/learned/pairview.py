@@ -30,10 +30,11 @@ from ..adaptive.candidates import SharedNames
 from ..errors import DimensionMismatchError, InvalidParameterError
 from ..textfeatures import (
     BODY,
+    MARK_BITS,
     NAME,
     TERM,
     TITLE,
-    PoolWords,
+    TextFacts,
     TextFactsCache,
     TextView,
     _question_columns,
@@ -41,7 +42,6 @@ from ..textfeatures import (
     _scratch,
     content_terms,
     facts_cache,
-    pool_words,
 )
 
 __all__ = ["PairView", "pair_view"]
@@ -103,9 +103,8 @@ def _display_titles(shown: list[object], cache: TextFactsCache, generation: int)
 def local_columns(words: IntArray, lookup: IntArray) -> tuple[IntArray, int, IntArray]:
     """Number the distinct ``words`` 0..V-1 without sorting: ``(column of each word, V, column of each lookup id)``.
 
-    Columns follow the order in which each distinct word is first seen... or any of its
-    occurrences: only "equal words, equal column" is promised. A ``lookup`` id that is not
-    among ``words`` (or is negative) gets column ``V``.
+    Equal words get equal columns (in no particular order). A ``lookup`` id that is not among
+    ``words`` (or is negative) gets column ``V``.
 
     Example:
         >>> col, v, at = local_columns(np.array([7, 3, 7, 9]), np.array([9, 4, -1]))
@@ -116,25 +115,57 @@ def local_columns(words: IntArray, lookup: IntArray) -> tuple[IntArray, int, Int
     if m == 0:
         return np.zeros(0, dtype=np.int64), 0, np.zeros(lookup.shape[0], dtype=np.int64)
     top = int(words.max())
-    safe = np.where((lookup >= 0) & (lookup <= top), lookup, top + 1)  # slot top + 1 is never marked
+    safe = np.minimum(lookup, top + 1)  # slot top + 1 and the last slot (-1) are never marked
     mark = _scratch(top + 2)
-    pos = np.arange(1, m + 1, dtype=np.int32)
+    pos = _POSITIONS[:m] if m < _POSITIONS.shape[0] else np.arange(1, m + 1, dtype=np.int32)
     mark[words] = pos  # each distinct word's slot keeps one of its positions (any one)
     try:
         rep = mark[words]
         found = mark[safe]
     finally:
         mark[words] = 0
-    first = rep == pos  # the position each word's slot kept: one per distinct word
-    lid = np.cumsum(first) - 1
-    v = int(lid[-1]) + 1
-    return lid[rep - 1], v, np.where(found > 0, lid[found - 1], v)
+    first = np.flatnonzero(rep == pos)  # the position each word's slot kept: one per distinct word
+    v = first.shape[0]
+    lid = np.full(m + 1, v, dtype=np.int64)  # position + 1 -> column; 0 (not found) -> v
+    lid[first + 1] = np.arange(v)
+    return lid[rep], v, lid[found]
 
 
-def _table(pool: PoolWords, col: IntArray, v: int) -> NDArray[np.bool_]:
-    """``(4, n, v + 1)``: ``[kind, i, c]`` whether candidate ``i`` holds word ``c`` as that kind."""
-    table = np.zeros((4, pool.n, v + 1), dtype=bool)
-    table[pool.kinds, pool.rows, col] = True
+_TERM, _NAME, _TITLE, _BODY = (MARK_BITS[kind] for kind in (TERM, NAME, TITLE, BODY))
+#: ``(1, m)`` positions 1..m of a pool's words (a view of this for m up to its size).
+_POSITIONS = np.arange(1, 1 << 15, dtype=np.int32)
+
+
+@lru_cache(maxsize=16)
+def _log1p_of_counts(size: int) -> FloatArray:
+    """``log1p(c)`` for the counts ``c = 0 .. size - 1`` (the same values as ``np.log1p`` of each count)."""
+    table = np.log1p(np.arange(size, dtype=np.float64))
+    table.flags.writeable = False
+    return table
+
+
+def _pool(facts: Sequence[TextFacts], titles: dict[int, IntArray] | None) -> tuple[IntArray, IntArray, IntArray]:
+    """``(word ids, kind bits, candidate)`` of every word of the pool (display names replace title words)."""
+    n = len(facts)
+    arrays = [f.marks for f in facts]
+    marks = np.concatenate(arrays) if n else np.zeros(0, dtype=np.int64)
+    rows = np.repeat(np.arange(n, dtype=np.int64), [a.shape[0] for a in arrays])
+    words, bits = marks >> 4, marks & 15
+    if titles:  # their own title words lose the title bit; the display name's words come as title words
+        bits = np.where(np.isin(rows, list(titles)), bits & ~_TITLE, bits)
+        words = np.concatenate([words, *titles.values()])
+        rows = np.concatenate([rows, *(np.full(ids.shape[0], i, dtype=np.int64) for i, ids in titles.items())])
+        bits = np.concatenate([bits, np.full(words.shape[0] - bits.shape[0], _TITLE, dtype=np.int64)])
+    return words, bits, rows
+
+
+def _table(n: int, rows: IntArray, col: IntArray, bits: IntArray, v: int, merge: bool) -> NDArray[np.uint8]:
+    """``(n, v + 1)``: the kind bits of word column ``c`` in candidate ``i`` (column ``v`` stays 0)."""
+    table = np.zeros((n, v + 1), dtype=np.uint8)
+    if merge:  # a display name's word may also be a word of the text: two entries, their bits OR-ed
+        np.bitwise_or.at(table, (rows, col), bits.astype(np.uint8))
+    else:  # one entry per (candidate, word)
+        table[rows, col] = bits
     return table
 
 
@@ -179,33 +210,34 @@ def pair_view(question: str, texts: Sequence[str], sources: Sequence[object] | N
     cache = facts_cache()
     facts = cache.get_many(texts)
     generation = facts[0].generation if facts else -1
-    pool = pool_words(facts, None if shown is None else _display_titles(shown, cache, generation))
+    titles = None if shown is None else _display_titles(shown, cache, generation)
+    words, bits, rows = _pool(facts, titles)
     terms, q_names = _question_words(question)
     words_q, name_cols = _question_columns(terms, q_names)
-    col, v, q_col = local_columns(pool.words, cache.word_ids(words_q, generation))
-    table = _table(pool, col, v)
+    col, v, q_col = local_columns(words, cache.word_ids(words_q, generation))
+    table = _table(n, rows, col, bits, v, bool(titles))
     # a question word or name counts when the text holds the word as a term (capitalised or not)
-    both = table[TERM][:, q_col]
+    both = (table[:, q_col] & _TERM) != 0
     # names outside the question's terms: how many candidates mention each, and each candidate's count
-    is_name = pool.kinds == NAME
+    is_name = (bits & _NAME) != 0
     name_col = col[is_name]
     held = np.bincount(name_col, minlength=v + 1)
     held[q_col[: len(terms)]] = 0
     other_cols = np.flatnonzero(held)
-    other = table[NAME][:, other_cols] if other_cols.shape[0] else np.zeros((n, 1), dtype=bool)
-    totals = np.bincount(pool.rows[is_name], weights=held[name_col] > 0, minlength=n)
+    other = (table[:, other_cols] & _NAME).view(bool) if other_cols.shape[0] else np.zeros((n, 1), dtype=bool)
+    totals = np.bincount(rows[is_name], weights=held[name_col] > 0, minlength=n)
     # names two candidates share: only names held by two or more count off the diagonal (0/1 products: exact)
-    shared_names = table[NAME][:, np.flatnonzero(held >= 2)].astype(np.float64)
+    shared_names = other[:, held[other_cols] >= 2].astype(np.float32)
     shared = shared_names @ shared_names.T
     shared.flat[:: n + 1] = totals
     # share of j's title words that i's body holds
-    is_title = pool.kinds == TITLE
-    title_cols = np.flatnonzero(np.bincount(col[is_title], minlength=v + 1))
-    t_held = table[TITLE][:, title_cols].astype(np.float64)
-    title_in = (table[BODY][:, title_cols].astype(np.float64) @ t_held.T
-                / np.maximum(np.bincount(pool.rows[is_title], minlength=n), 1)[None, :])
-    keys = np.fromiter((f.key for f in facts), dtype=np.int64, count=n)
-    tid = _source_ids(keys, src)
+    is_title = (bits & _TITLE) != 0
+    at_title = table[:, np.flatnonzero(np.bincount(col[is_title], minlength=v + 1))]
+    # entries _BODY and _TITLE (powers of two) instead of 1: the counts come out scaled by an exact power of two
+    title_in = np.divide((at_title & _BODY).astype(np.float32) @ (at_title & _TITLE).astype(np.float32).T,
+                         (np.maximum(np.bincount(rows[is_title], minlength=n), 1) * float(_BODY * _TITLE))[None, :])
+    tid = _source_ids(np.array([f.key for f in facts], dtype=np.int64), src)
     view = TextView(terms, q_names, both[:, : len(terms)], both[:, name_cols], other)
-    log_pairs = np.log1p(shared)
+    most = int(totals.max()) + 1 if n else 1  # no pair shares more names than either of them mentions
+    log_pairs = _log1p_of_counts(1 << (most - 1).bit_length())[shared.astype(np.intp)]
     return PairView(view, tid[:, None] == tid[None, :], title_in, log_pairs, SharedNames(shared_names, totals, log_pairs))
