@@ -110,7 +110,8 @@ class QueryState:
         # cos(unit(q + u_i), u_j) = (rel_j + sim_ij) / |q + u_i|, with |q| = |u_i| = 1
         cos_qi = unit @ q
         norm = np.sqrt(np.maximum(2.0 + 2.0 * cos_qi, 1e-12))
-        qdc = (cos_qi[None, :] + sim) / norm[:, None]
+        qdc = np.add(cos_qi[None, :], sim)
+        qdc /= norm[:, None]
         if pairs is None:
             static = candidate_features(unit, rel, prep.k, sim=sim)
         else:
