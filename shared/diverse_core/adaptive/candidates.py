@@ -103,7 +103,7 @@ class SharedNames:
         (3, 1)
     """
 
-    columns: FloatArray
+    columns: NDArray[np.floating[Any]]
     totals: FloatArray
     log_pairs: FloatArray
 

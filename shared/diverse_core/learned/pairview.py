@@ -225,7 +225,7 @@ def pair_view(question: str, texts: Sequence[str], sources: Sequence[object] | N
     held[q_col[: len(terms)]] = 0
     other_cols = np.flatnonzero(held)
     other = (table[:, other_cols] & _NAME).view(bool) if other_cols.shape[0] else np.zeros((n, 1), dtype=bool)
-    totals = np.bincount(rows[is_name], weights=held[name_col] > 0, minlength=n)
+    totals = np.asarray(np.bincount(rows[is_name], weights=held[name_col] > 0, minlength=n), dtype=np.float64)
     # names two candidates share: only names held by two or more count off the diagonal (0/1 products: exact)
     shared_names = other[:, held[other_cols] >= 2].astype(np.float32)
     shared = shared_names @ shared_names.T
