@@ -1,13 +1,13 @@
 """The text pair matrices of one query (:func:`pair_view`), built from the cached facts of its texts.
 
 Every candidate text is read once per process (:class:`~diverse_core.textfeatures.TextFactsCache`);
-what is left per query is to line the candidates' word ids up against each other. The words
-of the pool are numbered locally (0..V-1) with one scatter and one gather through a marker
-array indexed by word id (no sort), and one boolean scatter fills a ``(4, n, V + 1)`` table:
-which candidate holds which word as a term, a name, a title word or a body word (column ``V``
-stays empty: where a question word no candidate holds points). Every matrix of the view is a
-column selection of that table, and the pair counts are products of 0/1 matrices (exact
-integers).
+what is left per query is to line the candidates' word ids up against each other. Each text
+brings its words once, each with a bit per kind (:attr:`~diverse_core.textfeatures.TextFacts.marks`:
+term, name, title word, body word); one scatter and one gather through a marker array indexed
+by word id give every word of the pool a column (no sort), and one scatter fills an ``(n, m + 1)``
+table of kind bits (column 0 stays empty: where a question word no candidate holds points).
+Every matrix of the view is a column selection of that table, and the pair counts are products
+of 0/1 matrices (exact integers).
 
 Example:
     >>> pv = pair_view("Who wrote Dune?", ["Dune: a novel by Frank Herbert.", "Herbert: he wrote Dune."])
@@ -100,40 +100,35 @@ def _display_titles(shown: list[object], cache: TextFactsCache, generation: int)
     return out
 
 
-def local_columns(words: IntArray, lookup: IntArray) -> tuple[IntArray, int, IntArray]:
-    """Number the distinct ``words`` 0..V-1 without sorting: ``(column of each word, V, column of each lookup id)``.
+#: Positions 1, 2, ... of a pool's words (a view of the first m for m below its size).
+_POSITIONS = np.arange(1, 1 << 15, dtype=np.int32)
 
-    Equal words get equal columns (in no particular order). A ``lookup`` id that is not among
-    ``words`` (or is negative) gets column ``V``.
+
+def word_columns(words: IntArray, lookup: IntArray) -> tuple[IntArray, IntArray]:
+    """One column per distinct word of ``words``, without sorting: ``(column of each word, column of each lookup id)``.
+
+    A word's column is ``1 + `` the position of one of its occurrences (any one), so equal
+    words get equal columns, distinct words distinct ones, all in ``1 .. len(words)``. A
+    ``lookup`` id that is not among ``words`` (or is negative) gets column 0, which no word has.
 
     Example:
-        >>> col, v, at = local_columns(np.array([7, 3, 7, 9]), np.array([9, 4, -1]))
-        >>> v, bool(col[0] == col[2]), len(set(col.tolist())), int(at[1]), int(at[2])
-        (3, True, 3, 3, 3)
+        >>> col, at = word_columns(np.array([7, 3, 7, 9]), np.array([9, 4, -1]))
+        >>> bool(col[0] == col[2]), len(set(col.tolist())), int(at[0]) == int(col[3]), at[1:].tolist()
+        (True, 3, True, [0, 0])
     """
     m = words.shape[0]
     if m == 0:
-        return np.zeros(0, dtype=np.int64), 0, np.zeros(lookup.shape[0], dtype=np.int64)
+        return np.zeros(0, dtype=np.int64), np.zeros(lookup.shape[0], dtype=np.int64)
     top = int(words.max())
-    safe = np.minimum(lookup, top + 1)  # slot top + 1 and the last slot (-1) are never marked
-    mark = _scratch(top + 2)
-    pos = _POSITIONS[:m] if m < _POSITIONS.shape[0] else np.arange(1, m + 1, dtype=np.int32)
-    mark[words] = pos  # each distinct word's slot keeps one of its positions (any one)
-    try:
-        rep = mark[words]
-        found = mark[safe]
+    mark = _scratch(top + 2)  # slot top + 1 (and so the last slot, where -1 points) is never marked
+    mark[words] = _POSITIONS[:m] if m < _POSITIONS.shape[0] else np.arange(1, m + 1, dtype=np.int32)
+    try:  # each distinct word's slot keeps one of its positions (any one)
+        return mark[words], mark[np.minimum(lookup, top + 1)]
     finally:
         mark[words] = 0
-    first = np.flatnonzero(rep == pos)  # the position each word's slot kept: one per distinct word
-    v = first.shape[0]
-    lid = np.full(m + 1, v, dtype=np.int64)  # position + 1 -> column; 0 (not found) -> v
-    lid[first + 1] = np.arange(v)
-    return lid[rep], v, lid[found]
 
 
 _TERM, _NAME, _TITLE, _BODY = (MARK_BITS[kind] for kind in (TERM, NAME, TITLE, BODY))
-#: ``(1, m)`` positions 1..m of a pool's words (a view of this for m up to its size).
-_POSITIONS = np.arange(1, 1 << 15, dtype=np.int32)
 
 
 @lru_cache(maxsize=16)
@@ -160,7 +155,7 @@ def _pool(facts: Sequence[TextFacts], titles: dict[int, IntArray] | None) -> tup
 
 
 def _table(n: int, rows: IntArray, col: IntArray, bits: IntArray, v: int, merge: bool) -> NDArray[np.uint8]:
-    """``(n, v + 1)``: the kind bits of word column ``c`` in candidate ``i`` (column ``v`` stays 0)."""
+    """``(n, v + 1)``: the kind bits of word column ``c`` in candidate ``i`` (column 0 stays 0)."""
     table = np.zeros((n, v + 1), dtype=np.uint8)
     if merge:  # a display name's word may also be a word of the text: two entries, their bits OR-ed
         np.bitwise_or.at(table, (rows, col), bits.astype(np.uint8))
@@ -214,7 +209,8 @@ def pair_view(question: str, texts: Sequence[str], sources: Sequence[object] | N
     words, bits, rows = _pool(facts, titles)
     terms, q_names = _question_words(question)
     words_q, name_cols = _question_columns(terms, q_names)
-    col, v, q_col = local_columns(words, cache.word_ids(words_q, generation))
+    col, q_col = word_columns(words, cache.word_ids(words_q, generation))
+    v = words.shape[0]  # columns 1 .. v; column 0: no word (where a question word no candidate holds points)
     table = _table(n, rows, col, bits, v, bool(titles))
     # a question word or name counts when the text holds the word as a term (capitalised or not)
     both = (table[:, q_col] & _TERM) != 0
