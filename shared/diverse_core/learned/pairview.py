@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from operator import attrgetter
 
 import numpy as np
 from numpy.typing import NDArray
@@ -128,6 +129,7 @@ def word_columns(words: IntArray, lookup: IntArray) -> tuple[IntArray, IntArray]
         mark[words] = 0
 
 
+_MARKS, _KEY = attrgetter("marks"), attrgetter("key")
 _TERM, _NAME, _TITLE, _BODY = (MARK_BITS[kind] for kind in (TERM, NAME, TITLE, BODY))
 
 
@@ -142,9 +144,9 @@ def _log1p_of_counts(size: int) -> FloatArray:
 def _pool(facts: Sequence[TextFacts], titles: dict[int, IntArray] | None) -> tuple[IntArray, IntArray, IntArray]:
     """``(word ids, kind bits, candidate)`` of every word of the pool (display names replace title words)."""
     n = len(facts)
-    arrays = [f.marks for f in facts]
+    arrays = list(map(_MARKS, facts))
     marks = np.concatenate(arrays) if n else np.zeros(0, dtype=np.int64)
-    rows = np.repeat(np.arange(n, dtype=np.int64), [a.shape[0] for a in arrays])
+    rows = np.repeat(np.arange(n, dtype=np.int64), list(map(len, arrays)))
     words, bits = marks >> 4, marks & 15
     if titles:  # their own title words lose the title bit; the display name's words come as title words
         bits = np.where(np.isin(rows, list(titles)), bits & ~_TITLE, bits)
@@ -232,7 +234,7 @@ def pair_view(question: str, texts: Sequence[str], sources: Sequence[object] | N
     # entries _BODY and _TITLE (powers of two) instead of 1: the counts come out scaled by an exact power of two
     title_in = np.divide((at_title & _BODY).astype(np.float32) @ (at_title & _TITLE).astype(np.float32).T,
                          (np.maximum(np.bincount(rows[is_title], minlength=n), 1) * float(_BODY * _TITLE))[None, :])
-    tid = _source_ids(np.array([f.key for f in facts], dtype=np.int64), src)
+    tid = _source_ids(np.fromiter(map(_KEY, facts), dtype=np.int64, count=n), src)
     view = TextView(terms, q_names, both[:, : len(terms)], both[:, name_cols], other)
     most = int(totals.max()) + 1 if n else 1  # no pair shares more names than either of them mentions
     log_pairs = _log1p_of_counts(1 << (most - 1).bit_length())[shared.astype(np.intp)]
