@@ -366,7 +366,8 @@ class PoolWords:
     Example:
         >>> cache = TextFactsCache()
         >>> pw = pool_words(cache.get_many(["Dune: a novel by Herbert.", "Herbert: an author."]))
-        >>> pw.kind(TITLE)[1].astype(int).tolist()  # each candidate's title words
+        >>> held = pw.kind(TITLE)[1].astype(int)  # each candidate's title words (columns in id order)
+        >>> (held @ held.T).tolist()  # one title word each, none in common
         [[1, 0], [0, 1]]
     """
 
