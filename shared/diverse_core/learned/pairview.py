@@ -103,6 +103,7 @@ def _display_titles(shown: list[object], cache: TextFactsCache, generation: int)
 
 #: Positions 1, 2, ... of a pool's words (a view of the first m for m below its size).
 _POSITIONS = np.arange(1, 1 << 15, dtype=np.int32)
+_POSITIONS.flags.writeable = False
 
 
 def word_columns(words: IntArray, lookup: IntArray) -> tuple[IntArray, IntArray]:
