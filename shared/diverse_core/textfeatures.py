@@ -35,6 +35,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .errors import InvalidParameterError
+from .textmarks import MARK_BITS, word_marks
 
 __all__ = [
     "BODY",
@@ -116,8 +117,6 @@ TERM, NAME, TITLE, BODY = range(4)
 _KINDS = 8  # 2 ** 3: ``code >> 3`` is the id, ``code & 7`` the kind
 _KIND_BITS = _KINDS - 1
 _KIND_OF = np.arange(4, dtype=np.int64)
-#: The bit of each kind in :attr:`TextFacts.marks` (indexed by kind; a name is bit 1, a term bit 2).
-MARK_BITS = (2, 1, 4, 8)
 
 
 @dataclass(frozen=True)
@@ -221,24 +220,23 @@ class TextFactsCache:
             spelled = self._words
             return [spelled[i] for i in ids.tolist()]
 
-    def _numbered(self, f: TextFacts) -> TextFacts:
-        """``f`` with ids in the current vocabulary (call with the lock held)."""
-        lists = [self._id_list(words) for words in (f.terms, f.names, f.title_terms, f.body_terms)]
-        sizes = [len(ids) for ids in lists]
-        flat = np.array(lists[0] + lists[1] + lists[2] + lists[3], dtype=np.int64)
-        a, b, c = sizes[0], sizes[0] + sizes[1], sizes[0] + sizes[1] + sizes[2]
-        term, name, title, body = flat[:a], flat[a:b], flat[b:c], flat[c:]
-        key = f.prefix_title.strip().lower()
-        # the source key is numbered in the same vocabulary, marked so that it never equals a word
-        key_id = self._id_list(frozenset({_KEY_MARK + key}))[0] if key else -1
-        codes = flat * _KINDS + np.repeat(_KIND_OF, sizes)
-        bits: dict[int, int] = {}
-        for bit, ids in zip(MARK_BITS, lists, strict=True):
-            for i in ids:
-                bits[i] = bits.get(i, 0) | bit
-        marks = np.fromiter((i << 4 | b for i, b in bits.items()), dtype=np.int64, count=len(bits))
-        return TextFacts(f.terms, f.names, f.prefix_title, f.title_terms, f.body_terms, term, name, title, body,
-                         self._generation, codes, key_id, marks)
+    def _numbered(self, facts: list[TextFacts]) -> list[TextFacts]:
+        """``facts`` with ids in the current vocabulary (call with the lock held)."""
+        parts = []
+        for f in facts:
+            lists = [self._id_list(words) for words in (f.terms, f.names, f.title_terms, f.body_terms)]
+            key = f.prefix_title.strip().lower()
+            # the source key is numbered in the same vocabulary, marked so that it never equals a word
+            key_id = self._id_list(frozenset({_KEY_MARK + key}))[0] if key else -1
+            sizes = [len(ids) for ids in lists]
+            parts.append((f, np.array(lists[0] + lists[1] + lists[2] + lists[3], dtype=np.int64), sizes, key_id))
+        codes = [flat * _KINDS + np.repeat(_KIND_OF, sizes) for _, flat, sizes, _ in parts]
+        out = []
+        for (f, flat, sizes, key_id), code, marks in zip(parts, codes, word_marks(codes), strict=True):
+            a, b, c = sizes[0], sizes[0] + sizes[1], sizes[0] + sizes[1] + sizes[2]
+            out.append(TextFacts(f.terms, f.names, f.prefix_title, f.title_terms, f.body_terms, flat[:a], flat[a:b],
+                                 flat[b:c], flat[c:], self._generation, code, key_id, marks))
+        return out
 
     def get(self, text: str) -> TextFacts:
         """The facts of ``text``, read once and kept while it stays among the ``maxsize`` most recent."""
@@ -269,9 +267,10 @@ class TextFactsCache:
                 self._words.clear()
                 self._data.clear()
                 self._generation += 1
-            numbered = {t: self._numbered(f) for t, f in missing.items()}
+            numbered = dict(zip(missing, self._numbered(list(missing.values())), strict=True))
             if any(f is not None and f.generation != self._generation for f in out):  # renumber what went stale
-                numbered.update({t: self._numbered(f) for t, f in zip(texts, out, strict=True) if f is not None})
+                stale = {t: f for t, f in zip(texts, out, strict=True) if f is not None}
+                numbered.update(zip(stale, self._numbered(list(stale.values())), strict=True))
                 out = [None] * len(texts)
             for t, f in numbered.items():
                 if self.maxsize:

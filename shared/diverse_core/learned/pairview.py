@@ -106,7 +106,7 @@ _POSITIONS = np.arange(1, 1 << 15, dtype=np.int32)
 _POSITIONS.flags.writeable = False
 
 
-def word_columns(words: IntArray, lookup: IntArray) -> tuple[IntArray, IntArray]:
+def word_columns(words: IntArray, lookup: IntArray) -> tuple[NDArray[np.int32], NDArray[np.int32]]:
     """One column per distinct word of ``words``, without sorting: ``(column of each word, column of each lookup id)``.
 
     A word's column is ``1 + `` the position of one of its occurrences (any one), so equal
@@ -120,7 +120,7 @@ def word_columns(words: IntArray, lookup: IntArray) -> tuple[IntArray, IntArray]
     """
     m = words.shape[0]
     if m == 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(lookup.shape[0], dtype=np.int64)
+        return np.zeros(0, dtype=np.int32), np.zeros(lookup.shape[0], dtype=np.int32)
     top = int(words.max())
     mark = _scratch(top + 2)  # slot top + 1 (and so the last slot, where -1 points) is never marked
     mark[words] = _POSITIONS[:m] if m < _POSITIONS.shape[0] else np.arange(1, m + 1, dtype=np.int32)
@@ -157,7 +157,7 @@ def _pool(facts: Sequence[TextFacts], titles: dict[int, IntArray] | None) -> tup
     return words, bits, rows
 
 
-def _table(n: int, rows: IntArray, col: IntArray, bits: IntArray, v: int, merge: bool) -> NDArray[np.uint8]:
+def _table(n: int, rows: IntArray, col: NDArray[np.int32], bits: IntArray, v: int, merge: bool) -> NDArray[np.uint8]:
     """``(n, v + 1)``: the kind bits of word column ``c`` in candidate ``i`` (column 0 stays 0)."""
     table = np.zeros((n, v + 1), dtype=np.uint8)
     if merge:  # a display name's word may also be a word of the text: two entries, their bits OR-ed
