@@ -17,12 +17,13 @@ Example:
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["MARK_BITS", "word_marks"]
+__all__ = ["MARK_BITS", "marker_array", "word_marks"]
 
 IntArray = NDArray[np.int64]
 
@@ -52,3 +53,19 @@ def word_marks(codes: Sequence[IntArray]) -> list[IntArray]:
     marks = (key % span) << 4 | bits
     ends = np.cumsum(np.bincount(key // span, minlength=len(codes))).tolist()
     return [marks[a:b].copy() for a, b in zip([0, *ends[:-1]], ends, strict=True)]
+
+
+_SCRATCH = threading.local()
+
+
+def marker_array(size: int) -> NDArray[np.int32]:
+    """This thread's all-zero marker array of at least ``size`` slots, indexed by word id.
+
+    Callers mark slots, read them and set them back to zero before returning (in a ``finally``),
+    so a lookup of many ids against a few costs one scatter and one gather, with no sort.
+    """
+    mark: NDArray[np.int32] | None = getattr(_SCRATCH, "mark", None)
+    if mark is None or mark.shape[0] < size:
+        mark = np.zeros(max(size, 2 * (0 if mark is None else mark.shape[0]), 1024), dtype=np.int32)
+        _SCRATCH.mark = mark
+    return mark

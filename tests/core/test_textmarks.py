@@ -45,9 +45,22 @@ def test_word_marks_equal_a_dictionary_per_text(texts: list[list[tuple[int, int]
 
 def test_cache_reads_a_batch_and_renumbers_with_marks() -> None:
     cache = TextFactsCache(max_words=5)
-    first = cache.get_many(["Dune: a novel by Frank Herbert.", "Tacoma river"])
-    assert [len(f.marks) for f in first] == [4, 2]  # dune, novel, frank, herbert | tacoma, river
-    again = cache.get_many(["Tacoma river", "Paris: capital of France and Europe."])  # passes max_words: renumbered
+    first = cache.get_many(["Dune: a novel by Frank Herbert.", "Tacoma river"], marks=True)
+    assert [len(f.marks) for f in first if f.marks is not None] == [4, 2]  # dune, novel, frank, herbert | tacoma, river
+    # passes max_words: renumbered, marks and all
+    again = cache.get_many(["Tacoma river", "Paris: capital of France and Europe."], marks=True)
     assert {f.generation for f in again} == {again[0].generation} and again[0].generation != first[0].generation
+    assert again[0].marks is not None
     spelled = cache.words_of(again[0].marks >> 4, again[0].generation)
     assert sorted(spelled) == ["river", "tacoma"]
+
+
+def test_marks_only_when_asked_and_added_to_texts_read_without() -> None:
+    cache = TextFactsCache()
+    bare = cache.get_many(["Alien: Ridley Scott", "a river"])  # what the adaptive selector reads: no marks
+    assert [f.marks for f in bare] == [None, None] and cache.misses == 2
+    marked = cache.get_many(["a river", "Alien: Ridley Scott", "new text"], marks=True)
+    assert all(f.marks is not None for f in marked) and cache.misses == 3 and cache.hits == 2
+    assert marked[1].term_ids.tolist() == bare[0].term_ids.tolist() and marked[1].generation == bare[0].generation
+    again = cache.get_many(["Alien: Ridley Scott"], marks=True)[0]  # kept: the warm path hands them out
+    assert again is marked[1] and cache.get("a river").marks is not None

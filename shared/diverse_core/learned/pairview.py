@@ -40,10 +40,10 @@ from ..textfeatures import (
     TextView,
     _question_columns,
     _question_words,
-    _scratch,
     content_terms,
     facts_cache,
 )
+from ..textmarks import marker_array
 
 __all__ = ["PairView", "pair_view"]
 
@@ -122,7 +122,7 @@ def word_columns(words: IntArray, lookup: IntArray) -> tuple[NDArray[np.int32], 
     if m == 0:
         return np.zeros(0, dtype=np.int32), np.zeros(lookup.shape[0], dtype=np.int32)
     top = int(words.max())
-    mark = _scratch(top + 2)  # slot top + 1 (and so the last slot, where -1 points) is never marked
+    mark = marker_array(top + 2)  # slot top + 1 (and so the last slot, where -1 points) is never marked
     mark[words] = _POSITIONS[:m] if m < _POSITIONS.shape[0] else np.arange(1, m + 1, dtype=np.int32)
     try:  # each distinct word's slot keeps one of its positions (any one)
         return mark[words], mark[np.minimum(lookup, top + 1)]
@@ -206,7 +206,7 @@ def pair_view(question: str, texts: Sequence[str], sources: Sequence[object] | N
     src = _check_per_candidate(sources, n, "sources")
     shown = _check_per_candidate(names, n, "names")
     cache = facts_cache()
-    facts = cache.get_many(texts)
+    facts = cache.get_many(texts, marks=True)
     generation = facts[0].generation if facts else -1
     titles = None if shown is None else _display_titles(shown, cache, generation)
     words, bits, rows = _pool(facts, titles)
