@@ -28,16 +28,20 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from itertools import repeat
+from operator import attrgetter, is_
 
 import numpy as np
 from numpy.typing import NDArray
 
 from .errors import InvalidParameterError
+from .textmarks import MARK_BITS, marker_array, word_marks
 
 __all__ = [
     "BODY",
+    "MARK_BITS",
     "NAME",
     "STOPWORDS",
     "TERM",
@@ -133,6 +137,9 @@ class TextFacts:
         codes: every id above in one array, each as ``id * 8 + kind`` (:data:`TERM`, :data:`NAME`,
             :data:`TITLE`, :data:`BODY`): a query stacks its candidates with one call.
         key: the source key (the lower-cased prefix title, numbered like a word; -1 without one).
+        marks: each distinct id once, as ``id * 16 + bits``: one bit of :data:`MARK_BITS` per kind the
+            word has here (what the learned selector's pair view lines up); ``None`` until a reader asks
+            for them (``get_many(..., marks=True)``).
     """
 
     terms: frozenset[str]
@@ -147,6 +154,7 @@ class TextFacts:
     generation: int = field(default=-1, compare=False, repr=False)
     codes: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), compare=False, repr=False)
     key: int = field(default=-1, compare=False, repr=False)
+    marks: IntArray | None = field(default=None, compare=False, repr=False)
 
 
 def read_text(text: str) -> TextFacts:
@@ -215,37 +223,46 @@ class TextFactsCache:
             spelled = self._words
             return [spelled[i] for i in ids.tolist()]
 
-    def _numbered(self, f: TextFacts) -> TextFacts:
-        """``f`` with ids in the current vocabulary (call with the lock held)."""
-        lists = [self._id_list(words) for words in (f.terms, f.names, f.title_terms, f.body_terms)]
-        sizes = [len(ids) for ids in lists]
-        flat = np.array(lists[0] + lists[1] + lists[2] + lists[3], dtype=np.int64)
-        a, b, c = sizes[0], sizes[0] + sizes[1], sizes[0] + sizes[1] + sizes[2]
-        term, name, title, body = flat[:a], flat[a:b], flat[b:c], flat[c:]
-        key = f.prefix_title.strip().lower()
-        # the source key is numbered in the same vocabulary, marked so that it never equals a word
-        key_id = self._id_list(frozenset({_KEY_MARK + key}))[0] if key else -1
-        codes = flat * _KINDS + np.repeat(_KIND_OF, sizes)
-        return TextFacts(f.terms, f.names, f.prefix_title, f.title_terms, f.body_terms, term, name, title, body,
-                         self._generation, codes, key_id)
+    def _numbered(self, facts: list[TextFacts], marks: bool) -> list[TextFacts]:
+        """``facts`` with ids in the current vocabulary, with their marks if asked (call with the lock held)."""
+        parts = []
+        for f in facts:
+            lists = [self._id_list(words) for words in (f.terms, f.names, f.title_terms, f.body_terms)]
+            key = f.prefix_title.strip().lower()
+            # the source key is numbered in the same vocabulary, marked so that it never equals a word
+            key_id = self._id_list(frozenset({_KEY_MARK + key}))[0] if key else -1
+            sizes = [len(ids) for ids in lists]
+            parts.append((f, np.array(lists[0] + lists[1] + lists[2] + lists[3], dtype=np.int64), sizes, key_id))
+        codes = [flat * _KINDS + np.repeat(_KIND_OF, sizes) for _, flat, sizes, _ in parts]
+        out = []
+        for (f, flat, sizes, key_id), code, mark in zip(parts, codes, word_marks(codes) if marks else [None] * len(codes),
+                                                        strict=True):
+            a, b, c = sizes[0], sizes[0] + sizes[1], sizes[0] + sizes[1] + sizes[2]
+            out.append(TextFacts(f.terms, f.names, f.prefix_title, f.title_terms, f.body_terms, flat[:a], flat[a:b],
+                                 flat[b:c], flat[c:], self._generation, code, key_id, mark))
+        return out
 
     def get(self, text: str) -> TextFacts:
         """The facts of ``text``, read once and kept while it stays among the ``maxsize`` most recent."""
         return self.get_many([text])[0]
 
-    def get_many(self, texts: Sequence[str]) -> list[TextFacts]:
-        """:meth:`get` of each text, in order (one vocabulary generation for all of them)."""
+    def get_many(self, texts: Sequence[str], *, marks: bool = False) -> list[TextFacts]:
+        """:meth:`get` of each text, in order (one vocabulary generation for all of them; ``marks``: with their marks)."""
         with self._lock:  # every entry kept is of the current generation (a new generation empties the cache)
             data = self._data
-            out: list[TextFacts | None] = [data.get(t) for t in texts]
+            out: list[TextFacts | None] = list(map(data.get, texts))
             to_end = data.move_to_end
+            # the warm path: every text seen before (with its marks, if asked): no per-text test in Python
+            if all(out) and not (marks and any(map(is_, map(_MARKS, out), repeat(None)))):
+                for t in texts:
+                    to_end(t)
+                self.hits += len(out)
+                return out  # type: ignore[return-value]
             for t, f in zip(texts, out, strict=True):
                 if f is not None:
                     to_end(t)
             self.hits += len(out) - sum(f is None for f in out)
         missing = {t: read_text(t) for t, f in zip(texts, out, strict=True) if f is None}  # the slow part, unlocked
-        if not missing and all(f is not None for f in out):
-            return out  # type: ignore[return-value]
         with self._lock:
             self.misses += len(missing)
             if len(self._vocab) > self.max_words:  # start over: every id handed out so far is stale
@@ -253,17 +270,22 @@ class TextFactsCache:
                 self._words.clear()
                 self._data.clear()
                 self._generation += 1
-            numbered = {t: self._numbered(f) for t, f in missing.items()}
+            numbered = dict(zip(missing, self._numbered(list(missing.values()), marks), strict=True))
             if any(f is not None and f.generation != self._generation for f in out):  # renumber what went stale
-                numbered.update({t: self._numbered(f) for t, f in zip(texts, out, strict=True) if f is not None})
-                out = [None] * len(texts)
+                stale = {t: f for t, f in zip(texts, out, strict=True) if f is not None}
+                numbered.update(zip(stale, self._numbered(list(stale.values()), marks), strict=True))
+            elif marks:  # read before without marks: add them
+                bare = {t: f for t, f in zip(texts, out, strict=True) if f is not None and f.marks is None}
+                found = word_marks([f.codes for f in bare.values()])
+                numbered.update(zip(bare, (replace(f, marks=m) for f, m in zip(bare.values(), found, strict=True)),
+                                    strict=True))
             for t, f in numbered.items():
                 if self.maxsize:
                     self._data[t] = f
                     self._data.move_to_end(t)
             while len(self._data) > self.maxsize:
                 self._data.popitem(last=False)
-            return [f if f is not None else numbered[t] for t, f in zip(texts, out, strict=True)]
+            return [numbered.get(t, f) for t, f in zip(texts, out, strict=True)]  # type: ignore[misc]
 
     def word_ids(self, words: Sequence[str], generation: int) -> IntArray:
         """Ids of ``words`` in the vocabulary of ``generation`` (-1: never read, or another generation)."""
@@ -290,6 +312,7 @@ class TextFactsCache:
             self.misses = 0
 
 
+_MARKS = attrgetter("marks")
 _FACTS = TextFactsCache()
 
 
@@ -324,18 +347,6 @@ class TextView:
     other_names: NDArray[np.bool_]
 
 
-_SCRATCH = threading.local()
-
-
-def _scratch(size: int) -> NDArray[np.int32]:
-    """This thread's all-zero marker array of at least ``size`` slots (callers leave it all zero)."""
-    mark: NDArray[np.int32] | None = getattr(_SCRATCH, "mark", None)
-    if mark is None or mark.shape[0] < size:
-        mark = np.zeros(max(size, 2 * (0 if mark is None else mark.shape[0]), 1024), dtype=np.int32)
-        _SCRATCH.mark = mark
-    return mark
-
-
 @dataclass(frozen=True)
 class PoolWords:
     """Every word of a query's candidates in one array (from their cached :class:`TextFacts`).
@@ -350,7 +361,8 @@ class PoolWords:
     Example:
         >>> cache = TextFactsCache()
         >>> pw = pool_words(cache.get_many(["Dune: a novel by Herbert.", "Herbert: an author."]))
-        >>> pw.kind(TITLE)[1].astype(int).tolist()  # each candidate's title words
+        >>> held = pw.kind(TITLE)[1].astype(int)  # each candidate's title words (columns in id order)
+        >>> (held @ held.T).tolist()  # one title word each, none in common
         [[1, 0], [0, 1]]
     """
 
@@ -378,7 +390,7 @@ class PoolWords:
         if not cols.shape[0] or not self.words.shape[0]:
             return out
         wanted = words[cols]
-        mark = _scratch(max(int(wanted.max()), int(self.words.max())) + 1)
+        mark = marker_array(max(int(wanted.max()), int(self.words.max())) + 1)
         mark[wanted] = cols + 1
         try:
             col = mark[self.words]

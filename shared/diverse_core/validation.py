@@ -117,8 +117,8 @@ class PreparedInputs:
     @property
     def candidates(self) -> FloatArray:
         """Unit-normalised candidate rows in float64, shape (n, d) (computed once, on first use)."""
-        if self._unit is None:
-            unit = self.unit_rows(np.arange(self.n))
+        if self._unit is None:  # one pass: each entry read in float64, times its row's inverse norm
+            unit = np.multiply(self.vectors, self.inv_norms[:, None], dtype=np.float64)
             unit.flags.writeable = False
             self._unit = unit
         return self._unit

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -37,6 +38,7 @@ __all__ = [
     "TEXT_CANDIDATE_FEATURES",
     "GOLD_SET_FEATURES",
     "GoldModel",
+    "SharedNames",
     "candidate_features",
     "gold_set_features",
     "fit_gold_model",
@@ -82,21 +84,73 @@ GOLD_SET_FEATURES = (
 )
 
 
-def _share(hits: NDArray[np.bool_]) -> FloatArray:
-    if hits.shape[1] == 0:
-        return np.zeros(hits.shape[0])
-    return np.asarray(hits.mean(axis=1), dtype=np.float64)
+@dataclass(frozen=True)
+class SharedNames:
+    """The names outside the question two or more candidates mention, counted once per query by the caller.
+
+    Only such names count between two candidates, so the bridge features follow from them
+    and each candidate's total (what the learned selector's pair view computes anyway).
+
+    Attributes:
+        columns: (n, V) 0/1 (float32 or float64): who mentions each of the V names held by two or more.
+        totals: (n,) how many names outside the question each candidate mentions.
+        log_pairs: (n, n) ``log1p`` of the names two candidates share (the diagonal: ``log1p(totals)``).
+
+    Example:
+        >>> cols = np.array([[1.0], [1.0], [0.0]])
+        >>> sn = SharedNames(cols, np.array([2.0, 1.0, 1.0]), np.log1p(cols @ cols.T + np.diag([2.0, 0.0, 1.0])))
+        >>> sn.columns.shape
+        (3, 1)
+    """
+
+    columns: NDArray[np.floating[Any]]
+    totals: FloatArray
+    log_pairs: FloatArray
 
 
-def _complement(hits: NDArray[np.bool_], top: int) -> FloatArray:
-    missing = ~hits[top]
-    if not missing.any():
-        return np.zeros(hits.shape[0])
-    return np.asarray((hits & missing).sum(axis=1) / missing.sum(), dtype=np.float64)
+@lru_cache(maxsize=1024)
+def _rank_columns(n: int, k: int) -> FloatArray:
+    """Row ``r``: the features of the candidate ranked ``r`` (``rank / n``, ``in_topk``, ``log_rank``)."""
+    r = np.arange(n, dtype=np.float64)
+    table = np.column_stack([r / n, (r < k).astype(np.float64), np.log1p(r)])
+    table.flags.writeable = False
+    return table
+
+
+@lru_cache(maxsize=1024)
+def _count_weights(n_terms: int, n_names: int) -> FloatArray:
+    """(terms + names, 2) 0/1: column 0 marks the question's terms, column 1 its names."""
+    base = np.zeros((n_terms + n_names, 2))
+    base[:n_terms, 0] = 1.0
+    base[n_terms:, 1] = 1.0
+    base.flags.writeable = False
+    return base
+
+
+def _text_columns(out: FloatArray, view: TextView, order: NDArray[np.intp], shared: SharedNames | None) -> None:
+    """Write the text features (all but the first :data:`EMBEDDING_CANDIDATE_FEATURES`) into ``out``."""
+    top = int(order[0])
+    hits = np.concatenate([view.term_hits, view.name_hits], axis=1).astype(np.float64)
+    base = _count_weights(view.term_hits.shape[1], view.name_hits.shape[1])
+    # counts of 0/1 products (exact): words held, and words held that the top candidate lacks
+    weights = np.concatenate([base, base * (1.0 - hits[top])[:, None]], axis=1)
+    np.divide(hits @ weights, np.maximum(weights.sum(axis=0), 1.0), out=out[:, :4])
+    near = order[:3]
+    if shared is None:
+        other = view.other_names.astype(np.float64)
+        np.log1p(other @ np.column_stack([other[near].max(axis=0), other[top]]), out=out[:, 4:6])
+    else:  # a candidate among the three holds all of its names; the others share only names held twice or more
+        cols = shared.columns  # float32 or float64: the counts are exact either way, taken as float64
+        to_near = np.asarray(cols @ cols[near].max(axis=0), dtype=np.float64) if cols.shape[1] else np.zeros(len(out))
+        to_near[near] = shared.totals[near]
+        np.log1p(to_near, out=out[:, 4])
+        out[:, 5] = shared.log_pairs[:, top]
+    out[:, 6:8] = (len(view.terms) / 20.0, len(view.names) / 5.0)
 
 
 def candidate_features(
-    unit: ArrayLike, relevance: ArrayLike, k: int, view: TextView | None = None, *, sim: ArrayLike | None = None
+    unit: ArrayLike, relevance: ArrayLike, k: int, view: TextView | None = None, *, sim: ArrayLike | None = None,
+    shared: SharedNames | None = None,
 ) -> FloatArray:
     """One row per candidate: :data:`EMBEDDING_CANDIDATE_FEATURES`, or :data:`TEXT_CANDIDATE_FEATURES` with ``view``.
 
@@ -106,46 +160,33 @@ def candidate_features(
         k: the set size.
         view: the query's :class:`~diverse_core.adaptive.lexical.TextView` (adds the text features).
         sim: the candidates' cosine matrix ``unit @ unit.T`` when the caller already has it.
+        shared: the :class:`SharedNames` of ``view`` when the caller already has them (same values, fewer passes).
     """
     u = np.asarray(unit, dtype=np.float64)
     rel = np.asarray(relevance, dtype=np.float64).reshape(-1)
     n = u.shape[0]
     sim = u @ u.T if sim is None else np.asarray(sim, dtype=np.float64)
+    if view is not None and view.term_hits.shape[0] != n:
+        raise DimensionMismatchError(f"texts must give one text per candidate; got {view.term_hits.shape[0]} for {n}")
+    out = np.empty((n, len(EMBEDDING_CANDIDATE_FEATURES if view is None else TEXT_CANDIDATE_FEATURES)))
     order = np.argsort(-rel, kind="stable")
-    rank = np.empty(n, dtype=np.float64)
-    rank[order] = np.arange(n, dtype=np.float64)
     top = int(order[0])
-    better = rank[None, :] < rank[:, None]  # [i, j]: j ranks above i
-    red_better = np.where(better, sim, -1.0).max(axis=1)
-    red_better[top] = 0.0
-    cols = [
-        rel,
-        rel - rel[top],
-        rank / n,
-        (rank < k).astype(np.float64),
-        np.log1p(rank),
-        red_better,
-        sim[:, top],
-        sim[:, order[: min(k, n)]].mean(axis=1),
-        sim.mean(axis=1),
-        np.full(n, rel[top]),
-    ]
+    rank = np.empty(n, dtype=np.intp)
+    rank[order] = np.arange(n)
+    out[:, 0] = rel
+    np.subtract(rel, rel[top], out=out[:, 1])
+    out[:, 2:5] = _rank_columns(n, k)[rank]
+    # highest cosine to a better-ranked candidate ([i, j]: j ranks above i; -1 when none, 0 for the best)
+    out[:, 5] = np.where(rank[None, :] < rank[:, None], sim, -1.0).max(axis=1)
+    out[top, 5] = 0.0
+    out[:, 6] = sim[:, top]
+    top_k = order[: min(k, n)]
+    np.divide(np.add.reduce(sim[:, top_k], axis=1), top_k.shape[0], out=out[:, 7])  # as .mean(axis=1) does
+    np.divide(np.add.reduce(sim, axis=1), n, out=out[:, 8])
+    out[:, 9] = rel[top]
     if view is not None:
-        if view.term_hits.shape[0] != n:
-            raise DimensionMismatchError(f"texts must give one text per candidate; got {view.term_hits.shape[0]} for {n}")
-        other = view.other_names.astype(np.float64)
-        top3 = other[order[: min(3, n)]].any(axis=0).astype(np.float64)
-        cols += [
-            _share(view.term_hits),
-            _share(view.name_hits),
-            _complement(view.term_hits, top),
-            _complement(view.name_hits, top),
-            np.log1p(other @ top3),
-            np.log1p(other @ other[top]),
-            np.full(n, len(view.terms) / 20.0),
-            np.full(n, len(view.names) / 5.0),
-        ]
-    return np.column_stack(cols)
+        _text_columns(out[:, len(EMBEDDING_CANDIDATE_FEATURES):], view, order, shared)
+    return out
 
 
 def gold_set_features(probabilities: ArrayLike, sim: ArrayLike, sets: ArrayLike, novel_below: float = 0.8) -> FloatArray:

@@ -30,8 +30,6 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 from numpy.typing import NDArray
@@ -41,18 +39,8 @@ from ..adaptive.candidates import (
     TEXT_CANDIDATE_FEATURES,
     candidate_features,
 )
-from ..errors import DimensionMismatchError, InvalidParameterError
-from ..textfeatures import (
-    BODY,
-    TITLE,
-    TextFactsCache,
-    TextView,
-    content_terms,
-    facts_cache,
-    pool_words,
-    view_from_facts,
-)
 from ..validation import PreparedInputs
+from .pairview import PairView, pair_view
 
 __all__ = [
     "EMBEDDING_STATE_FEATURES",
@@ -96,104 +84,6 @@ def feature_names(text: bool) -> tuple[str, ...]:
     return (*EMBEDDING_CANDIDATE_FEATURES, *EMBEDDING_STATE_FEATURES)
 
 
-@dataclass(frozen=True)
-class PairView:
-    """Text pair matrices of one query (``[i, j]``: pick ``i``, candidate ``j``).
-
-    Attributes:
-        view: the adaptive selector's :class:`~diverse_core.adaptive.lexical.TextView`.
-        same_title: (n, n) both have the same non-empty title.
-        title_in: (n, n) share of ``j``'s title words that ``i``'s body contains.
-        names_shared: (n, n) log(1 + names outside the question both mention).
-    """
-
-    view: TextView
-    same_title: NDArray[np.bool_]
-    title_in: FloatArray
-    names_shared: FloatArray
-
-
-@lru_cache(maxsize=65_536)
-def _name_words(name: str) -> frozenset[str]:
-    return frozenset(content_terms(name))
-
-
-def _check_per_candidate(values: Sequence[object] | None, n: int, what: str) -> list[object] | None:
-    if values is None:
-        return None
-    if isinstance(values, (str, bytes)):
-        raise InvalidParameterError(f"{what} must be a sequence with one entry per candidate, not a string; "
-                                    f"got {what}={values[:40]!r}")
-    out = list(values)
-    if len(out) != n:
-        raise DimensionMismatchError(f"{what} must give one entry per candidate; got {len(out)} for {n} candidates")
-    return out
-
-
-def pair_view(question: str, texts: Sequence[str], sources: Sequence[object] | None = None,
-              names: Sequence[str | None] | None = None) -> PairView:
-    """The :class:`PairView` of ``question`` and its candidate ``texts``.
-
-    Args:
-        question: the query text.
-        texts: the candidate texts (``"title: body"`` or plain).
-        sources: optional source id per candidate (the page, file or parent document, e.g.
-            LangChain ``metadata["source"]``); two candidates with equal ids come from the same
-            source. ``None`` or ``""`` for a candidate: unknown (a source of its own). Without
-            ``sources`` the ``"title: "`` prefix of each text is its source (the fallback).
-        names: optional display name per candidate (e.g. ``metadata["title"]``): the title whose
-            words a pick's body may mention. ``None`` or ``""``: the text's prefix title, if any.
-
-    Example:
-        >>> pv = pair_view("Who wrote Dune?", ["Dune is a novel.", "It was written by Herbert.",
-        ...                "Herbert was born in Tacoma."], sources=["a.txt", "a.txt", "b.txt"])
-        >>> pv.same_title.astype(int).tolist()
-        [[1, 1, 0], [1, 1, 0], [0, 0, 1]]
-    """
-    n = len(texts)
-    src = _check_per_candidate(sources, n, "sources")
-    shown = _check_per_candidate(names, n, "names")
-    cache = facts_cache()
-    facts = cache.get_many(texts)
-    generation = facts[0].generation if facts else -1
-    pool = pool_words(facts, None if shown is None else _display_titles(shown, cache, generation))
-    view = view_from_facts(question, facts, cache, sort_names=False, pool=pool)  # only sums over its columns are used
-    t_words, t_held = pool.kind(TITLE)
-    # share of j's title words that i's body holds (counts of 0/1 products: exact)
-    title_in = (pool.holds(t_words, BODY).astype(np.float64) @ t_held.T.astype(np.float64)
-                / np.maximum(t_held.sum(axis=1), 1)[None, :])
-    if src is None:
-        key_ids = np.fromiter((f.key for f in facts), dtype=np.int64, count=n)  # equal ids: equal prefix titles
-        tid = np.where(key_ids >= 0, key_ids, -1 - np.arange(n, dtype=np.int64))
-    else:
-        keys = [None if (x is None or (isinstance(x, str) and x == "")) else ("id", x) for x in src]
-        try:
-            {hash(key) for key in keys}
-        except TypeError as exc:
-            raise InvalidParameterError(f"sources must hold hashable ids (str, int, ...) or None; {exc}") from exc
-        codes: dict[object, int] = {}
-        tid = np.array([codes.setdefault(key, len(codes)) if key is not None else -1 - i
-                        for i, key in enumerate(keys)], dtype=np.int64)
-    # names two candidates share: only names held by two or more count off the diagonal
-    held = view.other_names.sum(axis=0)
-    other = view.other_names[:, held >= 2].astype(np.float64)
-    shared = other @ other.T
-    np.fill_diagonal(shared, view.other_names.sum(axis=1))
-    return PairView(view, tid[:, None] == tid[None, :], title_in, np.log1p(shared))
-
-
-def _display_titles(shown: list[object], cache: TextFactsCache, generation: int) -> dict[int, NDArray[np.int64]]:
-    """Candidate index -> the word ids of its display name, for the candidates that have one."""
-    if not all(x is None or isinstance(x, str) for x in shown):
-        raise InvalidParameterError("names must hold strings (or None), one per candidate")
-    out = {}
-    for i, nm in enumerate(shown):
-        if nm:
-            ids = cache.number(_name_words(str(nm)), generation)
-            out[i] = ids if ids is not None else np.zeros(0, dtype=np.int64)
-    return out
-
-
 class QueryState:
     """The static rows and pair matrices of one query; :meth:`rows` describes a partial set.
 
@@ -220,8 +110,12 @@ class QueryState:
         # cos(unit(q + u_i), u_j) = (rel_j + sim_ij) / |q + u_i|, with |q| = |u_i| = 1
         cos_qi = unit @ q
         norm = np.sqrt(np.maximum(2.0 + 2.0 * cos_qi, 1e-12))
-        qdc = (cos_qi[None, :] + sim) / norm[:, None]
-        static = candidate_features(unit, rel, prep.k, None if pairs is None else pairs.view, sim=sim)
+        qdc = np.add(cos_qi[None, :], sim)
+        qdc /= norm[:, None]
+        if pairs is None:
+            static = candidate_features(unit, rel, prep.k, sim=sim)
+        else:
+            static = candidate_features(unit, rel, prep.k, pairs.view, sim=sim, shared=pairs.shared)
         return cls(static, sim, qdc, rel, prep.k, pairs)
 
     @property
