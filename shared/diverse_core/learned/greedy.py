@@ -79,7 +79,7 @@ def _best(score: FloatArray, relevance: FloatArray, index: NDArray[np.int64] | N
 
     ``index``: the candidates ``score`` covers (``None``: all, in order) to read their ``relevance``.
     """
-    j = int(np.argmax(score))
+    j = int(score.argmax())
     near = score >= score[j] - _TIE
     if np.count_nonzero(near) == 1:
         return j
@@ -95,6 +95,7 @@ def _product_picks(state: QueryState, folded: tuple[FloatArray, float], first: t
     neg = np.empty((k, n))  # every step's negated logits, checked once at the end
     p = np.empty(n)
     taken = np.zeros(n)  # -inf once picked
+    ones, fifty = np.ones(n), np.full(n, 50.0)  # (array operands: a ufunc converts a float operand each call)
     picks: list[int] = []
     probs: list[float] = []
     for t in range(k):
@@ -103,15 +104,21 @@ def _product_picks(state: QueryState, folded: tuple[FloatArray, float], first: t
             np.negative(no_pick_logits(state, *first), out=y)
         else:
             steps.neg_logits(out=y)
-        sigmoid_of_negated(y, p)
+        # p = sigmoid(-y) as diverse_core.adaptive.candidates.sigmoid computes it (see sigmoid_of_negated)
+        np.minimum(y, fifty, out=p)
+        np.exp(p, out=p)
+        np.add(p, ones, out=p)
+        np.divide(ones, p, out=p)
         if weight == 0.0:
             p += taken
-            j = _best(p, state.relevance)
+            j = int(p.argmax())
+            if np.count_nonzero(p >= p[j] - _TIE) > 1:
+                j = _best(p, state.relevance)
         else:
             free = np.flatnonzero(taken == 0.0)
             j = int(free[_best(_blend(y[free], free, weight, toward_relevance, state, steps), state.relevance, free)])
         picks.append(j)
-        probs.append(float(p[j]))
+        probs.append(p.item(j))
         taken[j] = -np.inf
         if t + 1 < k:
             steps.add(j)

@@ -46,38 +46,50 @@ __all__ = ["StepLogits", "no_pick_logits", "sigmoid_of_negated"]
 FloatArray = NDArray[np.float64]
 
 
-def _word_marks(state: QueryState) -> FloatArray:
-    """(n, W) 0/1: which of the question's words (then names) each candidate holds."""
-    assert state.pairs is not None
+def _pair_blocks(state: QueryState) -> list[NDArray[np.float64] | NDArray[np.bool_]]:
+    """The (n, n) matrices whose maxima over the picks are state features (``[j, i]``: pick ``j``, candidate ``i``)."""
+    if state.pairs is None:
+        return [state.sim, state.qdc]
+    pv = state.pairs
+    return [state.sim, state.qdc, pv.same_title, pv.title_in, pv.title_in.T, pv.names_shared]
+
+
+def _word_marks(state: QueryState) -> tuple[FloatArray, int]:
+    """(W, n) 0/1: which candidates hold each of the question's words (its terms, then its names); how many terms."""
+    if state.pairs is None:
+        return np.zeros((0, state.n)), 0
     view = state.pairs.view
-    return np.concatenate([view.term_hits, view.name_hits], axis=1, dtype=np.float64)
+    return np.concatenate([view.term_hits.T, view.name_hits.T], axis=0, dtype=np.float64), view.term_hits.shape[1]
 
 
-def _word_coefficients(state: QueryState, coef: FloatArray) -> tuple[FloatArray, float]:
-    """Per question word (then name): the logit a candidate holding it gains while no pick holds it;
-    and what each picked *term* adds to every candidate (``term_union`` counts the picks' terms)."""
-    assert state.pairs is not None
-    view, s = state.pairs.view, state.static.shape[1]
-    term_gain, name_gain, term_union = (float(c) for c in coef[s + 10: s + 13])
-    n_t, n_n = view.term_hits.shape[1], view.name_hits.shape[1]
-    size_t, size_n = max(n_t, 1), max(n_n, 1)
-    per_word = np.repeat([(term_gain + term_union) / size_t, name_gain / size_n], [n_t, n_n])
-    return per_word, term_union / size_t
+def _no_pick_logits(state: QueryState, coef: FloatArray, words: FloatArray, n_terms: int, out: FloatArray,
+                    rows: FloatArray) -> None:
+    """``out``: each candidate's logit before the first pick, less the intercept; ``rows`` (W, n): row ``w``,
+    what each candidate's *negated* logit gains once some pick holds question word ``w``.
 
-
-def no_pick_logits(state: QueryState, coef: FloatArray, intercept: float,
-                   words: FloatArray | None = None) -> FloatArray:
-    """The logit of every candidate before the first pick (``coef``, ``intercept``: a folded model).
-
-    Every state column is 0 then, but the gains: each of the question's words a candidate holds is new.
+    Every state column is 0 before the first pick but the gains: each word of the question a candidate
+    holds is new. Once a pick holds it, it is no gain any more, and a held term counts in every
+    candidate's ``term_union``.
     """
     s = state.static.shape[1]
-    z = state.static @ coef[:s]
+    np.matmul(state.static, coef[:s], out=out)
+    if words.shape[0]:
+        term_gain, name_gain, term_union = coef[s + 10: s + 13].tolist()
+        size_t, size_n = max(n_terms, 1), max(words.shape[0] - n_terms, 1)
+        per_word = np.array([(term_gain + term_union) / size_t] * n_terms
+                            + [name_gain / size_n] * (words.shape[0] - n_terms))
+        np.multiply(words, per_word[:, None], out=rows)
+        out += per_word @ words
+        rows[:n_terms] -= term_union / size_t
+
+
+def no_pick_logits(state: QueryState, coef: FloatArray, intercept: float) -> FloatArray:
+    """The logit of every candidate before the first pick (``coef``, ``intercept``: a folded model)."""
+    words, n_terms = _word_marks(state)
+    z = np.empty(state.n)
+    _no_pick_logits(state, coef, words, n_terms, z, np.empty_like(words))
     z += intercept
-    if state.pairs is not None:
-        per_word, _ = _word_coefficients(state, coef)
-        z += (_word_marks(state) if words is None else words) @ per_word
-    return np.asarray(z, dtype=np.float64)
+    return z
 
 
 def sigmoid_of_negated(y: FloatArray, out: FloatArray) -> FloatArray:
@@ -114,40 +126,27 @@ class StepLogits:
 
     def __init__(self, state: QueryState, coef: FloatArray, intercept: float) -> None:
         n, s = state.n, state.static.shape[1]
-        c = [float(x) for x in coef[s: s + 6]]
+        c = coef[s: s + 10].tolist()  # the state columns' coefficients
+        self._intercept = intercept
         self._has_picks, self._step, self._sim_mean, self._over_rel = c[0], c[1], c[3], c[5]
-        blocks: list[NDArray[np.float64] | NDArray[np.bool_]] = [state.sim, state.qdc]
-        maxima = [c[2], c[4] + c[5]]  # sim_max; qdc_max (also inside qdc_over_rel)
-        words: FloatArray | None = None
-        if state.pairs is not None:
-            pv = state.pairs
-            blocks += [pv.same_title, pv.title_in, pv.title_in.T, pv.names_shared]
-            maxima += [float(x) for x in coef[s + 6: s + 10]]
-            words = _word_marks(state)
-        n_words = 0 if words is None else words.shape[1]
+        blocks = _pair_blocks(state)
         b = len(blocks)
+        self._words, n_terms = _word_marks(state)
+        n_words = self._words.shape[0]
         self.n, self._b, self._k, self._t = n, b, max(state.k, 1), 0
-        # [j, m * n + i]: pair block m of pick j and candidate i (the blocks side by side, one row per pick)
-        self._pairs = np.concatenate(blocks, axis=1, dtype=np.float64)
-        # rows of h: b running maxima | the picks' summed cosines | -logit with no pick | relevance | ones | words
-        h = self._h = np.zeros((b + 4 + n_words, n))
-        self._maxima = h[:b].reshape(-1)
-        self._sim_sum = h[b]
-        self._no_pick: FloatArray = h[b + 1]
-        np.negative(no_pick_logits(state, coef, intercept, words), out=self._no_pick)
+        # [j, m, i]: pair block m of pick j and candidate i (one row of blocks side by side per pick)
+        self._pair_max = np.concatenate(blocks, axis=1, dtype=np.float64).reshape(n, b, n)
+        self._sim = state.sim
+        # rows of h: b running maxima | the picks' summed cosines | the logit with no pick, less the intercept |
+        # relevance | ones | one per question word; u @ h: the negated logits
+        h = self._h = np.empty((b + 4 + n_words, n))
+        u = self._u = np.zeros(b + 4 + n_words)
+        u[:b] = [-c[2], -(c[4] + c[5]), *(-x for x in c[6:])]  # sim_max, qdc_max (in qdc_over_rel too), text maxima
+        u[b + 1] = -1.0
+        self._maxima, self._sim_sum, self._no_pick, self._held = h[:b], h[b], h[b + 1], u[b + 4:]
+        _no_pick_logits(state, coef, self._words, n_terms, self._no_pick, h[b + 4:])
         h[b + 2] = state.relevance
         h[b + 3] = 1.0
-        u = self._u = np.zeros(b + 4 + n_words)
-        u[:b] = [-x for x in maxima]
-        u[b + 1] = 1.0
-        self._words = words if n_words else None  # None: no word of the question to track
-        self._held = u[b + 4:]  # 1 where some pick holds the word
-        if words is not None:
-            per_word, per_term = _word_coefficients(state, coef)
-            n_t = state.pairs.view.term_hits.shape[1] if state.pairs is not None else 0
-            rows = h[b + 4:]
-            np.multiply(words.T, per_word[:, None], out=rows)  # a held word is no gain any more ...
-            rows[:n_t] -= per_term  # ... and a held term counts in term_union
 
     @property
     def picked(self) -> int:
@@ -157,32 +156,28 @@ class StepLogits:
     def add(self, j: int) -> None:
         """Add candidate ``j`` to the picks."""
         t = self._t = self._t + 1
-        pair = self._pairs[j]
+        b, u = self._b, self._u
         if t == 1:
-            np.copyto(self._maxima, pair)
-            np.copyto(self._sim_sum, pair[: self.n])
-            self._u[self._b + 2] = self._over_rel
+            self._maxima[:] = self._pair_max[j]
+            self._sim_sum[:] = self._sim[j]
+            u[b + 2] = self._over_rel
         else:
-            np.maximum(self._maxima, pair, out=self._maxima)
-            np.add(self._sim_sum, pair[: self.n], out=self._sim_sum)
-        if self._words is not None:
-            np.maximum(self._held, self._words[j], out=self._held)
-        u = self._u
-        u[self._b] = -self._sim_mean / t
-        u[self._b + 3] = -(self._has_picks + self._step * (t / self._k))
+            np.maximum(self._maxima, self._pair_max[j], out=self._maxima)
+            np.add(self._sim_sum, self._sim[j], out=self._sim_sum)
+        if self._held.shape[0]:
+            np.maximum(self._held, self._words[:, j], out=self._held)
+        u[b] = -self._sim_mean / t
+        u[b + 3] = -(self._intercept + self._has_picks + self._step * (t / self._k))
 
     def neg_logits(self, out: FloatArray | None = None) -> FloatArray:
         """Every candidate's negated logit given the picks so far (``out``: where to write it)."""
         if self._t == 0:
-            if out is None:
-                return self._no_pick.copy()
-            np.copyto(out, self._no_pick)
-            return out
-        return np.asarray(np.matmul(self._u, self._h, out=out), dtype=np.float64)
+            return np.subtract(-self._intercept, self._no_pick, out=out)  # type: ignore[no-any-return]
+        return np.matmul(self._u, self._h, out=out)  # type: ignore[no-any-return]
 
     def sim_max(self) -> FloatArray:
-        """Each candidate's highest cosine to a pick (0 before the first pick); a view."""
-        return self._h[0] if self._t else np.zeros(self.n)
+        """Each candidate's highest cosine to a pick (0 before the first pick)."""
+        return np.asarray(self._h[0], dtype=np.float64) if self._t else np.zeros(self.n)
 
     def probabilities(self) -> FloatArray:
         """Every candidate's probability given the picks so far (``model.probabilities(state.rows(picks))``)."""
