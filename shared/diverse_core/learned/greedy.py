@@ -41,8 +41,9 @@ __all__ = ["greedy_picks"]
 FloatArray = NDArray[np.float64]
 Picks = tuple[NDArray[np.int64], FloatArray]
 
-#: Largest static feature the product path takes (beyond it the feature-row path runs, which overflows alike).
-_STATIC_LIMIT = 1e100
+#: Largest relevance the product path takes (the static features grow with it): beyond it the feature-row path
+#: runs, whose rounding the product path then need not follow where logits of that size cancel.
+_RELEVANCE_LIMIT = 1e100
 #: Picks within this of the best probability (or blended score) tie.
 _TIE = 1e-12
 
@@ -65,12 +66,11 @@ def greedy_picks(
     weight = 0.0 if diversity is None else abs(2.0 * float(diversity) - 1.0)
     toward_relevance = diversity is not None and diversity < 0.5
     folded, first = model.folded, None if first_model is None else first_model.folded
-    if folded is not None and (first_model is None or first is not None):
-        top = np.abs(state.static).max()
-        if top <= _STATIC_LIMIT:  # False for NaN: the row path names it
-            out = _product_picks(state, folded, first, weight, toward_relevance)
-            if out is not None:
-                return out
+    if (folded is not None and (first_model is None or first is not None)
+            and np.maximum.reduce(np.abs(state.relevance)) <= _RELEVANCE_LIMIT):
+        out = _product_picks(state, folded, first, weight, toward_relevance)
+        if out is not None:
+            return out
     return _row_picks(state, model, first_model, weight, toward_relevance)
 
 
@@ -89,15 +89,16 @@ def _best(score: FloatArray, relevance: FloatArray, index: NDArray[np.int64] | N
 
 def _product_picks(state: QueryState, folded: tuple[FloatArray, float], first: tuple[FloatArray, float] | None,
                    weight: float, toward_relevance: bool) -> Picks | None:
-    """The picks through :class:`StepLogits` (``None`` when a logit came out non-finite: the row path decides)."""
+    """The picks through :class:`StepLogits`; ``None`` when a logit came out non-finite (NaN/inf static
+    features, an overflow): the row path then decides, and names the error."""
     n, k = state.n, min(state.k, state.n)
     steps = StepLogits(state, *folded)
     neg = np.empty((k, n))  # every step's negated logits, checked once at the end
     p = np.empty(n)
     taken = np.zeros(n)  # -inf once picked
     ones, fifty = np.ones(n), np.full(n, 50.0)  # (array operands: a ufunc converts a float operand each call)
-    picks: list[int] = []
-    probs: list[float] = []
+    picks = np.empty(k, dtype=np.int64)
+    probs = np.empty(k)
     for t in range(k):
         y = neg[t]
         if t == 0 and first is not None:
@@ -117,14 +118,12 @@ def _product_picks(state: QueryState, folded: tuple[FloatArray, float], first: t
         else:
             free = np.flatnonzero(taken == 0.0)
             j = int(free[_best(_blend(y[free], free, weight, toward_relevance, state, steps), state.relevance, free)])
-        picks.append(j)
-        probs.append(p.item(j))
-        taken[j] = -np.inf
+        picks[t], probs[t], taken[j] = j, p[j], -np.inf
         if t + 1 < k:
             steps.add(j)
     if not np.isfinite(np.add.reduce(neg, axis=None)):
         return None
-    return np.asarray(picks, dtype=np.int64), np.asarray(probs, dtype=np.float64)
+    return picks, probs
 
 
 def _standard(x: FloatArray) -> FloatArray:

@@ -76,8 +76,9 @@ def _no_pick_logits(state: QueryState, coef: FloatArray, words: FloatArray, n_te
     if words.shape[0]:
         term_gain, name_gain, term_union = coef[s + 10: s + 13].tolist()
         size_t, size_n = max(n_terms, 1), max(words.shape[0] - n_terms, 1)
-        per_word = np.array([(term_gain + term_union) / size_t] * n_terms
-                            + [name_gain / size_n] * (words.shape[0] - n_terms))
+        per_word = np.empty(words.shape[0])
+        per_word[:n_terms] = (term_gain + term_union) / size_t
+        per_word[n_terms:] = name_gain / size_n
         np.multiply(words, per_word[:, None], out=rows)
         out += per_word @ words
         rows[:n_terms] -= term_union / size_t
