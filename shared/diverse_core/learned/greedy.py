@@ -28,6 +28,8 @@ Example:
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -81,7 +83,7 @@ def _best(score: FloatArray, relevance: FloatArray, index: NDArray[np.int64] | N
     """
     j = int(score.argmax())
     near = score >= score[j] - _TIE
-    if np.count_nonzero(near) == 1:
+    if np.count_nonzero(near) <= 1:  # 0: NaN scores (the caller's final check sends them to the row path)
         return j
     best = np.flatnonzero(near)
     return int(best[np.argmax(relevance[best if index is None else index[best]])])  # argmax: the first of equals
@@ -94,9 +96,8 @@ def _product_picks(state: QueryState, folded: tuple[FloatArray, float], first: t
     n, k = state.n, min(state.k, state.n)
     steps = StepLogits(state, *folded)
     neg = np.empty((k, n))  # every step's negated logits, checked once at the end
-    p = np.empty(n)
-    taken = np.zeros(n)  # -inf once picked
-    ones, fifty = np.ones(n), np.full(n, 50.0)  # (array operands: a ufunc converts a float operand each call)
+    penalised = np.empty(n)
+    taken = np.zeros(n)  # +inf once picked (added to the negated logits)
     picks = np.empty(k, dtype=np.int64)
     probs = np.empty(k)
     for t in range(k):
@@ -105,25 +106,44 @@ def _product_picks(state: QueryState, folded: tuple[FloatArray, float], first: t
             np.negative(no_pick_logits(state, *first), out=y)
         else:
             steps.neg_logits(out=y)
-        # p = sigmoid(-y) as diverse_core.adaptive.candidates.sigmoid computes it (see sigmoid_of_negated)
-        np.minimum(y, fifty, out=p)
-        np.exp(p, out=p)
-        np.add(p, ones, out=p)
-        np.divide(ones, p, out=p)
         if weight == 0.0:
-            p += taken
-            j = int(p.argmax())
-            if np.count_nonzero(p >= p[j] - _TIE) > 1:
-                j = _best(p, state.relevance)
+            j, prob = _pick(np.add(y, taken, out=penalised), state.relevance)
         else:
             free = np.flatnonzero(taken == 0.0)
             j = int(free[_best(_blend(y[free], free, weight, toward_relevance, state, steps), state.relevance, free)])
-        picks[t], probs[t], taken[j] = j, p[j], -np.inf
+            prob = _probability(y.item(j))
+        picks[t], probs[t], taken[j] = j, prob, np.inf
         if t + 1 < k:
             steps.add(j)
     if not np.isfinite(np.add.reduce(neg, axis=None)):
         return None
     return picks, probs
+
+
+def _probability(neg_logit: float) -> float:
+    """``sigmoid(z)`` of one negated logit ``-z``, ``z`` clipped at -50 as in :func:`sigmoid`."""
+    return 1.0 / (1.0 + math.exp(min(neg_logit, 50.0)))
+
+
+def _pick(neg: FloatArray, relevance: FloatArray) -> tuple[int, float]:
+    """The plain rule's pick and its probability, from the negated logits (picked candidates at +inf).
+
+    The rule: the highest probability ``sigmoid(clip(z))``; probabilities within :data:`_TIE` of it
+    tie, and the more relevant, then the first, wins. A probability saturates (1.0 for large ``z``),
+    so the rule is not an argmax of ``z``; but ``sigmoid`` is monotone: every candidate that ties
+    with the best has a negated logit below ``logit(p_best - 2 * _TIE)`` (the extra ``_TIE`` covers
+    the rounding of both sides many times over). When the best is alone below it, it is the pick;
+    else the probabilities decide, computed as :func:`sigmoid` computes them.
+    """
+    j = int(neg.argmin())
+    prob = _probability(neg.item(j))
+    below = prob - 2.0 * _TIE  # in (1e-15, 1): its logit is finite and far from the clip at 50
+    if below > 1e-15 and np.count_nonzero(neg <= math.log(1.0 / below - 1.0)) == 1:
+        return j, prob
+    p = sigmoid_of_negated(neg, np.empty_like(neg))
+    p[neg == np.inf] = -np.inf  # the picked
+    j = _best(p, relevance)
+    return j, float(p[j])
 
 
 def _standard(x: FloatArray) -> FloatArray:
