@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from diverse_core.adaptive.candidates import GoldModel
+from diverse_core.adaptive.candidates import GoldModel, sigmoid
 from diverse_core.errors import DimensionMismatchError, NonFiniteInputError
 from diverse_core.learned import QueryState, feature_names, greedy_picks, pair_view
-from diverse_core.learned.greedy import _row_picks, _standard
+from diverse_core.learned.greedy import _best, _pick, _row_picks, _standard
 from diverse_core.learned.steplogits import StepLogits, no_pick_logits
 from diverse_core.validation import prepare_inputs
 from hypothesis import given, settings
@@ -167,6 +167,47 @@ def test_product_path_picks_equal_the_row_path(seed: int, n: int, k: int, text: 
     ref_picks, ref_probs = _row_picks(state, model, first, weight, diversity is not None and diversity < 0.5)
     assert picks.tolist() == ref_picks.tolist()
     np.testing.assert_allclose(probs, ref_probs, rtol=0, atol=1e-12)
+
+
+def _rule(neg: np.ndarray, relevance: np.ndarray) -> int:
+    """The plain rule as the loop before issue 35 applied it: probabilities, picked at -inf, ties within 1e-12."""
+    p = sigmoid(-neg)
+    p[np.isinf(neg)] = -np.inf
+    best = np.flatnonzero(p >= p.max() - 1e-12)
+    order = np.argsort(-relevance, kind="stable")
+    rank = np.empty(len(p))
+    rank[order] = -np.arange(len(p))
+    return int(best[np.argmax(rank[best])])
+
+
+@settings(max_examples=300, deadline=None)
+@given(seed=st.integers(0, 100_000), top=st.floats(-60.0, 60.0), n=st.integers(1, 12),
+       gap=st.sampled_from([0.0, 2e-13, 9e-13, 1e-12, 1.1e-12, 3e-12, 1e-9, 1e-3, 1.0]))
+def test_pick_on_negated_logits_follows_the_probability_rule(seed: int, top: float, n: int, gap: float) -> None:
+    # candidates whose probabilities sit just inside and just outside the tie window of the best one,
+    # at every level: saturated (top << 0), middle, tiny (top >> 0), clipped (top > 50)
+    rng = np.random.default_rng(seed)
+    p_best = 1.0 / (1.0 + np.exp(min(top, 50.0)))
+    p = np.clip(p_best - gap * rng.integers(0, 3, size=n), 1e-300, 1.0)
+    neg = np.where(p < 1.0, np.log(1.0 / np.where(p < 1.0, p, 0.5) - 1.0), top - rng.uniform(0, 5, size=n))
+    neg[rng.integers(0, n)] = top
+    neg[rng.random(n) < 0.2] = np.inf  # picked already
+    if np.all(np.isinf(neg)):
+        neg[0] = top
+    relevance = rng.normal(size=n).round(1)  # equal relevance too: then the first wins
+    j, prob = _pick(neg, relevance)
+    assert j == _rule(neg, relevance)
+    assert abs(prob - float(sigmoid(-neg[j:j + 1])[0])) <= 1e-15
+
+
+def test_best_breaks_ties_by_relevance_then_index() -> None:
+    score = np.array([0.5, 0.9, 0.9 - 5e-13, 0.9, 0.2])
+    assert _best(score, np.array([0.0, 0.1, 0.3, 0.3, 1.0])) == 2  # the most relevant of 1, 2, 3
+    assert _best(score, np.array([0.0, 0.3, 0.1, 0.3, 1.0])) == 1  # 1 and 3 equally relevant: the first
+    full = np.zeros(12)
+    full[[4, 6, 7, 9, 11]] = [0.0, 0.3, 0.1, 0.3, 1.0]  # the relevance of all candidates, score covering five
+    assert _best(score, full, np.array([4, 6, 7, 9, 11])) == 1
+    assert _best(np.array([0.3, 0.9 - 2e-12, 0.9]), np.array([0.0, 1.0, 0.0])) == 2  # outside the window
 
 
 def test_standard_equals_numpy_std_and_mean_bit_for_bit() -> None:

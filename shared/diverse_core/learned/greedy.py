@@ -151,22 +151,22 @@ def _standard(x: FloatArray) -> FloatArray:
     so that no square overflows whatever the relevance's scale. The same operations as ``np.std`` /
     ``np.mean`` (pairwise sums), without their overhead."""
     top = float(np.maximum.reduce(np.abs(x)))
-    if not 0.0 < top < np.inf:
+    if not 0.0 < top < math.inf:
         return np.zeros_like(x)
     v = x / top
     m = v.shape[0]
-    mean = np.add.reduce(v) / m
-    dev = v - mean
-    spread = float(np.sqrt(np.add.reduce(np.square(dev, out=dev)) / m))
-    return (v - mean) / spread if spread > 1e-12 else np.zeros_like(x)
+    dev = v - np.add.reduce(v) / m
+    spread = math.sqrt(float(np.add.reduce(dev * dev)) / m)
+    return dev / spread if spread > 1e-12 else np.zeros_like(x)
 
 
 def _blend(neg_logit: FloatArray, free: NDArray[np.int64], weight: float, toward_relevance: bool,
            state: QueryState, steps: StepLogits | SetTracker) -> FloatArray:
     """The step score of the ``free`` candidates at a diversity other than 0.5 (``neg_logit``: theirs, negated)."""
-    logit = np.negative(np.clip(neg_logit, -50.0, 50.0))  # the range the model's probabilities are read from
+    clipped = np.minimum(np.maximum(neg_logit, -50.0), 50.0)  # -logit in the range the probabilities are read from
     target = state.relevance[free] if toward_relevance else np.negative(steps.sim_max()[free])
-    return np.asarray((1.0 - weight) * _standard(logit) + weight * _standard(target), dtype=np.float64)
+    # _standard(-x) is -_standard(x) bit for bit: this is (1 - weight) * _standard(logit) + weight * _standard(target)
+    return weight * _standard(target) - (1.0 - weight) * _standard(clipped)
 
 
 def _row_picks(state: QueryState, model: GoldModel, first_model: GoldModel | None, weight: float,

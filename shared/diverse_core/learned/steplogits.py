@@ -174,7 +174,7 @@ class StepLogits:
         """Every candidate's negated logit given the picks so far (``out``: where to write it)."""
         if self._t == 0:
             return np.subtract(-self._intercept, self._no_pick, out=out)  # type: ignore[no-any-return]
-        return np.matmul(self._u, self._h, out=out)  # type: ignore[no-any-return]
+        return np.matmul(self._u, self._h, out=out)
 
     def sim_max(self) -> FloatArray:
         """Each candidate's highest cosine to a pick (0 before the first pick)."""
