@@ -18,16 +18,13 @@ model's coefficients (and the 0/1 word marks) as one vector of length ``R``, so 
 pick every candidate's negated logit is one product ``u @ H``: no ``(n, F)`` feature rows are
 built. It equals ``-model.logits_of_checked(state.rows(picks))`` up to float rounding.
 
-Example:
+Example (a random model: the probabilities of the feature rows):
     >>> import numpy as np
+    >>> from diverse_core import learned, validation
     >>> from diverse_core.adaptive.candidates import GoldModel
-    >>> from diverse_core.validation import prepare_inputs
-    >>> from diverse_core.learned.state import QueryState, feature_names
-    >>> names = feature_names(False)
-    >>> rng = np.random.default_rng(0)
-    >>> m = GoldModel(rng.normal(size=len(names)), rng.uniform(0.5, 2, len(names)), rng.normal(size=len(names)),
-    ...               0.3, names)
-    >>> st = QueryState.build(prepare_inputs(rng.normal(size=8), rng.normal(size=(10, 8)), 3, None))
+    >>> f, rng = len(learned.feature_names(False)), np.random.default_rng(0)
+    >>> m = GoldModel(rng.normal(size=f), rng.uniform(0.5, 2, f), rng.normal(size=f), 0.3, learned.feature_names(False))
+    >>> st = learned.QueryState.build(validation.prepare_inputs(rng.normal(size=8), rng.normal(size=(10, 8)), 3, None))
     >>> steps = StepLogits(st, *m.folded)
     >>> steps.add(4); steps.add(7)
     >>> bool(np.allclose(steps.probabilities(), m.probabilities(st.rows([4, 7])), rtol=0, atol=1e-12))
@@ -110,14 +107,13 @@ class StepLogits:
         coef, intercept: the step model's :attr:`~diverse_core.adaptive.candidates.GoldModel.folded`
             coefficients over the rows of ``state`` (their width is the caller's to check).
 
-    Example:
+    Example (a model that reads only ``sim_max``, weight -2):
         >>> import numpy as np
         >>> from diverse_core.adaptive.candidates import GoldModel
+        >>> from diverse_core.learned import QueryState, feature_names
         >>> from diverse_core.validation import prepare_inputs
-        >>> from diverse_core.learned.state import QueryState, feature_names
-        >>> names = feature_names(False)
-        >>> w = np.zeros(len(names)); w[names.index("sim_max")] = -2.0
-        >>> m = GoldModel(np.zeros(len(names)), np.ones(len(names)), w, 0.0, names)
+        >>> w = np.where(np.array(feature_names(False)) == "sim_max", -2.0, 0.0)
+        >>> m = GoldModel(np.zeros(w.size), np.ones(w.size), w, 0.0, feature_names(False))
         >>> st = QueryState.build(prepare_inputs(np.ones(3), np.eye(3) + 0.1, 2, None))
         >>> steps = StepLogits(st, *m.folded)
         >>> steps.add(0)
