@@ -14,7 +14,8 @@ from diverse_core.adaptive.candidates import GoldModel, sigmoid
 from diverse_core.errors import DimensionMismatchError, NonFiniteInputError
 from diverse_core.learned import QueryState, feature_names, greedy_picks, pair_view
 from diverse_core.learned.greedy import _best, _pick, _row_picks, _standard
-from diverse_core.learned.steplogits import StepLogits, no_pick_logits
+from diverse_core.learned.state import EMBEDDING_STATE_FEATURES, TEXT_STATE_FEATURES
+from diverse_core.learned.steplogits import HANDLED, StepLogits, no_pick_logits
 from diverse_core.validation import prepare_inputs
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -46,6 +47,12 @@ def _random_model(rng: np.random.Generator, text: bool, spread: float = 1.0) -> 
 
 
 # ----------------------------------------------------------------------------- known answers
+
+
+def test_step_logits_read_every_state_feature() -> None:
+    # a state feature StepLogits did not read would be silently left out of the logits
+    assert sorted(HANDLED) == sorted(TEXT_STATE_FEATURES)
+    assert TEXT_STATE_FEATURES[: len(EMBEDDING_STATE_FEATURES)] == EMBEDDING_STATE_FEATURES
 
 
 def test_folded_weights_known_answer() -> None:

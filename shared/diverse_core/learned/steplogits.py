@@ -36,15 +36,23 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from .state import QueryState
+from .state import TEXT_STATE_FEATURES, QueryState
 
-__all__ = ["StepLogits", "no_pick_logits", "sigmoid_of_negated"]
+__all__ = ["HANDLED", "StepLogits", "no_pick_logits", "sigmoid_of_negated"]
 
 FloatArray = NDArray[np.float64]
 
 
+#: Where each state feature sits among the state columns (the text ones extend the embedding ones).
+_AT = {name: i for i, name in enumerate(TEXT_STATE_FEATURES)}
+#: The state features that are a maximum over the picks of a pair matrix (see :func:`_pair_blocks`).
+_MAXIMA = ("sim_max", "qdc_max", "same_title", "title_in_pick", "pick_title_in_it", "names_shared")
+#: Every state feature :class:`StepLogits` reads (a new one must be added there).
+HANDLED = (*_MAXIMA, "has_picks", "step", "sim_mean", "qdc_over_rel", "term_gain", "name_gain", "term_union")
+
+
 def _pair_blocks(state: QueryState) -> list[NDArray[np.float64] | NDArray[np.bool_]]:
-    """The (n, n) matrices whose maxima over the picks are state features (``[j, i]``: pick ``j``, candidate ``i``)."""
+    """The (n, n) matrices of :data:`_MAXIMA` (``[j, i]``: pick ``j``, candidate ``i``), two without texts."""
     if state.pairs is None:
         return [state.sim, state.qdc]
     pv = state.pairs
@@ -71,13 +79,12 @@ def _no_pick_logits(state: QueryState, coef: FloatArray, words: FloatArray, n_te
     s = state.static.shape[1]
     np.matmul(state.static, coef[:s], out=out)
     if words.shape[0]:
-        term_gain, name_gain, term_union = coef[s + 10: s + 13].tolist()
+        c = coef[s:].tolist()
+        term_gain, name_gain, term_union = c[_AT["term_gain"]], c[_AT["name_gain"]], c[_AT["term_union"]]
         size_t, size_n = max(n_terms, 1), max(words.shape[0] - n_terms, 1)
-        per_word = np.empty(words.shape[0])
-        per_word[:n_terms] = (term_gain + term_union) / size_t
-        per_word[n_terms:] = name_gain / size_n
-        np.multiply(words, per_word[:, None], out=rows)
-        out += per_word @ words
+        np.multiply(words[:n_terms], (term_gain + term_union) / size_t, out=rows[:n_terms])
+        np.multiply(words[n_terms:], name_gain / size_n, out=rows[n_terms:])
+        out += np.add.reduce(rows, axis=0)
         rows[:n_terms] -= term_union / size_t
 
 
@@ -123,13 +130,17 @@ class StepLogits:
 
     def __init__(self, state: QueryState, coef: FloatArray, intercept: float) -> None:
         n, s = state.n, state.static.shape[1]
-        c = coef[s: s + 10].tolist()  # the state columns' coefficients
+        c = coef[s:].tolist()  # the state columns' coefficients
         self._intercept = intercept
-        self._has_picks, self._step, self._sim_mean, self._over_rel = c[0], c[1], c[3], c[5]
+        self._has_picks, self._step = c[_AT["has_picks"]], c[_AT["step"]]
+        self._sim_mean, self._over_rel = c[_AT["sim_mean"]], c[_AT["qdc_over_rel"]]
         blocks = _pair_blocks(state)
         b = len(blocks)
+        maxima = [c[_AT[name]] for name in _MAXIMA[:b]]
+        maxima[1] += self._over_rel  # qdc_over_rel is qdc_max - relevance
         self._words, n_terms = _word_marks(state)
         n_words = self._words.shape[0]
+        self._has_words = n_words > 0
         self.n, self._b, self._k, self._t = n, b, max(state.k, 1), 0
         # [j, m, i]: pair block m of pick j and candidate i (one row of blocks side by side per pick)
         self._pair_max = np.concatenate(blocks, axis=1, dtype=np.float64).reshape(n, b, n)
@@ -138,7 +149,7 @@ class StepLogits:
         # relevance | ones | one per question word; u @ h: the negated logits
         h = self._h = np.empty((b + 4 + n_words, n))
         u = self._u = np.zeros(b + 4 + n_words)
-        u[:b] = [-c[2], -(c[4] + c[5]), *(-x for x in c[6:])]  # sim_max, qdc_max (in qdc_over_rel too), text maxima
+        u[:b] = [-x for x in maxima]
         u[b + 1] = -1.0
         self._maxima, self._sim_sum, self._no_pick, self._held = h[:b], h[b], h[b + 1], u[b + 4:]
         _no_pick_logits(state, coef, self._words, n_terms, self._no_pick, h[b + 4:])
@@ -161,7 +172,7 @@ class StepLogits:
         else:
             np.maximum(self._maxima, self._pair_max[j], out=self._maxima)
             np.add(self._sim_sum, self._sim[j], out=self._sim_sum)
-        if self._held.shape[0]:
+        if self._has_words:
             np.maximum(self._held, self._words[:, j], out=self._held)
         u[b] = -self._sim_mean / t
         u[b + 3] = -(self._intercept + self._has_picks + self._step * (t / self._k))
