@@ -96,25 +96,32 @@ def _product_picks(state: QueryState, folded: tuple[FloatArray, float], first: t
     n, k = state.n, min(state.k, state.n)
     steps = StepLogits(state, *folded)
     neg = np.empty((k, n))  # every step's negated logits, checked once at the end
+    if first is None:
+        steps.neg_logits(out=neg[0])
+    else:
+        np.negative(no_pick_logits(state, *first), out=neg[0])
     penalised = np.empty(n)
     taken = np.zeros(n)  # +inf once picked (added to the negated logits)
     picks = np.empty(k, dtype=np.int64)
     probs = np.empty(k)
+    relevance = state.relevance
     for t in range(k):
         y = neg[t]
-        if t == 0 and first is not None:
-            np.negative(no_pick_logits(state, *first), out=y)
-        else:
-            steps.neg_logits(out=y)
         if weight == 0.0:
-            j, prob = _pick(np.add(y, taken, out=penalised), state.relevance)
+            np.add(y, taken, out=penalised)
+            # _pick, its common case inline: the best alone in the tie window
+            j = int(penalised.argmin())
+            prob = 1.0 / (1.0 + math.exp(min(penalised.item(j), 50.0)))
+            below = prob - 2.0 * _TIE
+            if not (below > 1e-15 and np.count_nonzero(penalised <= math.log(1.0 / below - 1.0)) == 1):
+                j, prob = _pick(penalised, relevance)
         else:
             free = np.flatnonzero(taken == 0.0)
-            j = int(free[_best(_blend(y[free], free, weight, toward_relevance, state, steps), state.relevance, free)])
+            j = int(free[_best(_blend(y[free], free, weight, toward_relevance, state, steps), relevance, free)])
             prob = _probability(y.item(j))
         picks[t], probs[t], taken[j] = j, prob, np.inf
         if t + 1 < k:
-            steps.add(j)
+            steps.advance(j, neg[t + 1])
     if not np.isfinite(np.add.reduce(neg, axis=None)):
         return None
     return picks, probs

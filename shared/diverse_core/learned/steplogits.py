@@ -67,33 +67,39 @@ def _word_marks(state: QueryState) -> tuple[FloatArray, int]:
     return np.concatenate([view.term_hits.T, view.name_hits.T], axis=0, dtype=np.float64), view.term_hits.shape[1]
 
 
-def _no_pick_logits(state: QueryState, coef: FloatArray, words: FloatArray, n_terms: int, out: FloatArray,
-                    rows: FloatArray) -> None:
-    """``out``: each candidate's logit before the first pick, less the intercept; ``rows`` (W, n): row ``w``,
-    what each candidate's *negated* logit gains once some pick holds question word ``w``.
+def _word_rows(words: FloatArray, n_terms: int, c: list[float], rows: FloatArray) -> float:
+    """Fill ``rows`` (W, n): row ``w`` is ``c_w * [i holds w] - d_w``, where ``c_w`` is what holding question word
+    ``w`` adds to candidate ``i``'s logit while no pick holds it (``term_gain`` and ``term_union`` for a term,
+    ``name_gain`` for a name, each over the number of terms or names) and ``d_w`` what a picked term adds to
+    every candidate's ``term_union``. The negated logit takes row ``w`` with coefficient -1 while no pick holds
+    ``w``, 0 after; returns ``sum(d_w)``, what the logit's constant part makes up for.
 
-    Every state column is 0 before the first pick but the gains: each word of the question a candidate
-    holds is new. Once a pick holds it, it is no gain any more, and a held term counts in every
-    candidate's ``term_union``.
+    ``c``: the state columns' folded coefficients.
     """
-    s = state.static.shape[1]
-    np.matmul(state.static, coef[:s], out=out)
-    if words.shape[0]:
-        c = coef[s:].tolist()
-        term_gain, name_gain, term_union = c[_AT["term_gain"]], c[_AT["name_gain"]], c[_AT["term_union"]]
-        size_t, size_n = max(n_terms, 1), max(words.shape[0] - n_terms, 1)
-        np.multiply(words[:n_terms], (term_gain + term_union) / size_t, out=rows[:n_terms])
-        np.multiply(words[n_terms:], name_gain / size_n, out=rows[n_terms:])
-        out += np.add.reduce(rows, axis=0)
-        rows[:n_terms] -= term_union / size_t
+    term_gain, name_gain, term_union = c[_AT["term_gain"]], c[_AT["name_gain"]], c[_AT["term_union"]]
+    size_t, size_n = max(n_terms, 1), max(words.shape[0] - n_terms, 1)
+    per_row = np.empty((words.shape[0], 1))
+    per_row[:n_terms] = (term_gain + term_union) / size_t
+    per_row[n_terms:] = name_gain / size_n
+    np.multiply(words, per_row, out=rows)
+    rows[:n_terms] -= term_union / size_t
+    return n_terms * (term_union / size_t)
 
 
 def no_pick_logits(state: QueryState, coef: FloatArray, intercept: float) -> FloatArray:
-    """The logit of every candidate before the first pick (``coef``, ``intercept``: a folded model)."""
+    """The logit of every candidate before the first pick (``coef``, ``intercept``: a folded model).
+
+    Every state column is 0 then but the gains: each word of the question a candidate holds is new.
+    """
+    s = state.static.shape[1]
+    z = np.asarray(state.static @ coef[:s], dtype=np.float64)
     words, n_terms = _word_marks(state)
-    z = np.empty(state.n)
-    _no_pick_logits(state, coef, words, n_terms, z, np.empty_like(words))
-    z += intercept
+    if words.shape[0]:
+        rows = np.empty_like(words)
+        z += intercept + _word_rows(words, n_terms, coef[s:].tolist(), rows)
+        z += np.add.reduce(rows, axis=0)
+    else:
+        z += intercept
     return z
 
 
@@ -131,30 +137,36 @@ class StepLogits:
     def __init__(self, state: QueryState, coef: FloatArray, intercept: float) -> None:
         n, s = state.n, state.static.shape[1]
         c = coef[s:].tolist()  # the state columns' coefficients
-        self._intercept = intercept
         self._has_picks, self._step = c[_AT["has_picks"]], c[_AT["step"]]
         self._sim_mean, self._over_rel = c[_AT["sim_mean"]], c[_AT["qdc_over_rel"]]
         blocks = _pair_blocks(state)
         b = len(blocks)
-        maxima = [c[_AT[name]] for name in _MAXIMA[:b]]
-        maxima[1] += self._over_rel  # qdc_over_rel is qdc_max - relevance
-        self._words, n_terms = _word_marks(state)
-        n_words = self._words.shape[0]
+        maxima = [-c[_AT[name]] for name in _MAXIMA[:b]]
+        maxima[1] -= self._over_rel  # qdc_over_rel is qdc_max - relevance
+        words, n_terms = _word_marks(state)
+        n_words = words.shape[0]
         self._has_words = n_words > 0
         self.n, self._b, self._k, self._t = n, b, max(state.k, 1), 0
         # [j, m, i]: pair block m of pick j and candidate i (one row of blocks side by side per pick)
         self._pair_max = np.concatenate(blocks, axis=1, dtype=np.float64).reshape(n, b, n)
         self._sim = state.sim
-        # rows of h: b running maxima | the picks' summed cosines | the logit with no pick, less the intercept |
-        # relevance | ones | one per question word; u @ h: the negated logits
-        h = self._h = np.empty((b + 4 + n_words, n))
+        # rows of h: b running maxima | the picks' summed cosines | the static columns' logit | relevance | ones |
+        # one per question word; u @ h: the negated logits
+        h = self._h = np.zeros((b + 4 + n_words, n))
         u = self._u = np.zeros(b + 4 + n_words)
-        u[:b] = [-x for x in maxima]
-        u[b + 1] = -1.0
-        self._maxima, self._sim_sum, self._no_pick, self._held = h[:b], h[b], h[b + 1], u[b + 4:]
-        _no_pick_logits(state, coef, self._words, n_terms, self._no_pick, h[b + 4:])
+        self._maxima, self._sim_sum = h[:b], h[b]
+        self._u_maxima = np.array(maxima)  # their coefficients, from the first pick on
+        np.matmul(state.static, coef[:s], out=h[b + 1])
+        lacking = _word_rows(words, n_terms, c, h[b + 4:]) if n_words else 0.0
+        self._constant = intercept + lacking  # the logit's constant part
         h[b + 2] = state.relevance
         h[b + 3] = 1.0
+        u[b + 1] = -1.0
+        u[b + 3] = -self._constant
+        # the word rows' coefficients: -1 while no pick holds the word (a gain for whoever holds it), then 0
+        self._held, self._marks = u[b + 4:], words - 1.0
+        self._held[:] = -1.0
+        self._spare = np.empty(n)
 
     @property
     def picked(self) -> int:
@@ -163,24 +175,28 @@ class StepLogits:
 
     def add(self, j: int) -> None:
         """Add candidate ``j`` to the picks."""
+        self.advance(j, self._spare)
+
+    def advance(self, j: int, out: FloatArray) -> FloatArray:
+        """Add candidate ``j`` to the picks and write every candidate's negated logit given them into ``out``."""
         t = self._t = self._t + 1
         b, u = self._b, self._u
         if t == 1:
             self._maxima[:] = self._pair_max[j]
             self._sim_sum[:] = self._sim[j]
+            u[:b] = self._u_maxima
             u[b + 2] = self._over_rel
         else:
             np.maximum(self._maxima, self._pair_max[j], out=self._maxima)
             np.add(self._sim_sum, self._sim[j], out=self._sim_sum)
         if self._has_words:
-            np.maximum(self._held, self._words[:, j], out=self._held)
+            np.maximum(self._held, self._marks[:, j], out=self._held)
         u[b] = -self._sim_mean / t
-        u[b + 3] = -(self._intercept + self._has_picks + self._step * (t / self._k))
+        u[b + 3] = -(self._constant + self._has_picks + self._step * (t / self._k))
+        return np.matmul(u, self._h, out=out)
 
     def neg_logits(self, out: FloatArray | None = None) -> FloatArray:
         """Every candidate's negated logit given the picks so far (``out``: where to write it)."""
-        if self._t == 0:
-            return np.subtract(-self._intercept, self._no_pick, out=out)  # type: ignore[no-any-return]
         return np.matmul(self._u, self._h, out=out)
 
     def sim_max(self) -> FloatArray:
