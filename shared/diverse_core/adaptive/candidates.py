@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 import numpy as np
@@ -260,6 +260,27 @@ class GoldModel:
     def probabilities_of_checked(self, x: FloatArray) -> FloatArray:
         """:meth:`probabilities` of float rows already known to be finite and of the right width."""
         return sigmoid(self.logits_of_checked(x))
+
+    @cached_property
+    def folded(self) -> tuple[FloatArray, float] | None:
+        """``(coef, intercept)`` with the standardisation folded in: logit ``= x @ coef + intercept``.
+
+        ``coef = weights / scale`` and ``intercept = bias - mean @ coef`` (equal to
+        :meth:`logits_of_checked` up to float rounding). ``None`` when a parameter is not finite
+        or beyond ``1e100`` in size (or a scale below ``1e-100``), where the two forms could
+        disagree on overflow: use :meth:`logits_of_checked` then. Computed once per model (the
+        model is frozen: its arrays are read, never written).
+        """
+        mean, scale, w = (np.asarray(a, dtype=np.float64) for a in (self.mean, self.scale, self.weights))
+        if w.ndim != 1 or mean.shape != w.shape or scale.shape != w.shape:
+            return None
+        params = np.abs(np.concatenate([mean, w, [self.bias]]))
+        size = np.abs(scale)
+        if not (np.all(params <= 1e100) and np.all(size >= 1e-100) and np.all(size <= 1e100)):  # NaN: False
+            return None
+        coef = w / scale
+        coef.setflags(write=False)
+        return coef, float(self.bias - mean @ coef)
 
     def to_arrays(self, prefix: str) -> dict[str, Any]:
         """The arrays to store under ``prefix`` in a model file."""
