@@ -30,9 +30,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import numpy as np
-
 import diverse_core as dc
+import numpy as np
 
 _WORDS = ("river", "album", "film", "band", "city", "novel", "war", "church", "station", "league", "season",
           "island", "county", "party", "company", "school", "museum", "actor", "singer", "writer", "director",

@@ -91,7 +91,7 @@ class QueryState:
     """
 
     def __init__(self, static: FloatArray, sim: FloatArray, qdc: FloatArray, relevance: FloatArray, k: int,
-                 pairs: PairView | None, stack: FloatArray | None = None) -> None:
+                 pairs: PairView | None) -> None:
         self.static = static
         self.sim = sim
         self.qdc = qdc
@@ -99,36 +99,24 @@ class QueryState:
         self.k = k
         self.pairs = pairs
         self.n = static.shape[0]
-        #: (b, n, n): the pair matrices the step model takes maxima of, stacked (``sim``, ``qdc`` and, with
-        #: ``pairs``, same source, title mentions both ways, shared names); ``None``: built on demand.
-        self.stack = stack
 
     @classmethod
     def build(cls, prep: PreparedInputs, pairs: PairView | None = None) -> QueryState:
         """The state of one prepared query (``pairs``: its :class:`PairView`, for the text features)."""
         unit = np.asarray(prep.candidates, dtype=np.float64)
         rel = np.asarray(prep.relevance, dtype=np.float64)
-        n = unit.shape[0]
-        # one buffer for every pair matrix of the step model's maxima: sim and qdc computed in place
-        stack = np.empty((2 if pairs is None else 6, n, n))
-        sim = np.matmul(unit, unit.T, out=stack[0])
+        sim = unit @ unit.T
         q = np.asarray(prep.query, dtype=np.float64)
         # cos(unit(q + u_i), u_j) = (rel_j + sim_ij) / |q + u_i|, with |q| = |u_i| = 1
         cos_qi = unit @ q
         norm = np.sqrt(np.maximum(2.0 + 2.0 * cos_qi, 1e-12))
-        qdc = np.add(cos_qi[None, :], sim, out=stack[1])
+        qdc = np.add(cos_qi[None, :], sim)
         qdc /= norm[:, None]
-        if pairs is not None:
-            stack[2] = pairs.same_title
-            stack[3] = pairs.title_in
-            stack[4] = pairs.title_in.T
-            stack[5] = pairs.names_shared
-        stack.flags.writeable = False
         if pairs is None:
             static = candidate_features(unit, rel, prep.k, sim=sim)
         else:
             static = candidate_features(unit, rel, prep.k, pairs.view, sim=sim, shared=pairs.shared)
-        return cls(static, sim, qdc, rel, prep.k, pairs, stack)
+        return cls(static, sim, qdc, rel, prep.k, pairs)
 
     @property
     def uses_text(self) -> bool:
@@ -140,8 +128,7 @@ class QueryState:
         if self.pairs is None:
             return self
         static = self.static[:, : len(EMBEDDING_CANDIDATE_FEATURES)]
-        return QueryState(static, self.sim, self.qdc, self.relevance, self.k, None,
-                          None if self.stack is None else self.stack[:2])
+        return QueryState(static, self.sim, self.qdc, self.relevance, self.k, None)
 
     def rows(self, picks: Sequence[int]) -> FloatArray:
         """Feature rows (n, F) of every candidate given the picks so far (in pick order)."""

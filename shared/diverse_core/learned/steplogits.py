@@ -51,17 +51,12 @@ _MAXIMA = ("sim_max", "qdc_max", "same_title", "title_in_pick", "pick_title_in_i
 HANDLED = (*_MAXIMA, "has_picks", "step", "sim_mean", "qdc_over_rel", "term_gain", "name_gain", "term_union")
 
 
-def _pair_blocks(state: QueryState) -> FloatArray:
-    """(b, n, n): the matrices of :data:`_MAXIMA` (``[m, j, i]``: block ``m``, pick ``j``, candidate ``i``),
-    two without texts (the state's own stack when it has one of that height)."""
-    b = 2 if state.pairs is None else len(_MAXIMA)
-    if state.stack is not None and state.stack.shape[0] == b:
-        return state.stack
+def _pair_blocks(state: QueryState) -> list[NDArray[np.float64] | NDArray[np.bool_]]:
+    """The (n, n) matrices of :data:`_MAXIMA` (``[j, i]``: pick ``j``, candidate ``i``), two without texts."""
     if state.pairs is None:
-        return np.stack([state.sim, state.qdc]).astype(np.float64, copy=False)
+        return [state.sim, state.qdc]
     pv = state.pairs
-    return np.stack([state.sim, state.qdc, pv.same_title, pv.title_in, pv.title_in.T, pv.names_shared],
-                    dtype=np.float64)
+    return [state.sim, state.qdc, pv.same_title, pv.title_in, pv.title_in.T, pv.names_shared]
 
 
 def _word_marks(state: QueryState) -> tuple[FloatArray, int]:
@@ -145,15 +140,15 @@ class StepLogits:
         self._has_picks, self._step = c[_AT["has_picks"]], c[_AT["step"]]
         self._sim_mean, self._over_rel = c[_AT["sim_mean"]], c[_AT["qdc_over_rel"]]
         blocks = _pair_blocks(state)
-        b = blocks.shape[0]
+        b = len(blocks)
         maxima = [-c[_AT[name]] for name in _MAXIMA[:b]]
         maxima[1] -= self._over_rel  # qdc_over_rel is qdc_max - relevance
         words, n_terms = _word_marks(state)
         n_words = words.shape[0]
         self._has_words = n_words > 0
         self.n, self._b, self._k, self._t = n, b, max(state.k, 1), 0
-        # [m, j, i]: pair block m of pick j and candidate i (pick j's rows: [:, j, :], read, never copied)
-        self._pair_max = blocks
+        # [j, m, i]: pair block m of pick j and candidate i (one row of blocks side by side per pick)
+        self._pair_max = np.concatenate(blocks, axis=1, dtype=np.float64).reshape(n, b, n)
         self._sim = state.sim
         # rows of h: b running maxima | the picks' summed cosines | the static columns' logit | relevance | ones |
         # one per question word; u @ h: the negated logits
@@ -187,12 +182,12 @@ class StepLogits:
         t = self._t = self._t + 1
         b, u = self._b, self._u
         if t == 1:
-            self._maxima[:] = self._pair_max[:, j, :]
+            self._maxima[:] = self._pair_max[j]
             self._sim_sum[:] = self._sim[j]
             u[:b] = self._u_maxima
             u[b + 2] = self._over_rel
         else:
-            np.maximum(self._maxima, self._pair_max[:, j, :], out=self._maxima)
+            np.maximum(self._maxima, self._pair_max[j], out=self._maxima)
             np.add(self._sim_sum, self._sim[j], out=self._sim_sum)
         if self._has_words:
             np.maximum(self._held, self._marks[:, j], out=self._held)
