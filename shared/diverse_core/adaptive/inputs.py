@@ -47,7 +47,8 @@ def text_inputs(question: str | None, texts: Sequence[str] | None, n: int) -> tu
         raise InvalidParameterError(f"the text-aware selector needs both question and texts; {missing} is None")
     if not isinstance(question, str):
         raise InvalidParameterError(f"question must be a string; got question={question!r}")
-    if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
+    # one type lookup per text (the common case: all of them plain str), else the isinstance check per text
+    if isinstance(texts, str) or (set(map(type, texts)) != {str} and not all(isinstance(t, str) for t in texts)):
         raise InvalidParameterError("texts must be a sequence of strings, one per candidate")
     if len(texts) != n:
         raise DimensionMismatchError(f"texts must give one text per candidate; got {len(texts)} texts for {n} candidates")

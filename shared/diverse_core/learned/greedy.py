@@ -109,8 +109,10 @@ def _product_picks(state: QueryState, folded: tuple[FloatArray, float], first: t
         y = neg[t]
         if weight == 0.0:
             np.add(y, taken, out=penalised)
-            # _pick, its common case inline: the best alone in the tie window
-            j = int(penalised.argmin())
+            # _pick, its common case inline: the best alone in the tie window (the first lowest, as argmin finds it;
+            # argmin releases the GIL on every call, a wait under contention; NaN: any j, the row path decides)
+            listed = penalised.tolist()
+            j = listed.index(min(listed))
             prob = 1.0 / (1.0 + math.exp(min(penalised.item(j), 50.0)))
             below = prob - 2.0 * _TIE
             if not (below > 1e-15 and np.count_nonzero(penalised <= math.log(1.0 / below - 1.0)) == 1):

@@ -238,5 +238,6 @@ def pair_view(question: str, texts: Sequence[str], sources: Sequence[object] | N
     tid = _source_ids(np.fromiter(map(_KEY, facts), dtype=np.int64, count=n), src)
     view = TextView(terms, q_names, both[:, : len(terms)], both[:, name_cols], other)
     most = int(totals.max()) + 1 if n else 1  # no pair shares more names than either of them mentions
-    log_pairs = _log1p_of_counts(1 << (most - 1).bit_length())[shared.astype(np.intp)]
+    # a gather by take, mode "clip" (every count is within the table: nothing is clipped; no bounds pass)
+    log_pairs = _log1p_of_counts(1 << (most - 1).bit_length()).take(shared.astype(np.intp), mode="clip")
     return PairView(view, tid[:, None] == tid[None, :], title_in, log_pairs, SharedNames(shared_names, totals, log_pairs))

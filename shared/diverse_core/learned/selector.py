@@ -133,14 +133,7 @@ class LearnedSelector:
         """
         if protocol not in DEFAULT_MODELS:
             raise InvalidParameterError(f"protocol must be one of {sorted(DEFAULT_MODELS)}; got protocol={protocol!r}")
-        path = DEFAULT_MODELS[protocol]
-        if not path.is_file():
-            raise FileNotFoundError(
-                f"the shipped {protocol!r} learned-selector model is missing at {path}; train it with: "
-                f"diverse-rag train learned --protocols {protocol.removesuffix('-notitle')}"
-                f"{' --no-titles' if protocol.endswith('-notitle') else ''}"
-            )
-        return _load_cached(str(path))
+        return _default_cached(protocol, DEFAULT_MODELS[protocol])
 
     @classmethod
     def load(cls, path: str | Path) -> LearnedSelector:
@@ -316,6 +309,18 @@ class LearnedSelector:
             variants[name] = fit_step_models(examples, TrainConfig(**{**asdict(config), "text": name == "text"}))
         record = {"n_questions": len(examples), **(info or {})}
         return cls(variants, TrainConfig(**{**asdict(config), "text": with_text}), record)
+
+
+@lru_cache(maxsize=8)
+def _default_cached(protocol: str, path: Path) -> LearnedSelector:
+    """The shipped model of ``protocol`` at ``path``, the file looked up once (a missing file raises, uncached)."""
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"the shipped {protocol!r} learned-selector model is missing at {path}; train it with: "
+            f"diverse-rag train learned --protocols {protocol.removesuffix('-notitle')}"
+            f"{' --no-titles' if protocol.endswith('-notitle') else ''}"
+        )
+    return _load_cached(str(path))
 
 
 @lru_cache(maxsize=8)

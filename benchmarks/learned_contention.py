@@ -1,0 +1,157 @@
+"""The warm learned text call under contention: CPU per call at 1 vs N threads, and GIL releases per call.
+
+Builds random pools (``--pools`` of them, 50 candidates of dimension 384 each, float32 as a vector
+store returns them) with real-looking ``"Title: body"`` texts (capitalised names, shared titles,
+question words among the bodies) and calls ``dc.select("learned", ..., question=..., texts=...)``
+with k=10, warm (every text read once before timing). Prints
+
+* ``cpu``: the thread CPU time per call (``time.thread_time``, median and mean) with 1 caller and
+  with ``--threads`` callers, each calling on its own pools, and the ratio of the two;
+* ``gil`` (with ``--gil``, Linux, root): how often the calling thread releases the GIL per call,
+  attributed to the Python line that was running, read from a uprobe on ``PyEval_SaveThread``
+  that must exist first::
+
+      perf probe -x $(python -c 'import sysconfig,os;print(os.path.join(sysconfig.get_config_var("LIBDIR"),
+          sysconfig.get_config_var("LDLIBRARY")))') PyEval_SaveThread
+
+  (remove it afterwards with ``perf probe -d 'probe_libpython3:*'``).
+
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 PYTHONPATH=shared:. \\
+      python benchmarks/learned_contention.py cpu --threads 16
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import statistics
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import diverse_core as dc
+import numpy as np
+
+_WORDS = ("river", "album", "film", "band", "city", "novel", "war", "church", "station", "league", "season",
+          "island", "county", "party", "company", "school", "museum", "actor", "singer", "writer", "director",
+          "born", "released", "founded", "located", "played", "won", "named", "served", "married", "built")
+_NAMES = ("Dune", "Herbert", "Tacoma", "Paris", "Lyon", "Mercer", "Oakland", "Bristol", "Verdi", "Ostrava",
+          "Kellogg", "Harrow", "Nile", "Brennan", "Sofia", "Quincy", "Malta", "Rhodes", "Carver", "Dalton")
+
+
+def make_pools(count: int, n: int = 50, dim: int = 384, seed: int = 0) -> list[dict[str, Any]]:
+    """``count`` pools: query vector, (n, dim) float32 candidates, question and n texts."""
+    rng = np.random.default_rng(seed)
+    pools = []
+    for _ in range(count):
+        centre = rng.normal(size=dim)
+        cands = (centre + 2.0 * rng.normal(size=(n, dim))).astype(np.float32)
+        query = (centre + 1.5 * rng.normal(size=dim)).astype(np.float32)
+        names = rng.choice(len(_NAMES), size=3, replace=False)
+        question = (f"Which {_WORDS[rng.integers(len(_WORDS))]} did {_NAMES[names[0]]} and "
+                    f"{_NAMES[names[1]]} {_WORDS[rng.integers(len(_WORDS))]} in {_NAMES[names[2]]}?")
+        titles = [f"{_NAMES[a]} {_NAMES[b]}" for a, b in rng.integers(len(_NAMES), size=(12, 2))]
+        texts = []
+        for _ in range(n):
+            body = []
+            for _ in range(int(rng.integers(25, 50))):
+                body.append(_NAMES[rng.integers(len(_NAMES))] if rng.random() < 0.15
+                            else _WORDS[rng.integers(len(_WORDS))] + ("s" if rng.random() < 0.3 else ""))
+            texts.append(f"{titles[rng.integers(len(titles))]}: The {' '.join(body)}.")
+        pools.append({"query": query, "cands": cands, "question": question, "texts": texts})
+    return pools
+
+
+def call(p: dict[str, Any], k: int) -> object:
+    return dc.select("learned", p["query"], p["cands"], k, question=p["question"], texts=p["texts"])
+
+
+def cpu(pools: list[dict[str, Any]], k: int, threads: int, per_thread: int) -> None:
+    def caller(mine: list[dict[str, Any]]) -> list[float]:
+        out = []
+        for i in range(per_thread):
+            t0 = time.thread_time()
+            call(mine[i % len(mine)], k)
+            out.append(1000.0 * (time.thread_time() - t0))
+        return out
+
+    rows = {}
+    for callers in (1, threads):
+        with ThreadPoolExecutor(callers) as pool:
+            shares = [pools[i::callers] for i in range(callers)]
+            t0 = time.perf_counter()
+            ms = [x for f in [pool.submit(caller, s) for s in shares] for x in f.result()]
+            wall = time.perf_counter() - t0
+        rows[callers] = statistics.median(ms)
+        print(f"callers {callers:2d}: cpu ms/call median {statistics.median(ms):.3f} mean {statistics.mean(ms):.3f}; "
+              f"calls/s {len(ms) / wall:.0f}", flush=True)
+    print(f"cpu per call, {threads} callers / 1 caller (medians): {rows[threads] / rows[1]:.2f}")
+
+
+def gil(pools: list[dict[str, Any]], k: int, n: int, root: str) -> None:  # pragma: no cover (needs root)
+    import ctypes
+    import struct
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    event = int(open("/sys/kernel/tracing/events/probe_libpython3/PyEval_SaveThread/id").read())
+    attr = bytearray(128)
+    struct.pack_into("IIQ", attr, 0, 2, 128, event)  # PERF_TYPE_TRACEPOINT, size, config
+    fd = libc.syscall(298, ctypes.c_char_p(bytes(attr)), 0, -1, -1, 0)  # this thread, any CPU
+    if fd < 0:
+        raise OSError(ctypes.get_errno(), "perf_event_open")
+    keep_gil = ctypes.PyDLL(None)
+    buf = ctypes.c_uint64()
+
+    def count() -> int:
+        keep_gil.read(fd, ctypes.byref(buf), 8)
+        return buf.value
+
+    c0 = count()
+    for i in range(n):
+        call(pools[i % len(pools)], k)
+    print(f"GIL releases per call (untraced): {(count() - c0) / n:.1f}")
+    hits: collections.Counter[tuple[str, int, str]] = collections.Counter()
+    last: list[Any] = [None, 0]
+
+    def tracer(frame: Any, event: str, arg: object) -> Any:
+        c = count()
+        if last[0] is not None and c != last[1]:
+            hits[last[0]] += c - last[1]
+        last[0] = (frame.f_code.co_filename.replace(root, "").split("site-packages/")[-1], frame.f_lineno,
+                   frame.f_code.co_name)
+        last[1] = count()
+        return tracer
+
+    c0 = count()
+    sys.settrace(tracer)
+    for i in range(n):
+        call(pools[i % len(pools)], k)
+    sys.settrace(None)
+    print(f"GIL releases per call (traced): {(count() - c0) / n:.1f}")
+    for (f, line, name), c in sorted(hits.items()):
+        print(f"  {c / n:6.2f}  {f}:{line} ({name})")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    ap.add_argument("mode", choices=["cpu", "gil"])
+    ap.add_argument("--pools", type=int, default=64)
+    ap.add_argument("--k", type=int, default=10)
+    ap.add_argument("--threads", type=int, default=16)
+    ap.add_argument("--calls", type=int, default=200, help="calls per caller (cpu) or in all (gil)")
+    args = ap.parse_args(argv)
+    pools = make_pools(args.pools)
+    for p in pools:
+        call(p, args.k)  # warm: every text read once
+    if args.mode == "cpu":
+        cpu(pools, args.k, args.threads, args.calls)
+    else:
+        import os
+
+        gil(pools, args.k, args.calls, os.path.dirname(os.path.dirname(os.path.abspath(dc.__file__))) + "/")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
