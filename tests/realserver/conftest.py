@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 from diverse_core.llm.server import LlamaCppServer
-from server_checks import require_server
+from realserver_checks import require_server
 
 
 @pytest.fixture(scope="session")

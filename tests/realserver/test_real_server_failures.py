@@ -8,7 +8,7 @@ import time
 import pytest
 from diverse_core.llm import LLMError, ManagedLLM, OpenAILLM
 from diverse_core.llm.server import LlamaCppServer
-from server_checks import require_server
+from realserver_checks import require_server
 
 pytestmark = pytest.mark.real_server
 

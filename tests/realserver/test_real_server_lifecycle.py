@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 from diverse_core.llm.server import LlamaCppServer, PortInUseError
-from server_checks import require_server
+from realserver_checks import require_server
 
 _spec = importlib.util.spec_from_file_location(
-    "server_checks", Path(__file__).resolve().parents[1] / "llm" / "server_checks.py")
+    "llm_server_checks", Path(__file__).resolve().parents[1] / "llm" / "server_checks.py")
 assert _spec is not None and _spec.loader is not None
-server_checks = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(server_checks)
+llm_server_checks = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(llm_server_checks)
 
 pytestmark = pytest.mark.real_server
 
@@ -46,4 +46,4 @@ def test_a_taken_port_is_refused_before_starting() -> None:
 
 def test_the_real_server_dies_with_its_sigkilled_parent() -> None:
     require_server()
-    server_checks.assert_server_follows(server_checks.run_parent_and_kill_it(PARENT))
+    llm_server_checks.assert_server_follows(llm_server_checks.run_parent_and_kill_it(PARENT))

@@ -1,4 +1,4 @@
-"""Skip-or-fail check for the real-server tests (imported by the tests as ``server_checks``).
+"""Skip-or-fail check for the real-server tests (imported by the tests as ``realserver_checks``).
 
 A module of its own, not ``conftest``: several test folders have a ``conftest.py``, and
 ``from conftest import ...`` picks whichever pytest imported last.
