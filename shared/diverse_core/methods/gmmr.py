@@ -116,7 +116,8 @@ def gmmr_sweep(
     store = PickColumns(prep, capacity=1 + active.size * (k - 2))
     slots = np.full(n_values, PickColumns.NONE, dtype=np.intp)
     slots[active] = store.slots(np.full(active.size, first))
-    dot = store.columns[slots]
+    # one value (a retriever's call): a row copy; a 2-D gather releases the GIL
+    dot = store.columns[slots[0] : slots[0] + 1].copy() if n_values == 1 else store.columns[slots]
     norm2 = np.ones(n_values)
     # base[l, i] = lambda_l * rel_i, or -inf once value l picked candidate i.
     base = (lam[:, None] * rel[None, :]).astype(work)
