@@ -84,10 +84,39 @@ def test_pick_columns_hold_every_cosine(n: int, dtype: type) -> None:
     assert store.columns[PickColumns.NONE].tolist() == [0.0] * n
 
 
-def test_gmmr_select_is_its_sweeps_row() -> None:
-    rng = np.random.default_rng(7)
-    q, c = rng.normal(size=384).astype(np.float32), rng.normal(size=(50, 384)).astype(np.float32)
-    for lam in (0.0, 0.5, 1.0):
-        one = select("gmmr", q, c, 10, lambda_mult=lam)
-        row = sweep("gmmr", q, c, 10, values=[0.3, lam, 0.9]).indices[1]
-        assert one.indices.tolist() == row.tolist()
+def _pool(seed: int, n: int, d: int, kind: int, dtype: type) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, d))
+    if kind == 1:  # antipodal pairs: the picks' centroid cancels out (the exact-norm path)
+        x[1::2] = -x[0::2][: n // 2]
+    elif kind == 2:  # repeated rows and integer values: ties
+        x = np.round(x)
+        x[rng.integers(n, size=n // 2)] = x[0]
+        x[np.all(x == 0, axis=1)] = 1.0
+    return rng.normal(size=d).astype(dtype), x.astype(dtype)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.integers(0, 2**16), st.sampled_from([1, 2, 3, 7, 20, 50, 64, 65, 130]), st.sampled_from([2, 8, 384]),
+    st.integers(0, 2), st.sampled_from([np.float32, np.float64]),
+    st.sampled_from([0.0, 0.3, 0.5, 0.999, 1.0]), st.integers(1, 12),
+)
+def test_gmmr_select_is_its_sweeps_row_bit_for_bit(
+    seed: int, n: int, d: int, kind: int, dtype: type, lam: float, k: int
+) -> None:
+    """``select`` runs its own one-value loop; it must give the batched sweep's row exactly."""
+    q, c = _pool(seed, n, d, kind, dtype)
+    one = select("gmmr", q, c, k, lambda_mult=lam)
+    swept = sweep("gmmr", q, c, k, values=[0.7, lam])
+    assert one.indices.tolist() == swept.indices[1].tolist()
+    assert one.scores.tobytes() == swept.scores[1].tobytes()
+
+
+def test_gmmr_select_known_answer() -> None:
+    q = np.array([1.0, 0.0])
+    c = np.array([[1.0, 0.0], [1.0, 0.0], [0.6, 0.8], [-1.0, 0.0]])
+    sel = select("gmmr", q, c, 3, lambda_mult=0.5)
+    assert sel.indices.tolist() == [0, 2, 1]  # the duplicate beats the opposite row on relevance
+    # second pick: 0.5 * 0.6 + 0.5 * |c_2 - c_0| = 0.3 + 0.5 * sqrt(0.8)
+    assert sel.scores[1] == pytest.approx(0.3 + 0.5 * np.sqrt(0.8), abs=1e-12)

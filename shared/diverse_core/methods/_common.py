@@ -13,6 +13,7 @@ from ..validation import TIE_RTOL_FLOAT64, PreparedInputs, product_with_rows
 __all__ = [
     "argmax_rows",
     "argmax_first",
+    "first_true",
     "clip_in_place",
     "TIE_RTOL",
     "SimilarityColumns",
@@ -44,18 +45,18 @@ def argmax_rows(
     The row maxima come from a small reduction, which keeps the GIL, not from ``argmax``
     and a 2-D gather, which release it three times (under concurrent callers every release
     can hand the GIL to another thread). Several rows: one release (the ``argmax`` of the
-    tie mask); one row (a single selection): none (:func:`_first_true`).
+    tie mask); one row (a single selection): none (:func:`first_true`).
     """
     top = obj.max(axis=1)
     floor = top - rtol * np.maximum(1.0, np.abs(top))
     near = np.greater_equal(obj, floor[:, None], out=scratch)
     if near.shape[0] == 1:
-        return np.array([_first_true(near)], dtype=np.int64)
+        return np.array([first_true(near)], dtype=np.int64)
     picks: NDArray[np.int64] = near.argmax(axis=1)
     return picks
 
 
-def _first_true(mask: NDArray[np.bool_]) -> int:
+def first_true(mask: NDArray[np.bool_]) -> int:
     """``int(mask.argmax())`` of a boolean array (the first ``True`` in C order, 0 when none),
     read from its bytes: numpy's ``argmax`` releases the GIL on every call, whatever the size."""
     return max(mask.tobytes().find(1), 0)
@@ -71,7 +72,7 @@ def argmax_first(values: NDArray[np.float64], rtol: float = TIE_RTOL) -> int:
     """
     top = float(_MAX(values))
     floor = top - rtol * (top if top > 1.0 else (-top if top < -1.0 else 1.0))  # rtol * max(1, |top|)
-    return _first_true(values >= floor)
+    return first_true(values >= floor)
 
 
 def clip_in_place(x: NDArray[np.floating[Any]], low: float, high: float) -> NDArray[np.floating[Any]]:
@@ -294,6 +295,11 @@ class PickColumns:
         self._used = stop
         out: NDArray[np.intp] = self._slot[idx]
         return out
+
+    def slot(self, pick: int) -> int:
+        """The slot of one candidate (:meth:`slots` of ``[pick]``)."""
+        found = int(self._slot[pick])
+        return found if found else int(self.slots([pick])[0])
 
     def _fill(self, items: NDArray[np.intp] | slice, start: int) -> None:
         """Write the columns of candidates ``items`` (a slice: those rows, without a gather) into
