@@ -155,7 +155,8 @@ def _one_value(prep: PreparedInputs, lam: float) -> tuple[NDArray[np.int64], NDA
     arrays, with the per-value numbers (centroid norm, weights, tie floor) as scalars.
 
     A retriever's call: a row's few dozen numpy calls per step cost more than its arithmetic at
-    a small pool, and this path makes about a third of them, none releasing the GIL.
+    a small pool; this path makes about a third of them, and no per-step call releases the GIL
+    (only the small-pool columns up front do: three releases).
     """
     rel, k, n = prep.relevance, prep.k, prep.n
     rtol = prep.tie_rtol
