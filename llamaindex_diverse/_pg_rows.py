@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import json
+import logging
 import operator
 import threading
 import weakref
@@ -371,9 +372,12 @@ class _WithVectors(VectorIndexRetriever):
         return self._scored(result)
 
     def _scored(self, result: Any) -> list[NodeWithScore]:
+        """The retriever's scored nodes of ``result``, after its debug log of them (formatted, as
+        the retriever does unconditionally, only when that logger is enabled for DEBUG)."""
         from llama_index.core.indices.utils import log_vector_store_query_result
 
-        log_vector_store_query_result(result)
+        if logging.getLogger(log_vector_store_query_result.__module__).isEnabledFor(logging.DEBUG):
+            log_vector_store_query_result(result)
         return self._convert_nodes_to_scored_nodes(result)
 
 

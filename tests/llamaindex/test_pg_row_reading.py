@@ -192,3 +192,36 @@ def test_row_nodes_build_each_read_row_once() -> None:
     for bad in (2, -3):
         with pytest.raises(IndexError):
             _ = nodes[bad]
+
+
+class _Counted(TextNode):
+    """A node that records each read of its content."""
+
+    def get_content(self, *args: Any, **kwargs: Any) -> str:
+        READS.append(self.node_id)
+        return super().get_content(*args, **kwargs)
+
+
+READS: list[str] = []
+
+
+def test_scored_nodes_log_only_when_debug_is_on(caplog: pytest.LogCaptureFixture) -> None:
+    """The retriever's debug listing of the found nodes reads every node's content: built only
+    when its logger would emit it (the same record then), never formatted for nothing."""
+    import logging
+
+    from llama_index.core.vector_stores.types import VectorStoreQueryResult
+
+    from llamaindex_diverse._pg_rows import _WithVectors
+
+    stand_in = object.__new__(_WithVectors)
+    result = VectorStoreQueryResult(nodes=[_Counted(text="alpha", id_="a")], similarities=[0.5], ids=["a"])
+    READS.clear()
+    with caplog.at_level(logging.INFO, logger="llama_index.core.indices.utils"):
+        scored = stand_in._scored(result)
+    assert [(n.node.node_id, n.score) for n in scored] == [("a", 0.5)]
+    assert READS == [] and not caplog.records
+    with caplog.at_level(logging.DEBUG, logger="llama_index.core.indices.utils"):
+        stand_in._scored(result)
+    assert READS == ["a"]
+    assert [r.getMessage().splitlines()[0] for r in caplog.records] == ["> Top 1 nodes:"]

@@ -13,6 +13,7 @@ from ..validation import TIE_RTOL_FLOAT64, PreparedInputs, product_with_rows
 __all__ = [
     "argmax_rows",
     "argmax_first",
+    "first_true",
     "clip_in_place",
     "TIE_RTOL",
     "SimilarityColumns",
@@ -31,6 +32,8 @@ __all__ = [
 #: differences between a batched sweep and a single run.
 TIE_RTOL = TIE_RTOL_FLOAT64
 
+_MAX = np.maximum.reduce  # ``a.max()`` without its Python-level wrapper
+
 
 def argmax_rows(
     obj: NDArray[np.floating[Any]], rtol: float = TIE_RTOL, scratch: NDArray[np.bool_] | None = None
@@ -39,30 +42,37 @@ def argmax_rows(
 
     Entries equal to ``-inf`` are never chosen unless a whole row is ``-inf``.
     ``scratch``, a boolean array of ``obj``'s shape, saves an allocation per call.
-    One GIL release (the ``argmax``): the row maxima come from a small reduction, which
-    keeps the GIL, not from ``argmax`` and a 2-D gather, which release it three times
-    (under concurrent callers every release can hand the GIL to another thread).
+    The row maxima come from a small reduction, which keeps the GIL, not from ``argmax``
+    and a 2-D gather, which release it three times (under concurrent callers every release
+    can hand the GIL to another thread). Several rows: one release (the ``argmax`` of the
+    tie mask); one row (a single selection): none (:func:`first_true`).
     """
     top = obj.max(axis=1)
     floor = top - rtol * np.maximum(1.0, np.abs(top))
     near = np.greater_equal(obj, floor[:, None], out=scratch)
+    if near.shape[0] == 1:
+        return np.array([first_true(near)], dtype=np.int64)
     picks: NDArray[np.int64] = near.argmax(axis=1)
     return picks
+
+
+def first_true(mask: NDArray[np.bool_]) -> int:
+    """``int(mask.argmax())`` of a boolean array (the first ``True`` in C order, 0 when none),
+    read from its bytes: numpy's ``argmax`` releases the GIL on every call, whatever the size."""
+    return max(mask.tobytes().find(1), 0)
 
 
 def argmax_first(values: NDArray[np.float64], rtol: float = TIE_RTOL) -> int:
     """:func:`argmax_rows` of one row: the lowest index within ``rtol`` of the maximum.
 
-    One ``argmax`` pass and, unless the maximum is the first entry, one comparison
-    pass: the first entry at or above the tie floor is the pick (the maximum itself
-    is one, so there always is one at or before it).
+    One reduction and one comparison pass, neither releasing the GIL: the first entry at
+    or above the tie floor is the pick (the maximum itself is one, so there always is one
+    at or before it; with a NaN or ``+inf`` maximum none is, and the pick is 0, as
+    ``argmax`` of the comparison gives).
     """
-    i = int(values.argmax())
-    if i == 0:
-        return 0
-    top = values.item(i)
+    top = float(_MAX(values))
     floor = top - rtol * (top if top > 1.0 else (-top if top < -1.0 else 1.0))  # rtol * max(1, |top|)
-    return int((values >= floor).argmax())
+    return first_true(values >= floor)
 
 
 def clip_in_place(x: NDArray[np.floating[Any]], low: float, high: float) -> NDArray[np.floating[Any]]:
@@ -264,7 +274,9 @@ class PickColumns:
         if gram:
             # Small pools (a retriever's fetch_k): every column in one product up front
             # costs less than the per-step calls (measured up to about n = 64 at d = 384).
-            self.slots(np.arange(n))
+            self._fill(slice(None), 1)
+            self._slot[:] = range(1, n + 1)  # (``np.arange`` releases the GIL)
+            self._used = 1 + n
 
     def slots(self, picks: NDArray[np.int64] | list[int]) -> NDArray[np.intp]:
         """Slots of ``picks`` (computing the columns of items not stored yet)."""
@@ -278,10 +290,21 @@ class PickColumns:
             grown = np.empty((2 * stop, self.columns.shape[1]), dtype=self.columns.dtype)
             grown[:start] = self.columns[:start]
             self.columns = grown
-        vec = self._prep.vectors
-        unit = vec[missing] * self._inv[missing][:, None]
-        np.multiply(product_with_rows(vec, unit).T, self._inv, out=self.columns[start:stop])
-        self._slot[missing] = np.arange(start, stop)
+        self._fill(missing, start)
+        self._slot[missing] = range(start, stop)  # (``np.arange`` releases the GIL)
         self._used = stop
         out: NDArray[np.intp] = self._slot[idx]
         return out
+
+    def slot(self, pick: int) -> int:
+        """The slot of one candidate (:meth:`slots` of ``[pick]``)."""
+        found = int(self._slot[pick])
+        return found if found else int(self.slots([pick])[0])
+
+    def _fill(self, items: NDArray[np.intp] | slice, start: int) -> None:
+        """Write the columns of candidates ``items`` (a slice: those rows, without a gather) into
+        the slots from ``start`` on."""
+        vec, inv = self._prep.vectors, self._inv
+        unit = vec[items] * inv[items][:, None]
+        stop = start + unit.shape[0]
+        np.multiply(product_with_rows(vec, unit).T, inv, out=self.columns[start:stop])

@@ -1,0 +1,122 @@
+"""The tie-tolerant argmax of one row and gMMR's small-pool columns without the numpy calls that
+release the GIL (issue 35: under 16 concurrent callers every release can hand the GIL to another
+thread). ``argmax`` releases it on every call whatever the size, so the one-row paths must give
+``argmax``'s answers without calling it: checked against the rule written out with ``argmax``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from diverse_core import select, sweep
+from diverse_core.methods._common import TIE_RTOL, PickColumns, argmax_first, argmax_rows
+from diverse_core.validation import prepare_inputs
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+
+class _NoArgmax(np.ndarray):
+    """An array whose ``argmax`` fails (views and results of ufuncs keep the subclass)."""
+
+    def argmax(self, *args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("argmax was called (it releases the GIL)")
+
+
+def _plain_first(values: np.ndarray, rtol: float) -> int:
+    """The rule: the lowest index within ``rtol * max(1, |max|)`` of the maximum, via ``argmax``."""
+    i = int(np.asarray(values).argmax())
+    top = float(values[i])
+    floor = top - rtol * max(1.0, abs(top))
+    return int((np.asarray(values) >= floor).argmax())
+
+
+VALUES = st.lists(
+    st.one_of(st.floats(-3.0, 3.0), st.sampled_from([0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 1.0 + 1e-13])),
+    min_size=1, max_size=40,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(VALUES, st.sampled_from([np.float64, np.float32]), st.sampled_from([TIE_RTOL, 1e-6, 0.0]))
+def test_argmax_first_is_the_rule(values: list[float], dtype: type, rtol: float) -> None:
+    x = np.array(values, dtype=dtype)
+    assert argmax_first(x, rtol) == _plain_first(x, rtol)
+
+
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # inf - inf in the tie floor
+@settings(max_examples=300, deadline=None)
+@given(VALUES, st.sampled_from([TIE_RTOL, 1e-6]))
+def test_argmax_rows_of_one_row_is_the_rule(values: list[float], rtol: float) -> None:
+    x = np.array([values])
+    got = argmax_rows(x, rtol, np.empty(x.shape, dtype=bool))
+    assert got.dtype == np.int64 and got.tolist() == [_plain_first(x[0], rtol)]
+
+
+def test_known_ties_and_edges() -> None:
+    assert argmax_first(np.array([0.5, 1.0, 1.0 - 1e-14, 1.0])) == 1
+    assert argmax_first(np.array([1.0 - 1e-14, 1.0])) == 0  # within the tolerance: the lower index
+    assert argmax_first(np.array([-np.inf, -np.inf])) == 0
+    assert argmax_first(np.array([0.1, np.nan, 0.3])) == 0  # as argmax of the comparison gives
+    assert argmax_rows(np.array([[-np.inf, 2.0, 2.0]])).tolist() == [1]
+    assert argmax_rows(np.array([[0.0, 2.0, 1.0], [3.0, 0.0, 3.0]])).tolist() == [1, 0]
+
+
+def test_one_row_paths_never_call_argmax() -> None:
+    x = np.array([0.2, 0.9, 0.9, -1.0]).view(_NoArgmax)
+    assert argmax_first(x) == 1
+    assert argmax_rows(x[None, :]).tolist() == [1]
+    with pytest.raises(AssertionError, match="argmax was called"):
+        argmax_rows(np.stack([x, x]).view(_NoArgmax))  # several rows keep one argmax
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [2, 20, 50, 64, 65, 120])
+def test_pick_columns_hold_every_cosine(n: int, dtype: type) -> None:
+    rng = np.random.default_rng(n)
+    cand = rng.normal(size=(n, 384)).astype(dtype)
+    prep = prepare_inputs(rng.normal(size=384), cand, k=5)
+    store = PickColumns(prep, capacity=4)
+    picks = np.array([3 % n, 0, (7 * n) // 9, 3 % n])
+    cols = store.columns[store.slots(picks)].astype(np.float64)
+    unit = cand.astype(np.float64) / np.linalg.norm(cand.astype(np.float64), axis=1, keepdims=True)
+    np.testing.assert_allclose(cols, unit[picks] @ unit.T, atol=1e-5 if dtype == np.float32 else 1e-12)
+    assert store.columns[PickColumns.NONE].tolist() == [0.0] * n
+
+
+def _pool(seed: int, n: int, d: int, kind: int, dtype: type) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, d))
+    if kind == 1:  # antipodal pairs: the picks' centroid cancels out (the exact-norm path)
+        x[1::2] = -x[0::2][: n // 2]
+    elif kind == 2:  # repeated rows and integer values: ties
+        x = np.round(x)
+        x[rng.integers(n, size=n // 2)] = x[0]
+        x[np.all(x == 0, axis=1)] = 1.0
+    return rng.normal(size=d).astype(dtype), x.astype(dtype)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.integers(0, 2**16), st.sampled_from([1, 2, 3, 7, 20, 50, 64, 65, 130]), st.sampled_from([2, 8, 384]),
+    st.integers(0, 2), st.sampled_from([np.float32, np.float64]),
+    st.sampled_from([0.0, 0.3, 0.5, 0.999, 1.0]), st.integers(1, 12),
+)
+def test_gmmr_select_is_its_sweeps_row_bit_for_bit(
+    seed: int, n: int, d: int, kind: int, dtype: type, lam: float, k: int
+) -> None:
+    """``select`` runs its own one-value loop; it must give the batched sweep's row exactly."""
+    q, c = _pool(seed, n, d, kind, dtype)
+    one = select("gmmr", q, c, k, lambda_mult=lam)
+    swept = sweep("gmmr", q, c, k, values=[0.7, lam])
+    assert one.indices.tolist() == swept.indices[1].tolist()
+    assert one.scores.tobytes() == swept.scores[1].tobytes()
+
+
+def test_gmmr_select_known_answer() -> None:
+    q = np.array([1.0, 0.0])
+    c = np.array([[1.0, 0.0], [1.0, 0.0], [0.6, 0.8], [-1.0, 0.0]])
+    sel = select("gmmr", q, c, 3, lambda_mult=0.5)
+    assert sel.indices.tolist() == [0, 2, 1]  # the duplicate beats the opposite row on relevance
+    # second pick: 0.5 * 0.6 + 0.5 * |c_2 - c_0| = 0.3 + 0.5 * sqrt(0.8)
+    assert sel.scores[1] == pytest.approx(0.3 + 0.5 * np.sqrt(0.8), abs=1e-12)
