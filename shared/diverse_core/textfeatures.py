@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import re
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from itertools import repeat
 from operator import attrgetter, is_
+from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -46,6 +47,7 @@ __all__ = [
     "STOPWORDS",
     "TERM",
     "TITLE",
+    "Lineup",
     "PoolWords",
     "TextFacts",
     "TextFactsCache",
@@ -111,6 +113,11 @@ def split_title(text: str) -> tuple[str, str]:
 
 IntArray = NDArray[np.int64]
 
+#: Most display names whose word ids a :class:`TextFactsCache` keeps (then it starts them over).
+_SHOWN_MAX = 65_536
+
+_MISSING = object()
+
 #: Marks a source key in a :class:`TextFactsCache` vocabulary (no word holds a NUL).
 _KEY_MARK = "\x00"
 
@@ -140,6 +147,10 @@ class TextFacts:
         marks: each distinct id once, as ``id * 16 + bits``: one bit of :data:`MARK_BITS` per kind the
             word has here (what the learned selector's pair view lines up); ``None`` until a reader asks
             for them (``get_many(..., marks=True)``).
+        lineup: what the pair view stacks of this text, as raw bytes so that a query joins its
+            candidates' with one ``b"".join`` per part (no array call per text): its name ids, title ids
+            and distinct word ids (native ``int64``) and each distinct word's kind bits (``uint8``; the
+            ``marks`` split); ``None`` with ``marks``.
     """
 
     terms: frozenset[str]
@@ -155,6 +166,7 @@ class TextFacts:
     codes: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), compare=False, repr=False)
     key: int = field(default=-1, compare=False, repr=False)
     marks: IntArray | None = field(default=None, compare=False, repr=False)
+    lineup: Lineup | None = field(default=None, compare=False, repr=False)
 
 
 def read_text(text: str) -> TextFacts:
@@ -165,6 +177,36 @@ def read_text(text: str) -> TextFacts:
         return TextFacts(frozenset(terms), frozenset(names), "", frozenset(), frozenset(terms))
     return TextFacts(frozenset(terms), frozenset(names), title, frozenset(content_terms(title)),
                      frozenset(content_terms(body)))
+
+
+class Lineup(NamedTuple):
+    """One text's :attr:`TextFacts.lineup` (raw native bytes; a tuple, so ``zip(*lineups)`` gives each part's list).
+
+    Attributes:
+        names: its name ids (``int64``).
+        titles: its title word ids (``int64``).
+        words: its distinct word ids (``int64``; the ids of :attr:`TextFacts.marks`).
+        bits: each distinct word's kind bits (``uint8``; the bits of :attr:`TextFacts.marks`).
+        sizes: how many names, title words and distinct words it has (three ``int64``).
+        key: its source key (one ``int64``, -1 without a prefix title).
+    """
+
+    names: bytes
+    titles: bytes
+    words: bytes
+    bits: bytes
+    sizes: bytes
+    key: bytes
+
+
+def _mark_fields(f: TextFacts, marks: IntArray | None) -> dict[str, IntArray | Lineup | None]:
+    """The :class:`TextFacts` fields that come with the marks of ``f`` (``marks``, ``lineup``)."""
+    if marks is None:
+        return {"marks": None, "lineup": None}
+    sizes = np.array([f.name_ids.shape[0], f.title_ids.shape[0], marks.shape[0]], dtype=np.int64)
+    return {"marks": marks, "lineup": Lineup(f.name_ids.tobytes(), f.title_ids.tobytes(), (marks >> 4).tobytes(),
+                                             (marks & 15).astype(np.uint8).tobytes(), sizes.tobytes(),
+                                             np.array([f.key], dtype=np.int64).tobytes())}
 
 
 class TextFactsCache:
@@ -196,6 +238,9 @@ class TextFactsCache:
         self._vocab: dict[str, int] = {}
         self._words: list[str] = []
         self._generation = 0
+        self._id_bound = 0
+        self._shown: dict[str | None, bytes | None] = {}
+        self._reset_shown()
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
@@ -210,10 +255,16 @@ class TextFactsCache:
             if w not in vocab:
                 vocab[w] = len(spelled)
                 spelled.append(w)
+        self._id_bound = max(self._id_bound, len(spelled))
         return sorted(vocab[w] for w in words)
 
     def _ids(self, words: frozenset[str]) -> IntArray:
         return np.array(self._id_list(words), dtype=np.int64)
+
+    @property
+    def id_bound(self) -> int:
+        """A bound on every word id this cache has handed out, in any generation (the largest vocabulary yet)."""
+        return self._id_bound
 
     def words_of(self, ids: IntArray, generation: int) -> list[str]:
         """The words of ``ids`` (of ``generation``; ``""`` for ids of another generation)."""
@@ -238,8 +289,9 @@ class TextFactsCache:
         for (f, flat, sizes, key_id), code, mark in zip(parts, codes, word_marks(codes) if marks else [None] * len(codes),
                                                         strict=True):
             a, b, c = sizes[0], sizes[0] + sizes[1], sizes[0] + sizes[1] + sizes[2]
-            out.append(TextFacts(f.terms, f.names, f.prefix_title, f.title_terms, f.body_terms, flat[:a], flat[a:b],
-                                 flat[b:c], flat[c:], self._generation, code, key_id, mark))
+            read = TextFacts(f.terms, f.names, f.prefix_title, f.title_terms, f.body_terms, flat[:a], flat[a:b],
+                             flat[b:c], flat[c:], self._generation, code, key_id)
+            out.append(replace(read, **_mark_fields(read, mark)) if mark is not None else read)
         return out
 
     def get(self, text: str) -> TextFacts:
@@ -254,8 +306,7 @@ class TextFactsCache:
             to_end = data.move_to_end
             # the warm path: every text seen before (with its marks, if asked): no per-text test in Python
             if all(out) and not (marks and any(map(is_, map(_MARKS, out), repeat(None)))):
-                for t in texts:
-                    to_end(t)
+                deque(map(to_end, texts), maxlen=0)  # each one most recent, in order (no Python loop)
                 self.hits += len(out)
                 return out  # type: ignore[return-value]
             for t, f in zip(texts, out, strict=True):
@@ -266,6 +317,7 @@ class TextFactsCache:
         with self._lock:
             self.misses += len(missing)
             if len(self._vocab) > self.max_words:  # start over: every id handed out so far is stale
+                self._reset_shown()
                 self._vocab.clear()
                 self._words.clear()
                 self._data.clear()
@@ -277,8 +329,8 @@ class TextFactsCache:
             elif marks:  # read before without marks: add them
                 bare = {t: f for t, f in zip(texts, out, strict=True) if f is not None and f.marks is None}
                 found = word_marks([f.codes for f in bare.values()])
-                numbered.update(zip(bare, (replace(f, marks=m) for f, m in zip(bare.values(), found, strict=True)),
-                                    strict=True))
+                numbered.update(zip(bare, (replace(f, **_mark_fields(f, m))
+                                           for f, m in zip(bare.values(), found, strict=True)), strict=True))
             for t, f in numbered.items():
                 if self.maxsize:
                     self._data[t] = f
@@ -301,10 +353,37 @@ class TextFactsCache:
                 return None
             return self._ids(words)
 
+    def title_ids(self, names: Sequence[str | None], generation: int) -> list[bytes | None]:
+        """The sorted ids of each display name's content words as :attr:`Lineup.titles` bytes (``None``: no name).
+
+        ``None`` or ``""``: no name.
+
+        New words are numbered; each name's ids are kept (a bounded dictionary, emptied with the
+        vocabulary), so names seen before cost one lookup. Every name gets no ids when
+        ``generation`` is no longer current.
+        """
+        with self._lock:
+            if generation != self._generation:
+                return [b"" if nm else None for nm in names]
+            known = self._shown
+            out: list[object] = list(map(known.get, names, repeat(_MISSING)))  # type: ignore[arg-type]
+            if any(map(is_, out, repeat(_MISSING))):
+                if len(known) > _SHOWN_MAX:
+                    self._reset_shown()
+                for i, nm in enumerate(names):
+                    if out[i] is _MISSING:
+                        out[i] = known[nm] = self._ids(frozenset(content_terms(nm))).tobytes() if nm else None
+            return out  # type: ignore[return-value]
+
+    def _reset_shown(self) -> None:
+        self._shown.clear()
+        self._shown.update({None: None, "": None})
+
     def clear(self) -> None:
         """Forget every text and word and reset the counters."""
         with self._lock:
             self._data.clear()
+            self._reset_shown()
             self._vocab.clear()
             self._words.clear()
             self._generation += 1
