@@ -116,8 +116,6 @@ IntArray = NDArray[np.int64]
 #: Most display names whose word ids a :class:`TextFactsCache` keeps (then it starts them over).
 _SHOWN_MAX = 65_536
 
-_MISSING = object()
-
 #: Marks a source key in a :class:`TextFactsCache` vocabulary (no word holds a NUL).
 _KEY_MARK = "\x00"
 
@@ -239,8 +237,7 @@ class TextFactsCache:
         self._words: list[str] = []
         self._generation = 0
         self._id_bound = 0
-        self._shown: dict[str | None, bytes | None] = {}
-        self._reset_shown()
+        self._shown: dict[str, bytes] = {}
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
@@ -317,7 +314,7 @@ class TextFactsCache:
         with self._lock:
             self.misses += len(missing)
             if len(self._vocab) > self.max_words:  # start over: every id handed out so far is stale
-                self._reset_shown()
+                self._shown.clear()
                 self._vocab.clear()
                 self._words.clear()
                 self._data.clear()
@@ -353,37 +350,31 @@ class TextFactsCache:
                 return None
             return self._ids(words)
 
-    def title_ids(self, names: Sequence[str | None], generation: int) -> list[bytes | None]:
-        """The sorted ids of each display name's content words as :attr:`Lineup.titles` bytes (``None``: no name).
+    def title_words(self, names: Sequence[str | None], own: Sequence[bytes], generation: int) -> list[bytes]:
+        """Each candidate's title word ids as :attr:`Lineup.titles` bytes: its display name's content words,
+        or ``own`` (its text's) where it has no name (``None`` or ``""``).
 
-        ``None`` or ``""``: no name.
-
-        New words are numbered; each name's ids are kept (a bounded dictionary, emptied with the
-        vocabulary), so names seen before cost one lookup. Every name gets no ids when
-        ``generation`` is no longer current.
+        New words are numbered, and each name's ids are kept (a bounded dictionary, emptied with the
+        vocabulary), so names seen before cost one lookup. A name gets no ids when ``generation`` is
+        no longer current.
         """
         with self._lock:
             if generation != self._generation:
-                return [b"" if nm else None for nm in names]
+                return [b"" if nm else ids for nm, ids in zip(names, own, strict=True)]
             known = self._shown
-            out: list[object] = list(map(known.get, names, repeat(_MISSING)))  # type: ignore[arg-type]
-            if any(map(is_, out, repeat(_MISSING))):
+            if not all(map(known.__contains__, filter(None, names))):
                 if len(known) > _SHOWN_MAX:
-                    self._reset_shown()
-                for i, nm in enumerate(names):
-                    if out[i] is _MISSING:
-                        out[i] = known[nm] = self._ids(frozenset(content_terms(nm))).tobytes() if nm else None
-            return out  # type: ignore[return-value]
-
-    def _reset_shown(self) -> None:
-        self._shown.clear()
-        self._shown.update({None: None, "": None})
+                    known.clear()
+                for nm in filter(None, names):
+                    if nm not in known:
+                        known[nm] = self._ids(frozenset(content_terms(nm))).tobytes()
+            return list(map(known.get, names, own))  # no name (None, ""): not a key, so its own title
 
     def clear(self) -> None:
         """Forget every text and word and reset the counters."""
         with self._lock:
             self._data.clear()
-            self._reset_shown()
+            self._shown.clear()
             self._vocab.clear()
             self._words.clear()
             self._generation += 1

@@ -19,9 +19,9 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, partial
 from itertools import count
 from operator import attrgetter
 from typing import Any, NamedTuple
@@ -145,7 +145,8 @@ class _Pool(NamedTuple):
     keys: IntArray  # source key per candidate
 
     @classmethod
-    def stack(cls, facts: Sequence[TextFacts], shown: list[bytes | None] | None) -> _Pool:
+    def stack(cls, facts: Sequence[TextFacts], shown: Callable[[Sequence[bytes]], list[bytes]] | None) -> _Pool:
+        """The pool of ``facts`` (``shown``: their own title words -> the display names' where given)."""
         n = len(facts)
         if not n:
             empty = np.zeros(0, dtype=np.int64)
@@ -153,7 +154,7 @@ class _Pool(NamedTuple):
         names, titles, words, bits, sizes, keys = zip(*list(map(_LINEUP, facts)))  # noqa: B905 (all of six parts)
         count = np.frombuffer(b"".join(sizes), dtype=np.int64).reshape(n, 3).T.reshape(-1)  # names, titles, words
         if shown is not None:  # display names replace the title words
-            titles = tuple(own if ids is None else ids for own, ids in zip(titles, shown, strict=True))
+            titles = shown(titles)
             count = count.copy()  # (a view of the cached bytes for one candidate)
             count[n : 2 * n] = np.fromiter(map(len, titles), dtype=np.int64, count=n) >> 3  # 8 bytes an id
         parts = b"".join(names), b"".join(titles), b"".join(words)
@@ -200,15 +201,15 @@ def _names(mark: NDArray[np.int32], pool: _Pool, q_terms: IntArray) -> tuple[NDA
         col, q_col = mark[names], mark[q_terms]
     finally:
         mark[names] = 0
-    q_col = q_col[q_col > 0]  # the question's terms among the names: not counted
     held = np.bincount(col, minlength=m + 1)
-    held[q_col] = 0
+    held[q_col] = 0  # the question's terms among the names are not counted (slot 0: no name, no entry)
     cols = np.flatnonzero(held)
     table = _zeros((m + 1, n), np.uint8)
     table.reshape(-1)[col * n + pool.name_rows] = 1
     totals = (pool.name_sizes - table.take(q_col, axis=0).sum(axis=0, dtype=np.int64)).astype(np.float64)
     other = table.take(cols, axis=0).view(np.bool_).T if cols.shape[0] else np.zeros((n, 1), dtype=np.bool_)
-    return other, totals, table.take(cols[held[cols] >= 2], axis=0).astype(np.float32).T
+    shared = table.take(cols[held[cols] >= 2], axis=0).astype(np.float32)  # (names held twice or more, n)
+    return other, totals, shared
 
 
 def _source_ids(keys: IntArray, src: list[object] | None) -> IntArray:
@@ -227,13 +228,14 @@ def _source_ids(keys: IntArray, src: list[object] | None) -> IntArray:
     return ids
 
 
-def _display_titles(shown: list[object] | None, cache: TextFactsCache, generation: int) -> list[bytes | None] | None:
-    """Each display name's word ids (``None``: the text's own title), checked."""
+def _display_titles(shown: list[object] | None, cache: TextFactsCache,
+                    generation: int) -> Callable[[Sequence[bytes]], list[bytes]] | None:
+    """The display names' title words in place of the texts' own (``None``: no names given), checked."""
     if shown is None:
         return None
     if not set(map(type, shown)) <= _NAME_TYPES and not all(x is None or isinstance(x, str) for x in shown):
         raise InvalidParameterError("names must hold strings (or None), one per candidate")
-    return cache.title_ids(shown, generation)  # type: ignore[arg-type]
+    return partial(cache.title_words, shown, generation=generation)  # type: ignore[arg-type]
 
 
 def pair_view(question: str, texts: Sequence[str], sources: Sequence[object] | None = None,
@@ -278,16 +280,18 @@ def pair_view(question: str, texts: Sequence[str], sources: Sequence[object] | N
     # a question word or name counts when the text holds the word as a term (capitalised or not)
     both = (held[:, q_col] & _TERM) != 0
     # share of j's title words that i's body holds; entries _BODY instead of 1: counts scaled by a power of two
-    body, titled = _zeros((n, width), np.float32), _zeros((n, width), np.float32)
+    # (the right factor is built transposed: a product of two row-major matrices takes the quicker path)
+    body, titled = _zeros((n, width), np.float32), _zeros((width, n), np.float32)
     body.reshape(-1)[at] = bits & _BODY
-    titled.reshape(-1)[pool.title_rows * width + title_col] = float(_BODY)
-    title_in = np.divide(body @ titled.T, (np.maximum(pool.title_sizes, 1) * float(_BODY * _BODY))[None, :])
+    titled.reshape(-1)[title_col * n + pool.title_rows] = float(_BODY)
+    title_in = np.divide(body @ titled, (np.maximum(pool.title_sizes, 1) * float(_BODY * _BODY))[None, :])
     # names two candidates share: only names held by two or more count off the diagonal (0/1 products: exact)
-    shared = shared_names @ shared_names.T
+    columns = np.ascontiguousarray(shared_names.T)
+    shared = columns @ shared_names
     shared.flat[:: n + 1] = totals
     tid = _source_ids(pool.keys, src)
     view = TextView(terms, q_names, both[:, : len(terms)], both[:, name_cols], other)
     most = int(totals.max()) + 1 if n else 1  # no pair shares more names than either of them mentions
     # a gather by take, mode "clip" (every count is within the table: nothing is clipped; no bounds pass)
     log_pairs = _log1p_of_counts(1 << (most - 1).bit_length()).take(shared.astype(np.intp), mode="clip")
-    return PairView(view, tid[:, None] == tid[None, :], title_in, log_pairs, SharedNames(shared_names, totals, log_pairs))
+    return PairView(view, tid[:, None] == tid[None, :], title_in, log_pairs, SharedNames(columns, totals, log_pairs))
