@@ -86,13 +86,13 @@ def _check_per_candidate(values: Sequence[object] | None, n: int, what: str) -> 
 
 
 #: Positions 1, 2, ... (a view of the first m for m below its size).
-_POSITIONS = np.arange(1, 1 << 15, dtype=np.int32)
+_POSITIONS = np.arange(1, 1 << 15, dtype=np.int64)
 _POSITIONS.flags.writeable = False
 
 
-def _positions(start: int, stop: int) -> NDArray[np.int32]:
+def _positions(start: int, stop: int) -> IntArray:
     """``start + 1 .. stop`` (a view where it can)."""
-    return _POSITIONS[start:stop] if stop < _POSITIONS.shape[0] else np.arange(start + 1, stop + 1, dtype=np.int32)
+    return _POSITIONS[start:stop] if stop < _POSITIONS.shape[0] else np.arange(start + 1, stop + 1, dtype=np.int64)
 
 
 _LINEUP, _TITLES = attrgetter("lineup"), attrgetter("lineup.titles")
@@ -167,8 +167,7 @@ class _Pool(NamedTuple):
                    np.frombuffer(b"".join(keys), dtype=np.int64))
 
 
-def _word_slots(mark: NDArray[np.int32], pool: _Pool, q_ids: IntArray) -> tuple[int, NDArray[np.int32],
-                                                                                NDArray[np.int32], NDArray[np.int32]]:
+def _word_slots(mark: IntArray, pool: _Pool, q_ids: IntArray) -> tuple[int, IntArray, IntArray, IntArray]:
     """``(D, title word slots, question word slots, word slots)``: marker slots ``1 .. D`` for the
     distinct words among the pool's title words and the question's words.
 
@@ -188,7 +187,7 @@ def _word_slots(mark: NDArray[np.int32], pool: _Pool, q_ids: IntArray) -> tuple[
     return won.shape[0], col[:t], col[t:], slot
 
 
-def _names(mark: NDArray[np.int32], pool: _Pool, q_terms: IntArray) -> tuple[NDArray[np.bool_], FloatArray,
+def _names(mark: IntArray, pool: _Pool, q_terms: IntArray) -> tuple[NDArray[np.bool_], FloatArray,
                                                                             NDArray[np.float32]]:
     """``(other names, totals, shared)``: the names outside the question's terms (see :class:`PairView`).
 
@@ -206,7 +205,7 @@ def _names(mark: NDArray[np.int32], pool: _Pool, q_terms: IntArray) -> tuple[NDA
     cols = np.flatnonzero(held)
     table = _zeros((m + 1, n), np.uint8)
     table.reshape(-1)[col * n + pool.name_rows] = 1
-    totals = (pool.name_sizes - table.take(q_col, axis=0).sum(axis=0, dtype=np.int64)).astype(np.float64)
+    totals = (pool.name_sizes - table[q_col].sum(axis=0, dtype=np.int64)).astype(np.float64)
     other = table.take(cols, axis=0).view(np.bool_).T if cols.shape[0] else np.zeros((n, 1), dtype=np.bool_)
     shared = table.take(cols[held[cols] >= 2], axis=0).astype(np.float32)  # (names held twice or more, n)
     return other, totals, shared
@@ -271,22 +270,24 @@ def pair_view(question: str, texts: Sequence[str], sources: Sequence[object] | N
     mark = marker_array(cache.id_bound + 2)  # read after every id in use was handed out; the last slot: id -1
     d, title_col, q_col, slot = _word_slots(mark, pool, q_ids)
     other, totals, shared_names = _names(mark, pool, q_ids[: len(terms)])
-    # every hit's kind bits in an (n, slots) table: slot 0 (no word) stays empty
-    width = d + 1
+    # the few candidate words that are title or question words (slot 0: neither)
+    width, size = d + 1, q_col.shape[0]
     hit = np.flatnonzero(slot)
-    at, bits = pool.word_rows[hit] * width + slot[hit], pool.bits[hit]
-    held = _zeros((n, width), np.uint8)
-    held.reshape(-1)[at] = bits
+    col, rows, bits = slot[hit], pool.word_rows[hit], pool.bits[hit]
     # a question word or name counts when the text holds the word as a term (capitalised or not)
-    both = (held[:, q_col] & _TERM) != 0
+    word = np.full(width, -1, dtype=np.int64)  # slot -> the question's word there
+    word[q_col] = _positions(0, size) - 1
+    term = np.flatnonzero(((bits & _TERM) != 0) & (word[col] >= 0))
+    both = _zeros((n, size), np.bool_)
+    both.reshape(-1)[rows[term] * size + word[col[term]]] = True
     # share of j's title words that i's body holds; entries _BODY instead of 1: counts scaled by a power of two
     # (the right factor is built transposed: a product of two row-major matrices takes the quicker path)
     body, titled = _zeros((n, width), np.float32), _zeros((width, n), np.float32)
-    body.reshape(-1)[at] = bits & _BODY
+    body.reshape(-1)[rows * width + col] = (bits & _BODY).astype(np.float32)
     titled.reshape(-1)[title_col * n + pool.title_rows] = float(_BODY)
     title_in = np.divide(body @ titled, (np.maximum(pool.title_sizes, 1) * float(_BODY * _BODY))[None, :])
     # names two candidates share: only names held by two or more count off the diagonal (0/1 products: exact)
-    columns = np.ascontiguousarray(shared_names.T)
+    columns = shared_names.T  # (n, names held twice or more): a view
     shared = columns @ shared_names
     shared.flat[:: n + 1] = totals
     tid = _source_ids(pool.keys, src)
