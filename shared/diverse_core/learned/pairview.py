@@ -1,13 +1,15 @@
 """The text pair matrices of one query (:func:`pair_view`), built from the cached facts of its texts.
 
-Every candidate text is read once per process (:class:`~diverse_core.textfeatures.TextFactsCache`);
-what is left per query is to line the candidates' word ids up against each other. Each text
-brings its words once, each with a bit per kind (:attr:`~diverse_core.textfeatures.TextFacts.marks`:
-term, name, title word, body word); one scatter and one gather through a marker array indexed
-by word id give every word of the pool a column (no sort), and one scatter fills an ``(n, m + 1)``
-table of kind bits (column 0 stays empty: where a question word no candidate holds points).
-Every matrix of the view is a column selection of that table, and the pair counts are products
-of 0/1 matrices (exact integers).
+Every candidate text is read once per process (:class:`~diverse_core.textfeatures.TextFactsCache`),
+which keeps its :class:`~diverse_core.textfeatures.Lineup`: its name ids, title word ids and distinct
+word ids (with their kind bits) as raw bytes, so a query stacks its candidates with one ``b"".join``
+per part. Only three word groups matter between candidates, and each is lined up on its own through
+a marker array indexed by word id (no sort, no table over every word of the pool): the title words
+and the question's words get slots, one gather over the candidates' distinct words finds the few
+that are either (body words under a title word, terms among the question's words), and the names
+fill a (name, candidate) table. The pair counts are products of 0/1 matrices (exact integers).
+Arrays of a few hundred entries and int64 indices keep most steps from letting go of the GIL,
+which under many callers costs a switch each time.
 
 Example:
     >>> pv = pair_view("Who wrote Dune?", ["Dune: a novel by Frank Herbert.", "Herbert: he wrote Dune."])
@@ -151,10 +153,10 @@ class _Pool(NamedTuple):
         if not n:
             empty = np.zeros(0, dtype=np.int64)
             return cls(empty, empty, empty, empty, empty, empty, np.zeros(0, dtype=np.uint8), empty, empty, empty)
-        names, titles, words, bits, sizes, keys = zip(*list(map(_LINEUP, facts)))  # noqa: B905 (all of six parts)
+        names, own, words, bits, sizes, keys = zip(*list(map(_LINEUP, facts)))  # noqa: B905 (all of six parts)
         count = np.frombuffer(b"".join(sizes), dtype=np.int64).reshape(n, 3).T.reshape(-1)  # names, titles, words
-        if shown is not None:  # display names replace the title words
-            titles = shown(titles)
+        titles = own if shown is None else shown(own)  # display names replace the title words
+        if shown is not None:
             count = count.copy()  # (a view of the cached bytes for one candidate)
             count[n : 2 * n] = np.fromiter(map(len, titles), dtype=np.int64, count=n) >> 3  # 8 bytes an id
         parts = b"".join(names), b"".join(titles), b"".join(words)
@@ -205,7 +207,9 @@ def _names(mark: IntArray, pool: _Pool, q_terms: IntArray) -> tuple[NDArray[np.b
     cols = np.flatnonzero(held)
     table = _zeros((m + 1, n), np.uint8)
     table.reshape(-1)[col * n + pool.name_rows] = 1
-    totals = (pool.name_sizes - table[q_col].sum(axis=0, dtype=np.int64)).astype(np.float64)
+    q_col = q_col[q_col > 0]  # the question's terms among the names: their entries are no names here
+    totals = np.subtract(pool.name_sizes, table[q_col].sum(axis=0, dtype=np.int64) if q_col.shape[0] else 0,
+                         dtype=np.float64)
     other = table.take(cols, axis=0).view(np.bool_).T if cols.shape[0] else np.zeros((n, 1), dtype=np.bool_)
     shared = table.take(cols[held[cols] >= 2], axis=0).astype(np.float32)  # (names held twice or more, n)
     return other, totals, shared
