@@ -19,8 +19,7 @@ import threading
 from collections import OrderedDict, deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from itertools import repeat
-from operator import attrgetter, is_
+from operator import attrgetter
 from typing import NamedTuple
 
 import numpy as np
@@ -222,7 +221,7 @@ class TextFactsCache:
             out: list[TextFacts | None] = list(map(data.get, texts))
             to_end = data.move_to_end
             # the warm path: every text seen before (with its marks, if asked): no per-text test in Python
-            if all(out) and not (marks and any(map(is_, map(_MARKS, out), repeat(None)))):
+            if all(out) and (not marks or all(map(_LINEUP, out))):  # a Lineup is a non-empty tuple
                 deque(map(to_end, texts), maxlen=0)  # each one most recent, in order (no Python loop)
                 self.hits += len(out)
                 return out  # type: ignore[return-value]
@@ -303,7 +302,7 @@ class TextFactsCache:
             self.misses = 0
 
 
-_MARKS = attrgetter("marks")
+_LINEUP = attrgetter("lineup")
 _FACTS = TextFactsCache()
 
 

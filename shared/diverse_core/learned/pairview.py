@@ -87,18 +87,22 @@ def _check_per_candidate(values: Sequence[object] | None, n: int, what: str) -> 
     return out
 
 
-#: Positions 1, 2, ... (a view of the first m for m below its size).
-_POSITIONS = np.arange(1, 1 << 15, dtype=np.int64)
+#: 0, 1, 2, ...: positions (views of it for pools below its size).
+_POSITIONS = np.arange(0, 1 << 15, dtype=np.int64)
 _POSITIONS.flags.writeable = False
 
 
 def _positions(start: int, stop: int) -> IntArray:
-    """``start + 1 .. stop`` (a view where it can)."""
-    return _POSITIONS[start:stop] if stop < _POSITIONS.shape[0] else np.arange(start + 1, stop + 1, dtype=np.int64)
+    """``start + 1 .. stop`` (a view where it can; ``start`` >= -1)."""
+    if stop < _POSITIONS.shape[0]:
+        return _POSITIONS[start + 1 : stop + 1]
+    return np.arange(start + 1, stop + 1, dtype=np.int64)
 
 
 _LINEUP, _TITLES = attrgetter("lineup"), attrgetter("lineup.titles")
 _TERM, _NAME, _TITLE, _BODY = (MARK_BITS[kind] for kind in (TERM, NAME, TITLE, BODY))
+_BODY_SHIFT = _BODY.bit_length() - 1  # the body bit is the top one: ``bits >> _BODY_SHIFT`` is 0 or 1
+assert max(MARK_BITS) == _BODY == 1 << _BODY_SHIFT
 _NAME_TYPES = frozenset({str, type(None)})
 
 
@@ -279,17 +283,18 @@ def pair_view(question: str, texts: Sequence[str], sources: Sequence[object] | N
     hit = np.flatnonzero(slot)
     col, rows, bits = slot[hit], pool.word_rows[hit], pool.bits[hit]
     # a question word or name counts when the text holds the word as a term (capitalised or not)
-    word = np.full(width, -1, dtype=np.int64)  # slot -> the question's word there
-    word[q_col] = _positions(0, size) - 1
-    term = np.flatnonzero(((bits & _TERM) != 0) & (word[col] >= 0))
+    word = np.full(width, size, dtype=np.int64)  # slot -> the question's word there (size: none)
+    word[q_col] = _positions(-1, size - 1)
+    at = word[col]
+    term = np.flatnonzero(np.logical_and(bits & _TERM, at < size))
     both = _zeros((n, size), np.bool_)
-    both.reshape(-1)[rows[term] * size + word[col[term]]] = True
-    # share of j's title words that i's body holds; entries _BODY instead of 1: counts scaled by a power of two
+    both.reshape(-1)[rows[term] * size + at[term]] = True
+    # share of j's title words that i's body holds (0/1 products: exact counts; divided in float64)
     # (the right factor is built transposed: a product of two row-major matrices takes the quicker path)
     body, titled = _zeros((n, width), np.float32), _zeros((width, n), np.float32)
-    body.reshape(-1)[rows * width + col] = (bits & _BODY).astype(np.float32)
-    titled.reshape(-1)[title_col * n + pool.title_rows] = float(_BODY)
-    title_in = np.divide(body @ titled, (np.maximum(pool.title_sizes, 1) * float(_BODY * _BODY))[None, :])
+    body.reshape(-1)[rows * width + col] = (bits >> _BODY_SHIFT).astype(np.float32)
+    titled.reshape(-1)[title_col * n + pool.title_rows] = 1.0
+    title_in = np.divide(body @ titled, np.maximum(pool.title_sizes, 1)[None, :])
     # names two candidates share: only names held by two or more count off the diagonal (0/1 products: exact)
     columns = shared_names.T  # (n, names held twice or more): a view
     shared = columns @ shared_names
