@@ -32,7 +32,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .textcache import (
-    _FACTS,
     _KIND_BITS,
     _KINDS,
     BODY,
@@ -185,7 +184,7 @@ def view_from_facts(question: str, facts: Sequence[TextFacts], cache: TextFactsC
     callers that only sum over them, as the learned selector does). ``pool``: the facts'
     :func:`pool_words` when the caller already has it.
     """
-    cache = _FACTS if cache is None else cache
+    cache = facts_cache() if cache is None else cache
     terms, names = _question_words(question)
     pool = pool_words(facts) if pool is None else pool
     n = pool.n
