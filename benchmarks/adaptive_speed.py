@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     units = cache.embed(list(task.unit_texts))
     queries = cache.embed([r.question for r in task.records])
     inputs = question_inputs(task, units, queries, top_candidates(task, units, queries, 50), 5)
-    from diverse_core import textfeatures
+    from diverse_core import textcache, textfeatures
     from diverse_core.textfeatures import facts_cache
 
     sel = AdaptiveSelector.default()
@@ -128,18 +128,25 @@ def main(argv: list[str] | None = None) -> int:
         "adaptive, text variant, warm": adaptive_text,
         "learned, text variant, warm": learned_text,
     }
-    # The selectors read texts through the process-wide cache (textfeatures.facts_cache()); each row points it,
+    # The selectors read texts through the process-wide cache (textcache.facts_cache()); each row points it,
     # untimed, at its own cache. cold: an emptied one, so the query reads its 50 texts; warm: one that holds
     # every text of the 200 pools (read once below), as in a service whose chunks recur.
     warm_cache, cold_cache = cache, textfeatures.TextFactsCache()
 
     def use(c: textfeatures.TextFactsCache) -> None:
-        textfeatures._FACTS = c
+        textcache._FACTS = c  # facts_cache() returns it: every reader of texts follows
 
     def cold_setup(_: Any) -> None:
         use(cold_cache)
         cold_cache.clear()
 
+    for row in (learned_text, adaptive_text):  # the swap must reach every reader, or "cold" is warm
+        cold_setup(None)
+        row(inputs[0])
+        if cold_cache.misses != len(set(inputs[0].texts)):
+            raise RuntimeError(f"the cold cache read {cold_cache.misses} texts for a query of "
+                               f"{len(set(inputs[0].texts))}: the cache swap does not reach {row.__name__}")
+    use(warm_cache)
     for i in inputs:
         learned_text(i), adaptive_text(i)  # noqa: B018  (every text read once into the warm cache)
     before: dict[str, Callable[[Any], object]] = {

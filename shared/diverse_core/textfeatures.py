@@ -24,20 +24,30 @@ Example:
 
 from __future__ import annotations
 
-import re
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from functools import lru_cache
-from itertools import repeat
-from operator import attrgetter, is_
 
 import numpy as np
 from numpy.typing import NDArray
 
-from .errors import InvalidParameterError
-from .textmarks import MARK_BITS, marker_array, word_marks
+from .textcache import (
+    _KIND_BITS,
+    _KINDS,
+    BODY,
+    NAME,
+    TERM,
+    TITLE,
+    IntArray,
+    Lineup,
+    TextFacts,
+    TextFactsCache,
+    facts_cache,
+    read_text,
+    text_facts,
+)
+from .textmarks import MARK_BITS, marker_array
+from .texttokens import STOPWORDS, content_terms, name_terms, split_title, terms_and_names
 
 __all__ = [
     "BODY",
@@ -46,6 +56,7 @@ __all__ = [
     "STOPWORDS",
     "TERM",
     "TITLE",
+    "Lineup",
     "PoolWords",
     "TextFacts",
     "TextFactsCache",
@@ -54,277 +65,13 @@ __all__ = [
     "facts_cache",
     "name_terms",
     "pool_words",
+    "read_text",
     "source_inputs",
     "split_title",
+    "terms_and_names",
     "text_facts",
     "text_view",
 ]
-
-#: Function words and question words left out of the question's terms.
-STOPWORDS = frozenset(
-    """a an the of in on at to for from by with and or is are was were be been being which who whom whose what
-    when where why how that this these those it its as than then did do does has have had not no yes both
-    either other between same name also his her their there one two first second after before during into
-    about over under more most many much such can could would should will may might film born person""".split()
-)
-
-_WORD = re.compile(r"[A-Za-z0-9\u00C0-\u024F][A-Za-z0-9\u00C0-\u024F'\-]*")
-
-
-def content_terms(text: str) -> set[str]:
-    """Lower-cased words of ``text`` that are not stop words (two characters or more)."""
-    return {w for w in (m.lower() for m in _WORD.findall(text)) if len(w) > 1 and w not in STOPWORDS}
-
-
-def name_terms(text: str, *, skip_first: bool = False) -> set[str]:
-    """Lower-cased capitalised words and numbers of ``text`` (``skip_first``: not its first word)."""
-    out = set()
-    for i, w in enumerate(_WORD.findall(text)):
-        if skip_first and i == 0:
-            continue
-        if (w[0].isupper() or w[0].isdigit()) and w.lower() not in STOPWORDS:
-            out.add(w.lower())
-    return out
-
-
-def terms_and_names(text: str) -> tuple[set[str], set[str]]:
-    """``(content_terms(text), name_terms(text))`` from one pass of the tokenizer."""
-    words = _WORD.findall(text)
-    lower = [w.lower() for w in words]
-    terms = {w for w in lower if len(w) > 1 and w not in STOPWORDS}
-    names = {low for w, low in zip(words, lower, strict=True) if (w[0].isupper() or w[0].isdigit()) and low not in STOPWORDS}
-    return terms, names
-
-
-def split_title(text: str) -> tuple[str, str]:
-    """``("title", "body")`` from ``"title: body"`` (title ``""`` when there is no such prefix).
-
-    Example:
-        >>> split_title("no prefix here")
-        ('', 'no prefix here')
-    """
-    head, sep, body = text.partition(": ")
-    if sep and 0 < len(head) <= 120:
-        return head, body
-    return "", text
-
-
-IntArray = NDArray[np.int64]
-
-#: Marks a source key in a :class:`TextFactsCache` vocabulary (no word holds a NUL).
-_KEY_MARK = "\x00"
-
-#: The kinds of :attr:`TextFacts.codes` (``code = id * 8 + kind``).
-TERM, NAME, TITLE, BODY = range(4)
-_KINDS = 8  # 2 ** 3: ``code >> 3`` is the id, ``code & 7`` the kind
-_KIND_BITS = _KINDS - 1
-_KIND_OF = np.arange(4, dtype=np.int64)
-
-
-@dataclass(frozen=True)
-class TextFacts:
-    """What the text-aware selectors read of one candidate text (computed once per distinct text).
-
-    Attributes:
-        terms: its content words (:func:`content_terms`).
-        names: its names: capitalised words and numbers (:func:`name_terms`).
-        prefix_title: the ``"title: "`` prefix (``""`` when there is none).
-        title_terms: the content words of that prefix.
-        body_terms: the content words of the text after that prefix.
-        term_ids, name_ids, title_ids, body_ids: the same word sets as sorted ids in the
-            vocabulary of the :class:`TextFactsCache` that read it (for array operations).
-        generation: that cache's vocabulary generation (ids of another generation are stale).
-        codes: every id above in one array, each as ``id * 8 + kind`` (:data:`TERM`, :data:`NAME`,
-            :data:`TITLE`, :data:`BODY`): a query stacks its candidates with one call.
-        key: the source key (the lower-cased prefix title, numbered like a word; -1 without one).
-        marks: each distinct id once, as ``id * 16 + bits``: one bit of :data:`MARK_BITS` per kind the
-            word has here (what the learned selector's pair view lines up); ``None`` until a reader asks
-            for them (``get_many(..., marks=True)``).
-    """
-
-    terms: frozenset[str]
-    names: frozenset[str]
-    prefix_title: str
-    title_terms: frozenset[str]
-    body_terms: frozenset[str]
-    term_ids: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), compare=False, repr=False)
-    name_ids: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), compare=False, repr=False)
-    title_ids: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), compare=False, repr=False)
-    body_ids: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), compare=False, repr=False)
-    generation: int = field(default=-1, compare=False, repr=False)
-    codes: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), compare=False, repr=False)
-    key: int = field(default=-1, compare=False, repr=False)
-    marks: IntArray | None = field(default=None, compare=False, repr=False)
-
-
-def read_text(text: str) -> TextFacts:
-    """The :class:`TextFacts` of ``text`` (word sets only, no ids; no cache)."""
-    terms, names = terms_and_names(text)
-    title, body = split_title(text)
-    if not title:
-        return TextFacts(frozenset(terms), frozenset(names), "", frozenset(), frozenset(terms))
-    return TextFacts(frozenset(terms), frozenset(names), title, frozenset(content_terms(title)),
-                     frozenset(content_terms(body)))
-
-
-class TextFactsCache:
-    """A bounded, thread-safe LRU of :class:`TextFacts` keyed by the text's content.
-
-    It also numbers every word it has read (its vocabulary), so a query's lexical view is
-    built with array operations over the candidates' word ids. The vocabulary starts over
-    (with the cache emptied) when it passes ``max_words``.
-
-    Args:
-        maxsize: most texts kept (the least recently used go first); 0 keeps none.
-        max_words: most distinct words numbered before the vocabulary starts over.
-
-    Example:
-        >>> cache = TextFactsCache(maxsize=2)
-        >>> cache.get("Dune: a novel.").prefix_title
-        'Dune'
-        >>> _ = cache.get("Dune: a novel."); cache.hits, cache.misses
-        (1, 1)
-    """
-
-    def __init__(self, maxsize: int = 100_000, max_words: int = 2_000_000) -> None:
-        for name, value in (("maxsize", maxsize), ("max_words", max_words)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise InvalidParameterError(f"{name} must be a non-negative integer; got {name}={value!r}")
-        self.maxsize = maxsize
-        self.max_words = max(max_words, 1)
-        self._data: OrderedDict[str, TextFacts] = OrderedDict()
-        self._vocab: dict[str, int] = {}
-        self._words: list[str] = []
-        self._generation = 0
-        self._lock = threading.Lock()
-        self.hits = 0
-        self.misses = 0
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    def _id_list(self, words: frozenset[str]) -> list[int]:
-        """Sorted ids of ``words``, numbering new ones (call with the lock held)."""
-        vocab, spelled = self._vocab, self._words
-        for w in words:
-            if w not in vocab:
-                vocab[w] = len(spelled)
-                spelled.append(w)
-        return sorted(vocab[w] for w in words)
-
-    def _ids(self, words: frozenset[str]) -> IntArray:
-        return np.array(self._id_list(words), dtype=np.int64)
-
-    def words_of(self, ids: IntArray, generation: int) -> list[str]:
-        """The words of ``ids`` (of ``generation``; ``""`` for ids of another generation)."""
-        with self._lock:
-            if generation != self._generation:
-                return [""] * len(ids)
-            spelled = self._words
-            return [spelled[i] for i in ids.tolist()]
-
-    def _numbered(self, facts: list[TextFacts], marks: bool) -> list[TextFacts]:
-        """``facts`` with ids in the current vocabulary, with their marks if asked (call with the lock held)."""
-        parts = []
-        for f in facts:
-            lists = [self._id_list(words) for words in (f.terms, f.names, f.title_terms, f.body_terms)]
-            key = f.prefix_title.strip().lower()
-            # the source key is numbered in the same vocabulary, marked so that it never equals a word
-            key_id = self._id_list(frozenset({_KEY_MARK + key}))[0] if key else -1
-            sizes = [len(ids) for ids in lists]
-            parts.append((f, np.array(lists[0] + lists[1] + lists[2] + lists[3], dtype=np.int64), sizes, key_id))
-        codes = [flat * _KINDS + np.repeat(_KIND_OF, sizes) for _, flat, sizes, _ in parts]
-        out = []
-        for (f, flat, sizes, key_id), code, mark in zip(parts, codes, word_marks(codes) if marks else [None] * len(codes),
-                                                        strict=True):
-            a, b, c = sizes[0], sizes[0] + sizes[1], sizes[0] + sizes[1] + sizes[2]
-            out.append(TextFacts(f.terms, f.names, f.prefix_title, f.title_terms, f.body_terms, flat[:a], flat[a:b],
-                                 flat[b:c], flat[c:], self._generation, code, key_id, mark))
-        return out
-
-    def get(self, text: str) -> TextFacts:
-        """The facts of ``text``, read once and kept while it stays among the ``maxsize`` most recent."""
-        return self.get_many([text])[0]
-
-    def get_many(self, texts: Sequence[str], *, marks: bool = False) -> list[TextFacts]:
-        """:meth:`get` of each text, in order (one vocabulary generation for all of them; ``marks``: with their marks)."""
-        with self._lock:  # every entry kept is of the current generation (a new generation empties the cache)
-            data = self._data
-            out: list[TextFacts | None] = list(map(data.get, texts))
-            to_end = data.move_to_end
-            # the warm path: every text seen before (with its marks, if asked): no per-text test in Python
-            if all(out) and not (marks and any(map(is_, map(_MARKS, out), repeat(None)))):
-                for t in texts:
-                    to_end(t)
-                self.hits += len(out)
-                return out  # type: ignore[return-value]
-            for t, f in zip(texts, out, strict=True):
-                if f is not None:
-                    to_end(t)
-            self.hits += len(out) - sum(f is None for f in out)
-        missing = {t: read_text(t) for t, f in zip(texts, out, strict=True) if f is None}  # the slow part, unlocked
-        with self._lock:
-            self.misses += len(missing)
-            if len(self._vocab) > self.max_words:  # start over: every id handed out so far is stale
-                self._vocab.clear()
-                self._words.clear()
-                self._data.clear()
-                self._generation += 1
-            numbered = dict(zip(missing, self._numbered(list(missing.values()), marks), strict=True))
-            if any(f is not None and f.generation != self._generation for f in out):  # renumber what went stale
-                stale = {t: f for t, f in zip(texts, out, strict=True) if f is not None}
-                numbered.update(zip(stale, self._numbered(list(stale.values()), marks), strict=True))
-            elif marks:  # read before without marks: add them
-                bare = {t: f for t, f in zip(texts, out, strict=True) if f is not None and f.marks is None}
-                found = word_marks([f.codes for f in bare.values()])
-                numbered.update(zip(bare, (replace(f, marks=m) for f, m in zip(bare.values(), found, strict=True)),
-                                    strict=True))
-            for t, f in numbered.items():
-                if self.maxsize:
-                    self._data[t] = f
-                    self._data.move_to_end(t)
-            while len(self._data) > self.maxsize:
-                self._data.popitem(last=False)
-            return [numbered.get(t, f) for t, f in zip(texts, out, strict=True)]  # type: ignore[misc]
-
-    def word_ids(self, words: Sequence[str], generation: int) -> IntArray:
-        """Ids of ``words`` in the vocabulary of ``generation`` (-1: never read, or another generation)."""
-        with self._lock:
-            if generation != self._generation:
-                return np.full(len(words), -1, dtype=np.int64)
-            return np.array([self._vocab.get(w, -1) for w in words], dtype=np.int64)
-
-    def number(self, words: frozenset[str], generation: int) -> IntArray | None:
-        """Ids of ``words``, numbering new ones (``None`` when ``generation`` is no longer current)."""
-        with self._lock:
-            if generation != self._generation:
-                return None
-            return self._ids(words)
-
-    def clear(self) -> None:
-        """Forget every text and word and reset the counters."""
-        with self._lock:
-            self._data.clear()
-            self._vocab.clear()
-            self._words.clear()
-            self._generation += 1
-            self.hits = 0
-            self.misses = 0
-
-
-_MARKS = attrgetter("marks")
-_FACTS = TextFactsCache()
-
-
-def facts_cache() -> TextFactsCache:
-    """The process-wide :class:`TextFactsCache` (100,000 texts) that :func:`text_facts` reads through."""
-    return _FACTS
-
-
-def text_facts(texts: Sequence[str]) -> list[TextFacts]:
-    """The :class:`TextFacts` of each text, through the process-wide cache."""
-    return _FACTS.get_many(texts)
-
 
 @dataclass(frozen=True)
 class TextView:
@@ -437,7 +184,7 @@ def view_from_facts(question: str, facts: Sequence[TextFacts], cache: TextFactsC
     callers that only sum over them, as the learned selector does). ``pool``: the facts'
     :func:`pool_words` when the caller already has it.
     """
-    cache = _FACTS if cache is None else cache
+    cache = facts_cache() if cache is None else cache
     terms, names = _question_words(question)
     pool = pool_words(facts) if pool is None else pool
     n = pool.n

@@ -58,14 +58,14 @@ def word_marks(codes: Sequence[IntArray]) -> list[IntArray]:
 _SCRATCH = threading.local()
 
 
-def marker_array(size: int) -> NDArray[np.int32]:
+def marker_array(size: int) -> IntArray:
     """This thread's all-zero marker array of at least ``size`` slots, indexed by word id.
 
     Callers mark slots, read them and set them back to zero before returning (in a ``finally``),
     so a lookup of many ids against a few costs one scatter and one gather, with no sort.
     """
-    mark: NDArray[np.int32] | None = getattr(_SCRATCH, "mark", None)
+    mark: IntArray | None = getattr(_SCRATCH, "mark", None)
     if mark is None or mark.shape[0] < size:
-        mark = np.zeros(max(size, 2 * (0 if mark is None else mark.shape[0]), 1024), dtype=np.int32)
+        mark = np.zeros(max(size, 2 * (0 if mark is None else mark.shape[0]), 1024), dtype=np.int64)
         _SCRATCH.mark = mark
     return mark

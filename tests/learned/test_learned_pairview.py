@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 from diverse_core.adaptive.candidates import candidate_features
 from diverse_core.learned import QueryState, pair_view
-from diverse_core.learned.pairview import word_columns
 from diverse_core.textfeatures import (
     BODY,
     MARK_BITS,
@@ -68,16 +67,6 @@ def test_marks_hold_each_word_once_with_a_bit_per_kind() -> None:
     assert plain.marks is not None
     assert dict(zip(cache.words_of(plain.marks >> 4, plain.generation), (plain.marks & 15).tolist(),
                     strict=True)) == {"title": term | body, "here": term | body}  # "no" is a stop word
-
-
-def test_word_columns_hand_built() -> None:
-    words = np.array([7, 3, 7, 9, 3])
-    col, at = word_columns(words, np.array([9, 4, -1, 100, 3]))
-    assert col[0] == col[2] and col[1] == col[4] and len({col[0], col[1], col[3]}) == 3  # equal words, equal columns
-    assert all(words[c - 1] == w for c, w in zip(col.tolist(), words.tolist(), strict=True))  # 1 + a position of it
-    assert at.tolist() == [col[3], 0, 0, 0, col[1]]  # absent, negative or beyond every word: column 0
-    col, at = word_columns(np.zeros(0, dtype=np.int64), np.array([5, -1]))
-    assert col.shape == (0,) and at.tolist() == [0, 0]
 
 
 def _slow_pair_view(question: str, texts: list[str], sources: list[object] | None,

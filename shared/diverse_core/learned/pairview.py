@@ -1,13 +1,15 @@
 """The text pair matrices of one query (:func:`pair_view`), built from the cached facts of its texts.
 
-Every candidate text is read once per process (:class:`~diverse_core.textfeatures.TextFactsCache`);
-what is left per query is to line the candidates' word ids up against each other. Each text
-brings its words once, each with a bit per kind (:attr:`~diverse_core.textfeatures.TextFacts.marks`:
-term, name, title word, body word); one scatter and one gather through a marker array indexed
-by word id give every word of the pool a column (no sort), and one scatter fills an ``(n, m + 1)``
-table of kind bits (column 0 stays empty: where a question word no candidate holds points).
-Every matrix of the view is a column selection of that table, and the pair counts are products
-of 0/1 matrices (exact integers).
+Every candidate text is read once per process (:class:`~diverse_core.textfeatures.TextFactsCache`),
+which keeps its :class:`~diverse_core.textfeatures.Lineup`: its name ids, title word ids and distinct
+word ids (with their kind bits) as raw bytes, so a query stacks its candidates with one ``b"".join``
+per part. Only three word groups matter between candidates, and each is lined up on its own through
+a marker array indexed by word id (no sort, no table over every word of the pool): the title words
+and the question's words get slots, one gather over the candidates' distinct words finds the few
+that are either (body words under a title word, terms among the question's words), and the names
+fill a (name, candidate) table. The pair counts are products of 0/1 matrices (exact integers).
+Arrays of a few hundred entries and int64 indices keep most steps from letting go of the GIL,
+which under many callers costs a switch each time.
 
 Example:
     >>> pv = pair_view("Who wrote Dune?", ["Dune: a novel by Frank Herbert.", "Herbert: he wrote Dune."])
@@ -19,10 +21,12 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, partial
+from itertools import count
 from operator import attrgetter
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -40,7 +44,6 @@ from ..textfeatures import (
     TextView,
     _question_columns,
     _question_words,
-    content_terms,
     facts_cache,
 )
 from ..textmarks import marker_array
@@ -72,11 +75,6 @@ class PairView:
     shared: SharedNames | None = field(default=None, repr=False)
 
 
-@lru_cache(maxsize=65_536)
-def _name_words(name: str) -> frozenset[str]:
-    return frozenset(content_terms(name))
-
-
 def _check_per_candidate(values: Sequence[object] | None, n: int, what: str) -> list[object] | None:
     if values is None:
         return None
@@ -89,49 +87,23 @@ def _check_per_candidate(values: Sequence[object] | None, n: int, what: str) -> 
     return out
 
 
-def _display_titles(shown: list[object], cache: TextFactsCache, generation: int) -> dict[int, IntArray]:
-    """Candidate index -> the word ids of its display name, for the candidates that have one."""
-    if not all(x is None or isinstance(x, str) for x in shown):
-        raise InvalidParameterError("names must hold strings (or None), one per candidate")
-    out = {}
-    for i, nm in enumerate(shown):
-        if nm:
-            ids = cache.number(_name_words(str(nm)), generation)
-            out[i] = ids if ids is not None else np.zeros(0, dtype=np.int64)
-    return out
-
-
-#: Positions 1, 2, ... of a pool's words (a view of the first m for m below its size).
-_POSITIONS = np.arange(1, 1 << 15, dtype=np.int32)
+#: 0, 1, 2, ...: positions (views of it for pools below its size).
+_POSITIONS = np.arange(0, 1 << 15, dtype=np.int64)
 _POSITIONS.flags.writeable = False
 
 
-def word_columns(words: IntArray, lookup: IntArray) -> tuple[NDArray[np.int32], NDArray[np.int32]]:
-    """One column per distinct word of ``words``, without sorting: ``(column of each word, column of each lookup id)``.
-
-    A word's column is ``1 + `` the position of one of its occurrences (any one), so equal
-    words get equal columns, distinct words distinct ones, all in ``1 .. len(words)``. A
-    ``lookup`` id that is not among ``words`` (or is negative) gets column 0, which no word has.
-
-    Example:
-        >>> col, at = word_columns(np.array([7, 3, 7, 9]), np.array([9, 4, -1]))
-        >>> bool(col[0] == col[2]), len(set(col.tolist())), int(at[0]) == int(col[3]), at[1:].tolist()
-        (True, 3, True, [0, 0])
-    """
-    m = words.shape[0]
-    if m == 0:
-        return np.zeros(0, dtype=np.int32), np.zeros(lookup.shape[0], dtype=np.int32)
-    top = int(words.max())
-    mark = marker_array(top + 2)  # slot top + 1 (and so the last slot, where -1 points) is never marked
-    mark[words] = _POSITIONS[:m] if m < _POSITIONS.shape[0] else np.arange(1, m + 1, dtype=np.int32)
-    try:  # each distinct word's slot keeps one of its positions (any one)
-        return mark[words], mark[np.minimum(lookup, top + 1)]
-    finally:
-        mark[words] = 0
+def _positions(start: int, stop: int) -> IntArray:
+    """``start + 1 .. stop`` (a view where it can; ``start`` >= -1)."""
+    if stop < _POSITIONS.shape[0]:
+        return _POSITIONS[start + 1 : stop + 1]
+    return np.arange(start + 1, stop + 1, dtype=np.int64)
 
 
-_MARKS, _KEY = attrgetter("marks"), attrgetter("key")
+_LINEUP, _TITLES = attrgetter("lineup"), attrgetter("lineup.titles")
 _TERM, _NAME, _TITLE, _BODY = (MARK_BITS[kind] for kind in (TERM, NAME, TITLE, BODY))
+_BODY_SHIFT = _BODY.bit_length() - 1  # the body bit is the top one: ``bits >> _BODY_SHIFT`` is 0 or 1
+assert max(MARK_BITS) == _BODY == 1 << _BODY_SHIFT
+_NAME_TYPES = frozenset({str, type(None)})
 
 
 @lru_cache(maxsize=16)
@@ -142,44 +114,135 @@ def _log1p_of_counts(size: int) -> FloatArray:
     return table
 
 
-def _pool(facts: Sequence[TextFacts], titles: dict[int, IntArray] | None) -> tuple[IntArray, IntArray, IntArray]:
-    """``(word ids, kind bits, candidate)`` of every word of the pool (display names replace title words)."""
-    n = len(facts)
-    arrays = list(map(_MARKS, facts))
-    marks = np.concatenate(arrays) if n else np.zeros(0, dtype=np.int64)
-    rows = np.repeat(np.arange(n, dtype=np.int64), list(map(len, arrays)))
-    words, bits = marks >> 4, marks & 15
-    if titles:  # their own title words lose the title bit; the display name's words come as title words
-        bits = np.where(np.isin(rows, list(titles)), bits & ~_TITLE, bits)
-        words = np.concatenate([words, *titles.values()])
-        rows = np.concatenate([rows, *(np.full(ids.shape[0], i, dtype=np.int64) for i, ids in titles.items())])
-        bits = np.concatenate([bits, np.full(words.shape[0] - bits.shape[0], _TITLE, dtype=np.int64)])
-    return words, bits, rows
+@lru_cache(maxsize=64)
+def _own_ids(n: int) -> IntArray:
+    """``-1, -2, ..., -n``: a source id of its own for each candidate."""
+    ids = -1 - np.arange(n, dtype=np.int64)
+    ids.flags.writeable = False
+    return ids
 
 
-def _table(n: int, rows: IntArray, col: NDArray[np.int32], bits: IntArray, v: int, merge: bool) -> NDArray[np.uint8]:
-    """``(n, v + 1)``: the kind bits of word column ``c`` in candidate ``i`` (column 0 stays 0)."""
-    table = np.zeros((n, v + 1), dtype=np.uint8)
-    if merge:  # a display name's word may also be a word of the text: two entries, their bits OR-ed
-        np.bitwise_or.at(table, (rows, col), bits.astype(np.uint8))
-    else:  # one entry per (candidate, word)
-        table[rows, col] = bits
-    return table
+@lru_cache(maxsize=64)
+def _rows3(n: int) -> IntArray:
+    """``0 .. n - 1`` three times: the candidate of each piece of a :class:`_Pool`."""
+    rows = np.tile(np.arange(n, dtype=np.int64), 3)
+    rows.flags.writeable = False
+    return rows
+
+
+def _zeros(shape: tuple[int, int], dtype: type) -> NDArray[Any]:
+    """``np.zeros(shape, dtype)`` on a zeroed buffer from Python's allocator (``np.zeros`` of more than a
+    few kilobytes lets go of the GIL, and under many callers every such release costs a switch)."""
+    return np.frombuffer(bytearray(shape[0] * shape[1] * np.dtype(dtype).itemsize), dtype=dtype).reshape(shape)
+
+
+class _Pool(NamedTuple):
+    """The candidates' cached :class:`~diverse_core.textfeatures.Lineup` parts, stacked (one join per part)."""
+
+    names: IntArray  # every candidate's name ids
+    name_rows: IntArray  # the candidate of each
+    titles: IntArray  # every candidate's title word ids (display names' where given)
+    title_rows: IntArray
+    words: IntArray  # every candidate's distinct word ids
+    word_rows: IntArray
+    bits: NDArray[np.uint8]  # the kind bits of each distinct word
+    name_sizes: IntArray  # names per candidate
+    title_sizes: IntArray  # title words per candidate
+    keys: IntArray  # source key per candidate
+
+    @classmethod
+    def stack(cls, facts: Sequence[TextFacts], shown: Callable[[Sequence[bytes]], list[bytes]] | None) -> _Pool:
+        """The pool of ``facts`` (``shown``: their own title words -> the display names' where given)."""
+        n = len(facts)
+        if not n:
+            empty = np.zeros(0, dtype=np.int64)
+            return cls(empty, empty, empty, empty, empty, empty, np.zeros(0, dtype=np.uint8), empty, empty, empty)
+        names, own, words, bits, sizes, keys = zip(*list(map(_LINEUP, facts)))  # noqa: B905 (all of six parts)
+        count = np.frombuffer(b"".join(sizes), dtype=np.int64).reshape(n, 3).T.reshape(-1)  # names, titles, words
+        titles = own if shown is None else shown(own)  # display names replace the title words
+        if shown is not None:
+            count = count.copy()  # (a view of the cached bytes for one candidate)
+            count[n : 2 * n] = np.fromiter(map(len, titles), dtype=np.int64, count=n) >> 3  # 8 bytes an id
+        parts = b"".join(names), b"".join(titles), b"".join(words)
+        ids = np.frombuffer(b"".join(parts), dtype=np.int64)
+        rows = np.repeat(_rows3(n), count)
+        a = len(parts[0]) >> 3
+        b = a + (len(parts[1]) >> 3)
+        return cls(ids[:a], rows[:a], ids[a:b], rows[a:b], ids[b:], rows[b:],
+                   np.frombuffer(b"".join(bits), dtype=np.uint8), count[:n], count[n : 2 * n],
+                   np.frombuffer(b"".join(keys), dtype=np.int64))
+
+
+def _word_slots(mark: IntArray, pool: _Pool, q_ids: IntArray) -> tuple[int, IntArray, IntArray, IntArray]:
+    """``(D, title word slots, question word slots, word slots)``: marker slots ``1 .. D`` for the
+    distinct words among the pool's title words and the question's words.
+
+    One gather over every candidate's distinct words then gives each its slot (0: neither). A
+    question word never read (id -1) marks the marker's last slot, which no word id reaches: its
+    slot is one that no candidate holds.
+    """
+    wanted = np.concatenate((pool.titles, q_ids))
+    t, k = pool.titles.shape[0], wanted.shape[0]
+    mark[wanted] = _positions(0, k)
+    try:  # each distinct word's slot keeps one of its positions: number those 1 .. D instead
+        won = wanted[mark[wanted] == _positions(0, k)]
+        mark[won] = _positions(0, won.shape[0])
+        col, slot = mark[wanted], mark[pool.words]
+    finally:
+        mark[wanted] = 0
+    return won.shape[0], col[:t], col[t:], slot
+
+
+def _names(mark: IntArray, pool: _Pool, q_terms: IntArray) -> tuple[NDArray[np.bool_], FloatArray,
+                                                                            NDArray[np.float32]]:
+    """``(other names, totals, shared)``: the names outside the question's terms (see :class:`PairView`).
+
+    The pool's name ids take marker slots ``1 .. m`` (a name several candidates hold keeps one of
+    its slots); one scatter fills a (slot, candidate) table whose rows are the names.
+    """
+    names, n, m = pool.names, pool.name_sizes.shape[0], pool.names.shape[0]
+    mark[names] = _positions(0, m)
+    try:
+        col, q_col = mark[names], mark[q_terms]
+    finally:
+        mark[names] = 0
+    held = np.bincount(col, minlength=m + 1)
+    held[q_col] = 0  # the question's terms among the names are not counted (slot 0: no name, no entry)
+    cols = np.flatnonzero(held)
+    table = _zeros((m + 1, n), np.uint8)
+    table.reshape(-1)[col * n + pool.name_rows] = 1
+    q_col = q_col[q_col > 0]  # the question's terms among the names: their entries are no names here
+    totals = np.subtract(pool.name_sizes, table[q_col].sum(axis=0, dtype=np.int64) if q_col.shape[0] else 0,
+                         dtype=np.float64)
+    other = table.take(cols, axis=0).view(np.bool_).T if cols.shape[0] else np.zeros((n, 1), dtype=np.bool_)
+    shared = table.take(cols[held[cols] >= 2], axis=0).astype(np.float32)  # (names held twice or more, n)
+    return other, totals, shared
 
 
 def _source_ids(keys: IntArray, src: list[object] | None) -> IntArray:
     """One id per candidate; equal ids: same source (the prefix title's key, or the caller's ids)."""
     n = keys.shape[0]
     if src is None:
-        return np.where(keys >= 0, keys, -1 - np.arange(n, dtype=np.int64))  # equal keys: equal prefix titles
-    marked = [None if (x is None or (isinstance(x, str) and x == "")) else ("id", x) for x in src]
+        return np.where(keys >= 0, keys, _own_ids(n))  # equal keys: equal prefix titles
     try:
-        {hash(key) for key in marked}
+        codes = dict(zip(dict.fromkeys(src), count()))
     except TypeError as exc:
         raise InvalidParameterError(f"sources must hold hashable ids (str, int, ...) or None; {exc}") from exc
-    codes: dict[object, int] = {}
-    return np.array([codes.setdefault(key, len(codes)) if key is not None else -1 - i
-                     for i, key in enumerate(marked)], dtype=np.int64)
+    ids = np.fromiter(map(codes.__getitem__, src), dtype=np.int64, count=n)
+    for unknown in (None, ""):  # no source: one of its own
+        if unknown in codes:
+            ids = np.where(ids == codes[unknown], _own_ids(n), ids)
+    return ids
+
+
+def _display_titles(shown: list[object] | None, cache: TextFactsCache,
+                    generation: int) -> Callable[[Sequence[bytes]], list[bytes]] | None:
+    """The display names' title words in place of the texts' own (``None``: no names given), checked."""
+    if shown is None:
+        return None
+    if not set(map(type, shown)) <= _NAME_TYPES and not all(x is None or isinstance(x, str) for x in shown):
+        raise InvalidParameterError("names must hold strings (or None), one per candidate")
+    return partial(cache.title_words, shown, generation=generation)  # type: ignore[arg-type]
 
 
 def pair_view(question: str, texts: Sequence[str], sources: Sequence[object] | None = None,
@@ -208,36 +271,37 @@ def pair_view(question: str, texts: Sequence[str], sources: Sequence[object] | N
     cache = facts_cache()
     facts = cache.get_many(texts, marks=True)
     generation = facts[0].generation if facts else -1
-    titles = None if shown is None else _display_titles(shown, cache, generation)
-    words, bits, rows = _pool(facts, titles)
+    pool = _Pool.stack(facts, _display_titles(shown, cache, generation))
     terms, q_names = _question_words(question)
     words_q, name_cols = _question_columns(terms, q_names)
-    col, q_col = word_columns(words, cache.word_ids(words_q, generation))
-    v = words.shape[0]  # columns 1 .. v; column 0: no word (where a question word no candidate holds points)
-    table = _table(n, rows, col, bits, v, bool(titles))
+    q_ids = cache.word_ids(words_q, generation)
+    mark = marker_array(cache.id_bound + 2)  # read after every id in use was handed out; the last slot: id -1
+    d, title_col, q_col, slot = _word_slots(mark, pool, q_ids)
+    other, totals, shared_names = _names(mark, pool, q_ids[: len(terms)])
+    # the few candidate words that are title or question words (slot 0: neither)
+    width, size = d + 1, q_col.shape[0]
+    hit = np.flatnonzero(slot)
+    col, rows, bits = slot[hit], pool.word_rows[hit], pool.bits[hit]
     # a question word or name counts when the text holds the word as a term (capitalised or not)
-    both = (table[:, q_col] & _TERM) != 0
-    # names outside the question's terms: how many candidates mention each, and each candidate's count
-    is_name = (bits & _NAME) != 0
-    name_col = col[is_name]
-    held = np.bincount(name_col, minlength=v + 1)
-    held[q_col[: len(terms)]] = 0
-    other_cols = np.flatnonzero(held)
-    other = (table[:, other_cols] & _NAME).view(bool) if other_cols.shape[0] else np.zeros((n, 1), dtype=bool)
-    totals = np.asarray(np.bincount(rows[is_name], weights=held[name_col] > 0, minlength=n), dtype=np.float64)
+    word = np.full(width, size, dtype=np.int64)  # slot -> the question's word there (size: none)
+    word[q_col] = _positions(-1, size - 1)
+    at = word[col]
+    term = np.flatnonzero(np.logical_and(bits & _TERM, at < size))
+    both = _zeros((n, size), np.bool_)
+    both.reshape(-1)[rows[term] * size + at[term]] = True
+    # share of j's title words that i's body holds (0/1 products: exact counts; divided in float64)
+    # (the right factor is built transposed: a product of two row-major matrices takes the quicker path)
+    body, titled = _zeros((n, width), np.float32), _zeros((width, n), np.float32)
+    body.reshape(-1)[rows * width + col] = (bits >> _BODY_SHIFT).astype(np.float32)
+    titled.reshape(-1)[title_col * n + pool.title_rows] = 1.0
+    title_in = np.divide(body @ titled, np.maximum(pool.title_sizes, 1)[None, :])
     # names two candidates share: only names held by two or more count off the diagonal (0/1 products: exact)
-    shared_names = other[:, held[other_cols] >= 2].astype(np.float32)
-    shared = shared_names @ shared_names.T
+    columns = shared_names.T  # (n, names held twice or more): a view
+    shared = columns @ shared_names
     shared.flat[:: n + 1] = totals
-    # share of j's title words that i's body holds
-    is_title = (bits & _TITLE) != 0
-    at_title = table[:, np.flatnonzero(np.bincount(col[is_title], minlength=v + 1))]
-    # entries _BODY and _TITLE (powers of two) instead of 1: the counts come out scaled by an exact power of two
-    title_in = np.divide((at_title & _BODY).astype(np.float32) @ (at_title & _TITLE).astype(np.float32).T,
-                         (np.maximum(np.bincount(rows[is_title], minlength=n), 1) * float(_BODY * _TITLE))[None, :])
-    tid = _source_ids(np.fromiter(map(_KEY, facts), dtype=np.int64, count=n), src)
+    tid = _source_ids(pool.keys, src)
     view = TextView(terms, q_names, both[:, : len(terms)], both[:, name_cols], other)
     most = int(totals.max()) + 1 if n else 1  # no pair shares more names than either of them mentions
     # a gather by take, mode "clip" (every count is within the table: nothing is clipped; no bounds pass)
     log_pairs = _log1p_of_counts(1 << (most - 1).bit_length()).take(shared.astype(np.intp), mode="clip")
-    return PairView(view, tid[:, None] == tid[None, :], title_in, log_pairs, SharedNames(shared_names, totals, log_pairs))
+    return PairView(view, tid[:, None] == tid[None, :], title_in, log_pairs, SharedNames(columns, totals, log_pairs))
