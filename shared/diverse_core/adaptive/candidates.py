@@ -41,6 +41,9 @@ __all__ = [
     "SharedNames",
     "candidate_features",
     "gold_set_features",
+    "relevance_order",
+    "static_features",
+    "word_hits",
     "fit_gold_model",
 ]
 
@@ -109,12 +112,20 @@ class SharedNames:
 
 
 @lru_cache(maxsize=1024)
-def _rank_columns(n: int, k: int) -> FloatArray:
-    """Row ``r``: the features of the candidate ranked ``r`` (``rank / n``, ``in_topk``, ``log_rank``)."""
+def _rank_columns(n: int, k: int) -> NDArray[np.floating[Any]]:
+    """Flat ``(3 * n,)``: ``rank / n``, ``in_topk`` and ``log_rank`` of ranks 0 .. n-1, one block after the other."""
     r = np.arange(n, dtype=np.float64)
-    table = np.column_stack([r / n, (r < k).astype(np.float64), np.log1p(r)])
+    table = np.concatenate([r / n, (r < k).astype(np.float64), np.log1p(r)])
     table.flags.writeable = False
     return table
+
+
+@lru_cache(maxsize=1024)
+def _rank_offsets(n: int) -> NDArray[np.intp]:
+    """``(1, 3)``: where each block of :func:`_rank_columns` starts."""
+    offsets = np.arange(0, 3 * n, n, dtype=np.intp)[None, :]
+    offsets.flags.writeable = False
+    return offsets
 
 
 @lru_cache(maxsize=1024)
@@ -127,25 +138,62 @@ def _count_weights(n_terms: int, n_names: int) -> FloatArray:
     return base
 
 
-def _text_columns(out: FloatArray, view: TextView, order: NDArray[np.intp], shared: SharedNames | None) -> None:
+def relevance_order(rel: FloatArray) -> NDArray[np.intp]:
+    """The candidates from the most to the least relevant, ties in index order (``np.argsort(-rel, kind="stable")``).
+
+    A Python sort of the ``-rel`` values (numpy's argsort releases the GIL, a thread switch under many
+    callers); NaN (where Python's comparisons give no order) takes numpy's argsort.
+    """
+    keys = np.negative(rel).tolist()
+    total = sum(keys)
+    if total != total:  # a NaN (or +inf and -inf): numpy's order
+        return np.argsort(-rel, kind="stable")
+    return np.fromiter(sorted(range(len(keys)), key=keys.__getitem__), dtype=np.intp, count=len(keys))
+
+
+def word_hits(view: TextView) -> FloatArray:
+    """``(n, terms + names)`` float 0/1: which of the question's terms, then names, each candidate holds."""
+    n_terms = view.term_hits.shape[1]
+    hits = np.empty((view.term_hits.shape[0], n_terms + view.name_hits.shape[1]))
+    hits[:, :n_terms] = view.term_hits
+    hits[:, n_terms:] = view.name_hits
+    return hits
+
+
+def _near_max(cols: NDArray[np.floating[Any]], near: list[int]) -> NDArray[np.floating[Any]]:
+    """``cols[near].max(axis=0)`` for a few rows, as elementwise maxima (a fancy row gather releases the GIL)."""
+    top = cols[near[0]].copy()
+    for i in near[1:]:
+        np.maximum(top, cols[i], out=top)
+    return top
+
+
+def _text_columns(out: FloatArray, view: TextView, order: NDArray[np.intp], shared: SharedNames | None,
+                  hits: FloatArray) -> None:
     """Write the text features (all but the first :data:`EMBEDDING_CANDIDATE_FEATURES`) into ``out``."""
-    top = int(order[0])
-    hits = np.concatenate([view.term_hits, view.name_hits], axis=1).astype(np.float64)
+    near = order[:3].tolist()
+    top = near[0]
     base = _count_weights(view.term_hits.shape[1], view.name_hits.shape[1])
     # counts of 0/1 products (exact): words held, and words held that the top candidate lacks
-    weights = np.concatenate([base, base * (1.0 - hits[top])[:, None]], axis=1)
-    np.divide(hits @ weights, np.maximum(weights.sum(axis=0), 1.0), out=out[:, :4])
-    near = order[:3]
+    weights = np.empty((base.shape[0], 4))
+    weights[:, :2] = base
+    np.multiply(base, (1.0 - hits[top])[:, None], out=weights[:, 2:])
+    np.divide(hits @ weights, np.maximum(np.add.reduce(weights, axis=0), 1.0), out=out[:, :4])
     if shared is None:
         other = view.other_names.astype(np.float64)
-        np.log1p(other @ np.column_stack([other[near].max(axis=0), other[top]]), out=out[:, 4:6])
+        np.log1p(other @ np.column_stack([_near_max(other, near), other[top]]), out=out[:, 4:6])
     else:  # a candidate among the three holds all of its names; the others share only names held twice or more
         cols = shared.columns  # float32 or float64: the counts are exact either way, taken as float64
-        to_near = np.asarray(cols @ cols[near].max(axis=0), dtype=np.float64) if cols.shape[1] else np.zeros(len(out))
+        to_near = np.asarray(cols @ _near_max(cols, near), dtype=np.float64) if cols.shape[1] else np.zeros(len(out))
         to_near[near] = shared.totals[near]
         np.log1p(to_near, out=out[:, 4])
         out[:, 5] = shared.log_pairs[:, top]
-    out[:, 6:8] = (len(view.terms) / 20.0, len(view.names) / 5.0)
+    out[:, 6] = len(view.terms) / 20.0
+    out[:, 7] = len(view.names) / 5.0
+
+
+#: Above this k, ``sim_topk`` sums its columns in one reduction instead of one add per column.
+_TOPK_ADDS = 16
 
 
 def candidate_features(
@@ -168,24 +216,41 @@ def candidate_features(
     sim = u @ u.T if sim is None else np.asarray(sim, dtype=np.float64)
     if view is not None and view.term_hits.shape[0] != n:
         raise DimensionMismatchError(f"texts must give one text per candidate; got {view.term_hits.shape[0]} for {n}")
+    return static_features(sim, rel, k, view, shared, None if view is None else word_hits(view))
+
+
+def static_features(sim: FloatArray, rel: FloatArray, k: int, view: TextView | None, shared: SharedNames | None,
+                    hits: FloatArray | None) -> FloatArray:
+    """:func:`candidate_features` of checked inputs: ``sim`` (n, n) and ``rel`` (n,) float64, ``hits`` the
+    :func:`word_hits` of ``view`` (with a view)."""
+    n = rel.shape[0]
     out = np.empty((n, len(EMBEDDING_CANDIDATE_FEATURES if view is None else TEXT_CANDIDATE_FEATURES)))
-    order = np.argsort(-rel, kind="stable")
+    order = relevance_order(rel)
     top = int(order[0])
     rank = np.empty(n, dtype=np.intp)
     rank[order] = np.arange(n)
     out[:, 0] = rel
     np.subtract(rel, rel[top], out=out[:, 1])
-    out[:, 2:5] = _rank_columns(n, k)[rank]
+    out[:, 2:5] = _rank_columns(n, k)[rank[:, None] + _rank_offsets(n)]  # a flat gather of 3n entries
     # highest cosine to a better-ranked candidate ([i, j]: j ranks above i; -1 when none, 0 for the best)
     out[:, 5] = np.where(rank[None, :] < rank[:, None], sim, -1.0).max(axis=1)
     out[top, 5] = 0.0
     out[:, 6] = sim[:, top]
     top_k = order[: min(k, n)]
-    np.divide(np.add.reduce(sim[:, top_k], axis=1), top_k.shape[0], out=out[:, 7])  # as .mean(axis=1) does
+    if top_k.shape[0] <= _TOPK_ADDS:  # what the reduction over sim[:, top_k] (column-major) adds, column by column
+        first, *rest = top_k.tolist()
+        acc = out[:, 7]
+        acc[:] = sim[:, first]
+        for j in rest:
+            acc += sim[:, j]
+        acc /= top_k.shape[0]
+    else:
+        np.divide(np.add.reduce(sim[:, top_k], axis=1), top_k.shape[0], out=out[:, 7])  # as .mean(axis=1) does
     np.divide(np.add.reduce(sim, axis=1), n, out=out[:, 8])
     out[:, 9] = rel[top]
     if view is not None:
-        _text_columns(out[:, len(EMBEDDING_CANDIDATE_FEATURES):], view, order, shared)
+        assert hits is not None
+        _text_columns(out[:, len(EMBEDDING_CANDIDATE_FEATURES):], view, order, shared, hits)
     return out
 
 

@@ -37,7 +37,8 @@ from numpy.typing import NDArray
 from ..adaptive.candidates import (
     EMBEDDING_CANDIDATE_FEATURES,
     TEXT_CANDIDATE_FEATURES,
-    candidate_features,
+    static_features,
+    word_hits,
 )
 from ..validation import PreparedInputs
 from .pairview import PairView, pair_view
@@ -99,24 +100,62 @@ class QueryState:
         self.k = k
         self.pairs = pairs
         self.n = static.shape[0]
+        self._stack: FloatArray | None = None
+        self._hits: FloatArray | None = None
+        self._marks: FloatArray | None = None
 
     @classmethod
     def build(cls, prep: PreparedInputs, pairs: PairView | None = None) -> QueryState:
         """The state of one prepared query (``pairs``: its :class:`PairView`, for the text features)."""
-        unit = np.asarray(prep.candidates, dtype=np.float64)
+        unit = prep.candidates
         rel = np.asarray(prep.relevance, dtype=np.float64)
-        sim = unit @ unit.T
-        q = np.asarray(prep.query, dtype=np.float64)
+        n = unit.shape[0]
+        # the pair matrices whose maxima over the picks the step model reads, side by side per pick ([j, m, i]);
+        # sim and qdc are written in place (views of it)
+        stack = np.empty((n, 2 if pairs is None else 6, n))
+        sim = stack[:, 0, :]
+        np.matmul(unit, unit.T, out=sim)
+        cos_qi = unit @ np.asarray(prep.query, dtype=np.float64)
         # cos(unit(q + u_i), u_j) = (rel_j + sim_ij) / |q + u_i|, with |q| = |u_i| = 1
-        cos_qi = unit @ q
         norm = np.sqrt(np.maximum(2.0 + 2.0 * cos_qi, 1e-12))
-        qdc = np.add(cos_qi[None, :], sim)
+        qdc = stack[:, 1, :]
+        np.add(cos_qi[None, :], sim, out=qdc)
         qdc /= norm[:, None]
-        if pairs is None:
-            static = candidate_features(unit, rel, prep.k, sim=sim)
-        else:
-            static = candidate_features(unit, rel, prep.k, pairs.view, sim=sim, shared=pairs.shared)
-        return cls(static, sim, qdc, rel, prep.k, pairs)
+        hits = None
+        if pairs is not None:
+            stack[:, 2, :] = pairs.same_title
+            stack[:, 3, :] = pairs.title_in
+            stack[:, 4, :] = pairs.title_in.T
+            stack[:, 5, :] = pairs.names_shared
+            hits = word_hits(pairs.view)
+        static = static_features(sim, rel, prep.k, None if pairs is None else pairs.view,
+                                 None if pairs is None else pairs.shared, hits)
+        state = cls(static, sim, qdc, rel, prep.k, pairs)
+        state._stack, state._hits = stack, hits
+        return state
+
+    def pair_stack(self) -> FloatArray:
+        """``(n, b, n)``: per pick ``j``, the rows ``j`` of sim, qdc and, with texts, same_title, title_in,
+        title_in.T and names_shared (read-only: shared by every caller of this state)."""
+        if self._stack is None:
+            pv = self.pairs
+            blocks = [self.sim, self.qdc] if pv is None else [self.sim, self.qdc, pv.same_title, pv.title_in,
+                                                               pv.title_in.T, pv.names_shared]
+            n = self.n
+            self._stack = np.concatenate(blocks, axis=1, dtype=np.float64).reshape(n, len(blocks), n)
+        return self._stack
+
+    def word_hits(self) -> FloatArray:
+        """``(n, W)`` 0/1: which of the question's terms, then names, each candidate holds (W = 0 without texts)."""
+        if self._hits is None:
+            self._hits = np.zeros((self.n, 0)) if self.pairs is None else word_hits(self.pairs.view)
+        return self._hits
+
+    def word_marks(self) -> FloatArray:
+        """:meth:`word_hits` minus 1: 0 where a candidate holds the word, -1 where not."""
+        if self._marks is None:
+            self._marks = self.word_hits() - 1.0
+        return self._marks
 
     @property
     def uses_text(self) -> bool:
@@ -128,7 +167,10 @@ class QueryState:
         if self.pairs is None:
             return self
         static = self.static[:, : len(EMBEDDING_CANDIDATE_FEATURES)]
-        return QueryState(static, self.sim, self.qdc, self.relevance, self.k, None)
+        state = QueryState(static, self.sim, self.qdc, self.relevance, self.k, None)
+        if self._stack is not None:
+            state._stack = self._stack[:, :2, :]
+        return state
 
     def rows(self, picks: Sequence[int]) -> FloatArray:
         """Feature rows (n, F) of every candidate given the picks so far (in pick order)."""
