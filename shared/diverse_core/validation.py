@@ -123,6 +123,14 @@ class PreparedInputs:
             self._unit = unit
         return self._unit
 
+    def candidates_unkept(self) -> FloatArray:
+        """:attr:`candidates` without keeping a new copy: the cached rows when computed before, else fresh ones
+        (a large array that is freed as soon as the caller drops it, so that the call's later arrays can
+        take its place in memory instead of growing the heap)."""
+        if self._unit is not None:
+            return self._unit
+        return np.multiply(self.vectors, self.inv_norms[:, None], dtype=np.float64)
+
     def unit_rows(self, indices: NDArray[np.int64]) -> FloatArray:
         """Unit-normalised float64 copies of the rows ``indices``, shape (len(indices), d)."""
         idx = np.asarray(indices, dtype=np.int64)

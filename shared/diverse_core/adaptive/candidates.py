@@ -112,20 +112,16 @@ class SharedNames:
 
 
 @lru_cache(maxsize=1024)
-def _rank_columns(n: int, k: int) -> NDArray[np.floating[Any]]:
-    """Flat ``(3 * n,)``: ``rank / n``, ``in_topk`` and ``log_rank`` of ranks 0 .. n-1, one block after the other."""
+def _rank_columns(n: int, k: int) -> tuple[FloatArray, NDArray[np.intp], NDArray[np.intp]]:
+    """``(table, offsets, arange)``: the flat ``(3 * n,)`` table of ``rank / n``, ``in_topk`` and ``log_rank`` of
+    ranks 0 .. n-1 (one block after the other), ``(1, 3)`` where each block starts, and ``arange(n)``."""
     r = np.arange(n, dtype=np.float64)
     table = np.concatenate([r / n, (r < k).astype(np.float64), np.log1p(r)])
-    table.flags.writeable = False
-    return table
-
-
-@lru_cache(maxsize=1024)
-def _rank_offsets(n: int) -> NDArray[np.intp]:
-    """``(1, 3)``: where each block of :func:`_rank_columns` starts."""
     offsets = np.arange(0, 3 * n, n, dtype=np.intp)[None, :]
-    offsets.flags.writeable = False
-    return offsets
+    ranks = np.arange(n, dtype=np.intp)
+    for a in (table, offsets, ranks):
+        a.flags.writeable = False
+    return table, offsets, ranks
 
 
 @lru_cache(maxsize=1024)
@@ -227,13 +223,14 @@ def static_features(sim: FloatArray, rel: FloatArray, k: int, view: TextView | N
     out = np.empty((n, len(EMBEDDING_CANDIDATE_FEATURES if view is None else TEXT_CANDIDATE_FEATURES)))
     order = relevance_order(rel)
     top = int(order[0])
+    table, offsets, ranks = _rank_columns(n, k)
     rank = np.empty(n, dtype=np.intp)
-    rank[order] = np.arange(n)
+    rank[order] = ranks
     out[:, 0] = rel
     np.subtract(rel, rel[top], out=out[:, 1])
-    out[:, 2:5] = _rank_columns(n, k)[rank[:, None] + _rank_offsets(n)]  # a flat gather of 3n entries
+    out[:, 2:5] = table[rank[:, None] + offsets]  # a flat gather of 3n entries
     # highest cosine to a better-ranked candidate ([i, j]: j ranks above i; -1 when none, 0 for the best)
-    out[:, 5] = np.where(rank[None, :] < rank[:, None], sim, -1.0).max(axis=1)
+    np.maximum.reduce(np.where(rank[None, :] < rank[:, None], sim, -1.0), axis=1, out=out[:, 5])
     out[top, 5] = 0.0
     out[:, 6] = sim[:, top]
     top_k = order[: min(k, n)]

@@ -107,18 +107,20 @@ class QueryState:
     @classmethod
     def build(cls, prep: PreparedInputs, pairs: PairView | None = None) -> QueryState:
         """The state of one prepared query (``pairs``: its :class:`PairView`, for the text features)."""
-        unit = prep.candidates
+        unit = prep.candidates_unkept()
         rel = np.asarray(prep.relevance, dtype=np.float64)
         n = unit.shape[0]
-        # the pair matrices whose maxima over the picks the step model reads, side by side per pick ([j, m, i]);
-        # sim and qdc are written in place (views of it)
-        stack = np.empty((n, 2 if pairs is None else 6, n))
-        sim = stack[:, 0, :]
-        np.matmul(unit, unit.T, out=sim)
+        sim = unit @ unit.T
         cos_qi = unit @ np.asarray(prep.query, dtype=np.float64)
+        del unit  # (n, d): freed before the stack below takes its place (no heap growth, no page faults)
+        # the pair matrices whose maxima over the picks the step model reads, side by side per pick ([j, m, i])
+        stack = np.empty((n, 2 if pairs is None else 6, n))
+        stack[:, 0, :] = sim
         # cos(unit(q + u_i), u_j) = (rel_j + sim_ij) / |q + u_i|, with |q| = |u_i| = 1
-        norm = np.sqrt(np.maximum(2.0 + 2.0 * cos_qi, 1e-12))
-        qdc = stack[:, 1, :]
+        norm = np.multiply(cos_qi, 2.0)
+        norm += 2.0
+        np.sqrt(np.maximum(norm, 1e-12, out=norm), out=norm)
+        qdc = stack[:, 1, :]  # a view of the stack
         np.add(cos_qi[None, :], sim, out=qdc)
         qdc /= norm[:, None]
         hits = None
