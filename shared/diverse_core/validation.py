@@ -9,6 +9,7 @@ live by job in :mod:`~diverse_core.array_checks` (array-like input and its typed
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -321,7 +322,7 @@ def _prepare_fast(query: object, candidates: object, k_int: int) -> PreparedInpu
         return None
     q = np.array(query, dtype=np.float64)
     with np.errstate(all="ignore"):  # NaN/inf/overflow: judged below, then the full checks
-        q_norm = float(np.sqrt(np.dot(q, q)))
+        q_norm = math.sqrt(np.dot(q, q))  # NaN and inf stay NaN and inf (judged below)
         norms = np.sqrt(np.asarray(row_dots(candidates), dtype=np.float64))
     low, high = SAFE_NORMS[0]
     if not low < q_norm < high:  # NaN fails too
@@ -332,7 +333,7 @@ def _prepare_fast(query: object, candidates: object, k_int: int) -> PreparedInpu
     q /= q_norm
     unit_q = q.astype(candidates.dtype, copy=False)
     view = candidates.view()
-    view.flags.writeable = False  # never write through to the caller's array
+    view.setflags(write=False)  # never write through to the caller's array
     inv_norms = 1.0 / norms
     rel = np.asarray(view @ unit_q, dtype=np.float64)
     rel *= inv_norms

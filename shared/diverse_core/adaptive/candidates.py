@@ -43,7 +43,7 @@ __all__ = [
     "gold_set_features",
     "relevance_order",
     "static_features",
-    "word_hits",
+    "word_rows",
     "fit_gold_model",
 ]
 
@@ -147,13 +147,13 @@ def relevance_order(rel: FloatArray) -> NDArray[np.intp]:
     return np.fromiter(sorted(range(len(keys)), key=keys.__getitem__), dtype=np.intp, count=len(keys))
 
 
-def word_hits(view: TextView) -> FloatArray:
-    """``(n, terms + names)`` float 0/1: which of the question's terms, then names, each candidate holds."""
+def word_rows(view: TextView) -> FloatArray:
+    """``(terms + names, n)`` float 0/1: which candidates hold each of the question's terms, then each name."""
     n_terms = view.term_hits.shape[1]
-    hits = np.empty((view.term_hits.shape[0], n_terms + view.name_hits.shape[1]))
-    hits[:, :n_terms] = view.term_hits
-    hits[:, n_terms:] = view.name_hits
-    return hits
+    words = np.empty((n_terms + view.name_hits.shape[1], view.term_hits.shape[0]))
+    words[:n_terms] = view.term_hits.T
+    words[n_terms:] = view.name_hits.T
+    return words
 
 
 def _near_max(cols: NDArray[np.floating[Any]], near: list[int]) -> NDArray[np.floating[Any]]:
@@ -165,7 +165,7 @@ def _near_max(cols: NDArray[np.floating[Any]], near: list[int]) -> NDArray[np.fl
 
 
 def _text_columns(out: FloatArray, view: TextView, order: NDArray[np.intp], shared: SharedNames | None,
-                  hits: FloatArray) -> None:
+                  words: FloatArray) -> None:
     """Write the text features (all but the first :data:`EMBEDDING_CANDIDATE_FEATURES`) into ``out``."""
     near = order[:3].tolist()
     top = near[0]
@@ -173,8 +173,8 @@ def _text_columns(out: FloatArray, view: TextView, order: NDArray[np.intp], shar
     # counts of 0/1 products (exact): words held, and words held that the top candidate lacks
     weights = np.empty((base.shape[0], 4))
     weights[:, :2] = base
-    np.multiply(base, (1.0 - hits[top])[:, None], out=weights[:, 2:])
-    np.divide(hits @ weights, np.maximum(np.add.reduce(weights, axis=0), 1.0), out=out[:, :4])
+    np.multiply(base, (1.0 - words[:, top])[:, None], out=weights[:, 2:])
+    np.divide(words.T @ weights, np.maximum(np.add.reduce(weights, axis=0), 1.0), out=out[:, :4])
     if shared is None:
         other = view.other_names.astype(np.float64)
         np.log1p(other @ np.column_stack([_near_max(other, near), other[top]]), out=out[:, 4:6])
@@ -212,13 +212,13 @@ def candidate_features(
     sim = u @ u.T if sim is None else np.asarray(sim, dtype=np.float64)
     if view is not None and view.term_hits.shape[0] != n:
         raise DimensionMismatchError(f"texts must give one text per candidate; got {view.term_hits.shape[0]} for {n}")
-    return static_features(sim, rel, k, view, shared, None if view is None else word_hits(view))
+    return static_features(sim, rel, k, view, shared, None if view is None else word_rows(view))
 
 
 def static_features(sim: FloatArray, rel: FloatArray, k: int, view: TextView | None, shared: SharedNames | None,
-                    hits: FloatArray | None) -> FloatArray:
-    """:func:`candidate_features` of checked inputs: ``sim`` (n, n) and ``rel`` (n,) float64, ``hits`` the
-    :func:`word_hits` of ``view`` (with a view)."""
+                    words: FloatArray | None) -> FloatArray:
+    """:func:`candidate_features` of checked inputs: ``sim`` (n, n) and ``rel`` (n,) float64, ``words`` the
+    :func:`word_rows` of ``view`` (with a view)."""
     n = rel.shape[0]
     out = np.empty((n, len(EMBEDDING_CANDIDATE_FEATURES if view is None else TEXT_CANDIDATE_FEATURES)))
     order = relevance_order(rel)
@@ -246,8 +246,8 @@ def static_features(sim: FloatArray, rel: FloatArray, k: int, view: TextView | N
     np.divide(np.add.reduce(sim, axis=1), n, out=out[:, 8])
     out[:, 9] = rel[top]
     if view is not None:
-        assert hits is not None
-        _text_columns(out[:, len(EMBEDDING_CANDIDATE_FEATURES):], view, order, shared, hits)
+        assert words is not None
+        _text_columns(out[:, len(EMBEDDING_CANDIDATE_FEATURES):], view, order, shared, words)
     return out
 
 

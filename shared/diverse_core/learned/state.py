@@ -38,7 +38,7 @@ from ..adaptive.candidates import (
     EMBEDDING_CANDIDATE_FEATURES,
     TEXT_CANDIDATE_FEATURES,
     static_features,
-    word_hits,
+    word_rows,
 )
 from ..validation import PreparedInputs
 from .pairview import PairView, pair_view
@@ -101,7 +101,7 @@ class QueryState:
         self.pairs = pairs
         self.n = static.shape[0]
         self._stack: FloatArray | None = None
-        self._hits: FloatArray | None = None
+        self._words: FloatArray | None = None
         self._marks: FloatArray | None = None
 
     @classmethod
@@ -123,17 +123,17 @@ class QueryState:
         qdc = stack[:, 1, :]  # a view of the stack
         np.add(cos_qi[None, :], sim, out=qdc)
         qdc /= norm[:, None]
-        hits = None
+        words = None
         if pairs is not None:
             stack[:, 2, :] = pairs.same_title
             stack[:, 3, :] = pairs.title_in
             stack[:, 4, :] = pairs.title_in.T
             stack[:, 5, :] = pairs.names_shared
-            hits = word_hits(pairs.view)
+            words = word_rows(pairs.view)
         static = static_features(sim, rel, prep.k, None if pairs is None else pairs.view,
-                                 None if pairs is None else pairs.shared, hits)
+                                 None if pairs is None else pairs.shared, words)
         state = cls(static, sim, qdc, rel, prep.k, pairs)
-        state._stack, state._hits = stack, hits
+        state._stack, state._words = stack, words
         return state
 
     def pair_stack(self) -> FloatArray:
@@ -147,16 +147,16 @@ class QueryState:
             self._stack = np.concatenate(blocks, axis=1, dtype=np.float64).reshape(n, len(blocks), n)
         return self._stack
 
-    def word_hits(self) -> FloatArray:
-        """``(n, W)`` 0/1: which of the question's terms, then names, each candidate holds (W = 0 without texts)."""
-        if self._hits is None:
-            self._hits = np.zeros((self.n, 0)) if self.pairs is None else word_hits(self.pairs.view)
-        return self._hits
+    def word_rows(self) -> FloatArray:
+        """``(W, n)`` 0/1: which candidates hold each of the question's terms, then names (W = 0 without texts)."""
+        if self._words is None:
+            self._words = np.zeros((0, self.n)) if self.pairs is None else word_rows(self.pairs.view)
+        return self._words
 
     def word_marks(self) -> FloatArray:
-        """:meth:`word_hits` minus 1: 0 where a candidate holds the word, -1 where not."""
+        """``(n, W)``: 0 where a candidate holds the word, -1 where not (:meth:`word_rows` - 1, one row per candidate)."""
         if self._marks is None:
-            self._marks = self.word_hits() - 1.0
+            self._marks = np.subtract(self.word_rows().T, 1.0, order="C")
         return self._marks
 
     @property

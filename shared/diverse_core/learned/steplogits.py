@@ -80,7 +80,7 @@ def no_pick_logits(state: QueryState, coef: FloatArray, intercept: float) -> Flo
     """
     s = state.static.shape[1]
     z = np.asarray(state.static @ coef[:s], dtype=np.float64)
-    words = state.word_hits().T
+    words = state.word_rows()
     if words.shape[0]:
         rows = np.empty(words.shape)
         z += intercept + _word_rows(words, _n_terms(state), coef[s:].tolist(), rows)
@@ -132,7 +132,8 @@ class StepLogits:
         b = self._pair_max.shape[1]
         maxima = [-c[_AT[name]] for name in _MAXIMA[:b]]
         maxima[1] -= over_rel  # qdc_over_rel is qdc_max - relevance
-        n_words = state.word_hits().shape[1]
+        words = state.word_rows()
+        n_words = words.shape[0]
         self.n, self._b, self._k, self._t = n, b, max(state.k, 1), 0
         # rows of h: b running maxima | the picks' summed cosines | the static columns' logit | relevance | ones |
         # one per question word; u @ h: the negated logits
@@ -141,7 +142,7 @@ class StepLogits:
         self._maxima, self._sim_sum = h[:b], h[b]
         self._u_maxima = maxima  # their coefficients, from the first pick on
         np.matmul(state.static, coef[:s], out=h[b + 1])
-        lacking = _word_rows(state.word_hits().T, _n_terms(state), c, h[b + 4:]) if n_words else 0.0
+        lacking = _word_rows(words, _n_terms(state), c, h[b + 4:]) if n_words else 0.0
         self._constant = intercept + lacking  # the logit's constant part
         h[b + 2] = state.relevance
         h[b + 3] = 1.0
