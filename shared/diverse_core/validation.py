@@ -322,7 +322,7 @@ def _prepare_fast(query: object, candidates: object, k_int: int) -> PreparedInpu
         return None
     q = np.array(query, dtype=np.float64)
     with np.errstate(all="ignore"):  # NaN/inf/overflow: judged below, then the full checks
-        q_norm = math.sqrt(np.dot(q, q))  # NaN and inf stay NaN and inf (judged below)
+        q_norm = math.sqrt(q @ q)  # BLAS ddot as np.dot, without releasing the GIL; NaN/inf judged below
         norms = np.sqrt(np.asarray(row_dots(candidates), dtype=np.float64))
     low, high = SAFE_NORMS[0]
     if not low < q_norm < high:  # NaN fails too

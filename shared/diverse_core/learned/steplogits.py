@@ -137,7 +137,8 @@ class StepLogits:
         self.n, self._b, self._k, self._t = n, b, max(state.k, 1), 0
         # rows of h: b running maxima | the picks' summed cosines | the static columns' logit | relevance | ones |
         # one per question word; u @ h: the negated logits
-        h = self._h = np.zeros((b + 4 + n_words, n))
+        h = self._h = np.empty((b + 4 + n_words, n))
+        h[: b + 1] = 0.0  # every other row is written below (np.zeros of the whole block would release the GIL)
         u = self._u = np.zeros(b + 4 + n_words)
         self._maxima, self._sim_sum = h[:b], h[b]
         self._u_maxima = maxima  # their coefficients, from the first pick on
