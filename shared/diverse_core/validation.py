@@ -130,7 +130,8 @@ class PreparedInputs:
         take its place in memory instead of growing the heap)."""
         if self._unit is not None:
             return self._unit
-        return np.multiply(self.vectors, self.inv_norms[:, None], dtype=np.float64)
+        unit: FloatArray = np.multiply(self.vectors, self.inv_norms[:, None], dtype=np.float64)
+        return unit
 
     def unit_rows(self, indices: NDArray[np.int64]) -> FloatArray:
         """Unit-normalised float64 copies of the rows ``indices``, shape (len(indices), d)."""

@@ -26,19 +26,7 @@ from diverse_core.learned.steplogits import StepLogits
 from diverse_core.validation import prepare_inputs
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-WORDS = ["river", "bridge", "Paris", "Lyon", "novel", "author", "born", "France", "Seine", "Dune", "Herbert"]
-QUESTION = "Where was the author of Dune born, near which river in France?"
-
-
-def _texts(rng: np.random.Generator, n: int) -> list[str]:
-    titles = ["Dune", "Paris", "Herbert", "Seine", ""]
-    out = []
-    for _ in range(n):
-        body = " ".join(rng.choice(WORDS, size=int(rng.integers(1, 8))))
-        t = titles[int(rng.integers(0, len(titles)))]
-        out.append(f"{t}: {body}." if t else body + ".")
-    return out
+from learned_testdata import QUESTION, random_texts
 
 
 def _prep(rng: np.random.Generator, n: int, k: int, dtype: Any = np.float64, ties: bool = False) -> Any:
@@ -110,7 +98,7 @@ def test_embedding_columns_equal_the_old_formulas_bit_for_bit(seed: int, n: int,
 def test_text_columns_equal_the_old_counts_bit_for_bit(seed: int, n: int, k: int) -> None:
     rng = np.random.default_rng(seed)
     prep = _prep(rng, n, k)
-    pv = pair_view(QUESTION, _texts(rng, n))
+    pv = pair_view(QUESTION, random_texts(rng, n))
     view = pv.view
     unit = prep.candidates
     got = candidate_features(unit, prep.relevance, k, view, sim=unit @ unit.T, shared=pv.shared)
@@ -139,7 +127,7 @@ def test_text_columns_equal_the_old_counts_bit_for_bit(seed: int, n: int, k: int
 def test_pair_stack_holds_the_pair_matrices_of_each_pick(text: bool) -> None:
     rng = np.random.default_rng(4)
     prep = _prep(rng, 23, 5, dtype=np.float32)
-    st_ = QueryState.build(prep, pair_view(QUESTION, _texts(rng, 23)) if text else None)
+    st_ = QueryState.build(prep, pair_view(QUESTION, random_texts(rng, 23)) if text else None)
     stack = st_.pair_stack()
     pv = st_.pairs
     blocks = [st_.sim, st_.qdc] if pv is None else [st_.sim, st_.qdc, pv.same_title, pv.title_in, pv.title_in.T,
@@ -186,7 +174,7 @@ def _refuse(name: str) -> Any:
 def test_a_warm_call_calls_no_argsort_argmin_or_count_nonzero(monkeypatch: pytest.MonkeyPatch) -> None:
     rng = np.random.default_rng(11)
     q, c = rng.normal(size=16), rng.normal(size=(50, 16)).astype(np.float32)
-    texts = _texts(rng, 50)
+    texts = random_texts(rng, 50)
     sel = LearnedSelector.default()
     want = sel.choose(q, c, 10, question=QUESTION, texts=texts)
     for name in ("argsort", "argmin", "count_nonzero"):
@@ -231,7 +219,7 @@ def test_plain_picks_equal_the_old_loop_bit_for_bit(seed: int, n: int, k: int, t
     # spread 40: saturated probabilities (the tie window holds several candidates: the slow path decides)
     rng = np.random.default_rng(seed)
     prep = _prep(rng, n, k, ties=ties)
-    state = QueryState.build(prep, pair_view(QUESTION, _texts(rng, n)) if text else None)
+    state = QueryState.build(prep, pair_view(QUESTION, random_texts(rng, n)) if text else None)
     names = feature_names(text)
     f = len(names)
     model = GoldModel(rng.normal(size=f), rng.uniform(0.05, 3.0, size=f), spread * rng.normal(size=f),

@@ -158,7 +158,7 @@ def word_rows(view: TextView) -> FloatArray:
 
 def _near_max(cols: NDArray[np.floating[Any]], near: list[int]) -> NDArray[np.floating[Any]]:
     """``cols[near].max(axis=0)`` for a few rows, as elementwise maxima (a fancy row gather releases the GIL)."""
-    top = cols[near[0]].copy()
+    top: NDArray[np.floating[Any]] = cols[near[0]].copy()
     for i in near[1:]:
         np.maximum(top, cols[i], out=top)
     return top
