@@ -126,10 +126,10 @@ def _rank_columns(n: int, k: int) -> tuple[FloatArray, NDArray[np.intp], NDArray
 
 @lru_cache(maxsize=1024)
 def _count_weights(n_terms: int, n_names: int) -> FloatArray:
-    """(terms + names, 2) 0/1: column 0 marks the question's terms, column 1 its names."""
-    base = np.zeros((n_terms + n_names, 2))
-    base[:n_terms, 0] = 1.0
-    base[n_terms:, 1] = 1.0
+    """(terms + names, 4) 0/1: columns 0 and 2 mark the question's terms, columns 1 and 3 its names."""
+    base = np.zeros((n_terms + n_names, 4))
+    base[:n_terms, 0::2] = 1.0
+    base[n_terms:, 1::2] = 1.0
     base.flags.writeable = False
     return base
 
@@ -140,11 +140,12 @@ def relevance_order(rel: FloatArray) -> NDArray[np.intp]:
     A Python sort of the ``-rel`` values (numpy's argsort releases the GIL, a thread switch under many
     callers); NaN (where Python's comparisons give no order) takes numpy's argsort.
     """
-    keys = np.negative(rel).tolist()
+    keys = rel.tolist()
     total = sum(keys)
     if total != total:  # a NaN (or +inf and -inf): numpy's order
         return np.argsort(-rel, kind="stable")
-    return np.fromiter(sorted(range(len(keys)), key=keys.__getitem__), dtype=np.intp, count=len(keys))
+    # a reversed sort keeps equal keys in their order (stable), as the ascending sort of -rel does
+    return np.fromiter(sorted(range(len(keys)), key=keys.__getitem__, reverse=True), dtype=np.intp, count=len(keys))
 
 
 def word_rows(view: TextView) -> FloatArray:
@@ -167,20 +168,19 @@ def _near_max(cols: NDArray[np.floating[Any]], near: list[int]) -> NDArray[np.fl
 def _text_columns(out: FloatArray, view: TextView, order: NDArray[np.intp], shared: SharedNames | None,
                   words: FloatArray) -> None:
     """Write the text features (all but the first :data:`EMBEDDING_CANDIDATE_FEATURES`) into ``out``."""
-    near = order[:3].tolist()
-    top = near[0]
-    base = _count_weights(view.term_hits.shape[1], view.name_hits.shape[1])
+    near = order[:3]
+    rows = near.tolist()
+    top = rows[0]
     # counts of 0/1 products (exact): words held, and words held that the top candidate lacks
-    weights = np.empty((base.shape[0], 4))
-    weights[:, :2] = base
-    np.multiply(base, (1.0 - words[:, top])[:, None], out=weights[:, 2:])
+    weights = _count_weights(view.term_hits.shape[1], view.name_hits.shape[1]).copy()
+    weights[:, 2:] *= np.subtract(1.0, words[:, top])[:, None]
     np.divide(words.T @ weights, np.maximum(np.add.reduce(weights, axis=0), 1.0), out=out[:, :4])
     if shared is None:
         other = view.other_names.astype(np.float64)
-        np.log1p(other @ np.column_stack([_near_max(other, near), other[top]]), out=out[:, 4:6])
+        np.log1p(other @ np.column_stack([_near_max(other, rows), other[top]]), out=out[:, 4:6])
     else:  # a candidate among the three holds all of its names; the others share only names held twice or more
         cols = shared.columns  # float32 or float64: the counts are exact either way, taken as float64
-        to_near = np.asarray(cols @ _near_max(cols, near), dtype=np.float64) if cols.shape[1] else np.zeros(len(out))
+        to_near = np.asarray(cols @ _near_max(cols, rows), dtype=np.float64) if cols.shape[1] else np.zeros(len(out))
         to_near[near] = shared.totals[near]
         np.log1p(to_near, out=out[:, 4])
         out[:, 5] = shared.log_pairs[:, top]

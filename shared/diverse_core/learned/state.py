@@ -133,6 +133,7 @@ class QueryState:
         static = static_features(sim, rel, prep.k, None if pairs is None else pairs.view,
                                  None if pairs is None else pairs.shared, words)
         state = cls(static, sim, qdc, rel, prep.k, pairs)
+        stack.setflags(write=False)  # shared by every caller of the state (qdc is a view of it)
         state._stack, state._words = stack, words
         return state
 
