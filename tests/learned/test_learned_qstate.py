@@ -127,8 +127,9 @@ def test_text_columns_equal_the_old_counts_bit_for_bit(seed: int, n: int, k: int
 def test_pair_stack_holds_the_pair_matrices_of_each_pick(text: bool) -> None:
     rng = np.random.default_rng(4)
     prep = _prep(rng, 23, 5, dtype=np.float32)
-    st_ = QueryState.build(prep, pair_view(QUESTION, random_texts(rng, 23)) if text else None)
+    st_ = QueryState.build(prep, pair_view(QUESTION, random_texts(rng, 23)) if text else None, stacked=True)
     stack = st_.pair_stack()
+    assert st_.pair_stack() is stack and not stack.flags.writeable  # built once, shared read-only
     pv = st_.pairs
     blocks = [st_.sim, st_.qdc] if pv is None else [st_.sim, st_.qdc, pv.same_title, pv.title_in, pv.title_in.T,
                                                      pv.names_shared]
@@ -143,11 +144,15 @@ def test_pair_stack_holds_the_pair_matrices_of_each_pick(text: bool) -> None:
     assert np.array_equal(st_.qdc, np.add(cos_qi[None, :], sim) / np.sqrt(np.maximum(2.0 + 2.0 * cos_qi, 1e-12))[:, None])
     bare = st_.without_text()
     assert np.array_equal(bare.pair_stack(), stack[:, :2, :])
-    # a state built by hand stacks its blocks on first use
+    # a state built by hand (or without stacked=True: training examples, kept in bulk) keeps none of it:
+    # each call stacks its blocks anew
     again = QueryState(st_.static, st_.sim, st_.qdc, st_.relevance, st_.k, st_.pairs)
-    assert np.array_equal(again.pair_stack(), stack)
-    words = again.word_rows()
-    assert np.array_equal(again.word_marks(), words.T - 1.0) and again.word_marks().flags.c_contiguous
+    plain = QueryState.build(prep, st_.pairs)
+    for other in (again, plain):
+        assert np.array_equal(other.pair_stack(), stack) and other.pair_stack() is not other.pair_stack()
+        assert np.array_equal(other.word_rows(), st_.word_rows()) and other.word_rows() is not other.word_rows()
+        assert np.array_equal(other.word_marks(), st_.word_rows().T - 1.0) and other.word_marks().flags.c_contiguous
+    assert np.array_equal(plain.static, st_.static) and np.array_equal(plain.qdc, st_.qdc)
 
 
 def test_build_keeps_no_float64_copy_of_the_candidates() -> None:

@@ -105,60 +105,74 @@ class QueryState:
         self._marks: FloatArray | None = None
 
     @classmethod
-    def build(cls, prep: PreparedInputs, pairs: PairView | None = None) -> QueryState:
-        """The state of one prepared query (``pairs``: its :class:`PairView`, for the text features)."""
+    def build(cls, prep: PreparedInputs, pairs: PairView | None = None, *, stacked: bool = False) -> QueryState:
+        """The state of one prepared query (``pairs``: its :class:`PairView`, for the text features).
+
+        ``stacked``: also keep what the picks read per pick (:meth:`pair_stack`, :meth:`word_rows`,
+        :meth:`word_marks`; about ``6 n^2`` floats with texts), built once here instead of once per
+        :func:`~diverse_core.learned.greedy.greedy_picks` call. For a state used right away (a
+        selector call); leave it off for states kept in bulk (training examples).
+        """
         unit = prep.candidates_unkept()
         rel = np.asarray(prep.relevance, dtype=np.float64)
         n = unit.shape[0]
         sim = unit @ unit.T
         cos_qi = unit @ np.asarray(prep.query, dtype=np.float64)
         del unit  # (n, d): freed before the stack below takes its place (no heap growth, no page faults)
-        # the pair matrices whose maxima over the picks the step model reads, side by side per pick ([j, m, i])
-        stack = np.empty((n, 2 if pairs is None else 6, n))
-        stack[:, 0, :] = sim
         # cos(unit(q + u_i), u_j) = (rel_j + sim_ij) / |q + u_i|, with |q| = |u_i| = 1
         norm = np.multiply(cos_qi, 2.0)
         norm += 2.0
         np.sqrt(np.maximum(norm, 1e-12, out=norm), out=norm)
-        qdc = stack[:, 1, :]  # a view of the stack
-        np.add(cos_qi[None, :], sim, out=qdc)
+        view = None if pairs is None else pairs.view
+        if stacked:  # the pair matrices whose maxima over the picks the step model reads, per pick ([j, m, i])
+            stack = np.empty((n, 2 if pairs is None else 6, n))
+            stack[:, 0, :] = sim
+            qdc = stack[:, 1, :]  # a view of the stack
+            np.add(cos_qi[None, :], sim, out=qdc)
+        else:
+            qdc = np.add(cos_qi[None, :], sim)
         qdc /= norm[:, None]
-        words = None
-        if pairs is not None:
-            stack[:, 2, :] = pairs.same_title
-            stack[:, 3, :] = pairs.title_in
-            stack[:, 4, :] = pairs.title_in.T
-            stack[:, 5, :] = pairs.names_shared
-            words = word_rows(pairs.view)
-        static = static_features(sim, rel, prep.k, None if pairs is None else pairs.view,
-                                 None if pairs is None else pairs.shared, words)
+        words = None if view is None else word_rows(view)
+        static = static_features(sim, rel, prep.k, view, None if pairs is None else pairs.shared, words)
         state = cls(static, sim, qdc, rel, prep.k, pairs)
-        stack.setflags(write=False)  # shared by every caller of the state (qdc is a view of it)
-        state._stack, state._words = stack, words
+        if stacked:
+            if pairs is not None:
+                stack[:, 2, :] = pairs.same_title
+                stack[:, 3, :] = pairs.title_in
+                stack[:, 4, :] = pairs.title_in.T
+                stack[:, 5, :] = pairs.names_shared
+            stack.setflags(write=False)  # read by every caller of the state
+            state._stack = stack
+            state._words = state.word_rows(words)
+            state._marks = state.word_marks(state._words)
         return state
 
     def pair_stack(self) -> FloatArray:
         """``(n, b, n)``: per pick ``j``, the rows ``j`` of sim, qdc and, with texts, same_title, title_in,
-        title_in.T and names_shared (read-only: shared by every caller of this state)."""
-        if self._stack is None:
-            pv = self.pairs
-            blocks = [self.sim, self.qdc] if pv is None else [self.sim, self.qdc, pv.same_title, pv.title_in,
-                                                               pv.title_in.T, pv.names_shared]
-            n = self.n
-            self._stack = np.concatenate(blocks, axis=1, dtype=np.float64).reshape(n, len(blocks), n)
-        return self._stack
+        title_in.T and names_shared (the one built with the state, read-only; else a new one each call)."""
+        if self._stack is not None:
+            return self._stack
+        pv = self.pairs
+        blocks = [self.sim, self.qdc] if pv is None else [self.sim, self.qdc, pv.same_title, pv.title_in,
+                                                           pv.title_in.T, pv.names_shared]
+        return np.concatenate(blocks, axis=1, dtype=np.float64).reshape(self.n, len(blocks), self.n)
 
-    def word_rows(self) -> FloatArray:
-        """``(W, n)`` 0/1: which candidates hold each of the question's terms, then names (W = 0 without texts)."""
-        if self._words is None:
-            self._words = np.zeros((0, self.n)) if self.pairs is None else word_rows(self.pairs.view)
-        return self._words
+    def word_rows(self, words: FloatArray | None = None) -> FloatArray:
+        """``(W, n)`` 0/1: which candidates hold each of the question's terms, then names (W = 0 without texts);
+        ``words``: these rows when the caller has them."""
+        if self._words is not None:
+            return self._words
+        if words is not None:
+            return words
+        return np.zeros((0, self.n)) if self.pairs is None else word_rows(self.pairs.view)
 
-    def word_marks(self) -> FloatArray:
-        """``(n, W)``: 0 where a candidate holds the word, -1 where not (:meth:`word_rows` - 1, one row per candidate)."""
-        if self._marks is None:
-            self._marks = np.subtract(self.word_rows().T, 1.0, order="C")
-        return self._marks
+    def word_marks(self, words: FloatArray | None = None) -> FloatArray:
+        """``(n, W)``: 0 where a candidate holds the word, -1 where not (:meth:`word_rows` - 1, one row per
+        candidate); ``words``: the :meth:`word_rows` when the caller has them."""
+        if self._marks is not None:
+            return self._marks
+        marks: FloatArray = np.subtract(self.word_rows(words).T, 1.0, order="C")
+        return marks
 
     @property
     def uses_text(self) -> bool:

@@ -152,7 +152,7 @@ class StepLogits:
         # the word rows' coefficients: -1 while no pick holds the word (a gain for whoever holds it), then 0
         self._held = u[b + 4:]
         self._held[:] = -1.0
-        self._marks = state.word_marks() if n_words else None  # [j, w]: 0 where pick j holds word w, else -1
+        self._marks = state.word_marks(words) if n_words else None  # [j, w]: 0 where pick j holds word w, else -1
         self._spare = np.empty(n)
 
     @property
