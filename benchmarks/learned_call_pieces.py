@@ -16,6 +16,7 @@ candidates, k = 5 (``--k``), every text read once before (warm).
 from __future__ import annotations
 
 import argparse
+import inspect
 import os
 import resource
 import sys
@@ -47,6 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     queries = cache.embed([r.question for r in task.records])
     k = args.k
     inputs = question_inputs(task, units, queries, top_candidates(task, units, queries, 50), k)[: args.questions]
+    # as the call builds it (the per-pick stack kept for its picks; versions before it had no such option)
+    stacked = {"stacked": True} if "stacked" in inspect.signature(QueryState.build).parameters else {}
     sel = LearnedSelector.default("chunks")
     model = sel.variants["text"]
     for i in inputs:  # every text read once: warm
@@ -70,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
             given = timed("text checks", lambda i=i, prep=prep: text_inputs(i.question, i.texts, prep.n))
             timed("variant choice", lambda: pick_variant(sel.variants, True, "auto"))
             pv = timed("text view (pair_view)", lambda given=given: pair_view(*given))
-            st = timed("query state (QueryState.build)", lambda prep=prep, pv=pv: QueryState.build(prep, pv))
+            st = timed("query state (QueryState.build)", lambda prep=prep, pv=pv: QueryState.build(prep, pv, **stacked))
             timed("picks, fresh state", lambda st=st: model.picks(st, None))
             timed("picks, same state again", lambda st=st: model.picks(st, None))
             timed("whole call (choose)", lambda i=i: sel.choose(i.query_embedding, i.embeddings, k,
