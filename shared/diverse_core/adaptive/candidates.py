@@ -137,7 +137,7 @@ def _count_weights(n_terms: int, n_names: int) -> FloatArray:
 def relevance_order(rel: FloatArray) -> NDArray[np.intp]:
     """The candidates from the most to the least relevant, ties in index order (``np.argsort(-rel, kind="stable")``).
 
-    A Python sort of the ``-rel`` values (numpy's argsort releases the GIL, a thread switch under many
+    A Python sort of the values, descending (numpy's argsort releases the GIL, a thread switch under many
     callers); NaN (where Python's comparisons give no order) takes numpy's argsort.
     """
     keys = rel.tolist()
