@@ -8,7 +8,8 @@ with k=10, warm (every text read once before timing). Prints
 * ``cpu``: the thread CPU time per call (``time.thread_time``, median and mean) with 1 caller and
   with ``--threads`` callers, each calling on its own pools, and the ratio of the two;
 * ``gil`` (with ``--gil``, Linux, root): how often the calling thread releases the GIL per call,
-  attributed to the Python line that was running, read from a uprobe on ``PyEval_SaveThread``
+  per piece of the call (input checks, text view, query state, picks; and the embedding-variant call)
+  and attributed to the Python line that was running, read from a uprobe on ``PyEval_SaveThread``
   that must exist first::
 
       perf probe -x $(python -c 'import sysconfig,os;print(os.path.join(sysconfig.get_config_var("LIBDIR"),
@@ -111,6 +112,7 @@ def gil(pools: list[dict[str, Any]], k: int, n: int, root: str) -> None:  # prag
     for i in range(n):
         call(pools[i % len(pools)], k)
     print(f"GIL releases per call (untraced): {(count() - c0) / n:.1f}")
+    _gil_pieces(pools, k, n, count)
     hits: collections.Counter[tuple[str, int, str]] = collections.Counter()
     last: list[Any] = [None, 0]
 
@@ -131,6 +133,38 @@ def gil(pools: list[dict[str, Any]], k: int, n: int, root: str) -> None:  # prag
     print(f"GIL releases per call (traced): {(count() - c0) / n:.1f}")
     for (f, line, name), c in sorted(hits.items()):
         print(f"  {c / n:6.2f}  {f}:{line} ({name})")
+
+
+def _gil_pieces(pools: list[dict[str, Any]], k: int, n: int, count: Any) -> None:  # pragma: no cover (needs root)
+    """GIL releases per call of each piece of the text call (as ``LearnedSelector.choose`` runs them), and of
+    the embedding-variant call."""
+    import inspect
+
+    from diverse_core.learned import LearnedSelector, QueryState, pair_view
+    from diverse_core.validation import prepare_inputs
+
+    sel = LearnedSelector.default()
+    model = sel.variants["text"]
+    stacked = {"stacked": True} if "stacked" in inspect.signature(QueryState.build).parameters else {}
+    pieces: collections.Counter[str] = collections.Counter()
+    for i in range(n):
+        p = pools[i % len(pools)]
+        c = count()
+        prep = prepare_inputs(p["query"], p["cands"], k)
+        pieces["input checks"] += count() - c
+        c = count()
+        pv = pair_view(p["question"], p["texts"])
+        pieces["text view"] += count() - c
+        c = count()
+        state = QueryState.build(prep, pv, **stacked)
+        pieces["query state"] += count() - c
+        c = count()
+        model.picks(state)
+        pieces["picks"] += count() - c
+        c = count()
+        dc.select("learned", p["query"], p["cands"], k)
+        pieces["embedding-variant call"] += count() - c
+    print("GIL releases per call, by piece: " + ", ".join(f"{name} {v / n:.1f}" for name, v in pieces.items()))
 
 
 def main(argv: list[str] | None = None) -> int:

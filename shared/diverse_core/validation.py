@@ -9,6 +9,7 @@ live by job in :mod:`~diverse_core.array_checks` (array-like input and its typed
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -122,6 +123,15 @@ class PreparedInputs:
             unit.flags.writeable = False
             self._unit = unit
         return self._unit
+
+    def candidates_unkept(self) -> FloatArray:
+        """:attr:`candidates` without keeping a new copy: the cached rows when computed before, else fresh ones
+        (a large array that is freed as soon as the caller drops it, so that the call's later arrays can
+        take its place in memory instead of growing the heap)."""
+        if self._unit is not None:
+            return self._unit
+        unit: FloatArray = np.multiply(self.vectors, self.inv_norms[:, None], dtype=np.float64)
+        return unit
 
     def unit_rows(self, indices: NDArray[np.int64]) -> FloatArray:
         """Unit-normalised float64 copies of the rows ``indices``, shape (len(indices), d)."""
@@ -313,7 +323,7 @@ def _prepare_fast(query: object, candidates: object, k_int: int) -> PreparedInpu
         return None
     q = np.array(query, dtype=np.float64)
     with np.errstate(all="ignore"):  # NaN/inf/overflow: judged below, then the full checks
-        q_norm = float(np.sqrt(np.dot(q, q)))
+        q_norm = math.sqrt(q @ q)  # BLAS ddot as np.dot, without releasing the GIL; NaN/inf judged below
         norms = np.sqrt(np.asarray(row_dots(candidates), dtype=np.float64))
     low, high = SAFE_NORMS[0]
     if not low < q_norm < high:  # NaN fails too
@@ -324,7 +334,7 @@ def _prepare_fast(query: object, candidates: object, k_int: int) -> PreparedInpu
     q /= q_norm
     unit_q = q.astype(candidates.dtype, copy=False)
     view = candidates.view()
-    view.flags.writeable = False  # never write through to the caller's array
+    view.setflags(write=False)  # never write through to the caller's array
     inv_norms = 1.0 / norms
     rel = np.asarray(view @ unit_q, dtype=np.float64)
     rel *= inv_norms

@@ -19,9 +19,7 @@ from diverse_core.learned.steplogits import HANDLED, StepLogits, no_pick_logits
 from diverse_core.validation import prepare_inputs
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-WORDS = ["river", "bridge", "Paris", "Lyon", "novel", "author", "born", "France", "Seine", "Dune", "Herbert"]
-QUESTION = "Where was the author of Dune born, near which river in France?"
+from learned_testdata import QUESTION, random_texts
 
 
 def _random_state(rng: np.random.Generator, n: int, k: int, text: bool) -> QueryState:
@@ -30,13 +28,7 @@ def _random_state(rng: np.random.Generator, n: int, k: int, text: bool) -> Query
     prep = prepare_inputs(q, c, k, None)
     if not text:
         return QueryState.build(prep)
-    titles = ["Dune", "Paris", "Herbert", "Seine", ""]
-    texts = []
-    for _ in range(n):
-        body = " ".join(rng.choice(WORDS, size=int(rng.integers(1, 8))))
-        t = titles[int(rng.integers(0, len(titles)))]
-        texts.append(f"{t}: {body}." if t else body + ".")
-    return QueryState.build(prep, pair_view(QUESTION, texts))
+    return QueryState.build(prep, pair_view(QUESTION, random_texts(rng, n)))
 
 
 def _random_model(rng: np.random.Generator, text: bool, spread: float = 1.0) -> GoldModel:

@@ -41,6 +41,9 @@ __all__ = [
     "SharedNames",
     "candidate_features",
     "gold_set_features",
+    "relevance_order",
+    "static_features",
+    "word_rows",
     "fit_gold_model",
 ]
 
@@ -109,43 +112,84 @@ class SharedNames:
 
 
 @lru_cache(maxsize=1024)
-def _rank_columns(n: int, k: int) -> FloatArray:
-    """Row ``r``: the features of the candidate ranked ``r`` (``rank / n``, ``in_topk``, ``log_rank``)."""
+def _rank_columns(n: int, k: int) -> tuple[FloatArray, NDArray[np.intp], NDArray[np.intp]]:
+    """``(table, offsets, arange)``: the flat ``(3 * n,)`` table of ``rank / n``, ``in_topk`` and ``log_rank`` of
+    ranks 0 .. n-1 (one block after the other), ``(1, 3)`` where each block starts, and ``arange(n)``."""
     r = np.arange(n, dtype=np.float64)
-    table = np.column_stack([r / n, (r < k).astype(np.float64), np.log1p(r)])
-    table.flags.writeable = False
-    return table
+    table = np.concatenate([r / n, (r < k).astype(np.float64), np.log1p(r)])
+    offsets = np.arange(0, 3 * n, n, dtype=np.intp)[None, :]
+    ranks = np.arange(n, dtype=np.intp)
+    for a in (table, offsets, ranks):
+        a.flags.writeable = False
+    return table, offsets, ranks
 
 
 @lru_cache(maxsize=1024)
 def _count_weights(n_terms: int, n_names: int) -> FloatArray:
-    """(terms + names, 2) 0/1: column 0 marks the question's terms, column 1 its names."""
-    base = np.zeros((n_terms + n_names, 2))
-    base[:n_terms, 0] = 1.0
-    base[n_terms:, 1] = 1.0
+    """(terms + names, 4) 0/1: columns 0 and 2 mark the question's terms, columns 1 and 3 its names."""
+    base = np.zeros((n_terms + n_names, 4))
+    base[:n_terms, 0::2] = 1.0
+    base[n_terms:, 1::2] = 1.0
     base.flags.writeable = False
     return base
 
 
-def _text_columns(out: FloatArray, view: TextView, order: NDArray[np.intp], shared: SharedNames | None) -> None:
+def relevance_order(rel: FloatArray) -> NDArray[np.intp]:
+    """The candidates from the most to the least relevant, ties in index order (``np.argsort(-rel, kind="stable")``).
+
+    A Python sort of the values, descending (numpy's argsort releases the GIL, a thread switch under many
+    callers); NaN (where Python's comparisons give no order) takes numpy's argsort.
+    """
+    keys = rel.tolist()
+    total = sum(keys)
+    if total != total:  # a NaN (or +inf and -inf): numpy's order
+        return np.argsort(-rel, kind="stable")
+    # a reversed sort keeps equal keys in their order (stable), as the ascending sort of -rel does
+    return np.fromiter(sorted(range(len(keys)), key=keys.__getitem__, reverse=True), dtype=np.intp, count=len(keys))
+
+
+def word_rows(view: TextView) -> FloatArray:
+    """``(terms + names, n)`` float 0/1: which candidates hold each of the question's terms, then each name."""
+    n_terms = view.term_hits.shape[1]
+    words = np.empty((n_terms + view.name_hits.shape[1], view.term_hits.shape[0]))
+    words[:n_terms] = view.term_hits.T
+    words[n_terms:] = view.name_hits.T
+    return words
+
+
+def _near_max(cols: NDArray[np.floating[Any]], near: list[int]) -> NDArray[np.floating[Any]]:
+    """``cols[near].max(axis=0)`` for a few rows, as elementwise maxima (a fancy row gather releases the GIL)."""
+    top: NDArray[np.floating[Any]] = cols[near[0]].copy()
+    for i in near[1:]:
+        np.maximum(top, cols[i], out=top)
+    return top
+
+
+def _text_columns(out: FloatArray, view: TextView, order: NDArray[np.intp], shared: SharedNames | None,
+                  words: FloatArray) -> None:
     """Write the text features (all but the first :data:`EMBEDDING_CANDIDATE_FEATURES`) into ``out``."""
-    top = int(order[0])
-    hits = np.concatenate([view.term_hits, view.name_hits], axis=1).astype(np.float64)
-    base = _count_weights(view.term_hits.shape[1], view.name_hits.shape[1])
-    # counts of 0/1 products (exact): words held, and words held that the top candidate lacks
-    weights = np.concatenate([base, base * (1.0 - hits[top])[:, None]], axis=1)
-    np.divide(hits @ weights, np.maximum(weights.sum(axis=0), 1.0), out=out[:, :4])
     near = order[:3]
+    rows = near.tolist()
+    top = rows[0]
+    # counts of 0/1 products (exact): words held, and words held that the top candidate lacks
+    weights = _count_weights(view.term_hits.shape[1], view.name_hits.shape[1]).copy()
+    weights[:, 2:] *= np.subtract(1.0, words[:, top])[:, None]
+    np.divide(words.T @ weights, np.maximum(np.add.reduce(weights, axis=0), 1.0), out=out[:, :4])
     if shared is None:
         other = view.other_names.astype(np.float64)
-        np.log1p(other @ np.column_stack([other[near].max(axis=0), other[top]]), out=out[:, 4:6])
+        np.log1p(other @ np.column_stack([_near_max(other, rows), other[top]]), out=out[:, 4:6])
     else:  # a candidate among the three holds all of its names; the others share only names held twice or more
         cols = shared.columns  # float32 or float64: the counts are exact either way, taken as float64
-        to_near = np.asarray(cols @ cols[near].max(axis=0), dtype=np.float64) if cols.shape[1] else np.zeros(len(out))
+        to_near = np.asarray(cols @ _near_max(cols, rows), dtype=np.float64) if cols.shape[1] else np.zeros(len(out))
         to_near[near] = shared.totals[near]
         np.log1p(to_near, out=out[:, 4])
         out[:, 5] = shared.log_pairs[:, top]
-    out[:, 6:8] = (len(view.terms) / 20.0, len(view.names) / 5.0)
+    out[:, 6] = len(view.terms) / 20.0
+    out[:, 7] = len(view.names) / 5.0
+
+
+#: Above this k, ``sim_topk`` sums its columns in one reduction instead of one add per column.
+_TOPK_ADDS = 16
 
 
 def candidate_features(
@@ -168,24 +212,42 @@ def candidate_features(
     sim = u @ u.T if sim is None else np.asarray(sim, dtype=np.float64)
     if view is not None and view.term_hits.shape[0] != n:
         raise DimensionMismatchError(f"texts must give one text per candidate; got {view.term_hits.shape[0]} for {n}")
+    return static_features(sim, rel, k, view, shared, None if view is None else word_rows(view))
+
+
+def static_features(sim: FloatArray, rel: FloatArray, k: int, view: TextView | None, shared: SharedNames | None,
+                    words: FloatArray | None) -> FloatArray:
+    """:func:`candidate_features` of checked inputs: ``sim`` (n, n) and ``rel`` (n,) float64, ``words`` the
+    :func:`word_rows` of ``view`` (with a view)."""
+    n = rel.shape[0]
     out = np.empty((n, len(EMBEDDING_CANDIDATE_FEATURES if view is None else TEXT_CANDIDATE_FEATURES)))
-    order = np.argsort(-rel, kind="stable")
+    order = relevance_order(rel)
     top = int(order[0])
+    table, offsets, ranks = _rank_columns(n, k)
     rank = np.empty(n, dtype=np.intp)
-    rank[order] = np.arange(n)
+    rank[order] = ranks
     out[:, 0] = rel
     np.subtract(rel, rel[top], out=out[:, 1])
-    out[:, 2:5] = _rank_columns(n, k)[rank]
+    out[:, 2:5] = table[rank[:, None] + offsets]  # a flat gather of 3n entries
     # highest cosine to a better-ranked candidate ([i, j]: j ranks above i; -1 when none, 0 for the best)
-    out[:, 5] = np.where(rank[None, :] < rank[:, None], sim, -1.0).max(axis=1)
+    np.maximum.reduce(np.where(rank[None, :] < rank[:, None], sim, -1.0), axis=1, out=out[:, 5])
     out[top, 5] = 0.0
     out[:, 6] = sim[:, top]
     top_k = order[: min(k, n)]
-    np.divide(np.add.reduce(sim[:, top_k], axis=1), top_k.shape[0], out=out[:, 7])  # as .mean(axis=1) does
+    if top_k.shape[0] <= _TOPK_ADDS:  # what the reduction over sim[:, top_k] (column-major) adds, column by column
+        first, *rest = top_k.tolist()
+        acc = out[:, 7]
+        acc[:] = sim[:, first]
+        for j in rest:
+            acc += sim[:, j]
+        acc /= top_k.shape[0]
+    else:
+        np.divide(np.add.reduce(sim[:, top_k], axis=1), top_k.shape[0], out=out[:, 7])  # as .mean(axis=1) does
     np.divide(np.add.reduce(sim, axis=1), n, out=out[:, 8])
     out[:, 9] = rel[top]
     if view is not None:
-        _text_columns(out[:, len(EMBEDDING_CANDIDATE_FEATURES):], view, order, shared)
+        assert words is not None
+        _text_columns(out[:, len(EMBEDDING_CANDIDATE_FEATURES):], view, order, shared, words)
     return out
 
 

@@ -95,33 +95,59 @@ def _product_picks(state: QueryState, folded: tuple[FloatArray, float], first: t
     features, an overflow): the row path then decides, and names the error."""
     n, k = state.n, min(state.k, state.n)
     steps = StepLogits(state, *folded)
+    if weight != 0.0:
+        return _blended_picks(state, steps, first, k, weight, toward_relevance)
+    y = np.empty(n)  # the step's negated logits
+    if first is None:
+        steps.neg_logits(out=y)
+    else:
+        np.negative(no_pick_logits(state, *first), out=y)
+    picks: list[int] = []
+    probs: list[float] = []
+    total = 0.0  # the sum of every step's negated logits: finite when each of them is
+    for t in range(k):
+        # _pick on Python floats, its common case: the best alone in the tie window (the first lowest, as argmin
+        # finds it; argmin releases the GIL on every call, a wait under contention). NaN: any j (the row path decides)
+        listed = y.tolist()
+        total += sum(listed)
+        for i in picks:
+            listed[i] = math.inf
+        low = min(listed)
+        j = listed.index(low)
+        prob = 1.0 / (1.0 + math.exp(min(low, 50.0)))
+        below = prob - 2.0 * _TIE
+        listed[j] = math.inf
+        # exactly one candidate at or below the window's logit: the best, and every other one above it
+        if not (below > 1e-15 and low <= math.log(1.0 / below - 1.0) < min(listed)):
+            penalised = y.copy()
+            penalised[picks] = np.inf
+            j, prob = _pick(penalised, state.relevance)
+        picks.append(j)
+        probs.append(prob)
+        if t + 1 < k:
+            steps.advance(j, y)
+    if not math.isfinite(total):
+        return None
+    return np.array(picks, dtype=np.int64), np.array(probs)
+
+
+def _blended_picks(state: QueryState, steps: StepLogits, first: tuple[FloatArray, float] | None, k: int,
+                   weight: float, toward_relevance: bool) -> Picks | None:
+    """:func:`_product_picks` at a diversity other than 0.5: each step's logit blended with relevance or novelty."""
+    n = state.n
     neg = np.empty((k, n))  # every step's negated logits, checked once at the end
     if first is None:
         steps.neg_logits(out=neg[0])
     else:
         np.negative(no_pick_logits(state, *first), out=neg[0])
-    penalised = np.empty(n)
-    taken = np.zeros(n)  # +inf once picked (added to the negated logits)
+    taken = np.zeros(n, dtype=bool)
     picks = np.empty(k, dtype=np.int64)
     probs = np.empty(k)
-    relevance = state.relevance
     for t in range(k):
         y = neg[t]
-        if weight == 0.0:
-            np.add(y, taken, out=penalised)
-            # _pick, its common case inline: the best alone in the tie window (the first lowest, as argmin finds it;
-            # argmin releases the GIL on every call, a wait under contention; NaN: any j, the row path decides)
-            listed = penalised.tolist()
-            j = listed.index(min(listed))
-            prob = 1.0 / (1.0 + math.exp(min(penalised.item(j), 50.0)))
-            below = prob - 2.0 * _TIE
-            if not (below > 1e-15 and np.count_nonzero(penalised <= math.log(1.0 / below - 1.0)) == 1):
-                j, prob = _pick(penalised, relevance)
-        else:
-            free = np.flatnonzero(taken == 0.0)
-            j = int(free[_best(_blend(y[free], free, weight, toward_relevance, state, steps), relevance, free)])
-            prob = _probability(y.item(j))
-        picks[t], probs[t], taken[j] = j, prob, np.inf
+        free = np.flatnonzero(~taken)
+        j = int(free[_best(_blend(y[free], free, weight, toward_relevance, state, steps), state.relevance, free)])
+        picks[t], probs[t], taken[j] = j, _probability(y.item(j)), True
         if t + 1 < k:
             steps.advance(j, neg[t + 1])
     if not np.isfinite(np.add.reduce(neg, axis=None)):

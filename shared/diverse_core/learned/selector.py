@@ -195,7 +195,7 @@ class LearnedSelector:
         given = text_inputs(question, texts, prep.n)
         name = pick_variant(self.variants, given is not None, variant)
         pairs = pair_view(*given, sources=sources, names=names) if given is not None and name == "text" else None
-        state = QueryState.build(prep, pairs)
+        state = QueryState.build(prep, pairs, stacked=True)
         return [LearnedChoice(*self.variants[name].picks(state, d), name) for d in diversities]
 
     def choose(

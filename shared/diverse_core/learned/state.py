@@ -37,7 +37,8 @@ from numpy.typing import NDArray
 from ..adaptive.candidates import (
     EMBEDDING_CANDIDATE_FEATURES,
     TEXT_CANDIDATE_FEATURES,
-    candidate_features,
+    static_features,
+    word_rows,
 )
 from ..validation import PreparedInputs
 from .pairview import PairView, pair_view
@@ -99,24 +100,79 @@ class QueryState:
         self.k = k
         self.pairs = pairs
         self.n = static.shape[0]
+        self._stack: FloatArray | None = None
+        self._words: FloatArray | None = None
+        self._marks: FloatArray | None = None
 
     @classmethod
-    def build(cls, prep: PreparedInputs, pairs: PairView | None = None) -> QueryState:
-        """The state of one prepared query (``pairs``: its :class:`PairView`, for the text features)."""
-        unit = np.asarray(prep.candidates, dtype=np.float64)
+    def build(cls, prep: PreparedInputs, pairs: PairView | None = None, *, stacked: bool = False) -> QueryState:
+        """The state of one prepared query (``pairs``: its :class:`PairView`, for the text features).
+
+        ``stacked``: also keep what the picks read per pick (:meth:`pair_stack`, :meth:`word_rows`,
+        :meth:`word_marks`; about ``6 n^2`` floats with texts), built once here instead of once per
+        :func:`~diverse_core.learned.greedy.greedy_picks` call. For a state used right away (a
+        selector call); leave it off for states kept in bulk (training examples).
+        """
+        unit = prep.candidates_unkept()
         rel = np.asarray(prep.relevance, dtype=np.float64)
+        n = unit.shape[0]
         sim = unit @ unit.T
-        q = np.asarray(prep.query, dtype=np.float64)
+        cos_qi = unit @ np.asarray(prep.query, dtype=np.float64)
+        del unit  # (n, d): freed before the stack below takes its place (no heap growth, no page faults)
         # cos(unit(q + u_i), u_j) = (rel_j + sim_ij) / |q + u_i|, with |q| = |u_i| = 1
-        cos_qi = unit @ q
-        norm = np.sqrt(np.maximum(2.0 + 2.0 * cos_qi, 1e-12))
-        qdc = np.add(cos_qi[None, :], sim)
-        qdc /= norm[:, None]
-        if pairs is None:
-            static = candidate_features(unit, rel, prep.k, sim=sim)
+        norm = np.multiply(cos_qi, 2.0)
+        norm += 2.0
+        np.sqrt(np.maximum(norm, 1e-12, out=norm), out=norm)
+        view = None if pairs is None else pairs.view
+        if stacked:  # the pair matrices whose maxima over the picks the step model reads, per pick ([j, m, i])
+            stack = np.empty((n, 2 if pairs is None else 6, n))
+            stack[:, 0, :] = sim
+            qdc = stack[:, 1, :]  # a view of the stack
+            np.add(cos_qi[None, :], sim, out=qdc)
         else:
-            static = candidate_features(unit, rel, prep.k, pairs.view, sim=sim, shared=pairs.shared)
-        return cls(static, sim, qdc, rel, prep.k, pairs)
+            qdc = np.add(cos_qi[None, :], sim)
+        qdc /= norm[:, None]
+        words = None if view is None else word_rows(view)
+        static = static_features(sim, rel, prep.k, view, None if pairs is None else pairs.shared, words)
+        state = cls(static, sim, qdc, rel, prep.k, pairs)
+        if stacked:
+            if pairs is not None:
+                stack[:, 2, :] = pairs.same_title
+                stack[:, 3, :] = pairs.title_in
+                stack[:, 4, :] = pairs.title_in.T
+                stack[:, 5, :] = pairs.names_shared
+            stack.setflags(write=False)  # read by every caller of the state
+            state._stack = stack
+            state._words = state.word_rows(words)
+            state._marks = state.word_marks(state._words)
+        return state
+
+    def pair_stack(self) -> FloatArray:
+        """``(n, b, n)``: per pick ``j``, the rows ``j`` of sim, qdc and, with texts, same_title, title_in,
+        title_in.T and names_shared (the one built with the state, read-only; else a new one each call)."""
+        if self._stack is not None:
+            return self._stack
+        pv = self.pairs
+        blocks = [self.sim, self.qdc] if pv is None else [self.sim, self.qdc, pv.same_title, pv.title_in,
+                                                           pv.title_in.T, pv.names_shared]
+        return np.concatenate(blocks, axis=1, dtype=np.float64).reshape(self.n, len(blocks), self.n)
+
+    def word_rows(self, words: FloatArray | None = None) -> FloatArray:
+        """``(W, n)`` 0/1: which candidates hold each of the question's terms, then names (W = 0 without texts);
+        ``words``: these rows when the caller has them."""
+        if self._words is not None:
+            return self._words
+        if words is not None:
+            return words
+        return np.zeros((0, self.n)) if self.pairs is None else word_rows(self.pairs.view)
+
+    def word_marks(self, words: FloatArray | None = None) -> FloatArray:
+        """``(n, W)``: 0 where a candidate holds the word, -1 where not (:meth:`word_rows` - 1, one row per
+        candidate); ``words``: the :meth:`word_rows` when the caller has them."""
+        if self._marks is not None:
+            return self._marks
+        marks: FloatArray = np.subtract(self.word_rows(words).T, 1.0, order="C")
+        return marks
 
     @property
     def uses_text(self) -> bool:
@@ -128,7 +184,10 @@ class QueryState:
         if self.pairs is None:
             return self
         static = self.static[:, : len(EMBEDDING_CANDIDATE_FEATURES)]
-        return QueryState(static, self.sim, self.qdc, self.relevance, self.k, None)
+        state = QueryState(static, self.sim, self.qdc, self.relevance, self.k, None)
+        if self._stack is not None:
+            state._stack = self._stack[:, :2, :]
+        return state
 
     def rows(self, picks: Sequence[int]) -> FloatArray:
         """Feature rows (n, F) of every candidate given the picks so far (in pick order)."""

@@ -45,26 +45,11 @@ FloatArray = NDArray[np.float64]
 
 #: Where each state feature sits among the state columns (the text ones extend the embedding ones).
 _AT = {name: i for i, name in enumerate(TEXT_STATE_FEATURES)}
-#: The state features that are a maximum over the picks of a pair matrix (see :func:`_pair_blocks`).
+#: The state features that are a maximum over the picks of a pair matrix (the blocks of
+#: :meth:`~diverse_core.learned.state.QueryState.pair_stack`, in that order).
 _MAXIMA = ("sim_max", "qdc_max", "same_title", "title_in_pick", "pick_title_in_it", "names_shared")
 #: Every state feature :class:`StepLogits` reads (a new one must be added there).
 HANDLED = (*_MAXIMA, "has_picks", "step", "sim_mean", "qdc_over_rel", "term_gain", "name_gain", "term_union")
-
-
-def _pair_blocks(state: QueryState) -> list[NDArray[np.float64] | NDArray[np.bool_]]:
-    """The (n, n) matrices of :data:`_MAXIMA` (``[j, i]``: pick ``j``, candidate ``i``), two without texts."""
-    if state.pairs is None:
-        return [state.sim, state.qdc]
-    pv = state.pairs
-    return [state.sim, state.qdc, pv.same_title, pv.title_in, pv.title_in.T, pv.names_shared]
-
-
-def _word_marks(state: QueryState) -> tuple[FloatArray, int]:
-    """(W, n) 0/1: which candidates hold each of the question's words (its terms, then its names); how many terms."""
-    if state.pairs is None:
-        return np.zeros((0, state.n)), 0
-    view = state.pairs.view
-    return np.concatenate([view.term_hits.T, view.name_hits.T], axis=0, dtype=np.float64), view.term_hits.shape[1]
 
 
 def _word_rows(words: FloatArray, n_terms: int, c: list[float], rows: FloatArray) -> float:
@@ -74,16 +59,18 @@ def _word_rows(words: FloatArray, n_terms: int, c: list[float], rows: FloatArray
     every candidate's ``term_union``. The negated logit takes row ``w`` with coefficient -1 while no pick holds
     ``w``, 0 after; returns ``sum(d_w)``, what the logit's constant part makes up for.
 
-    ``c``: the state columns' folded coefficients.
+    ``words``: (W, n) 0/1, the question's terms first; ``c``: the state columns' folded coefficients.
     """
     term_gain, name_gain, term_union = c[_AT["term_gain"]], c[_AT["name_gain"]], c[_AT["term_union"]]
     size_t, size_n = max(n_terms, 1), max(words.shape[0] - n_terms, 1)
-    per_row = np.empty((words.shape[0], 1))
-    per_row[:n_terms] = (term_gain + term_union) / size_t
-    per_row[n_terms:] = name_gain / size_n
-    np.multiply(words, per_row, out=rows)
+    np.multiply(words[:n_terms], (term_gain + term_union) / size_t, out=rows[:n_terms])
+    np.multiply(words[n_terms:], name_gain / size_n, out=rows[n_terms:])
     rows[:n_terms] -= term_union / size_t
     return n_terms * (term_union / size_t)
+
+
+def _n_terms(state: QueryState) -> int:
+    return 0 if state.pairs is None else int(state.pairs.view.term_hits.shape[1])
 
 
 def no_pick_logits(state: QueryState, coef: FloatArray, intercept: float) -> FloatArray:
@@ -93,10 +80,10 @@ def no_pick_logits(state: QueryState, coef: FloatArray, intercept: float) -> Flo
     """
     s = state.static.shape[1]
     z = np.asarray(state.static @ coef[:s], dtype=np.float64)
-    words, n_terms = _word_marks(state)
+    words = state.word_rows()
     if words.shape[0]:
-        rows = np.empty_like(words)
-        z += intercept + _word_rows(words, n_terms, coef[s:].tolist(), rows)
+        rows = np.empty(words.shape)
+        z += intercept + _word_rows(words, _n_terms(state), coef[s:].tolist(), rows)
         z += np.add.reduce(rows, axis=0)
     else:
         z += intercept
@@ -138,34 +125,34 @@ class StepLogits:
         n, s = state.n, state.static.shape[1]
         c = coef[s:].tolist()  # the state columns' coefficients
         self._has_picks, self._step = c[_AT["has_picks"]], c[_AT["step"]]
-        self._sim_mean, self._over_rel = c[_AT["sim_mean"]], c[_AT["qdc_over_rel"]]
-        blocks = _pair_blocks(state)
-        b = len(blocks)
+        self._sim_mean, over_rel = c[_AT["sim_mean"]], c[_AT["qdc_over_rel"]]
+        self._over_rel = over_rel
+        # [j, m, i]: pair block m (sim, qdc, then the text ones) of pick j and candidate i
+        self._pair_max = state.pair_stack()
+        b = self._pair_max.shape[1]
         maxima = [-c[_AT[name]] for name in _MAXIMA[:b]]
-        maxima[1] -= self._over_rel  # qdc_over_rel is qdc_max - relevance
-        words, n_terms = _word_marks(state)
+        maxima[1] -= over_rel  # qdc_over_rel is qdc_max - relevance
+        words = state.word_rows()
         n_words = words.shape[0]
-        self._has_words = n_words > 0
         self.n, self._b, self._k, self._t = n, b, max(state.k, 1), 0
-        # [j, m, i]: pair block m of pick j and candidate i (one row of blocks side by side per pick)
-        self._pair_max = np.concatenate(blocks, axis=1, dtype=np.float64).reshape(n, b, n)
-        self._sim = state.sim
         # rows of h: b running maxima | the picks' summed cosines | the static columns' logit | relevance | ones |
         # one per question word; u @ h: the negated logits
-        h = self._h = np.zeros((b + 4 + n_words, n))
+        h = self._h = np.empty((b + 4 + n_words, n))
+        h[: b + 1] = 0.0  # every other row is written below (np.zeros of the whole block would release the GIL)
         u = self._u = np.zeros(b + 4 + n_words)
         self._maxima, self._sim_sum = h[:b], h[b]
-        self._u_maxima = np.array(maxima)  # their coefficients, from the first pick on
+        self._u_maxima = maxima  # their coefficients, from the first pick on
         np.matmul(state.static, coef[:s], out=h[b + 1])
-        lacking = _word_rows(words, n_terms, c, h[b + 4:]) if n_words else 0.0
+        lacking = _word_rows(words, _n_terms(state), c, h[b + 4:]) if n_words else 0.0
         self._constant = intercept + lacking  # the logit's constant part
         h[b + 2] = state.relevance
         h[b + 3] = 1.0
         u[b + 1] = -1.0
         u[b + 3] = -self._constant
         # the word rows' coefficients: -1 while no pick holds the word (a gain for whoever holds it), then 0
-        self._held, self._marks = u[b + 4:], words - 1.0
+        self._held = u[b + 4:]
         self._held[:] = -1.0
+        self._marks = state.word_marks(words) if n_words else None  # [j, w]: 0 where pick j holds word w, else -1
         self._spare = np.empty(n)
 
     @property
@@ -181,16 +168,17 @@ class StepLogits:
         """Add candidate ``j`` to the picks and write every candidate's negated logit given them into ``out``."""
         t = self._t = self._t + 1
         b, u = self._b, self._u
+        rows = self._pair_max[j]
         if t == 1:
-            self._maxima[:] = self._pair_max[j]
-            self._sim_sum[:] = self._sim[j]
+            self._maxima[:] = rows
+            self._sim_sum[:] = rows[0]
             u[:b] = self._u_maxima
             u[b + 2] = self._over_rel
         else:
-            np.maximum(self._maxima, self._pair_max[j], out=self._maxima)
-            np.add(self._sim_sum, self._sim[j], out=self._sim_sum)
-        if self._has_words:
-            np.maximum(self._held, self._marks[:, j], out=self._held)
+            np.maximum(self._maxima, rows, out=self._maxima)
+            np.add(self._sim_sum, rows[0], out=self._sim_sum)
+        if self._marks is not None:
+            np.maximum(self._held, self._marks[j], out=self._held)
         u[b] = -self._sim_mean / t
         u[b + 3] = -(self._constant + self._has_picks + self._step * (t / self._k))
         return np.matmul(u, self._h, out=out)
