@@ -80,10 +80,16 @@ def n_features(dim: int) -> int:
 
 
 def _incidence(sets: Sequence[set[str]], vocab: dict[str, int]) -> NDArray[np.float32]:
+    """The binary (len(sets), len(vocab)) matrix of which words each set holds, set with one
+    numpy call (one per row would release the GIL once per row: a thread switch per row
+    under concurrent callers)."""
     mat = np.zeros((len(sets), len(vocab)), dtype=np.float32)
-    for i, s in enumerate(sets):
-        if s:
-            mat[i, [vocab[w] for w in s]] = 1.0
+    sizes = [len(s) for s in sets]
+    total = sum(sizes)
+    if total:
+        rows = np.repeat(np.arange(len(sets), dtype=np.intp), sizes)
+        cols = np.fromiter((vocab[w] for s in sets for w in s), dtype=np.intp, count=total)
+        mat[rows, cols] = 1.0
     return mat
 
 
