@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 from diverse_core.errors import EmptyCandidatesError, InvalidParameterError
 from diverse_core.pipelines import Candidates
+from diverse_core.pipelines.base import on_sync_run_loop
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.indices.vector_store.base import VectorStoreIndex
@@ -151,17 +152,21 @@ class LlamaIndexSource:
     async def asearch(self, query: str, k: int | None = None) -> Candidates:
         """Asynchronous :meth:`search` (``aretrieve``, the model's async embeddings)."""
         retriever = self._retriever(k)
-        if not async_engine_usable(retriever):  # PGVectorStore's async pool belongs to another loop
+        rows = row_searcher(retriever, self._embed_model)
+        usable = async_engine_usable(retriever)
+        if not usable and (rows is None or not on_sync_run_loop()):
+            # PGVectorStore's async pool belongs to another loop: its sync search, in a thread
             return await asyncio.to_thread(self.search, query, k)
         model = self.embed_model
         query_embedding = await model.aget_query_embedding(query)
         bundle = self._bundle(query, retriever, query_embedding)
-        rows = row_searcher(retriever, self._embed_model)
         with collecting() as found, pg_guard(retriever):
             if rows is None:
                 got = await self._searcher(retriever).aretrieve(bundle)
-            else:
+            elif usable:
                 got = await rows.asearch_rows(bundle, _rows_readable)
+            else:  # a synchronous run's own loop: the store's sync statement, on this thread (no hop)
+                got = rows.search_rows(bundle, _rows_readable)
         if isinstance(got, PgCandidates):
             return self._from_rows(query, query_embedding, got, k)
         nodes = list(got)
