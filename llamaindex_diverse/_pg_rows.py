@@ -45,6 +45,7 @@ from llama_index.core.vector_stores.types import VectorStoreQueryMode
 from numpy.typing import NDArray
 
 from ._observers import observed
+from ._query_text import query_vector
 from ._stored import StoredVectors
 
 __all__ = [
@@ -291,14 +292,14 @@ class _WithVectors(VectorIndexRetriever):
     def _pairs(self, query: Any) -> tuple[list[tuple[Any, Any]], PgSearch]:
         with pgvector_search(query.similarity_top_k, binary=True) as search:
             pairs = _method(self._vector_store, _SYNC)(
-                query.query_embedding, query.similarity_top_k, query.filters, **self._kwargs
+                query_vector(query.query_embedding), query.similarity_top_k, query.filters, **self._kwargs
             )
         return pairs, search
 
     async def _apairs(self, query: Any) -> tuple[list[tuple[Any, Any]], PgSearch]:
         with pgvector_search(query.similarity_top_k, binary=True) as search:
             pairs = await _method(self._vector_store, _ASYNC)(
-                query.query_embedding, query.similarity_top_k, query.filters, **self._kwargs
+                query_vector(query.query_embedding), query.similarity_top_k, query.filters, **self._kwargs
             )
         return pairs, search
 
