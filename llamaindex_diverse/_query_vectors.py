@@ -23,12 +23,18 @@ __all__ = ["aembed_query", "embed_query"]
 _EMBEDDINGS = (get_dispatcher("llama_index.core.base.embeddings.base"),)
 
 
+def _defined_by(cls: type, name: str) -> type | None:
+    """The class of ``cls``'s MRO that defines ``name`` (the span decorator's wrappers are new
+    objects on every class attribute access, so the methods cannot be compared by identity)."""
+    return next((c for c in cls.__mro__ if name in c.__dict__), None)
+
+
 def _plain(model: BaseEmbedding) -> bool:
     """Whether ``model``'s public query method only adds what nobody observes (see the module)."""
     cls = type(model)
     return (
-        cls.get_query_embedding is BaseEmbedding.get_query_embedding
-        and cls.aget_query_embedding is BaseEmbedding.aget_query_embedding
+        _defined_by(cls, "get_query_embedding") is BaseEmbedding
+        and _defined_by(cls, "aget_query_embedding") is BaseEmbedding
         and not getattr(model, "embeddings_cache", None)
         and getattr(model, "rate_limiter", None) is None
         and not observed(_EMBEDDINGS, model.callback_manager)

@@ -229,7 +229,7 @@ class Pipeline(ABC, Generic[R]):
                 f"source must be a CandidateSource (search/asearch/embed/aembed); got {type(source).__name__}"
             )
         k = self.k if k is None else check_k(k, "k")
-        unknown = sorted(set(options) - self._run_options())
+        unknown = sorted(set(options) - self._run_options()) if options else []  # (a signature read)
         if unknown:
             raise InvalidParameterError(
                 f"unknown run option(s) {unknown} for {type(self).__name__}; accepted: {sorted(self._run_options())}"
