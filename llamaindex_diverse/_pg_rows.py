@@ -143,6 +143,14 @@ def _ref_doc_id(metadata: dict[str, Any]) -> tuple[bool, str | None]:
     return (True, source.get("node_id")) if isinstance(source, dict) else (False, None)
 
 
+def _json_string(text: str) -> str:
+    """``json.dumps(text)``; printable ASCII without quotes or backslashes (ids such as uuids)
+    is written as is, without the encoder."""
+    if text.isascii() and text.isprintable() and '"' not in text and "\\" not in text:
+        return f'"{text}"'
+    return json.dumps(text)
+
+
 @dataclass
 class PgCandidates:
     """A ``PGVectorStore`` search's rows and vectors, before any node is built.
@@ -197,7 +205,7 @@ class PgCandidates:
             ids = [str(row.node_id) for row in self.rows]
             known = all(
                 isinstance(content := row.metadata.get("_node_content"), str)
-                and content.startswith(f'{{"id_": {json.dumps(node_id)}, ')
+                and content.startswith(f'{{"id_": {_json_string(node_id)}, ')
                 for row, node_id in zip(self.rows, ids, strict=True)
             )
             self._ids, self._ids_read = (ids if known else None), True

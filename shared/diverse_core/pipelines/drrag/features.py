@@ -153,11 +153,12 @@ def pair_features(
         for w in s:
             vocab.setdefault(w, len(vocab))
     pos = {int(i): n for n, i in enumerate(used)}
-    W = _incidence([word_sets[int(i)] for i in used], vocab)
-    B = _incidence([body_sets[int(i)] for i in used], vocab)
-    T = _incidence([title_sets[int(i)] for i in used], vocab)
-    C = _incidence([cap_sets[int(i)] for i in used], vocab)
-    Q = _incidence([q_set], vocab)[0]
+    # the four per-document matrices and the question's row, filled as one matrix
+    n_used = len(used)
+    rows = [sets[int(i)] for sets in (word_sets, body_sets, title_sets, cap_sets) for i in used]
+    M = _incidence([*rows, q_set], vocab)
+    W, B, T, C = (M[g * n_used:(g + 1) * n_used] for g in range(4))
+    Q = M[4 * n_used]
     ra = np.array([pos[int(i)] for i in a_idx], dtype=np.int64)
     rb = np.array([pos[int(i)] for i in b_idx], dtype=np.int64)
 
