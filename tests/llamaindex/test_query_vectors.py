@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 
 pytest.importorskip("llama_index.core")
+from li_fakes import CollectEvents  # noqa: E402
 from llama_index.core import Document, VectorStoreIndex  # noqa: E402
 from llama_index.core.base.embeddings.base import BaseEmbedding  # noqa: E402
 from llama_index.core.callbacks import CallbackManager, LlamaDebugHandler  # noqa: E402
 from llama_index.core.embeddings import MockEmbedding  # noqa: E402
 from llama_index.core.instrumentation import get_dispatcher  # noqa: E402
-from llama_index.core.instrumentation.event_handlers import BaseEventHandler  # noqa: E402
 
 from llamaindex_diverse._query_vectors import aembed_query, embed_query  # noqa: E402
 from llamaindex_diverse.sources import LlamaIndexSource  # noqa: E402
@@ -77,19 +77,14 @@ def test_a_callback_handler_sees_the_embedding(public_calls: list[str]) -> None:
 
 
 def test_an_event_handler_sees_the_embedding(public_calls: list[str]) -> None:
-    seen: list[str] = []
-
-    class Recorder(BaseEventHandler):
-        def handle(self, event: Any, **kwargs: Any) -> None:
-            seen.append(event.class_name())
-
-    root, recorder = get_dispatcher("root"), Recorder()
+    root, recorder = get_dispatcher("root"), CollectEvents(events=[])
     root.add_event_handler(recorder)
     try:
         assert embed_query(_model(), "abc") == [3.0, 1.0, 0.0, 0.5]
     finally:
         root.event_handlers.remove(recorder)
     assert public_calls == ["_Model"]
+    seen = [e.class_name() for e in recorder.events]
     assert "EmbeddingStartEvent" in seen and "EmbeddingEndEvent" in seen
 
 
