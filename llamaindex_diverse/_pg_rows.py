@@ -484,7 +484,8 @@ def async_engine_usable(retriever: Any) -> bool:
     Always true except over ``PGVectorStore``, whose async engine may only be used on the
     loop that first used it through this face: a search on another loop (e.g. the fresh
     loop of each synchronous pipeline ``run()``) would meet connections "attached to a
-    different loop"; the caller then runs the sync search in a worker thread instead.
+    different loop"; the caller then runs the sync search instead (on a synchronous run's
+    own loop right there, else in a worker thread).
     """
     store = getattr(retriever, "_vector_store", None)
     if type(store).__name__ != "PGVectorStore":

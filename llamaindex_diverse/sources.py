@@ -151,7 +151,9 @@ class LlamaIndexSource:
         return self._build(query, qv, nodes, vecs, k)
 
     async def asearch(self, query: str, k: int | None = None) -> Candidates:
-        """Asynchronous :meth:`search` (``aretrieve``, the model's async embeddings)."""
+        """Asynchronous :meth:`search` (``aretrieve``, the model's async embeddings). Over a
+        ``PGVectorStore`` whose async pool belongs to another loop it is :meth:`search`: on a
+        synchronous run's own loop right there, on any other loop in a worker thread."""
         retriever = self._retriever(k)
         if not async_engine_usable(retriever):  # PGVectorStore's async pool belongs to another loop:
             if on_sync_run_loop():  # a sync run's own loop (nobody else waits on it): right here
