@@ -205,9 +205,10 @@ def memory_stores(texts: list[str], vecs: np.ndarray, fetch_k: int, vec: Vectors
 
 # ----------------------------------------------------------------------------- timing
 def run_batch(pool: ThreadPoolExecutor, callers: int, fn: Callable[[str], Any], queries: list[str],
-              want: int) -> tuple[float, list[float], list[float]]:
+              want: int) -> tuple[float, list[float], list[float], float]:
     """Run ``queries`` with ``callers`` concurrent callers; (wall seconds, per-call ms, per-call
-    CPU ms of the calling thread: the client's own work, not Postgres')."""
+    CPU ms of the calling thread: the client's own work, not Postgres', and the process's CPU
+    seconds over the batch: with the work of any worker threads a call hands off to)."""
     slices = [queries[i::callers] for i in range(callers)]
 
     def caller(qs: list[str]) -> list[tuple[float, float]]:
@@ -220,10 +221,10 @@ def run_batch(pool: ThreadPoolExecutor, callers: int, fn: Callable[[str], Any], 
                 raise RuntimeError(f"{len(got)} results, not {want}")
         return out
 
-    t0 = time.perf_counter()
+    t0, p0 = time.perf_counter(), time.process_time()
     futures = [pool.submit(caller, s) for s in slices]
     pairs = [x for f in futures for x in f.result()]
-    return time.perf_counter() - t0, [w for w, _ in pairs], [c for _, c in pairs]
+    return time.perf_counter() - t0, [w for w, _ in pairs], [c for _, c in pairs], time.process_time() - p0
 
 
 def time_store(calls: dict[str, dict[str, Callable[[str], Any]]], queries: list[str], callers: list[int],
@@ -239,6 +240,7 @@ def time_store(calls: dict[str, dict[str, Callable[[str], Any]]], queries: list[
                 for name in variants:  # warm-up: connections, caches, models
                     run_batch(pool, c, per[name], queries[:c], fetch_k if name == "search" else K)
                 wall = dict.fromkeys(variants, 0.0)
+                proc = dict.fromkeys(variants, 0.0)
                 lat: dict[str, list[float]] = {v: [] for v in variants}
                 cpu: dict[str, list[float]] = {v: [] for v in variants}
                 for r in range(rounds):
@@ -246,8 +248,9 @@ def time_store(calls: dict[str, dict[str, Callable[[str], Any]]], queries: list[
                     batch = [queries[(start + i) % len(queries)] for i in range(n_calls)]
                     order = variants if r % 2 == 0 else tuple(reversed(variants))
                     for name in order:
-                        w, ls, cs = run_batch(pool, c, per[name], batch, fetch_k if name == "search" else K)
+                        w, ls, cs, pc = run_batch(pool, c, per[name], batch, fetch_k if name == "search" else K)
                         wall[name] += w
+                        proc[name] += pc
                         lat[name] += ls
                         cpu[name] += cs
             base_qps = rounds * n_calls / wall["search"]
@@ -259,7 +262,9 @@ def time_store(calls: dict[str, dict[str, Callable[[str], Any]]], queries: list[
                        "p95": float(np.percentile(lat[name], 95)),
                        "p50_ratio": statistics.median(lat[name]) / statistics.median(lat["search"]),
                        "cpu": statistics.median(cpu[name]),
-                       "cpu_ratio": statistics.median(cpu[name]) / statistics.median(cpu["search"])}
+                       "cpu_ratio": statistics.median(cpu[name]) / statistics.median(cpu["search"]),
+                       "proc_cpu": proc[name] * 1000 / (rounds * n_calls),
+                       "proc_cpu_ratio": proc[name] / proc["search"]}
                 rows.append(row)
                 print(json.dumps(row), flush=True)
     return rows
@@ -280,14 +285,17 @@ def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
              "`q/s` = calls / wall time of their batches; `x search` = q/s / the plain search's q/s "
              "(same store, face, fetch_k, callers); p50 / p95 per call in ms; `client CPU ms` = median "
              "CPU time of the calling thread per call (the retriever's own work; Postgres' is not "
-             "in it), `CPU x search` its ratio to the plain search's.", ""]
+             "in it; work a call hands to worker threads is not either), `CPU x search` its ratio to "
+             "the plain search's; `process CPU ms` = the client process's CPU time over the variant's "
+             "batches per call (worker threads included), `proc x search` its ratio.", ""]
     lines += ["| store | framework | fetch_k | callers | variant | calls | q/s | x search | p50 ms | p95 ms "
-              "| p50 x search | client CPU ms | CPU x search |",
-              "|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+              "| p50 x search | client CPU ms | CPU x search | process CPU ms | proc x search |",
+              "|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
+        proc = (f"{r['proc_cpu']:.1f} | {r['proc_cpu_ratio']:.2f}" if "proc_cpu" in r else "- | -")
         lines.append(f"| {r['store']} | {r['framework']} | {r['fetch_k']} | {r['callers']} | {r['variant']} | "
                      f"{r['calls']} | {r['qps']:.1f} | {r['ratio']:.2f} | {r['p50']:.1f} | {r['p95']:.1f} | "
-                     f"{r['p50_ratio']:.2f} | {r['cpu']:.1f} | {r['cpu_ratio']:.2f} |")
+                     f"{r['p50_ratio']:.2f} | {r['cpu']:.1f} | {r['cpu_ratio']:.2f} | {proc} |")
     lines.append("")
     if meta.get("note"):
         lines += [meta["note"].strip(), ""]

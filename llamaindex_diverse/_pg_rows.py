@@ -45,6 +45,7 @@ from llama_index.core.vector_stores.types import VectorStoreQueryMode
 from numpy.typing import NDArray
 
 from ._observers import observed
+from ._query_text import query_vector
 from ._stored import StoredVectors
 
 __all__ = [
@@ -142,6 +143,14 @@ def _ref_doc_id(metadata: dict[str, Any]) -> tuple[bool, str | None]:
     return (True, source.get("node_id")) if isinstance(source, dict) else (False, None)
 
 
+def _json_string(text: str) -> str:
+    """``json.dumps(text)``; printable ASCII without quotes or backslashes (ids such as uuids)
+    is written as is, without the encoder."""
+    if text.isascii() and text.isprintable() and '"' not in text and "\\" not in text:
+        return f'"{text}"'
+    return json.dumps(text)
+
+
 @dataclass
 class PgCandidates:
     """A ``PGVectorStore`` search's rows and vectors, before any node is built.
@@ -196,7 +205,7 @@ class PgCandidates:
             ids = [str(row.node_id) for row in self.rows]
             known = all(
                 isinstance(content := row.metadata.get("_node_content"), str)
-                and content.startswith(f'{{"id_": {json.dumps(node_id)}, ')
+                and content.startswith(f'{{"id_": {_json_string(node_id)}, ')
                 for row, node_id in zip(self.rows, ids, strict=True)
             )
             self._ids, self._ids_read = (ids if known else None), True
@@ -291,14 +300,14 @@ class _WithVectors(VectorIndexRetriever):
     def _pairs(self, query: Any) -> tuple[list[tuple[Any, Any]], PgSearch]:
         with pgvector_search(query.similarity_top_k, binary=True) as search:
             pairs = _method(self._vector_store, _SYNC)(
-                query.query_embedding, query.similarity_top_k, query.filters, **self._kwargs
+                query_vector(query.query_embedding), query.similarity_top_k, query.filters, **self._kwargs
             )
         return pairs, search
 
     async def _apairs(self, query: Any) -> tuple[list[tuple[Any, Any]], PgSearch]:
         with pgvector_search(query.similarity_top_k, binary=True) as search:
             pairs = await _method(self._vector_store, _ASYNC)(
-                query.query_embedding, query.similarity_top_k, query.filters, **self._kwargs
+                query_vector(query.query_embedding), query.similarity_top_k, query.filters, **self._kwargs
             )
         return pairs, search
 
@@ -475,7 +484,8 @@ def async_engine_usable(retriever: Any) -> bool:
     Always true except over ``PGVectorStore``, whose async engine may only be used on the
     loop that first used it through this face: a search on another loop (e.g. the fresh
     loop of each synchronous pipeline ``run()``) would meet connections "attached to a
-    different loop"; the caller then runs the sync search in a worker thread instead.
+    different loop"; the caller then runs the sync search instead (on a synchronous run's
+    own loop right there, else in a worker thread).
     """
     store = getattr(retriever, "_vector_store", None)
     if type(store).__name__ != "PGVectorStore":

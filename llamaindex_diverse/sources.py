@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 from diverse_core.errors import EmptyCandidatesError, InvalidParameterError
 from diverse_core.pipelines import Candidates
+from diverse_core.pipelines.base import on_sync_run_loop
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.indices.vector_store.base import VectorStoreIndex
@@ -26,6 +27,7 @@ from ._pg_rows import (
     row_searcher,
     searching_with_vectors,
 )
+from ._query_vectors import aembed_query, embed_query
 from ._stored import known_for, reading, stored_vectors_of
 from ._vectors import ModelBoundCache, nodes_to_embed, stack_node_vectors
 
@@ -129,7 +131,7 @@ class LlamaIndexSource:
         """
         retriever = self._retriever(k)
         model = self.embed_model
-        query_embedding = model.get_query_embedding(query)
+        query_embedding = embed_query(model, query)
         bundle = self._bundle(query, retriever, query_embedding)
         rows = row_searcher(retriever, self._embed_model)
         with collecting() as found, pg_guard(retriever):
@@ -149,12 +151,16 @@ class LlamaIndexSource:
         return self._build(query, qv, nodes, vecs, k)
 
     async def asearch(self, query: str, k: int | None = None) -> Candidates:
-        """Asynchronous :meth:`search` (``aretrieve``, the model's async embeddings)."""
+        """Asynchronous :meth:`search` (``aretrieve``, the model's async embeddings). Over a
+        ``PGVectorStore`` whose async pool belongs to another loop it is :meth:`search`: on a
+        synchronous run's own loop right there, on any other loop in a worker thread."""
         retriever = self._retriever(k)
-        if not async_engine_usable(retriever):  # PGVectorStore's async pool belongs to another loop
-            return await asyncio.to_thread(self.search, query, k)
+        if not async_engine_usable(retriever):  # PGVectorStore's async pool belongs to another loop:
+            if on_sync_run_loop():  # a sync run's own loop (nobody else waits on it): right here
+                return self.search(query, k)
+            return await asyncio.to_thread(self.search, query, k)  # the sync search, in a thread
         model = self.embed_model
-        query_embedding = await model.aget_query_embedding(query)
+        query_embedding = await aembed_query(model, query)
         bundle = self._bundle(query, retriever, query_embedding)
         rows = row_searcher(retriever, self._embed_model)
         with collecting() as found, pg_guard(retriever):
@@ -179,12 +185,12 @@ class LlamaIndexSource:
     def embed(self, texts: Sequence[str]) -> NDArray[np.float64]:
         """Query embeddings of ``texts``."""
         model = self.embed_model
-        return np.asarray([model.get_query_embedding(t) for t in texts], dtype=np.float64)
+        return np.asarray([embed_query(model, t) for t in texts], dtype=np.float64)
 
     async def aembed(self, texts: Sequence[str]) -> NDArray[np.float64]:
         """Asynchronous :meth:`embed`."""
         model = self.embed_model
-        return np.asarray([await model.aget_query_embedding(t) for t in texts], dtype=np.float64)
+        return np.asarray([await aembed_query(model, t) for t in texts], dtype=np.float64)
 
     def __repr__(self) -> str:
         return f"LlamaIndexSource({type(self.origin).__name__}, fetch_k={self.fetch_k})"

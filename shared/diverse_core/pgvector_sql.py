@@ -202,27 +202,44 @@ def _before_execute(conn: Any, clause: Any, multiparams: Any, params: Any,
 
 
 def _rewrite(clause: Any) -> Any:
-    from sqlalchemy import func, type_coerce
     from sqlalchemy.sql import Select
-    from sqlalchemy.sql.elements import ColumnClause
+    from sqlalchemy.sql.elements import ColumnClause, ColumnElement
 
     if not isinstance(clause, Select):
         return None
     # The statement's own column list: plain columns here; an ORM entity (loaded whole, e.g.
     # PGVector's) is a table, so its vector column is not found and nothing is rewritten.
     raw = getattr(clause, "_raw_columns", None)
-    if not isinstance(raw, list):
+    if not isinstance(raw, list) or not all(isinstance(c, ColumnElement) for c in raw):
         return None
     hits = [i for i, c in enumerate(raw) if isinstance(c, ColumnClause) and _is_vector_type(c.type)]
     if len(hits) != 1:
         return None
-    columns = list(clause.selected_columns)
-    if len(columns) != len(raw):
-        return None
-    i = hits[0]
-    col = columns[i]
-    columns[i] = type_coerce(func.vector_send(col), _sent_vector()).label(col.key)
+    columns = list(raw)
+    columns[hits[0]] = _sent_column(raw[hits[0]])
     return clause.with_only_columns(*columns)
+
+
+#: id(vector column) -> (the column, its ``vector_send`` replacement): an immutable expression,
+#: shared by every statement that selects the column (a store's column is the same object in
+#: each of its searches). The entry holds the column, so its id is not reused while cached.
+_SENT_COLUMNS: dict[int, tuple[Any, Any]] = {}
+_SENT_COLUMNS_MAX = 64
+
+
+def _sent_column(col: Any) -> Any:
+    """``vector_send(col)`` labelled as ``col``, read by :func:`_sent_vector`'s type (built once per
+    column; the cache is bounded: emptied when it would hold more than 64 columns)."""
+    entry = _SENT_COLUMNS.get(id(col))
+    if entry is not None and entry[0] is col:
+        return entry[1]
+    from sqlalchemy import func, type_coerce
+
+    sent = type_coerce(func.vector_send(col), _sent_vector()).label(col.key)
+    if len(_SENT_COLUMNS) >= _SENT_COLUMNS_MAX:
+        _SENT_COLUMNS.clear()
+    _SENT_COLUMNS[id(col)] = (col, sent)
+    return sent
 
 
 _SENT_TYPE: Any = None

@@ -225,3 +225,16 @@ def test_scored_nodes_log_only_when_debug_is_on(caplog: pytest.LogCaptureFixture
         stand_in._scored(result)
     assert READS == ["a"]
     assert [r.getMessage().splitlines()[0] for r in caplog.records] == ["> Top 1 nodes:"]
+
+
+@pytest.mark.parametrize("first", list(NODES))
+def test_readable_rows_are_readable_one_by_one(first: str) -> None:
+    """Several rows are readable exactly when each is; their sources are each row's."""
+    for second in NODES:
+        nodes = [NODES[first], NODES[second]] if first != second else [NODES[first]]
+        together = _candidates_of(nodes)
+        alone = [_candidates_of([n]) for n in nodes]
+        assert together is not None and all(a is not None for a in alone)
+        assert together.readable() is all(a.readable() for a in alone)  # type: ignore[union-attr]
+        if together.readable():
+            assert together.sources == [s for a in alone for s in a.sources]  # type: ignore[union-attr]

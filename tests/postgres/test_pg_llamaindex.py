@@ -6,6 +6,7 @@ costs one query embedding either way."""
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -547,3 +548,57 @@ def test_observed_source_takes_the_node_path(pg_socket_dir: str, plain_table: st
     LlamaIndexSource(index, fetch_k=10).search("q")
     assert sizes == []  # nobody listening: the rows
     store._engine.dispose()
+
+
+def test_sync_runs_search_on_the_callers_thread(pg_socket_dir: str, plain_table: str) -> None:
+    """A sync run() whose loop cannot use the store's async pool (every run after the first) sends
+    its searches through the sync engine from the caller's own thread (no worker-thread hop per
+    search), and finds what the first run found."""
+    from sqlalchemy import event
+
+    store = _store(pg_socket_dir, plain_table)
+    index = VectorStoreIndex.from_vector_store(store, embed_model=CountingEmbedding())
+    retriever = DRRAGRetriever(index, k=4, fetch_k=8, mode="cfs", k1=2, fill=True)
+    first = [n.node.node_id for n in retriever.retrieve("q")]  # this loop owns the async pool now
+    threads: list[int] = []
+
+    def _record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if "distance" in statement and "LIMIT" in statement:
+            threads.append(threading.get_ident())
+
+    event.listen(store._engine, "before_cursor_execute", _record)
+    for _ in range(2):
+        assert [n.node.node_id for n in retriever.retrieve("q")] == first
+    assert threads == [threading.get_ident()] * 6  # three searches per run
+    store._engine.dispose()
+
+
+def test_search_sends_the_short_query_text(index: VectorStoreIndex) -> None:
+    """The stand-in's search binds the query vector with 9 significant digits per component (the
+    same float32 vector on the server: the plain search's rows, scores and order)."""
+    from sqlalchemy import event
+
+    from llamaindex_diverse._pg_rows import collecting, searching_with_vectors
+    from llamaindex_diverse._query_text import query_vector
+
+    store: Any = index.vector_store
+    store._initialize()
+    sent: list[Any] = []
+
+    def _record(conn: Any, cursor: Any, statement: str, parameters: Any, *args: Any) -> None:
+        if "distance" in statement and "LIMIT" in statement:
+            sent.append(parameters)
+
+    event.listen(store._engine, "before_cursor_execute", _record)
+    try:
+        base = index.as_retriever(similarity_top_k=12)
+        plain = base.retrieve(QueryBundle("q", embedding=vector_of("q")))
+        stand_in = searching_with_vectors(base, None)
+        assert stand_in is not None
+        with collecting():
+            kept = stand_in.retrieve(QueryBundle("q", embedding=vector_of("q")))
+    finally:
+        event.remove(store._engine, "before_cursor_execute", _record)
+    short = query_vector(vector_of("q")).to_text()
+    assert len(sent) == 2 and short not in sent[0].values() and short in sent[1].values()
+    assert [(n.node.node_id, n.score) for n in plain] == [(n.node.node_id, n.score) for n in kept]

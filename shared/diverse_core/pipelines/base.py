@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
@@ -20,10 +21,44 @@ from .roles import CallPolicy, LLMRoles, RunContext
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-__all__ = ["Pipeline", "run_sync", "gather_all_or_cancel"]
+__all__ = ["Pipeline", "run_sync", "gather_all_or_cancel", "on_sync_run_loop", "off_loop"]
 
 T = TypeVar("T")
 R = TypeVar("R", bound=PipelineResult)
+
+#: The event loop that :func:`run_sync` made for one synchronous run (seen by that run's tasks).
+_SYNC_RUN_LOOP: contextvars.ContextVar[asyncio.AbstractEventLoop | None] = contextvars.ContextVar(
+    "diverse_core_sync_run_loop", default=None
+)
+
+
+def on_sync_run_loop() -> bool:
+    """Whether the running event loop is the private loop of one synchronous ``run()``: only that
+    run's own tasks wait on it, so blocking work may run on it (inside a coroutine only).
+
+    Example:
+        >>> on_sync_run_loop()
+        False
+        >>> async def probe():
+        ...     return on_sync_run_loop()
+        >>> run_sync(probe())
+        True
+    """
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return _SYNC_RUN_LOOP.get() is loop
+
+
+async def off_loop(fn: Callable[..., T], /, *args: Any) -> T:
+    """``fn(*args)`` in a worker thread, so the event loop stays free for others; on a synchronous
+    run's own loop (:func:`on_sync_run_loop`) it runs inline instead: nobody else waits on that
+    loop, and the hop (a thread, two wake-ups, GIL hand-offs under concurrent callers) costs more
+    than CPU-bound Python work gains from it."""
+    if on_sync_run_loop():
+        return fn(*args)
+    return await asyncio.to_thread(fn, *args)
 
 
 def _run_on_fresh_loop(coro: Any) -> Any:
@@ -32,10 +67,12 @@ def _run_on_fresh_loop(coro: Any) -> Any:
     ``run_in_executor``) would hold the caller past every timeout. Its threads are let go
     (``shutdown(wait=False)`` when the loop closes) and end when their call returns."""
     loop = asyncio.new_event_loop()
+    token = _SYNC_RUN_LOOP.set(loop)  # the run's tasks copy this context
     try:
         asyncio.set_event_loop(loop)
         return loop.run_until_complete(coro)
     finally:
+        _SYNC_RUN_LOOP.reset(token)
         try:
             pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
             for task in pending:
@@ -192,7 +229,7 @@ class Pipeline(ABC, Generic[R]):
                 f"source must be a CandidateSource (search/asearch/embed/aembed); got {type(source).__name__}"
             )
         k = self.k if k is None else check_k(k, "k")
-        unknown = sorted(set(options) - self._run_options())
+        unknown = sorted(set(options) - self._run_options()) if options else []  # (a signature read)
         if unknown:
             raise InvalidParameterError(
                 f"unknown run option(s) {unknown} for {type(self).__name__}; accepted: {sorted(self._run_options())}"

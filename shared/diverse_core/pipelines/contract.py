@@ -101,8 +101,9 @@ class Candidates:
         for name, seq in (("ids", ids), ("payloads", payloads), ("positions", positions)):
             if seq is not None and len(seq) != n:
                 raise DimensionMismatchError(f"{name} has {len(seq)} entries for {n} texts")
-        norms = np.linalg.norm(emb.astype(np.float64), axis=1) * float(np.linalg.norm(q.astype(np.float64)))
-        dots = emb.astype(np.float64) @ q.astype(np.float64)
+        emb64, q64 = emb.astype(np.float64), q.astype(np.float64)  # (one copy each)
+        norms = np.linalg.norm(emb64, axis=1) * float(np.linalg.norm(q64))
+        dots = emb64 @ q64
         relevance = np.divide(dots, norms, out=np.zeros(n), where=norms > 0)
         return cls(
             query=query,

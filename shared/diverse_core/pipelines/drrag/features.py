@@ -26,7 +26,8 @@ Example:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
+from functools import lru_cache
 
 import numpy as np
 from numpy.typing import NDArray
@@ -74,16 +75,39 @@ def _caps(text: str) -> set[str]:
     return {w.lower() for w in _WORD.findall(text) if w[:1].isupper() and w.lower() not in _STOP}
 
 
+#: Texts whose word sets are kept (a passage met again, e.g. in another question's candidates,
+#: is not tokenised again); bounded, keyed by the text.
+_TEXT_CACHE = 4096
+
+
+@lru_cache(maxsize=_TEXT_CACHE)
+def _token_set(text: str) -> frozenset[str]:
+    """:func:`tokens` of ``text``, cached."""
+    return frozenset(tokens(text))
+
+
+@lru_cache(maxsize=_TEXT_CACHE)
+def _caps_set(text: str) -> frozenset[str]:
+    """:func:`_caps` of ``text``, cached."""
+    return frozenset(_caps(text))
+
+
 def n_features(dim: int) -> int:
     """Length of a feature vector for embeddings of dimension ``dim``."""
     return 3 * dim + len(SCALAR_NAMES)
 
 
-def _incidence(sets: Sequence[set[str]], vocab: dict[str, int]) -> NDArray[np.float32]:
+def _incidence(sets: Sequence[Set[str]], vocab: dict[str, int]) -> NDArray[np.float32]:
+    """The binary (len(sets), len(vocab)) matrix of which words each set holds, set with one
+    numpy call (one per row would release the GIL once per row: a thread switch per row
+    under concurrent callers)."""
     mat = np.zeros((len(sets), len(vocab)), dtype=np.float32)
-    for i, s in enumerate(sets):
-        if s:
-            mat[i, [vocab[w] for w in s]] = 1.0
+    sizes = [len(s) for s in sets]
+    total = sum(sizes)
+    if total:
+        rows = np.repeat(np.arange(len(sets), dtype=np.intp), sizes)
+        cols = np.fromiter((vocab[w] for s in sets for w in s), dtype=np.intp, count=total)
+        mat[rows, cols] = 1.0
     return mat
 
 
@@ -137,21 +161,22 @@ def pair_features(
             raise DimensionMismatchError(f"{len(titles)} titles for {len(texts)} texts")
         bodies = list(texts)
     used = np.unique(np.concatenate([a_idx, b_idx]))
-    word_sets = {int(i): tokens(texts[i]) for i in used}
-    body_sets = {int(i): tokens(bodies[i]) for i in used}
-    title_sets = {int(i): tokens(titles[i]) for i in used}
-    cap_sets = {int(i): _caps(bodies[i]) for i in used}
-    q_set = tokens(question)
+    word_sets = {int(i): _token_set(texts[i]) for i in used}
+    body_sets = {int(i): _token_set(bodies[i]) for i in used}
+    title_sets = {int(i): _token_set(titles[i]) for i in used}
+    cap_sets = {int(i): _caps_set(bodies[i]) for i in used}
+    q_set = _token_set(question)
     vocab: dict[str, int] = {}
     for s in (*word_sets.values(), *title_sets.values(), *cap_sets.values(), q_set):
         for w in s:
             vocab.setdefault(w, len(vocab))
     pos = {int(i): n for n, i in enumerate(used)}
-    W = _incidence([word_sets[int(i)] for i in used], vocab)
-    B = _incidence([body_sets[int(i)] for i in used], vocab)
-    T = _incidence([title_sets[int(i)] for i in used], vocab)
-    C = _incidence([cap_sets[int(i)] for i in used], vocab)
-    Q = _incidence([q_set], vocab)[0]
+    # the four per-document matrices and the question's row, filled as one matrix
+    n_used = len(used)
+    rows = [sets[int(i)] for sets in (word_sets, body_sets, title_sets, cap_sets) for i in used]
+    M = _incidence([*rows, q_set], vocab)
+    W, B, T, C = (M[g * n_used:(g + 1) * n_used] for g in range(4))
+    Q = M[4 * n_used]
     ra = np.array([pos[int(i)] for i in a_idx], dtype=np.int64)
     rb = np.array([pos[int(i)] for i in b_idx], dtype=np.int64)
 

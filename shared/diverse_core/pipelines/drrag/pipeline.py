@@ -13,7 +13,7 @@ import numpy as np
 from ...errors import InvalidParameterError
 from ...llm.structured import RoleRequest, passage_blocks
 from ...validation import check_k, check_unit_interval
-from ..base import Pipeline
+from ..base import Pipeline, off_loop
 from ..contract import Candidates, CandidateSource, PipelineResult
 from ..diversity import PipelineDiversity
 from ..options import Option
@@ -275,9 +275,7 @@ class DRRAG(Pipeline[DRRAGResult]):
         hits = await asyncio.gather(
             *(self.search(ctx, source, qtext, self.m + k, stage="search-qdc") for qtext in queries)
         )
-        selection, ids, texts, emb, relevance, pairs = await asyncio.to_thread(
-            self._select, question, first, hits, k, k1
-        )
+        selection, ids, texts, emb, relevance, pairs = await off_loop(self._select, question, first, hits, k, k1)
         ctx.stage("select", mode=self.mode, k1=k1, chosen=[ids[i] for i in selection.ids],
                   rejected=[ids[i] for i in selection.rejected], pairs_scored=pairs)
         if self.mode != "qdc" and len(selection) < k and not self.fill:
