@@ -19,6 +19,7 @@ import threading
 from collections import OrderedDict, deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from itertools import repeat
 from operator import attrgetter
 from typing import NamedTuple
 
@@ -260,7 +261,7 @@ class TextFactsCache:
         with self._lock:
             if generation != self._generation:
                 return np.full(len(words), -1, dtype=np.int64)
-            return np.array([self._vocab.get(w, -1) for w in words], dtype=np.int64)
+            return np.fromiter(map(self._vocab.get, words, repeat(-1)), dtype=np.int64, count=len(words))
 
     def number(self, words: frozenset[str], generation: int) -> IntArray | None:
         """Ids of ``words``, numbering new ones (``None`` when ``generation`` is no longer current)."""

@@ -230,7 +230,7 @@ def _names(at: IntArray, pool: _Pool, n_terms: int) -> tuple[NDArray[np.bool_], 
     if not cols.shape[0]:
         return np.zeros((n, 1), dtype=np.bool_), totals, np.zeros((0, n), dtype=np.float32)
     other = table.take(cols, axis=0)
-    shared = other[held[cols] >= 2].astype(np.float32)  # (names held twice or more, n)
+    shared = other.compress(held[cols] >= 2, axis=0).astype(np.float32)  # (names held twice or more, n)
     return other.view(np.bool_).T, totals, shared
 
 
@@ -299,7 +299,8 @@ def pair_view(question: str, texts: Sequence[str], sources: Sequence[object] | N
     col, rows, bits = slot[hit], pool.word_rows[hit], pool.bits[hit]
     # a question word or name counts when the text holds the word as a term (capitalised or not);
     # every other hit lands in a last column that no field reads
-    word = np.full(width, size, dtype=np.int64)  # slot -> the question's word there (size: none)
+    word = np.empty(width, dtype=np.int64)  # slot -> the question's word there (size: none)
+    word.fill(size)
     word[q_col] = _positions(-1, size - 1)
     both = _zeros((n, size + 1), np.bool_)
     both.reshape(-1)[rows * (size + 1) + np.where(bits & _TERM, word[col], size)] = True
@@ -312,10 +313,10 @@ def pair_view(question: str, texts: Sequence[str], sources: Sequence[object] | N
     # names two candidates share: only names held by two or more count off the diagonal (0/1 products: exact)
     columns = shared_names.T  # (n, names held twice or more): a view
     shared = columns @ shared_names
-    shared.flat[:: n + 1] = totals
+    shared.reshape(-1)[:: n + 1] = totals  # (a view: the product is a new C-ordered array)
     tid = _source_ids(pool.keys, src)
     view = TextView(terms, q_names, both[:, : len(terms)], both.take(name_cols, axis=1), other)
-    most = int(totals.max()) + 1 if n else 1  # no pair shares more names than either of them mentions
+    most = int(np.maximum.reduce(totals)) + 1 if n else 1  # no pair shares more names than either of them mentions
     # a gather by take, mode "clip" (every count is within the table: nothing is clipped; no bounds pass)
     log_pairs = _log1p_of_counts(1 << (most - 1).bit_length()).take(shared.astype(np.intp), mode="clip")
     return PairView(view, tid[:, None] == tid[None, :], title_in, log_pairs, SharedNames(columns, totals, log_pairs))
