@@ -3,11 +3,12 @@
 Every candidate text is read once per process (:class:`~diverse_core.textfeatures.TextFactsCache`),
 which keeps its :class:`~diverse_core.textfeatures.Lineup`: its name ids, title word ids and distinct
 word ids (with their kind bits) as raw bytes, so a query stacks its candidates with one ``b"".join``
-per part. Only three word groups matter between candidates, and each is lined up on its own through
-a marker array indexed by word id (no sort, no table over every word of the pool): the title words
-and the question's words get slots, one gather over the candidates' distinct words finds the few
-that are either (body words under a title word, terms among the question's words), and the names
-fill a (name, candidate) table. The pair counts are products of 0/1 matrices (exact integers).
+per part (the question's word ids join the same bytes). Only three word groups matter between
+candidates, and one pass of a marker array indexed by word id lines them all up (no sort, no table
+over every word of the pool): it numbers the names, which fill a (name, candidate) table, and gives
+the title words and the question's words slots; one gather over the candidates' distinct words then
+finds the few that are either (body words under a title word, terms among the question's words).
+The pair counts are products of 0/1 matrices (exact integers).
 Arrays of a few hundred entries and int64 indices keep most steps from letting go of the GIL,
 which under many callers costs a switch each time.
 
