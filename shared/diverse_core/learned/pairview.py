@@ -167,8 +167,9 @@ class _Pool(NamedTuple):
             empty = np.zeros(0, dtype=np.int64)
             return cls(np.frombuffer(question, dtype=np.int64), 0, 0, empty, empty, empty, empty,
                        np.zeros(0, dtype=np.uint8), empty, empty, empty)
-        names, own, words, bits, sizes, keys = zip(*list(map(_LINEUP, facts)))  # noqa: B905 (all of six parts)
-        count = np.frombuffer(b"".join(sizes), dtype=np.int64).reshape(n, 3).T.reshape(-1)  # names, titles, words
+        names, own, words, bits, heads = zip(*list(map(_LINEUP, facts)))  # noqa: B905 (all of five parts)
+        head = np.frombuffer(b"".join(heads), dtype=np.int64).reshape(n, 4)
+        count = head[:, :3].T.reshape(-1)  # names, titles, words
         titles = own if shown is None else shown(own)  # display names replace the title words
         if shown is not None:
             count = count.copy()  # (a view of the cached bytes for one candidate)
@@ -180,8 +181,7 @@ class _Pool(NamedTuple):
         b = a + (len(parts[1]) >> 3)
         c = b + (len(question) >> 3)
         return cls(ids[:c], a, b - a, rows[:a], rows[a:b], ids[c:], rows[b:],
-                   np.frombuffer(b"".join(bits), dtype=np.uint8), count[:n], count[n : 2 * n],
-                   np.frombuffer(b"".join(keys), dtype=np.int64))
+                   np.frombuffer(b"".join(bits), dtype=np.uint8), count[:n], count[n : 2 * n], head[:, 3])
 
 
 def _slots(mark: IntArray, pool: _Pool) -> tuple[IntArray, int, IntArray, IntArray]:
