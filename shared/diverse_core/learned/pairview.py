@@ -240,11 +240,11 @@ def _source_ids(keys: IntArray, src: list[object] | None) -> IntArray:
     n = keys.shape[0]
     if src is None:
         return np.where(keys >= 0, keys, _own_ids(n))  # equal keys: equal prefix titles
-    try:
-        codes = dict(zip(dict.fromkeys(src), count()))
+    codes: dict[object, int] = {}
+    try:  # each source's id: the position of its first candidate (one pass)
+        ids = np.fromiter(map(codes.setdefault, src, count()), dtype=np.int64, count=n)
     except TypeError as exc:
         raise InvalidParameterError(f"sources must hold hashable ids (str, int, ...) or None; {exc}") from exc
-    ids = np.fromiter(map(codes.__getitem__, src), dtype=np.int64, count=n)
     for unknown in (None, ""):  # no source: one of its own
         if unknown in codes:
             ids = np.where(ids == codes[unknown], _own_ids(n), ids)
