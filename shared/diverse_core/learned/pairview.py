@@ -10,7 +10,8 @@ the title words and the question's words slots; one gather over the candidates' 
 finds the few that are either (body words under a title word, terms among the question's words).
 The pair counts are products of 0/1 matrices (exact integers).
 Arrays of a few hundred entries and int64 indices keep most steps from letting go of the GIL,
-which under many callers costs a switch each time.
+which under many callers costs a switch each time: the marker writes and the names' scatter over
+the whole pool go in pieces of at most :data:`~diverse_core.textmarks.CHUNK` entries.
 
 Example:
     >>> pv = pair_view("Who wrote Dune?", ["Dune: a novel by Frank Herbert.", "Herbert: he wrote Dune."])
@@ -47,7 +48,7 @@ from ..textfeatures import (
     _question_words,
     facts_cache,
 )
-from ..textmarks import marker_array
+from ..textmarks import CHUNK, marker_array, put
 
 __all__ = ["PairView", "pair_view"]
 
@@ -196,12 +197,12 @@ def _slots(mark: IntArray, pool: _Pool) -> tuple[IntArray, int, IntArray, IntArr
     wanted, m = pool.wanted, pool.names
     k = wanted.shape[0]
     tq = wanted[m:]  # the title words and the question's words
-    mark[wanted] = _positions(0, k)
+    put(mark, wanted, _positions(0, k))
     try:
         at = mark[wanted]
         won = tq[at[m:] == _positions(m, k)]  # each distinct title or question word once
     finally:
-        mark[wanted] = 0
+        put(mark, wanted, 0)
     mark[won] = _positions(0, won.shape[0])
     try:
         col, slot = mark[tq], mark[pool.words]
@@ -225,7 +226,9 @@ def _names(at: IntArray, pool: _Pool, n_terms: int) -> tuple[NDArray[np.bool_], 
     held[q_col] = 0  # the question's terms among the names are not counted
     cols = held.nonzero()[0]
     table = _zeros((k + 1, n), np.uint8)
-    table.reshape(-1)[col * n + pool.name_rows] = 1
+    flat, rows = table.reshape(-1), pool.name_rows
+    for a in range(0, m, CHUNK):  # pieces numpy runs without letting go of the GIL
+        flat[col[a : a + CHUNK] * n + rows[a : a + CHUNK]] = 1
     in_question = np.add.reduce(table.take(q_col, axis=0), axis=0, dtype=np.int64) if n_terms else 0
     totals = np.subtract(pool.name_sizes, in_question, dtype=np.float64)
     if not cols.shape[0]:
