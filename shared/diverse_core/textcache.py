@@ -19,6 +19,7 @@ import threading
 from collections import OrderedDict, deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from itertools import repeat
 from operator import attrgetter
 from typing import NamedTuple
 
@@ -47,7 +48,7 @@ _KIND_BITS = _KINDS - 1
 _KIND_OF = np.arange(4, dtype=np.int64)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TextFacts:
     """What the text-aware selectors read of one candidate text (computed once per distinct text).
 
@@ -106,24 +107,32 @@ class Lineup(NamedTuple):
         titles: its title word ids (``int64``).
         words: its distinct word ids (``int64``; the ids of :attr:`TextFacts.marks`).
         bits: each distinct word's kind bits (``uint8``; the bits of :attr:`TextFacts.marks`).
-        sizes: how many names, title words and distinct words it has (three ``int64``).
-        key: its source key (one ``int64``, -1 without a prefix title).
+        head: four ``int64``: how many names, title words and distinct words it has (:attr:`sizes`), then
+            its source key (:attr:`key`), in one object so that a query reads one per text.
     """
 
     names: bytes
     titles: bytes
     words: bytes
     bits: bytes
-    sizes: bytes
-    key: bytes
+    head: bytes
+
+    @property
+    def sizes(self) -> bytes:
+        """How many names, title words and distinct words it has (three ``int64``)."""
+        return self.head[:24]
+
+    @property
+    def key(self) -> bytes:
+        """Its source key (one ``int64``, -1 without a prefix title)."""
+        return self.head[24:]
 
 
 def _with_marks(f: TextFacts, marks: IntArray) -> TextFacts:
     """``f`` with its ``marks`` and the :class:`Lineup` that comes with them."""
-    sizes = np.array([f.name_ids.shape[0], f.title_ids.shape[0], marks.shape[0]], dtype=np.int64)
+    head = np.array([f.name_ids.shape[0], f.title_ids.shape[0], marks.shape[0], f.key], dtype=np.int64)
     return replace(f, marks=marks, lineup=Lineup(f.name_ids.tobytes(), f.title_ids.tobytes(), (marks >> 4).tobytes(),
-                                                 (marks & 15).astype(np.uint8).tobytes(), sizes.tobytes(),
-                                                 np.array([f.key], dtype=np.int64).tobytes()))
+                                                 (marks & 15).astype(np.uint8).tobytes(), head.tobytes()))
 
 
 class TextFactsCache:
@@ -260,7 +269,7 @@ class TextFactsCache:
         with self._lock:
             if generation != self._generation:
                 return np.full(len(words), -1, dtype=np.int64)
-            return np.array([self._vocab.get(w, -1) for w in words], dtype=np.int64)
+            return np.fromiter(map(self._vocab.get, words, repeat(-1)), dtype=np.int64, count=len(words))
 
     def number(self, words: frozenset[str], generation: int) -> IntArray | None:
         """Ids of ``words``, numbering new ones (``None`` when ``generation`` is no longer current)."""

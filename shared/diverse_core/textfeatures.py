@@ -169,11 +169,14 @@ def _question_words(question: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 
 @lru_cache(maxsize=4096)
-def _question_columns(terms: tuple[str, ...], names: tuple[str, ...]) -> tuple[tuple[str, ...], list[int]]:
-    """The question's distinct words (its terms first) and the column of each of its names among them."""
+def _question_columns(terms: tuple[str, ...], names: tuple[str, ...]) -> tuple[tuple[str, ...], NDArray[np.intp]]:
+    """The question's distinct words (its terms first) and the column of each of its names among them
+    (a read-only array: ``hits.take(cols, axis=1)`` picks the names' columns)."""
     words = tuple(dict.fromkeys(terms + names))
     at = {w: i for i, w in enumerate(words)}
-    return words, [at[w] for w in names]
+    cols = np.array([at[w] for w in names], dtype=np.intp)
+    cols.flags.writeable = False
+    return words, cols
 
 
 def view_from_facts(question: str, facts: Sequence[TextFacts], cache: TextFactsCache | None = None, *,

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["MARK_BITS", "marker_array", "word_marks"]
+__all__ = ["CHUNK", "MARK_BITS", "marker_array", "put", "word_marks"]
 
 IntArray = NDArray[np.int64]
 
@@ -69,3 +69,18 @@ def marker_array(size: int) -> IntArray:
         mark = np.zeros(max(size, 2 * (0 if mark is None else mark.shape[0]), 1024), dtype=np.int64)
         _SCRATCH.mark = mark
     return mark
+
+
+#: Most entries :func:`put` writes with one index operation: numpy lets go of the GIL for index loops
+#: over more (numpy 2.x: over 500), and under many callers every release costs a switch.
+CHUNK = 500
+
+
+def put(mark: IntArray, ids: IntArray, values: IntArray | int) -> None:
+    """``mark[ids] = values`` in pieces of at most :data:`CHUNK` entries (so numpy keeps the GIL)."""
+    if isinstance(values, int):
+        for a in range(0, ids.shape[0], CHUNK):
+            mark[ids[a : a + CHUNK]] = values
+    else:
+        for a in range(0, ids.shape[0], CHUNK):
+            mark[ids[a : a + CHUNK]] = values[a : a + CHUNK]

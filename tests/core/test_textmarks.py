@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 from diverse_core.textfeatures import BODY, NAME, TERM, TITLE, TextFactsCache
-from diverse_core.textmarks import MARK_BITS, word_marks
+from diverse_core.textmarks import CHUNK, MARK_BITS, put, word_marks
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -64,3 +64,16 @@ def test_marks_only_when_asked_and_added_to_texts_read_without() -> None:
     assert marked[1].term_ids.tolist() == bare[0].term_ids.tolist() and marked[1].generation == bare[0].generation
     again = cache.get_many(["Alien: Ridley Scott"], marks=True)[0]  # kept: the warm path hands them out
     assert again is marked[1] and cache.get("a river").marks is not None
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2_000), st.integers(0, 100_000), st.booleans())
+def test_put_in_pieces_equals_one_write(size: int, seed: int, scalar: bool) -> None:
+    rng = np.random.default_rng(seed)
+    ids = rng.choice(5_000, size=size, replace=False).astype(np.int64)  # distinct: one value per slot
+    values = 0 if scalar else rng.integers(1, 1 << 40, size=size)
+    got, want = np.full(5_000, 7, dtype=np.int64), np.full(5_000, 7, dtype=np.int64)
+    put(got, ids, values)
+    want[ids] = values
+    assert np.array_equal(got, want)
+    assert CHUNK <= 500  # numpy 2.x lets go of the GIL for index loops over more than 500 entries

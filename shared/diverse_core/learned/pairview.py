@@ -3,13 +3,15 @@
 Every candidate text is read once per process (:class:`~diverse_core.textfeatures.TextFactsCache`),
 which keeps its :class:`~diverse_core.textfeatures.Lineup`: its name ids, title word ids and distinct
 word ids (with their kind bits) as raw bytes, so a query stacks its candidates with one ``b"".join``
-per part. Only three word groups matter between candidates, and each is lined up on its own through
-a marker array indexed by word id (no sort, no table over every word of the pool): the title words
-and the question's words get slots, one gather over the candidates' distinct words finds the few
-that are either (body words under a title word, terms among the question's words), and the names
-fill a (name, candidate) table. The pair counts are products of 0/1 matrices (exact integers).
+per part (the question's word ids join the same bytes). Only three word groups matter between
+candidates, and one pass of a marker array indexed by word id lines them all up (no sort, no table
+over every word of the pool): it numbers the names, which fill a (name, candidate) table, and gives
+the title words and the question's words slots; one gather over the candidates' distinct words then
+finds the few that are either (body words under a title word, terms among the question's words).
+The pair counts are products of 0/1 matrices (exact integers).
 Arrays of a few hundred entries and int64 indices keep most steps from letting go of the GIL,
-which under many callers costs a switch each time.
+which under many callers costs a switch each time: the marker writes and the names' scatter over
+the whole pool go in pieces of at most :data:`~diverse_core.textmarks.CHUNK` entries.
 
 Example:
     >>> pv = pair_view("Who wrote Dune?", ["Dune: a novel by Frank Herbert.", "Herbert: he wrote Dune."])
@@ -46,7 +48,7 @@ from ..textfeatures import (
     _question_words,
     facts_cache,
 )
-from ..textmarks import marker_array
+from ..textmarks import CHUNK, marker_array, put
 
 __all__ = ["PairView", "pair_view"]
 
@@ -137,12 +139,18 @@ def _zeros(shape: tuple[int, int], dtype: type) -> NDArray[Any]:
 
 
 class _Pool(NamedTuple):
-    """The candidates' cached :class:`~diverse_core.textfeatures.Lineup` parts, stacked (one join per part)."""
+    """The candidates' cached :class:`~diverse_core.textfeatures.Lineup` parts and the question's word ids,
+    stacked (one join per part).
 
-    names: IntArray  # every candidate's name ids
-    name_rows: IntArray  # the candidate of each
-    titles: IntArray  # every candidate's title word ids (display names' where given)
-    title_rows: IntArray
+    ``wanted`` holds the names, then the title words, then the question's words, in one array: the
+    words one marker pass lines up.
+    """
+
+    wanted: IntArray  # every candidate's name ids, then title word ids (display names' where given), then the question's
+    names: int  # how many name ids ``wanted`` starts with
+    titles: int  # how many title word ids follow them
+    name_rows: IntArray  # the candidate of each name
+    title_rows: IntArray  # the candidate of each title word
     words: IntArray  # every candidate's distinct word ids
     word_rows: IntArray
     bits: NDArray[np.uint8]  # the kind bits of each distinct word
@@ -151,72 +159,83 @@ class _Pool(NamedTuple):
     keys: IntArray  # source key per candidate
 
     @classmethod
-    def stack(cls, facts: Sequence[TextFacts], shown: Callable[[Sequence[bytes]], list[bytes]] | None) -> _Pool:
-        """The pool of ``facts`` (``shown``: their own title words -> the display names' where given)."""
+    def stack(cls, facts: Sequence[TextFacts], shown: Callable[[Sequence[bytes]], list[bytes]] | None,
+              question: bytes) -> _Pool:
+        """The pool of ``facts`` (``shown``: their own title words -> the display names' where given) and the
+        question's word ids (``question``: native ``int64`` bytes)."""
         n = len(facts)
         if not n:
             empty = np.zeros(0, dtype=np.int64)
-            return cls(empty, empty, empty, empty, empty, empty, np.zeros(0, dtype=np.uint8), empty, empty, empty)
-        names, own, words, bits, sizes, keys = zip(*list(map(_LINEUP, facts)))  # noqa: B905 (all of six parts)
-        count = np.frombuffer(b"".join(sizes), dtype=np.int64).reshape(n, 3).T.reshape(-1)  # names, titles, words
+            return cls(np.frombuffer(question, dtype=np.int64), 0, 0, empty, empty, empty, empty,
+                       np.zeros(0, dtype=np.uint8), empty, empty, empty)
+        names, own, words, bits, heads = zip(*list(map(_LINEUP, facts)))  # noqa: B905 (all of five parts)
+        head = np.frombuffer(b"".join(heads), dtype=np.int64).reshape(n, 4)
+        count = head[:, :3].T.reshape(-1)  # names, titles, words
         titles = own if shown is None else shown(own)  # display names replace the title words
         if shown is not None:
             count = count.copy()  # (a view of the cached bytes for one candidate)
             count[n : 2 * n] = np.fromiter(map(len, titles), dtype=np.int64, count=n) >> 3  # 8 bytes an id
-        parts = b"".join(names), b"".join(titles), b"".join(words)
+        parts = b"".join(names), b"".join(titles), question, b"".join(words)
         ids = np.frombuffer(b"".join(parts), dtype=np.int64)
         rows = np.repeat(_rows3(n), count)
         a = len(parts[0]) >> 3
         b = a + (len(parts[1]) >> 3)
-        return cls(ids[:a], rows[:a], ids[a:b], rows[a:b], ids[b:], rows[b:],
-                   np.frombuffer(b"".join(bits), dtype=np.uint8), count[:n], count[n : 2 * n],
-                   np.frombuffer(b"".join(keys), dtype=np.int64))
+        c = b + (len(question) >> 3)
+        return cls(ids[:c], a, b - a, rows[:a], rows[a:b], ids[c:], rows[b:],
+                   np.frombuffer(b"".join(bits), dtype=np.uint8), count[:n], count[n : 2 * n], head[:, 3])
 
 
-def _word_slots(mark: IntArray, pool: _Pool, q_ids: IntArray) -> tuple[int, IntArray, IntArray, IntArray]:
-    """``(D, title word slots, question word slots, word slots)``: marker slots ``1 .. D`` for the
-    distinct words among the pool's title words and the question's words.
+def _slots(mark: IntArray, pool: _Pool) -> tuple[IntArray, int, IntArray, IntArray]:
+    """``(at, D, col, slot)``: one marker pass over ``pool.wanted`` (names, title words, question words).
 
-    One gather over every candidate's distinct words then gives each its slot (0: neither). A
-    question word never read (id -1) marks the marker's last slot, which no word id reaches: its
-    slot is one that no candidate holds.
+    ``at``: each entry's marker value on the first pass (a word that appears several times keeps one
+    of its positions ``1 .. k``: equal words, equal values, so it numbers the names). ``col``: each
+    title and question word's slot ``1 .. D`` among the distinct ones; ``slot``: each candidate
+    word's (0: neither), from one gather over every candidate's distinct words. A question word
+    never read (id -1) marks the marker's last slot, which no word id reaches.
     """
-    wanted = np.concatenate((pool.titles, q_ids))
-    t, k = pool.titles.shape[0], wanted.shape[0]
-    mark[wanted] = _positions(0, k)
-    try:  # each distinct word's slot keeps one of its positions: number those 1 .. D instead
-        won = wanted[mark[wanted] == _positions(0, k)]
-        mark[won] = _positions(0, won.shape[0])
-        col, slot = mark[wanted], mark[pool.words]
+    wanted, m = pool.wanted, pool.names
+    k = wanted.shape[0]
+    tq = wanted[m:]  # the title words and the question's words
+    put(mark, wanted, _positions(0, k))
+    try:
+        at = mark[wanted]
+        won = tq[at[m:] == _positions(m, k)]  # each distinct title or question word once
     finally:
-        mark[wanted] = 0
-    return won.shape[0], col[:t], col[t:], slot
+        put(mark, wanted, 0)
+    mark[won] = _positions(0, won.shape[0])
+    try:
+        col, slot = mark[tq], mark[pool.words]
+    finally:
+        mark[won] = 0
+    return at, won.shape[0], col, slot
 
 
-def _names(mark: IntArray, pool: _Pool, q_terms: IntArray) -> tuple[NDArray[np.bool_], FloatArray,
-                                                                            NDArray[np.float32]]:
+def _names(at: IntArray, pool: _Pool, n_terms: int) -> tuple[NDArray[np.bool_], FloatArray, NDArray[np.float32]]:
     """``(other names, totals, shared)``: the names outside the question's terms (see :class:`PairView`).
 
-    The pool's name ids take marker slots ``1 .. m`` (a name several candidates hold keeps one of
-    its slots); one scatter fills a (slot, candidate) table whose rows are the names.
+    ``at``: the marker values of :func:`_slots` (the names first, the question's terms after the
+    title words), which number the names; one scatter fills a (value, candidate) table whose
+    rows are the names.
     """
-    names, n, m = pool.names, pool.name_sizes.shape[0], pool.names.shape[0]
-    mark[names] = _positions(0, m)
-    try:
-        col, q_col = mark[names], mark[q_terms]
-    finally:
-        mark[names] = 0
-    held = np.bincount(col, minlength=m + 1)
-    held[q_col] = 0  # the question's terms among the names are not counted (slot 0: no name, no entry)
-    cols = np.flatnonzero(held)
-    table = _zeros((m + 1, n), np.uint8)
-    table.reshape(-1)[col * n + pool.name_rows] = 1
-    q_col = q_col[q_col > 0]  # the question's terms among the names: their entries are no names here
-    totals = np.subtract(pool.name_sizes, table[q_col].sum(axis=0, dtype=np.int64) if q_col.shape[0] else 0,
-                         dtype=np.float64)
-    other = table.take(cols, axis=0).view(np.bool_).T if cols.shape[0] else np.zeros((n, 1), dtype=np.bool_)
-    shared = table.take(cols[held[cols] >= 2], axis=0).astype(np.float32)  # (names held twice or more, n)
-    return other, totals, shared
+    m, n, k = pool.names, pool.name_sizes.shape[0], at.shape[0]
+    col = at[:m]
+    start = m + pool.titles
+    q_col = at[start : start + n_terms]  # the question's terms (a term that is no name: a row no name fills)
+    held = np.bincount(col, minlength=k + 1)
+    held[q_col] = 0  # the question's terms among the names are not counted
+    cols = held.nonzero()[0]
+    table = _zeros((k + 1, n), np.uint8)
+    flat, rows = table.reshape(-1), pool.name_rows
+    for a in range(0, m, CHUNK):  # pieces numpy runs without letting go of the GIL
+        flat[col[a : a + CHUNK] * n + rows[a : a + CHUNK]] = 1
+    in_question = np.add.reduce(table.take(q_col, axis=0), axis=0, dtype=np.int64) if n_terms else 0
+    totals = np.subtract(pool.name_sizes, in_question, dtype=np.float64)
+    if not cols.shape[0]:
+        return np.zeros((n, 1), dtype=np.bool_), totals, np.zeros((0, n), dtype=np.float32)
+    other = table.take(cols, axis=0)
+    shared = other.compress(held[cols] >= 2, axis=0).astype(np.float32)  # (names held twice or more, n)
+    return other.view(np.bool_).T, totals, shared
 
 
 def _source_ids(keys: IntArray, src: list[object] | None) -> IntArray:
@@ -224,11 +243,11 @@ def _source_ids(keys: IntArray, src: list[object] | None) -> IntArray:
     n = keys.shape[0]
     if src is None:
         return np.where(keys >= 0, keys, _own_ids(n))  # equal keys: equal prefix titles
-    try:
-        codes = dict(zip(dict.fromkeys(src), count()))
+    codes: dict[object, int] = {}
+    try:  # each source's id: the position of its first candidate (one pass)
+        ids = np.fromiter(map(codes.setdefault, src, count()), dtype=np.int64, count=n)
     except TypeError as exc:
         raise InvalidParameterError(f"sources must hold hashable ids (str, int, ...) or None; {exc}") from exc
-    ids = np.fromiter(map(codes.__getitem__, src), dtype=np.int64, count=n)
     for unknown in (None, ""):  # no source: one of its own
         if unknown in codes:
             ids = np.where(ids == codes[unknown], _own_ids(n), ids)
@@ -271,24 +290,24 @@ def pair_view(question: str, texts: Sequence[str], sources: Sequence[object] | N
     cache = facts_cache()
     facts = cache.get_many(texts, marks=True)
     generation = facts[0].generation if facts else -1
-    pool = _Pool.stack(facts, _display_titles(shown, cache, generation))
     terms, q_names = _question_words(question)
     words_q, name_cols = _question_columns(terms, q_names)
-    q_ids = cache.word_ids(words_q, generation)
+    pool = _Pool.stack(facts, _display_titles(shown, cache, generation), cache.word_ids(words_q, generation).tobytes())
     mark = marker_array(cache.id_bound + 2)  # read after every id in use was handed out; the last slot: id -1
-    d, title_col, q_col, slot = _word_slots(mark, pool, q_ids)
-    other, totals, shared_names = _names(mark, pool, q_ids[: len(terms)])
+    at, d, q_slots, slot = _slots(mark, pool)
+    other, totals, shared_names = _names(at, pool, len(terms))
+    title_col, q_col = q_slots[: pool.titles], q_slots[pool.titles :]
     # the few candidate words that are title or question words (slot 0: neither)
     width, size = d + 1, q_col.shape[0]
-    hit = np.flatnonzero(slot)
+    hit = slot.nonzero()[0]
     col, rows, bits = slot[hit], pool.word_rows[hit], pool.bits[hit]
-    # a question word or name counts when the text holds the word as a term (capitalised or not)
-    word = np.full(width, size, dtype=np.int64)  # slot -> the question's word there (size: none)
+    # a question word or name counts when the text holds the word as a term (capitalised or not);
+    # every other hit lands in a last column that no field reads
+    word = np.empty(width, dtype=np.int64)  # slot -> the question's word there (size: none)
+    word.fill(size)
     word[q_col] = _positions(-1, size - 1)
-    at = word[col]
-    term = np.flatnonzero(np.logical_and(bits & _TERM, at < size))
-    both = _zeros((n, size), np.bool_)
-    both.reshape(-1)[rows[term] * size + at[term]] = True
+    both = _zeros((n, size + 1), np.bool_)
+    both.reshape(-1)[rows * (size + 1) + np.where(bits & _TERM, word[col], size)] = True
     # share of j's title words that i's body holds (0/1 products: exact counts; divided in float64)
     # (the right factor is built transposed: a product of two row-major matrices takes the quicker path)
     body, titled = _zeros((n, width), np.float32), _zeros((width, n), np.float32)
@@ -298,10 +317,10 @@ def pair_view(question: str, texts: Sequence[str], sources: Sequence[object] | N
     # names two candidates share: only names held by two or more count off the diagonal (0/1 products: exact)
     columns = shared_names.T  # (n, names held twice or more): a view
     shared = columns @ shared_names
-    shared.flat[:: n + 1] = totals
+    shared.reshape(-1)[:: n + 1] = totals  # (a view: the product is a new C-ordered array)
     tid = _source_ids(pool.keys, src)
-    view = TextView(terms, q_names, both[:, : len(terms)], both[:, name_cols], other)
-    most = int(totals.max()) + 1 if n else 1  # no pair shares more names than either of them mentions
+    view = TextView(terms, q_names, both[:, : len(terms)], both.take(name_cols, axis=1), other)
+    most = int(np.maximum.reduce(totals)) + 1 if n else 1  # no pair shares more names than either of them mentions
     # a gather by take, mode "clip" (every count is within the table: nothing is clipped; no bounds pass)
     log_pairs = _log1p_of_counts(1 << (most - 1).bit_length()).take(shared.astype(np.intp), mode="clip")
     return PairView(view, tid[:, None] == tid[None, :], title_in, log_pairs, SharedNames(columns, totals, log_pairs))
