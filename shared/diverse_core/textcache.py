@@ -109,6 +109,13 @@ class Lineup(NamedTuple):
         bits: each distinct word's kind bits (``uint8``; the bits of :attr:`TextFacts.marks`).
         head: four ``int64``: how many names, title words and distinct words it has (:attr:`sizes`), then
             its source key (:attr:`key`), in one object so that a query reads one per text.
+
+    Example:
+        >>> import numpy as np
+        >>> line = TextFactsCache().get_many(["Dune: a novel by Frank Herbert."], marks=True)[0].lineup
+        >>> sizes = np.frombuffer(line.sizes, dtype=np.int64).tolist()  # names, title words, distinct words
+        >>> sizes[1], sizes[2] == len(np.frombuffer(line.words, dtype=np.int64)) == len(line.bits)
+        (1, True)
     """
 
     names: bytes
