@@ -118,8 +118,8 @@ class PreparedInputs:
     @property
     def candidates(self) -> FloatArray:
         """Unit-normalised candidate rows in float64, shape (n, d) (computed once, on first use)."""
-        if self._unit is None:  # one pass: each entry read in float64, times its row's inverse norm
-            unit = np.multiply(self.vectors, self.inv_norms[:, None], dtype=np.float64)
+        if self._unit is None:
+            unit = self.candidates_unkept()
             unit.flags.writeable = False
             self._unit = unit
         return self._unit
@@ -130,6 +130,7 @@ class PreparedInputs:
         take its place in memory instead of growing the heap)."""
         if self._unit is not None:
             return self._unit
+        # one pass: each entry read in float64, times its row's inverse norm
         unit: FloatArray = np.multiply(self.vectors, self.inv_norms[:, None], dtype=np.float64)
         return unit
 

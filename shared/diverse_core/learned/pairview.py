@@ -101,7 +101,7 @@ def _positions(start: int, stop: int) -> IntArray:
     return np.arange(start + 1, stop + 1, dtype=np.int64)
 
 
-_LINEUP, _TITLES = attrgetter("lineup"), attrgetter("lineup.titles")
+_LINEUP = attrgetter("lineup")
 _TERM, _NAME, _TITLE, _BODY = (MARK_BITS[kind] for kind in (TERM, NAME, TITLE, BODY))
 _BODY_SHIFT = _BODY.bit_length() - 1  # the body bit is the top one: ``bits >> _BODY_SHIFT`` is 0 or 1
 assert max(MARK_BITS) == _BODY == 1 << _BODY_SHIFT
