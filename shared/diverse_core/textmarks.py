@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["CHUNK", "MARK_BITS", "marker_array", "put", "word_marks"]
+__all__ = ["CHUNK", "MARK_BITS", "get", "marker_array", "pieces", "put", "word_marks"]
 
 IntArray = NDArray[np.int64]
 
@@ -84,3 +85,30 @@ def put(mark: IntArray, ids: IntArray, values: IntArray | int) -> None:
     else:
         for a in range(0, ids.shape[0], CHUNK):
             mark[ids[a : a + CHUNK]] = values[a : a + CHUNK]
+
+
+@lru_cache(maxsize=256)
+def pieces(size: int, split: bool = True) -> tuple[slice, ...]:
+    """Slices of ``range(size)`` of at most :data:`CHUNK` entries each (``split``), or one slice of all of it.
+
+    Callers split the pool-wide index work of a small pool (its few thousand entries, one numpy
+    call per piece) and leave a big pool's work in one call (its loop pays for the release).
+
+    Example:
+        >>> pieces(1200), pieces(1200, split=False)
+        ((slice(0, 500, None), slice(500, 1000, None), slice(1000, 1200, None)), (slice(0, 1200, None),))
+    """
+    if not split or size <= CHUNK:
+        return (slice(0, size),)
+    return tuple(slice(a, min(a + CHUNK, size)) for a in range(0, size, CHUNK))
+
+
+def get(mark: IntArray, ids: IntArray, split: bool = True) -> IntArray:
+    """``mark[ids]``, gathered in the :func:`pieces` of ``ids`` (so numpy keeps the GIL where ``split``)."""
+    parts = pieces(ids.shape[0], split)
+    if len(parts) == 1:
+        return mark[ids]
+    out = np.empty(ids.shape[0], dtype=mark.dtype)
+    for p in parts:
+        out[p] = mark[ids[p]]
+    return out

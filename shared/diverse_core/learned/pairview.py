@@ -48,7 +48,8 @@ from ..textfeatures import (
     _question_words,
     facts_cache,
 )
-from ..textmarks import CHUNK, marker_array, put
+from ..gil_blocks import KEEP, SMALL_WORK, row_blocks
+from ..textmarks import CHUNK, get, marker_array, pieces, put
 
 __all__ = ["PairView", "pair_view"]
 
@@ -101,6 +102,17 @@ def _positions(start: int, stop: int) -> IntArray:
     return np.arange(start + 1, stop + 1, dtype=np.int64)
 
 
+_BACKWARDS = _POSITIONS[::-1].copy()
+_BACKWARDS.flags.writeable = False
+
+
+def _backwards(size: int) -> IntArray:
+    """``size - 1, .., 1, 0`` (a view where it can)."""
+    if size <= _BACKWARDS.shape[0]:
+        return _BACKWARDS[_BACKWARDS.shape[0] - size :]
+    return np.arange(size - 1, -1, -1, dtype=np.int64)
+
+
 _LINEUP = attrgetter("lineup")
 _TERM, _NAME, _TITLE, _BODY = (MARK_BITS[kind] for kind in (TERM, NAME, TITLE, BODY))
 _BODY_SHIFT = _BODY.bit_length() - 1  # the body bit is the top one: ``bits >> _BODY_SHIFT`` is 0 or 1
@@ -122,6 +134,14 @@ def _own_ids(n: int) -> IntArray:
     ids = -1 - np.arange(n, dtype=np.int64)
     ids.flags.writeable = False
     return ids
+
+
+@lru_cache(maxsize=256)
+def _row_starts(n: int, row_len: int) -> IntArray:
+    """``0, row_len, 2 * row_len, ..``: the flat place of each of ``n`` rows' first element, as a column."""
+    starts = np.arange(0, n * row_len, row_len, dtype=np.int64)[:, None]
+    starts.flags.writeable = False
+    return starts
 
 
 @lru_cache(maxsize=64)
@@ -185,57 +205,119 @@ class _Pool(NamedTuple):
                    np.frombuffer(b"".join(bits), dtype=np.uint8), count[:n], count[n : 2 * n], head[:, 3])
 
 
-def _slots(mark: IntArray, pool: _Pool) -> tuple[IntArray, int, IntArray, IntArray]:
-    """``(at, D, col, slot)``: one marker pass over ``pool.wanted`` (names, title words, question words).
+def _slots(mark: IntArray, pool: _Pool, split: bool) -> tuple[IntArray, int, IntArray, IntArray, IntArray]:
+    """``(at, D, col, hit, slot)``: one marker pass over ``pool.wanted`` (names, title words, question words).
 
     ``at``: each entry's marker value on the first pass (a word that appears several times keeps one
     of its positions ``1 .. k``: equal words, equal values, so it numbers the names). ``col``: each
-    title and question word's slot ``1 .. D`` among the distinct ones; ``slot``: each candidate
-    word's (0: neither), from one gather over every candidate's distinct words. A question word
-    never read (id -1) marks the marker's last slot, which no word id reaches.
+    title and question word's slot ``1 .. D`` among the distinct ones; ``hit``: the positions of the
+    candidate words that are either, ``slot``: their slots, from one gather over every candidate's
+    distinct words. A question word never read (id -1) marks the marker's last slot, which no word
+    id reaches. ``split``: gather a small pool's words in :func:`~diverse_core.textmarks.pieces`.
     """
     wanted, m = pool.wanted, pool.names
     k = wanted.shape[0]
     tq = wanted[m:]  # the title words and the question's words
     put(mark, wanted, _positions(0, k))
     try:
-        at = mark[wanted]
+        at = get(mark, wanted, split)
         won = tq[at[m:] == _positions(m, k)]  # each distinct title or question word once
     finally:
         put(mark, wanted, 0)
-    mark[won] = _positions(0, won.shape[0])
+    words = pool.words
     try:
-        col, slot = mark[tq], mark[pool.words]
+        mark[won] = 1
+        hit = _found(mark, words, split)
+        mark[won] = _positions(0, won.shape[0])
+        col, slot = mark[tq], mark[words[hit]]
     finally:
         mark[won] = 0
-    return at, won.shape[0], col, slot
+    return at, won.shape[0], col, hit, slot
 
 
-def _names(at: IntArray, pool: _Pool, n_terms: int) -> tuple[NDArray[np.bool_], FloatArray, NDArray[np.float32]]:
-    """``(other names, totals, shared)``: the names outside the question's terms (see :class:`PairView`).
+def _found(mark: IntArray, words: IntArray, split: bool) -> IntArray:
+    """The positions of the ``words`` whose marker value is 1 (0 elsewhere), in pieces where ``split``."""
+    parts = pieces(words.shape[0], split)
+    if len(parts) == 1:
+        return mark[words].nonzero()[0]
+    found = []
+    for p in parts:  # (``nonzero`` of more than CHUNK entries lets go of the GIL; of a bool array it is quicker)
+        hit = mark[words[p]].astype(np.bool_).nonzero()[0]
+        found.append(np.add(hit, p.start, out=hit))
+    return np.concatenate(found)
+
+
+def _ends(size: int) -> tuple[IntArray, IntArray]:
+    """Two int64 arrays of ``size`` entries from one buffer of Python's (see :func:`_zeros`): zeros, and -1s."""
+    buf = bytearray(size << 3)
+    buf += b"\xff" * (size << 3)
+    both = np.frombuffer(buf, dtype=np.int64)
+    return both[:size], both[size:]
+
+
+def _names(at: IntArray, pool: _Pool, n_terms: int,
+           split: bool) -> tuple[NDArray[np.bool_], FloatArray, NDArray[Any], int]:
+    """``(other names, totals, rows, s)``: the names outside the question's terms (see :class:`PairView`);
+    the first ``s`` of the 0/1 ``rows`` (one of n per name) are the names held twice or more.
 
     ``at``: the marker values of :func:`_slots` (the names first, the question's terms after the
-    title words), which number the names; one scatter fills a (value, candidate) table whose
-    rows are the names.
+    title words), which number the names. Where ``split``, with no step that lets go of the GIL
+    (:func:`_names_marked`); otherwise as counts (``bincount``, ``take``: quicker for a big pool).
     """
     m, n, k = pool.names, pool.name_sizes.shape[0], at.shape[0]
     col = at[:m]
     start = m + pool.titles
     q_col = at[start : start + n_terms]  # the question's terms (a term that is no name: a row no name fills)
+    if split:
+        return _names_marked(col, q_col, pool, k + 1)
     held = np.bincount(col, minlength=k + 1)
     held[q_col] = 0  # the question's terms among the names are not counted
     cols = held.nonzero()[0]
-    table = _zeros((k + 1, n), np.uint8)
-    flat, rows = table.reshape(-1), pool.name_rows
-    for a in range(0, m, CHUNK):  # pieces numpy runs without letting go of the GIL
-        flat[col[a : a + CHUNK] * n + rows[a : a + CHUNK]] = 1
+    table = _name_table(col, pool.name_rows, k + 1, n, col * n)
     in_question = np.add.reduce(table.take(q_col, axis=0), axis=0, dtype=np.int64) if n_terms else 0
     totals = np.subtract(pool.name_sizes, in_question, dtype=np.float64)
     if not cols.shape[0]:
-        return np.zeros((n, 1), dtype=np.bool_), totals, np.zeros((0, n), dtype=np.float32)
+        return np.zeros((n, 1), dtype=np.bool_), totals, np.zeros((0, n), dtype=np.float32), 0
     other = table.take(cols, axis=0)
     shared = other.compress(held[cols] >= 2, axis=0).astype(np.float32)  # (names held twice or more, n)
-    return other.view(np.bool_).T, totals, shared
+    return other.view(np.bool_).T, totals, shared, shared.shape[0]
+
+
+def _name_table(col: IntArray, rows: IntArray, size: int, n: int, at: IntArray) -> NDArray[np.uint8]:
+    """A (size, n) 0/1 table with a 1 at each flat place ``at`` (one per name, ``col``), scattered in pieces
+    numpy runs without letting go of the GIL."""
+    table = _zeros((size, n), np.uint8)
+    flat = table.reshape(-1)
+    for a in range(0, col.shape[0], CHUNK):
+        flat[at[a : a + CHUNK] + rows[a : a + CHUNK]] = 1
+    return table
+
+
+def _names_marked(col: IntArray, q_col: IntArray, pool: _Pool,
+                  size: int) -> tuple[NDArray[np.bool_], FloatArray, NDArray[np.uint8], int]:
+    """:func:`_names` with no step that lets go of the GIL (``col``, ``q_col``: the values of the names and of
+    the question's terms, below ``size``).
+
+    Two scatters of the names' positions (backwards, then forwards) keep each value's first and last
+    position: a name is held by two candidates or more where they differ. Those names get the first
+    rows of a (row, candidate) table, the other names the next ones and the question's terms the last
+    ones, so that each result is a block of its rows (no gather).
+    """
+    m, n, n_terms = col.shape[0], pool.name_sizes.shape[0], q_col.shape[0]
+    first, last = _ends(size)  # 0 / -1 where no name has the value
+    back = _backwards(m + 1)  # m, m - 1, .., 0 (numpy lets go of the GIL for index work on reversed views)
+    put(first, col[back[1:]], back[:-1])
+    put(last, col, _positions(0, m))
+    last[q_col] = -1  # the question's terms among the names are not counted
+    twice, once = np.less(first, last).nonzero()[0], np.equal(first, last).nonzero()[0]
+    s, c = twice.shape[0], twice.shape[0] + once.shape[0]
+    place = np.empty(size, dtype=np.int64)  # value -> the start of its row in the flat table
+    place[np.concatenate((twice, once, q_col))] = _positions(-1, c + n_terms - 1) * n
+    table = _name_table(col, pool.name_rows, c + n_terms, n, place[col])
+    in_question = np.add.reduce(table[c:], axis=0, dtype=np.int64) if n_terms else 0
+    totals = np.subtract(pool.name_sizes, in_question, dtype=np.float64)
+    other = table[:c].view(np.bool_).T if c else np.zeros((n, 1), dtype=np.bool_)
+    return other, totals, table, s
 
 
 def _source_ids(keys: IntArray, src: list[object] | None) -> IntArray:
@@ -294,13 +376,15 @@ def pair_view(question: str, texts: Sequence[str], sources: Sequence[object] | N
     words_q, name_cols = _question_columns(terms, q_names)
     pool = _Pool.stack(facts, _display_titles(shown, cache, generation), cache.word_ids(words_q, generation).tobytes())
     mark = marker_array(cache.id_bound + 2)  # read after every id in use was handed out; the last slot: id -1
-    at, d, q_slots, slot = _slots(mark, pool)
-    other, totals, shared_names = _names(at, pool, len(terms))
+    # a small pool's work in pieces that keep the GIL (the names' work over every value of ``pool.wanted``
+    # runs in one call each: a pool with more names and title words than that lets go of it anyway)
+    split = n * n <= SMALL_WORK and pool.wanted.shape[0] < KEEP
+    at, d, q_slots, hit, col = _slots(mark, pool, split)
+    other, totals, names, s = _names(at, pool, len(terms), split)
     title_col, q_col = q_slots[: pool.titles], q_slots[pool.titles :]
-    # the few candidate words that are title or question words (slot 0: neither)
+    # the few candidate words that are title or question words
     width, size = d + 1, q_col.shape[0]
-    hit = slot.nonzero()[0]
-    col, rows, bits = slot[hit], pool.word_rows[hit], pool.bits[hit]
+    rows, bits = pool.word_rows[hit], pool.bits[hit]
     # a question word or name counts when the text holds the word as a term (capitalised or not);
     # every other hit lands in a last column that no field reads
     word = np.empty(width, dtype=np.int64)  # slot -> the question's word there (size: none)
@@ -308,19 +392,61 @@ def pair_view(question: str, texts: Sequence[str], sources: Sequence[object] | N
     word[q_col] = _positions(-1, size - 1)
     both = _zeros((n, size + 1), np.bool_)
     both.reshape(-1)[rows * (size + 1) + np.where(bits & _TERM, word[col], size)] = True
-    # share of j's title words that i's body holds (0/1 products: exact counts; divided in float64)
-    # (the right factor is built transposed: a product of two row-major matrices takes the quicker path)
+    small = split and s * n <= SMALL_WORK  # every (n, n) step but one can keep the GIL
+    products = _one_product if small else _two_products
+    title_counts, shared, shared_names = products(rows, col, bits, title_col * n + pool.title_rows, width, names, s)
+    title_in = np.divide(title_counts, np.maximum(pool.title_sizes, 1)[None, :])  # share of j's title words in i's body
+    shared.reshape(-1)[:: n + 1] = totals  # (a view: the rows of a C-ordered product)
+    columns = shared_names.T  # (n, names held twice or more): a view
+    tid = _source_ids(pool.keys, src)
+    name_hits = both.reshape(-1)[_row_starts(n, size + 1) + name_cols] if split else both.take(name_cols, axis=1)
+    view = TextView(terms, q_names, both[:, : len(terms)], name_hits, other)
+    most = int(np.maximum.reduce(totals)) + 1 if n else 1  # no pair shares more names than either of them mentions
+    table = _log1p_of_counts(1 << (most - 1).bit_length())
+    if small:
+        log_pairs = _log_pairs(shared, table)
+    else:  # a gather by take, mode "clip" (every count is within the table: nothing is clipped; no bounds pass)
+        log_pairs = table.take(shared.astype(np.intp), mode="clip")
+    return PairView(view, tid[:, None] == tid[None, :], title_in, log_pairs, SharedNames(columns, totals, log_pairs))
+
+
+Counts = tuple[NDArray[np.float32], NDArray[np.float32], NDArray[np.float32]]
+
+
+def _two_products(rows: IntArray, col: IntArray, bits: NDArray[np.uint8], title_at: IntArray, width: int,
+                  names: NDArray[np.uint8], s: int) -> Counts:
+    """``(title counts, name counts, shared names)``: the products of 0/1 matrices (exact counts) behind
+    :class:`PairView` (``rows``, ``col``: the candidate and slot of each hit, whose ``bits`` tell a body
+    word; ``title_at``: the flat places of the title words in a (width, n) matrix; ``names``: (rows, n),
+    the first ``s`` the names held twice or more). The right factors are built transposed (a product of
+    two row-major matrices takes the quicker path)."""
+    n = names.shape[1]
     body, titled = _zeros((n, width), np.float32), _zeros((width, n), np.float32)
     body.reshape(-1)[rows * width + col] = (bits >> _BODY_SHIFT).astype(np.float32)
-    titled.reshape(-1)[title_col * n + pool.title_rows] = 1.0
-    title_in = np.divide(body @ titled, np.maximum(pool.title_sizes, 1)[None, :])
-    # names two candidates share: only names held by two or more count off the diagonal (0/1 products: exact)
-    columns = shared_names.T  # (n, names held twice or more): a view
-    shared = columns @ shared_names
-    shared.reshape(-1)[:: n + 1] = totals  # (a view: the product is a new C-ordered array)
-    tid = _source_ids(pool.keys, src)
-    view = TextView(terms, q_names, both[:, : len(terms)], both.take(name_cols, axis=1), other)
-    most = int(np.maximum.reduce(totals)) + 1 if n else 1  # no pair shares more names than either of them mentions
-    # a gather by take, mode "clip" (every count is within the table: nothing is clipped; no bounds pass)
-    log_pairs = _log1p_of_counts(1 << (most - 1).bit_length()).take(shared.astype(np.intp), mode="clip")
-    return PairView(view, tid[:, None] == tid[None, :], title_in, log_pairs, SharedNames(columns, totals, log_pairs))
+    titled.reshape(-1)[title_at] = 1.0
+    shared_names = names[:s].astype(np.float32, copy=False)
+    return body @ titled, shared_names.T @ shared_names, shared_names
+
+
+def _one_product(rows: IntArray, col: IntArray, bits: NDArray[np.uint8], title_at: IntArray, width: int,
+                 names: NDArray[np.uint8], s: int) -> Counts:
+    """:func:`_two_products` as one product, which lets go of the GIL once: ``[body 0; 0 names^T] @
+    [titled; names]`` is ``[title counts; name counts]``."""
+    n, span = names.shape[1], width + s
+    left, right = _zeros((2 * n, span), np.float32), _zeros((span, n), np.float32)
+    left.reshape(-1)[rows * span + col] = (bits >> _BODY_SHIFT).astype(np.float32)
+    right.reshape(-1)[title_at] = 1.0
+    shared_names, corner = right[width:], left[n:, width:].T  # (names held twice or more, n) both
+    for b in row_blocks(s, n):
+        shared_names[b] = names[b]
+        corner[b] = names[b]
+    counts = left @ right
+    return counts[:n], counts[n:], shared_names
+
+
+def _log_pairs(shared: FloatArray, table: FloatArray) -> FloatArray:
+    """``table[shared]``: log(1 + count) of each pair's shared names, gathered in row blocks."""
+    out = np.empty(shared.shape, dtype=np.float64)
+    for b in row_blocks(*shared.shape):
+        out[b] = table[shared[b].astype(np.intp)]
+    return out
