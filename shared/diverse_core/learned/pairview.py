@@ -35,6 +35,7 @@ from numpy.typing import NDArray
 
 from ..adaptive.candidates import SharedNames
 from ..errors import DimensionMismatchError, InvalidParameterError
+from ..gil_blocks import KEEP, SMALL_WORK, row_blocks
 from ..textfeatures import (
     BODY,
     MARK_BITS,
@@ -48,7 +49,6 @@ from ..textfeatures import (
     _question_words,
     facts_cache,
 )
-from ..gil_blocks import KEEP, SMALL_WORK, row_blocks
 from ..textmarks import CHUNK, get, marker_array, pieces, put
 
 __all__ = ["PairView", "pair_view"]
@@ -102,7 +102,7 @@ def _positions(start: int, stop: int) -> IntArray:
     return np.arange(start + 1, stop + 1, dtype=np.int64)
 
 
-_BACKWARDS = _POSITIONS[::-1].copy()
+_BACKWARDS: IntArray = _POSITIONS[::-1].copy()
 _BACKWARDS.flags.writeable = False
 
 
@@ -380,7 +380,7 @@ def pair_view(question: str, texts: Sequence[str], sources: Sequence[object] | N
     # runs in one call each: a pool with more names and title words than that lets go of it anyway)
     split = n * n <= SMALL_WORK and pool.wanted.shape[0] < KEEP
     at, d, q_slots, hit, col = _slots(mark, pool, split)
-    other, totals, names, s = _names(at, pool, len(terms), split)
+    other, totals, name_table, s = _names(at, pool, len(terms), split)
     title_col, q_col = q_slots[: pool.titles], q_slots[pool.titles :]
     # the few candidate words that are title or question words
     width, size = d + 1, q_col.shape[0]
@@ -394,7 +394,7 @@ def pair_view(question: str, texts: Sequence[str], sources: Sequence[object] | N
     both.reshape(-1)[rows * (size + 1) + np.where(bits & _TERM, word[col], size)] = True
     small = split and s * n <= SMALL_WORK  # every (n, n) step but one can keep the GIL
     products = _one_product if small else _two_products
-    title_counts, shared, shared_names = products(rows, col, bits, title_col * n + pool.title_rows, width, names, s)
+    title_counts, shared, shared_names = products(rows, col, bits, title_col * n + pool.title_rows, width, name_table, s)
     title_in = np.divide(title_counts, np.maximum(pool.title_sizes, 1)[None, :])  # share of j's title words in i's body
     shared.reshape(-1)[:: n + 1] = totals  # (a view: the rows of a C-ordered product)
     columns = shared_names.T  # (n, names held twice or more): a view
@@ -444,7 +444,7 @@ def _one_product(rows: IntArray, col: IntArray, bits: NDArray[np.uint8], title_a
     return counts[:n], counts[n:], shared_names
 
 
-def _log_pairs(shared: FloatArray, table: FloatArray) -> FloatArray:
+def _log_pairs(shared: NDArray[np.float32], table: FloatArray) -> FloatArray:
     """``table[shared]``: log(1 + count) of each pair's shared names, gathered in row blocks."""
     out = np.empty(shared.shape, dtype=np.float64)
     for b in row_blocks(*shared.shape):
