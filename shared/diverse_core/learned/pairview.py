@@ -9,9 +9,13 @@ over every word of the pool): it numbers the names, which fill a (name, candidat
 the title words and the question's words slots; one gather over the candidates' distinct words then
 finds the few that are either (body words under a title word, terms among the question's words).
 The pair counts are products of 0/1 matrices (exact integers).
-Arrays of a few hundred entries and int64 indices keep most steps from letting go of the GIL,
-which under many callers costs a switch each time: the marker writes and the names' scatter over
-the whole pool go in pieces of at most :data:`~diverse_core.textmarks.CHUNK` entries.
+numpy lets go of the GIL around most steps over more than :data:`~diverse_core.gil_blocks.KEEP`
+entries (``bincount``, ``take`` and a product always), which under many callers costs a switch each
+time. A small pool (n <= 64, fewer than KEEP names and title words) lets go three times: its
+pool-wide index work runs in pieces of at most :data:`~diverse_core.textmarks.CHUNK` entries, two
+marker scatters number its names (no ``bincount``, ``take`` or ``compress``), one product gives both
+pair counts, and of the (n, n) steps only the title share's divide and the source comparison run in
+one call. A bigger pool keeps one call per step (the counted route: quicker there).
 
 Example:
     >>> pv = pair_view("Who wrote Dune?", ["Dune: a novel by Frank Herbert.", "Herbert: he wrote Dune."])
@@ -220,31 +224,27 @@ def _slots(mark: IntArray, pool: _Pool, split: bool) -> tuple[IntArray, int, Int
     tq = wanted[m:]  # the title words and the question's words
     put(mark, wanted, _positions(0, k))
     try:
-        at = get(mark, wanted, split)
+        at = get(mark, wanted) if split else mark[wanted]
         won = tq[at[m:] == _positions(m, k)]  # each distinct title or question word once
     finally:
         put(mark, wanted, 0)
     words = pool.words
+    parts = pieces(words.shape[0], split)
+    mark[won] = _positions(0, won.shape[0])
     try:
-        mark[won] = 1
-        hit = _found(mark, words, split)
-        mark[won] = _positions(0, won.shape[0])
-        col, slot = mark[tq], mark[words[hit]]
+        col = mark[tq]
+        if len(parts) == 1:
+            slot = mark[words]
+            hit = slot.nonzero()[0]
+            return at, won.shape[0], col, hit, slot[hit]
+        found = []
+        for p in parts:  # (``nonzero`` of more than CHUNK entries lets go of the GIL; of a bool array it is quicker)
+            part = mark[words[p]].astype(np.bool_).nonzero()[0]
+            found.append(np.add(part, p.start, out=part))
+        hit = np.concatenate(found)
+        return at, won.shape[0], col, hit, mark[words[hit]]
     finally:
         mark[won] = 0
-    return at, won.shape[0], col, hit, slot
-
-
-def _found(mark: IntArray, words: IntArray, split: bool) -> IntArray:
-    """The positions of the ``words`` whose marker value is 1 (0 elsewhere), in pieces where ``split``."""
-    parts = pieces(words.shape[0], split)
-    if len(parts) == 1:
-        return mark[words].nonzero()[0]
-    found = []
-    for p in parts:  # (``nonzero`` of more than CHUNK entries lets go of the GIL; of a bool array it is quicker)
-        hit = mark[words[p]].astype(np.bool_).nonzero()[0]
-        found.append(np.add(hit, p.start, out=hit))
-    return np.concatenate(found)
 
 
 def _ends(size: int) -> tuple[IntArray, IntArray]:
@@ -410,11 +410,11 @@ def pair_view(question: str, texts: Sequence[str], sources: Sequence[object] | N
     return PairView(view, tid[:, None] == tid[None, :], title_in, log_pairs, SharedNames(columns, totals, log_pairs))
 
 
-Counts = tuple[NDArray[np.float32], NDArray[np.float32], NDArray[np.float32]]
+_Counts = tuple[NDArray[np.float32], NDArray[np.float32], NDArray[np.float32]]
 
 
 def _two_products(rows: IntArray, col: IntArray, bits: NDArray[np.uint8], title_at: IntArray, width: int,
-                  names: NDArray[np.uint8], s: int) -> Counts:
+                  names: NDArray[np.uint8], s: int) -> _Counts:
     """``(title counts, name counts, shared names)``: the products of 0/1 matrices (exact counts) behind
     :class:`PairView` (``rows``, ``col``: the candidate and slot of each hit, whose ``bits`` tell a body
     word; ``title_at``: the flat places of the title words in a (width, n) matrix; ``names``: (rows, n),
@@ -429,7 +429,7 @@ def _two_products(rows: IntArray, col: IntArray, bits: NDArray[np.uint8], title_
 
 
 def _one_product(rows: IntArray, col: IntArray, bits: NDArray[np.uint8], title_at: IntArray, width: int,
-                 names: NDArray[np.uint8], s: int) -> Counts:
+                 names: NDArray[np.uint8], s: int) -> _Counts:
     """:func:`_two_products` as one product, which lets go of the GIL once: ``[body 0; 0 names^T] @
     [titled; names]`` is ``[title counts; name counts]``."""
     n, span = names.shape[1], width + s
