@@ -237,11 +237,8 @@ def _slots(mark: IntArray, pool: _Pool, split: bool) -> tuple[IntArray, int, Int
             slot = mark[words]
             hit = slot.nonzero()[0]
             return at, won.shape[0], col, hit, slot[hit]
-        found = []
-        for p in parts:  # (``nonzero`` of more than CHUNK entries lets go of the GIL; of a bool array it is quicker)
-            part = mark[words[p]].astype(np.bool_).nonzero()[0]
-            found.append(np.add(part, p.start, out=part))
-        hit = np.concatenate(found)
+        place = _positions(-1, words.shape[0] - 1)  # (``nonzero`` of more than CHUNK entries lets go of the GIL)
+        hit = np.concatenate([place[p][mark[words[p]].astype(np.bool_)] for p in parts])
         return at, won.shape[0], col, hit, mark[words[hit]]
     finally:
         mark[won] = 0
