@@ -15,7 +15,6 @@ import pytest
 from diverse_core.adaptive.candidates import (
     EMBEDDING_CANDIDATE_FEATURES,
     TEXT_CANDIDATE_FEATURES,
-    _rank_columns,
     _text_columns,
     relevance_order,
     static_features,
@@ -26,6 +25,7 @@ from diverse_core.learned import LearnedSelector, QueryState, pair_view
 from diverse_core.learned.planes import fill_stack
 from diverse_core.validation import prepare_inputs
 from learned_testdata import QUESTION, random_texts
+from test_learned_qstate import _old_static as _old_embedding_columns
 
 SIZES = (1, 2, 10, 22, 23, 50, 64, 65, 120)
 
@@ -40,34 +40,14 @@ def _same(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 def _old_static(sim: np.ndarray, rel: np.ndarray, k: int, view: Any, shared: Any, words: Any) -> np.ndarray:
-    """``static_features`` as written before the row blocks (main ef2141a), the text columns from the library."""
-    n = rel.shape[0]
-    out = np.empty((n, len(EMBEDDING_CANDIDATE_FEATURES if view is None else TEXT_CANDIDATE_FEATURES)))
-    order = relevance_order(rel)
-    top = int(order[0])
-    table, offsets, ranks = _rank_columns(n, k)
-    rank = np.empty(n, dtype=np.intp)
-    rank[order] = ranks
-    out[:, 0] = rel
-    np.subtract(rel, rel[top], out=out[:, 1])
-    out[:, 2:5] = table[rank[:, None] + offsets]
-    np.maximum.reduce(np.where(rank[None, :] < rank[:, None], sim, -1.0), axis=1, out=out[:, 5])
-    out[top, 5] = 0.0
-    out[:, 6] = sim[:, top]
-    top_k = order[: min(k, n)]
-    if top_k.shape[0] <= 16:
-        first, *rest = top_k.tolist()
-        acc = out[:, 7]
-        acc[:] = sim[:, first]
-        for j in rest:
-            acc += sim[:, j]
-        acc /= top_k.shape[0]
-    else:
-        np.divide(np.add.reduce(sim[:, top_k], axis=1), top_k.shape[0], out=out[:, 7])
-    np.divide(np.add.reduce(sim, axis=1), n, out=out[:, 8])
-    out[:, 9] = rel[top]
-    if view is not None:
-        _text_columns(out[:, len(EMBEDDING_CANDIDATE_FEATURES):], view, order, shared, words)
+    """The static rows as computed before: the embedding columns' old formulas, the text columns of the library."""
+    emb = _old_embedding_columns(sim, rel, k)
+    if view is None:
+        return emb
+    e = len(EMBEDDING_CANDIDATE_FEATURES)
+    out = np.empty((rel.shape[0], len(TEXT_CANDIDATE_FEATURES)))
+    out[:, :e] = emb
+    _text_columns(out[:, e:], view, relevance_order(rel), shared, words)
     return out
 
 
