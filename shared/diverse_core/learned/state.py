@@ -42,6 +42,7 @@ from ..adaptive.candidates import (
 )
 from ..validation import PreparedInputs
 from .pairview import PairView, pair_view
+from .planes import fill_stack
 
 __all__ = [
     "EMBEDDING_STATE_FEATURES",
@@ -126,7 +127,6 @@ class QueryState:
         view = None if pairs is None else pairs.view
         if stacked:  # the pair matrices whose maxima over the picks the step model reads, per pick ([j, m, i])
             stack = np.empty((n, 2 if pairs is None else 6, n))
-            stack[:, 0, :] = sim
             qdc = stack[:, 1, :]  # a view of the stack
             np.add(cos_qi[None, :], sim, out=qdc)
         else:
@@ -136,11 +136,9 @@ class QueryState:
         static = static_features(sim, rel, prep.k, view, None if pairs is None else pairs.shared, words)
         state = cls(static, sim, qdc, rel, prep.k, pairs)
         if stacked:
-            if pairs is not None:
-                stack[:, 2, :] = pairs.same_title
-                stack[:, 3, :] = pairs.title_in
-                stack[:, 4, :] = pairs.title_in.T
-                stack[:, 5, :] = pairs.names_shared
+            planes = {0: sim} if pairs is None else {0: sim, 2: pairs.same_title, 3: pairs.title_in,
+                                                     4: pairs.title_in.T, 5: pairs.names_shared}
+            fill_stack(stack, planes)
             stack.setflags(write=False)  # read by every caller of the state
             state._stack = stack
             state._words = state.word_rows(words)
