@@ -31,6 +31,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..errors import DimensionMismatchError, InvalidParameterError, NonFiniteInputError
+from ..gil_blocks import row_blocks
 from .lexical import TextView
 
 __all__ = [
@@ -229,8 +230,11 @@ def static_features(sim: FloatArray, rel: FloatArray, k: int, view: TextView | N
     out[:, 0] = rel
     np.subtract(rel, rel[top], out=out[:, 1])
     out[:, 2:5] = table[rank[:, None] + offsets]  # a flat gather of 3n entries
+    blocks = row_blocks(n, n)  # whole rows: a reduction along each row gives what it gives over the whole matrix
     # highest cosine to a better-ranked candidate ([i, j]: j ranks above i; -1 when none, 0 for the best)
-    np.maximum.reduce(np.where(rank[None, :] < rank[:, None], sim, -1.0), axis=1, out=out[:, 5])
+    column = rank[:, None]
+    for b in blocks:
+        np.maximum.reduce(np.where(rank < column[b], sim[b], -1.0), axis=1, out=out[b, 5])
     out[top, 5] = 0.0
     out[:, 6] = sim[:, top]
     top_k = order[: min(k, n)]
@@ -243,7 +247,10 @@ def static_features(sim: FloatArray, rel: FloatArray, k: int, view: TextView | N
         acc /= top_k.shape[0]
     else:
         np.divide(np.add.reduce(sim[:, top_k], axis=1), top_k.shape[0], out=out[:, 7])  # as .mean(axis=1) does
-    np.divide(np.add.reduce(sim, axis=1), n, out=out[:, 8])
+    sums = out[:, 8]
+    for b in blocks:
+        np.add.reduce(sim[b], axis=1, out=sums[b])
+    sums /= n
     out[:, 9] = rel[top]
     if view is not None:
         assert words is not None

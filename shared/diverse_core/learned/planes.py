@@ -28,7 +28,7 @@ from numpy.typing import NDArray
 
 from ..gil_blocks import row_blocks
 
-__all__ = ["fill_stack"]
+__all__ = ["fill_stack", "qdc_into"]
 
 
 def fill_stack(stack: NDArray[np.float64], planes: Mapping[int, NDArray[Any]]) -> None:
@@ -44,3 +44,23 @@ def fill_stack(stack: NDArray[np.float64], planes: Mapping[int, NDArray[Any]]) -
     for b in blocks:
         for m, matrix in pairs:
             stack[b, m] = matrix[b]
+
+
+def qdc_into(sim: NDArray[np.float64], cos_qi: NDArray[np.float64], norm: NDArray[np.float64],
+             out: NDArray[np.float64]) -> None:
+    """``out[j, i] = (cos_qi[i] + sim[j, i]) / norm[j]`` (``out``: ``(n, n)``, a plane of a stack or not): the add
+    and the divide of numpy's broadcasting over the whole matrix, row block by row block."""
+    n = sim.shape[0]
+    blocks = row_blocks(n, n)
+    if len(blocks) == 1:
+        np.add(cos_qi[None, :], sim, out=out)
+        np.divide(out, norm[:, None], out=out)
+        return
+    tile = np.empty((blocks[0].stop, n))  # cos_qi on every row: the adds need no broadcasting
+    tile[...] = cos_qi
+    part = np.empty_like(tile)
+    scale = norm[:, None]
+    for b in blocks:
+        rows = b.stop - b.start
+        np.add(tile[:rows], sim[b], out=part[:rows])
+        np.divide(part[:rows], scale[b], out=out[b])

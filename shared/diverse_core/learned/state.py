@@ -42,7 +42,7 @@ from ..adaptive.candidates import (
 )
 from ..validation import PreparedInputs
 from .pairview import PairView, pair_view
-from .planes import fill_stack
+from .planes import fill_stack, qdc_into
 
 __all__ = [
     "EMBEDDING_STATE_FEATURES",
@@ -128,10 +128,9 @@ class QueryState:
         if stacked:  # the pair matrices whose maxima over the picks the step model reads, per pick ([j, m, i])
             stack = np.empty((n, 2 if pairs is None else 6, n))
             qdc = stack[:, 1, :]  # a view of the stack
-            np.add(cos_qi[None, :], sim, out=qdc)
         else:
-            qdc = np.add(cos_qi[None, :], sim)
-        qdc /= norm[:, None]
+            qdc = np.empty((n, n))
+        qdc_into(sim, cos_qi, norm, qdc)
         words = None if view is None else word_rows(view)
         static = static_features(sim, rel, prep.k, view, None if pairs is None else pairs.shared, words)
         state = cls(static, sim, qdc, rel, prep.k, pairs)
