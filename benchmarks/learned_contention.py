@@ -7,15 +7,10 @@ with k=10, warm (every text read once before timing). Prints
 
 * ``cpu``: the thread CPU time per call (``time.thread_time``, median and mean) with 1 caller and
   with ``--threads`` callers, each calling on its own pools, and the ratio of the two;
-* ``gil`` (with ``--gil``, Linux, root): how often the calling thread releases the GIL per call,
-  per piece of the call (input checks, text view, query state, picks; and the embedding-variant call)
-  and attributed to the Python line that was running, read from a uprobe on ``PyEval_SaveThread``
-  that must exist first::
-
-      perf probe -x $(python -c 'import sysconfig,os;print(os.path.join(sysconfig.get_config_var("LIBDIR"),
-          sysconfig.get_config_var("LDLIBRARY")))') PyEval_SaveThread
-
-  (remove it afterwards with ``perf probe -d 'probe_libpython3:*'``).
+* ``gil`` (Linux, root): how often the calling thread releases the GIL per call, per piece of the
+  call (input checks, text view, query state, picks; and the embedding-variant call) and attributed
+  to the Python line that was running, read from a uprobe on ``PyEval_SaveThread`` that must exist
+  first (see ``benchmarks/gil_counter.py``).
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 PYTHONPATH=shared:. \\
       python benchmarks/learned_contention.py cpu --threads 16
@@ -91,48 +86,18 @@ def cpu(pools: list[dict[str, Any]], k: int, threads: int, per_thread: int) -> N
 
 
 def gil(pools: list[dict[str, Any]], k: int, n: int, root: str) -> None:  # pragma: no cover (needs root)
-    import ctypes
-    import struct
+    from gil_counter import by_line, release_counter
 
-    libc = ctypes.CDLL(None, use_errno=True)
-    event = int(open("/sys/kernel/tracing/events/probe_libpython3/PyEval_SaveThread/id").read())
-    attr = bytearray(128)
-    struct.pack_into("IIQ", attr, 0, 2, 128, event)  # PERF_TYPE_TRACEPOINT, size, config
-    fd = libc.syscall(298, ctypes.c_char_p(bytes(attr)), 0, -1, -1, 0)  # this thread, any CPU
-    if fd < 0:
-        raise OSError(ctypes.get_errno(), "perf_event_open")
-    keep_gil = ctypes.PyDLL(None)
-    buf = ctypes.c_uint64()
-
-    def count() -> int:
-        keep_gil.read(fd, ctypes.byref(buf), 8)
-        return buf.value
-
+    count = release_counter()
     c0 = count()
     for i in range(n):
         call(pools[i % len(pools)], k)
     print(f"GIL releases per call (untraced): {(count() - c0) / n:.1f}")
     _gil_pieces(pools, k, n, count)
-    hits: collections.Counter[tuple[str, int, str]] = collections.Counter()
-    last: list[Any] = [None, 0]
-
-    def tracer(frame: Any, event: str, arg: object) -> Any:
-        c = count()
-        if last[0] is not None and c != last[1]:
-            hits[last[0]] += c - last[1]
-        last[0] = (frame.f_code.co_filename.replace(root, "").split("site-packages/")[-1], frame.f_lineno,
-                   frame.f_code.co_name)
-        last[1] = count()
-        return tracer
-
-    c0 = count()
-    sys.settrace(tracer)
-    for i in range(n):
-        call(pools[i % len(pools)], k)
-    sys.settrace(None)
-    print(f"GIL releases per call (traced): {(count() - c0) / n:.1f}")
-    for (f, line, name), c in sorted(hits.items()):
-        print(f"  {c / n:6.2f}  {f}:{line} ({name})")
+    traced, lines = by_line(lambda i: call(pools[i % len(pools)], k), n, count, root)
+    print(f"GIL releases per call (traced): {traced:.1f}")
+    for per_call, where in lines:
+        print(f"  {per_call:6.2f}  {where}")
 
 
 def _gil_pieces(pools: list[dict[str, Any]], k: int, n: int, count: Any) -> None:  # pragma: no cover (needs root)
@@ -183,7 +148,10 @@ def main(argv: list[str] | None = None) -> int:
     else:
         import os
 
-        gil(pools, args.k, args.calls, os.path.dirname(os.path.dirname(os.path.abspath(dc.__file__))) + "/")
+        from gil_counter import parked_thread
+
+        with parked_thread():  # as in a service: the library splits small work while other threads live
+            gil(pools, args.k, args.calls, os.path.dirname(os.path.dirname(os.path.abspath(dc.__file__))) + "/")
     return 0
 
 

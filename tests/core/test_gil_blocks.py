@@ -1,8 +1,10 @@
-"""``row_blocks``: whole-row blocks of at most KEEP elements for small arrays, one block otherwise."""
+"""``row_blocks``: whole-row blocks of at most KEEP elements for small arrays, one block otherwise;
+``work_blocks``: those blocks only while another Python thread is alive."""
 
 from __future__ import annotations
 
-from diverse_core.gil_blocks import KEEP, SMALL_WORK, row_blocks
+import pytest
+from diverse_core.gil_blocks import KEEP, SMALL_WORK, row_blocks, work_blocks
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -27,3 +29,15 @@ def test_blocks_cover_every_row_once(rows: int, row_len: int) -> None:
         assert len(blocks) == -(-rows // (KEEP // row_len))
     else:
         assert blocks == (slice(0, rows),)
+
+
+@pytest.mark.usefixtures("another_thread")
+def test_work_blocks_split_while_another_thread_is_alive() -> None:
+    assert work_blocks(50, 50) == row_blocks(50, 50) and len(work_blocks(50, 50)) == 5
+    assert work_blocks(65, 65) == (slice(0, 65),)
+
+
+@pytest.mark.usefixtures("alone")
+def test_work_blocks_keep_one_block_in_a_process_with_one_thread() -> None:
+    assert work_blocks(50, 50) == (slice(0, 50),)
+    assert work_blocks(0, 50) == (slice(0, 0),)

@@ -55,7 +55,7 @@ def _check(question: str, texts: list[str], rng: np.random.Generator) -> None:
 
 
 @pytest.mark.parametrize("n", SIZES)
-def test_every_route_equals_the_oracle_at_each_size(n: int) -> None:
+def test_every_route_equals_the_oracle_at_each_size(n: int, threads: str) -> None:
     rng = np.random.default_rng(n)
     for question in QUESTIONS[:4]:
         _check(question, _texts(rng, n), rng)  # few names: the route that keeps the GIL up to n = 64
@@ -129,6 +129,7 @@ def _release_counter() -> object:
     return count
 
 
+@pytest.mark.usefixtures("another_thread")  # with one thread alive the gathers are not split (work_blocks)
 def test_a_small_pool_lets_go_of_the_gil_at_most_three_times() -> None:
     count = _release_counter()
     rng = np.random.default_rng(7)

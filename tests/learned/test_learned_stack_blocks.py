@@ -1,7 +1,8 @@
 """The learned query state's pair stack filled in row blocks (issue 35): the same bits as the build before.
 
-At pools of up to 64 candidates :meth:`QueryState.build` copies the ``(n, n)`` matrices into the
-per-pick stack in whole-row blocks of at most ``KEEP`` elements (numpy keeps the GIL for those);
+At pools of up to 64 candidates, while another Python thread is alive, :meth:`QueryState.build`
+copies the ``(n, n)`` matrices into the per-pick stack in whole-row blocks of at most ``KEEP``
+elements (numpy keeps the GIL for those), and in one copy each in a process with one thread;
 the state's values, and the picks and scores read from it, must stay those of the build it
 replaces: checked here against a frozen copy of that build, entry by entry as raw bits.
 """
@@ -92,7 +93,7 @@ def _pool(seed: int, n: int, text: bool) -> tuple[Any, Any]:
 
 @pytest.mark.parametrize("text", [False, True])
 @pytest.mark.parametrize("n", SIZES)
-def test_the_stacked_state_equals_the_old_build_bit_for_bit(n: int, text: bool) -> None:
+def test_the_stacked_state_equals_the_old_build_bit_for_bit(n: int, text: bool, threads: str) -> None:
     for seed in range(3):
         prep, pv = _pool(100 * n + seed, n, text)
         old = _old_build(prep, pv)
@@ -105,7 +106,7 @@ def test_the_stacked_state_equals_the_old_build_bit_for_bit(n: int, text: bool) 
 
 @pytest.mark.parametrize("text", [False, True])
 @pytest.mark.parametrize("n", SIZES)
-def test_picks_and_scores_equal_those_of_the_old_build(n: int, text: bool) -> None:
+def test_picks_and_scores_equal_those_of_the_old_build(n: int, text: bool, threads: str) -> None:
     sel = LearnedSelector.default()
     model = sel.variants["text" if text else "embedding"]
     for seed in range(2):
@@ -120,7 +121,7 @@ def test_picks_and_scores_equal_those_of_the_old_build(n: int, text: bool) -> No
 
 
 @pytest.mark.parametrize("n", SIZES)
-def test_static_features_with_and_without_a_view_equal_the_old_ones(n: int) -> None:
+def test_static_features_with_and_without_a_view_equal_the_old_ones(n: int, threads: str) -> None:
     prep, pv = _pool(5 * n, n, True)
     unit = prep.candidates
     sim, rel = unit @ unit.T, np.asarray(prep.relevance)
@@ -141,6 +142,7 @@ class _Recorded(np.ndarray):
         super().__setitem__(key, value)
 
 
+@pytest.mark.usefixtures("another_thread")
 @pytest.mark.parametrize("n", [23, 40, 50, 64, 65, 100])
 def test_fill_stack_writes_at_most_keep_elements_a_time_up_to_64_candidates(n: int) -> None:
     rng = np.random.default_rng(n)
@@ -168,6 +170,7 @@ class _NumpyRecordingStacks:
         return out.view(_Recorded) if np.ndim(out) == 3 else out
 
 
+@pytest.mark.usefixtures("another_thread")
 @pytest.mark.parametrize("text", [False, True])
 def test_the_build_copies_into_the_stack_in_pieces_of_at_most_keep(monkeypatch: pytest.MonkeyPatch, text: bool) -> None:
     import diverse_core.learned.state as state_module
@@ -180,3 +183,14 @@ def test_the_build_copies_into_the_stack_in_pieces_of_at_most_keep(monkeypatch: 
     assert _same(np.asarray(got), want)
     # sim and, with texts, the four text matrices: 50 x 50 each, in blocks of 10 rows (the old build: whole planes)
     assert sorted(set(_Recorded.writes)) == [500] and sum(_Recorded.writes) == (5 if text else 1) * 2500
+
+
+@pytest.mark.usefixtures("alone")
+@pytest.mark.parametrize("n", [23, 50, 64])
+def test_fill_stack_copies_each_matrix_at_once_in_a_process_with_one_thread(n: int) -> None:
+    rng = np.random.default_rng(n)
+    a, b = rng.normal(size=(n, n)), rng.normal(size=(n, n)) > 0
+    stack = np.zeros((n, 3, n)).view(_Recorded)
+    _Recorded.writes = []
+    fill_stack(stack, {0: a, 2: b})
+    assert _Recorded.writes == [n * n, n * n]  # no other thread to hand the GIL to: no blocks to pay for

@@ -31,7 +31,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..errors import DimensionMismatchError, InvalidParameterError, NonFiniteInputError
-from ..gil_blocks import row_blocks
+from ..gil_blocks import work_blocks
 from .lexical import TextView
 
 __all__ = [
@@ -230,7 +230,7 @@ def static_features(sim: FloatArray, rel: FloatArray, k: int, view: TextView | N
     out[:, 0] = rel
     np.subtract(rel, rel[top], out=out[:, 1])
     out[:, 2:5] = table[rank[:, None] + offsets]  # a flat gather of 3n entries
-    blocks = row_blocks(n, n)  # whole rows: a reduction along each row gives what it gives over the whole matrix
+    blocks = work_blocks(n, n)  # whole rows: a reduction along each row gives what it gives over the whole matrix
     # highest cosine to a better-ranked candidate ([i, j]: j ranks above i; -1 when none, 0 for the best)
     column = rank[:, None]
     for b in blocks:

@@ -39,7 +39,7 @@ from numpy.typing import NDArray
 
 from ..adaptive.candidates import SharedNames
 from ..errors import DimensionMismatchError, InvalidParameterError
-from ..gil_blocks import KEEP, SMALL_WORK, row_blocks
+from ..gil_blocks import KEEP, SMALL_WORK, work_blocks
 from ..textfeatures import (
     BODY,
     MARK_BITS,
@@ -434,7 +434,7 @@ def _one_product(rows: IntArray, col: IntArray, bits: NDArray[np.uint8], title_a
     left.reshape(-1)[rows * span + col] = (bits >> _BODY_SHIFT).astype(np.float32)
     right.reshape(-1)[title_at] = 1.0
     shared_names, corner = right[width:], left[n:, width:].T  # (names held twice or more, n) both
-    for b in row_blocks(s, n):
+    for b in work_blocks(s, n):
         shared_names[b] = names[b]
         corner[b] = names[b]
     counts = left @ right
@@ -444,6 +444,6 @@ def _one_product(rows: IntArray, col: IntArray, bits: NDArray[np.uint8], title_a
 def _log_pairs(shared: NDArray[np.float32], table: FloatArray) -> FloatArray:
     """``table[shared]``: log(1 + count) of each pair's shared names, gathered in row blocks."""
     out = np.empty(shared.shape, dtype=np.float64)
-    for b in row_blocks(*shared.shape):
+    for b in work_blocks(*shared.shape):
         out[b] = table[shared[b].astype(np.intp)]
     return out

@@ -7,7 +7,8 @@ source, title mentions both ways and shared names): one ``(b, n)`` block ``stack
 :data:`~diverse_core.gil_blocks.KEEP` elements, a thread switch under many callers;
 :func:`fill_stack` copies the ``(n, n)`` matrices into their planes ``stack[:, m, :]`` in
 whole-row blocks of :func:`~diverse_core.gil_blocks.row_blocks` for pools of up to 64 candidates
-(bigger pools keep one copy per matrix), the same values either way.
+while another Python thread is alive (:func:`~diverse_core.gil_blocks.work_blocks`; bigger pools,
+and a process with one thread, keep one copy per matrix), the same values either way.
 
 Example:
     >>> import numpy as np
@@ -26,7 +27,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..gil_blocks import row_blocks
+from ..gil_blocks import work_blocks
 
 __all__ = ["fill_stack", "qdc_into"]
 
@@ -35,7 +36,7 @@ def fill_stack(stack: NDArray[np.float64], planes: Mapping[int, NDArray[Any]]) -
     """``stack[:, m, :] = matrix`` for each ``m, matrix`` of ``planes`` (``(n, n)`` each: float, or bool cast to
     0/1, or a transposed view), row block by row block."""
     n = stack.shape[0]
-    blocks = row_blocks(n, n)
+    blocks = work_blocks(n, n)
     if len(blocks) == 1:
         for m, matrix in planes.items():
             stack[:, m, :] = matrix
@@ -51,7 +52,7 @@ def qdc_into(sim: NDArray[np.float64], cos_qi: NDArray[np.float64], norm: NDArra
     """``out[j, i] = (cos_qi[i] + sim[j, i]) / norm[j]`` (``out``: ``(n, n)``, a plane of a stack or not): the add
     and the divide of numpy's broadcasting over the whole matrix, row block by row block."""
     n = sim.shape[0]
-    blocks = row_blocks(n, n)
+    blocks = work_blocks(n, n)
     if len(blocks) == 1:
         np.add(cos_qi[None, :], sim, out=out)
         np.divide(out, norm[:, None], out=out)
