@@ -38,20 +38,12 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from diverse_core.adaptive.inputs import pick_variant, text_inputs
-    from diverse_core.embedders import get_default_embedder
-    from diverse_core.eval.datasets import load_dataset
-    from diverse_core.eval.disk_cache import DiskEmbeddingCache
-    from diverse_core.eval.protocols import build_task
-    from diverse_core.eval.runner import question_inputs, top_candidates
     from diverse_core.learned import LearnedSelector, QueryState, pair_view
     from diverse_core.validation import prepare_inputs
+    from hotpot_pools import dev_inputs
 
-    task = build_task(load_dataset("hotpotqa"), "chunks")
-    cache = DiskEmbeddingCache(get_default_embedder(), "all-MiniLM-L6-v2", args.cache_dir, progress=False)
-    units = cache.embed(list(task.unit_texts))
-    queries = cache.embed([r.question for r in task.records])
     k = args.k
-    inputs = question_inputs(task, units, queries, top_candidates(task, units, queries, 50), k)[: args.questions]
+    _, inputs = dev_inputs(args.cache_dir, args.questions, k)
     # as the call builds it (the per-pick stack kept for its picks; versions before it had no such option)
     stacked = {"stacked": True} if "stacked" in inspect.signature(QueryState.build).parameters else {}
     sel = LearnedSelector.default("chunks")

@@ -1,7 +1,8 @@
 """The warm learned text call under contention: CPU per call at 1 vs N threads, and GIL releases per call.
 
 Builds random pools (``--pools`` of them, 50 candidates of dimension 384 each, float32 as a vector
-store returns them) with real-looking ``"Title: body"`` texts (capitalised names, shared titles,
+store returns them; ``--hotpotqa``: the HotpotQA dev ``chunks`` pools instead) with real-looking
+``"Title: body"`` texts (capitalised names, shared titles,
 question words among the bodies) and calls ``dc.select("learned", ..., question=..., texts=...)``
 with k=10, warm (every text read once before timing). Prints
 
@@ -57,6 +58,15 @@ def make_pools(count: int, n: int = 50, dim: int = 384, seed: int = 0) -> list[d
             texts.append(f"{titles[rng.integers(len(titles))]}: The {' '.join(body)}.")
         pools.append({"query": query, "cands": cands, "question": question, "texts": texts})
     return pools
+
+
+def hotpotqa_pools(count: int) -> list[dict[str, Any]]:
+    """The first ``count`` HotpotQA dev ``chunks`` pools as :func:`make_pools` gives its own."""
+    from hotpot_pools import dev_inputs
+
+    _, inputs = dev_inputs(None, count)
+    return [{"query": i.query_embedding, "cands": i.embeddings, "question": i.question, "texts": list(i.texts)}
+            for i in inputs]
 
 
 def call(p: dict[str, Any], k: int) -> object:
@@ -139,8 +149,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--threads", type=int, default=16)
     ap.add_argument("--calls", type=int, default=200, help="calls per caller (cpu) or in all (gil)")
+    ap.add_argument("--hotpotqa", action="store_true",
+                    help="the HotpotQA dev chunks pools (50 candidates, real texts) instead of the made-up ones")
     args = ap.parse_args(argv)
-    pools = make_pools(args.pools)
+    pools = hotpotqa_pools(args.pools) if args.hotpotqa else make_pools(args.pools)
     for p in pools:
         call(p, args.k)  # warm: every text read once
     if args.mode == "cpu":

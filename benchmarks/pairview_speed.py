@@ -6,7 +6,8 @@ texts)``) and the call with metadata (``sources=`` the page ids, ``names=`` the 
 ``learned/pairview.py`` (e.g. main's: ``git show fa2cb6b:shared/diverse_core/learned/pairview.py > /tmp/pv.py``)
 interleaved with this one in the same process and prints the ratio. ``--gil`` (Linux, root) also counts
 how often one call releases the GIL, from a uprobe on ``PyEval_SaveThread`` that must exist first (see
-``benchmarks/learned_contention.py``).
+``benchmarks/gil_counter.py``); ``--parked-thread`` runs with a second Python thread alive, as in a
+service (the route that keeps the GIL).
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 PYTHONPATH=shared:. \\
       python benchmarks/pairview_speed.py --baseline /tmp/pv.py --gil
@@ -15,6 +16,7 @@ how often one call releases the GIL, from a uprobe on ``PyEval_SaveThread`` that
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import os
 import sys
@@ -25,18 +27,11 @@ from typing import Any
 
 def pools(cache_dir: str | None, count: int) -> list[tuple[str, list[str], list[str], list[str | None]]]:
     """``(question, texts, sources, names)`` of the first ``count`` HotpotQA dev questions (50 candidates)."""
-    from diverse_core.embedders import get_default_embedder
-    from diverse_core.eval.datasets import load_dataset
-    from diverse_core.eval.disk_cache import DiskEmbeddingCache
-    from diverse_core.eval.protocols import build_task
-    from diverse_core.eval.runner import question_inputs, top_candidates
+    from hotpot_pools import dev_inputs
 
-    task = build_task(load_dataset("hotpotqa"), "chunks")
-    cache = DiskEmbeddingCache(get_default_embedder(), "all-MiniLM-L6-v2", cache_dir, progress=False)
-    units = cache.embed(list(task.unit_texts))
-    queries = cache.embed([r.question for r in task.records])
+    task, inputs = dev_inputs(cache_dir, count)
     out = []
-    for i in question_inputs(task, units, queries, top_candidates(task, units, queries, 50), 5)[:count]:
+    for i in inputs:
         assert i.units is not None and i.sources is not None
         names = [task.doc_titles[d] or None for d in task.unit_doc[i.units].tolist()]
         out.append((i.question, list(i.texts), list(i.sources), names))
@@ -53,28 +48,6 @@ def load_version(path: str) -> Callable[..., Any]:
     return module.pair_view  # type: ignore[no-any-return]
 
 
-def gil_counter() -> Callable[[], int]:  # pragma: no cover (needs root and the uprobe)
-    """This thread's count of ``PyEval_SaveThread`` calls so far."""
-    import ctypes
-    import struct
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    with open("/sys/kernel/tracing/events/probe_libpython3/PyEval_SaveThread/id") as fh:
-        event = int(fh.read())
-    attr = bytearray(128)
-    struct.pack_into("IIQ", attr, 0, 2, 128, event)  # PERF_TYPE_TRACEPOINT, size, config
-    fd = libc.syscall(298, ctypes.c_char_p(bytes(attr)), 0, -1, -1, 0)  # this thread, any CPU
-    if fd < 0:
-        raise OSError(ctypes.get_errno(), "perf_event_open")
-    keep_gil, buf = ctypes.PyDLL(None), ctypes.c_uint64()
-
-    def count() -> int:
-        keep_gil.read(fd, ctypes.byref(buf), 8)
-        return buf.value
-
-    return count
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--cache-dir", default=None)
@@ -82,6 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--questions", type=int, default=200)
     ap.add_argument("--baseline", default=None, help="another learned/pairview.py to time alongside")
     ap.add_argument("--gil", action="store_true", help="count GIL releases per call (root, uprobe)")
+    ap.add_argument("--parked-thread", action="store_true",
+                    help="run with a second Python thread alive, as in a service (the split route)")
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from diverse_core.learned import pair_view
@@ -95,7 +70,16 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(data)} HotpotQA dev pools (chunks, 50 candidates), warm; per pool the best of {args.repeat} calls")
     print("| call | version | ms / call | GIL releases / call |")
     print("|---|---|---|---|")
-    count = gil_counter() if args.gil else None
+    from gil_counter import parked_thread, release_counter
+
+    count = release_counter() if args.gil else None
+    with parked_thread() if args.parked_thread else contextlib.nullcontext():
+        _time(data, versions, calls, args.repeat, count)
+    return 0
+
+
+def _time(data: list[Any], versions: dict[str, Callable[..., Any]], calls: dict[str, Callable[..., Any]],
+          repeat: int, count: Callable[[], int] | None) -> None:
     for label, call in calls.items():
         for fn in versions.values():
             for p in data:  # every text (and name) read once: warm
@@ -103,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         total = dict.fromkeys(versions, 0.0)
         for p in data:
             best = dict.fromkeys(versions, float("inf"))
-            for _ in range(args.repeat):  # the versions interleaved
+            for _ in range(repeat):  # the versions interleaved
                 for name, fn in versions.items():
                     t0 = time.perf_counter()
                     call(fn, p)
@@ -118,9 +102,8 @@ def main(argv: list[str] | None = None) -> int:
                     call(fn, p)
                 releases = f"{(count() - c0) / len(data):.1f}"
             print(f"| {label} | {name} | {1000.0 * total[name] / len(data):.4f} | {releases} |")
-        if args.baseline:
+        if "baseline" in versions:
             print(f"| {label} | this / baseline | {total['this'] / total['baseline']:.3f} | |")
-    return 0
 
 
 if __name__ == "__main__":

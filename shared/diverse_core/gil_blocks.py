@@ -33,7 +33,7 @@ from __future__ import annotations
 import threading
 from functools import lru_cache
 
-__all__ = ["KEEP", "SMALL_WORK", "row_blocks", "work_blocks"]
+__all__ = ["KEEP", "SMALL_WORK", "other_threads", "row_blocks", "work_blocks"]
 
 #: Most elements one numpy loop, copy or gather handles with the GIL held (numpy's threshold: more than 500 lets go).
 KEEP = 500
@@ -60,6 +60,11 @@ def row_blocks(rows: int, row_len: int) -> tuple[slice, ...]:
     return tuple(slice(a, min(a + step, rows)) for a in range(0, rows, step))
 
 
+def other_threads() -> bool:
+    """Whether another Python thread is alive (one that may wait for the GIL when this one lets go of it)."""
+    return threading.active_count() > 1
+
+
 def work_blocks(rows: int, row_len: int) -> tuple[slice, ...]:
     """:func:`row_blocks` while another Python thread is alive (it may wait for the GIL), else one block.
 
@@ -67,6 +72,6 @@ def work_blocks(rows: int, row_len: int) -> tuple[slice, ...]:
         rows: the number of rows (``>= 0``).
         row_len: elements per row (``>= 0``).
     """
-    if threading.active_count() > 1:
+    if other_threads():
         return row_blocks(rows, row_len)
     return (slice(0, rows),)

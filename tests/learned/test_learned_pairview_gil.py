@@ -1,10 +1,12 @@
-"""The pair view keeps the GIL at small pools (issue 35, session 15), with every field as main computed it.
+"""The pair view keeps the GIL at small pools (issue 35, sessions 15-16), with every field as main computed it.
 
-``pair_view`` takes one of three routes by the pool's size: no step that lets go of the GIL but one product
-and two (n, n) passes (n <= 64 and a few hundred names and title words), the same with two products (many
-names held twice), or the counted route of a big pool (more names, or n > 64). Each must give the oracle's
-fields bit for bit (``pairview_reference.reference_pair_view``, the pool-wide kind-table version), on
-both sides of every boundary: n in {1, 2, 10, 22, 23, 50, 64, 65, 120}, with and without sources and names.
+While another Python thread is alive, ``pair_view`` takes one of three routes by the pool's size: no step
+that lets go of the GIL but one product and two (n, n) passes (n <= 64 and at most SMALL_WORK names, title
+and question words), the same with two products and a cast (many names held twice), or the counted route
+of a big pool (more names, or n > 64); with one thread alive it always takes the counted route. Each must
+give the oracle's fields bit for bit (``pairview_reference.reference_pair_view``, the pool-wide kind-table
+version), on both sides of every boundary: n in {1, 2, 10, 22, 23, 50, 64, 65, 120}, with and without
+sources and names.
 """
 
 from __future__ import annotations
@@ -13,12 +15,15 @@ import ctypes
 import os
 import platform
 import struct
+from types import SimpleNamespace
+from typing import Any
+from unittest.mock import patch
 
+import diverse_core.gil_blocks as gil_blocks
 import numpy as np
 import pytest
 from diverse_core.learned import pair_view
 from diverse_core.learned import pairview as pv
-from diverse_core.textfeatures import facts_cache
 from diverse_core.textmarks import get, pieces
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -63,36 +68,61 @@ def test_every_route_equals_the_oracle_at_each_size(n: int, threads: str) -> Non
         _check(question, _name_texts(rng, n, 400, 12), rng)  # many names and title words: the counted route
 
 
+def _routes(pools: list[list[str]]) -> list[tuple[str, str]]:
+    """The route each pool's ``pair_view`` takes: split or counted, one product or two."""
+    seen: set[str] = set()
+    marked, one = pv._names_marked, pv._one_product
+
+    def spy_marked(*args: Any) -> Any:
+        seen.add("split")
+        return marked(*args)
+
+    def spy_one(*args: Any) -> Any:
+        seen.add("one product")
+        return one(*args)
+
+    out = []
+    with patch.multiple(pv, _names_marked=spy_marked, _one_product=spy_one):
+        for texts in pools:
+            seen.clear()
+            pair_view("Who wrote Dune?", texts)
+            out.append(("split" if "split" in seen else "counted", "one" if "one product" in seen else "two"))
+    return out
+
+
+def _route_pools() -> list[list[str]]:
+    rng = np.random.default_rng(0)
+    return [_texts(rng, 50), _name_texts(rng, 64, 70, 5), _name_texts(rng, 50, 400, 12),
+            _name_texts(rng, 64, 1700, 70), _texts(rng, 65)]
+
+
+def _threads_alive(alive: bool) -> Any:
+    """``diverse_core.gil_blocks`` sees another thread (``alive``) or none, whatever runs."""
+    return patch.object(gil_blocks, "threading", SimpleNamespace(active_count=lambda: 2 if alive else 1))
+
+
 def test_the_routes_are_the_ones_meant() -> None:
     """The pools above reach each route (so that the equality tests cover them)."""
-    rng = np.random.default_rng(0)
-    routes = []
-    original = pv._one_product
-    calls: list[str] = []
-
-    def spy(*args: object) -> object:
-        calls.append("one")
-        return original(*args)  # type: ignore[arg-type]
-
-    pv._one_product = spy  # type: ignore[assignment]
-    try:
-        for texts in (_texts(rng, 50), _name_texts(rng, 64, 70, 5), _name_texts(rng, 50, 400, 12)):
-            calls.clear()
-            facts = facts_cache().get_many(texts, marks=True)
-            pool = pv._Pool.stack(facts, None, b"")
-            pair_view("Who wrote Dune?", texts)
-            routes.append((pool.wanted.shape[0] < pv.KEEP, bool(calls)))
-    finally:
-        pv._one_product = original  # type: ignore[assignment]
-    assert routes == [(True, True), (True, False), (False, False)]
+    with _threads_alive(True):
+        assert _routes(_route_pools()) == [
+            ("split", "one"),  # few names
+            ("split", "two"),  # names held twice x n > SMALL_WORK
+            ("split", "two"),  # more than KEEP names and title words (real pools of 50 chunks: 300-1,100)
+            ("counted", "two"),  # more than SMALL_WORK names
+            ("counted", "two"),  # n > 64
+        ]
+    with _threads_alive(False):  # one thread: no release costs a switch; the counted route is quicker
+        assert {r[0] for r in _routes(_route_pools())} == {"counted"}
 
 
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 100_000), st.sampled_from(SIZES), st.sampled_from(QUESTIONS), st.integers(3, 300),
        st.integers(0, 8))
 def test_random_name_pools_equal_the_oracle(seed: int, n: int, question: str, names: int, per_text: int) -> None:
-    rng = np.random.default_rng(seed)
-    _check(question, _name_texts(rng, n, names, per_text), rng)
+    for alive in (True, False):  # both routes
+        rng = np.random.default_rng(seed)
+        with _threads_alive(alive):
+            _check(question, _name_texts(rng, n, names, per_text), rng)
 
 
 def test_pieces_and_get_split_index_work_at_chunk_boundaries() -> None:
@@ -142,3 +172,17 @@ def test_a_small_pool_lets_go_of_the_gil_at_most_three_times() -> None:
             c0 = count()  # type: ignore[operator]
             pair_view("Which film did Dune and Paris make?", texts, sources=sources)
             assert count() - c0 <= 3, (len(texts), sources is not None)  # type: ignore[operator]
+
+
+@pytest.mark.usefixtures("another_thread")
+def test_a_pool_of_many_names_lets_go_of_the_gil_at_most_five_times() -> None:
+    """Pools like real chunks' (hundreds of names, many held twice): two products and a cast more."""
+    count = _release_counter()
+    rng = np.random.default_rng(11)
+    pools = [_name_texts(rng, 50, 400, 12), _name_texts(rng, 50, 300, 20), _name_texts(rng, 64, 70, 5)]
+    for texts in pools:
+        pair_view("Which film did Dune and Paris make?", texts)  # warm
+    for texts in pools:
+        c0 = count()  # type: ignore[operator]
+        pair_view("Which film did Dune and Paris make?", texts)
+        assert count() - c0 <= 5, len(texts)  # type: ignore[operator]

@@ -11,11 +11,13 @@ finds the few that are either (body words under a title word, terms among the qu
 The pair counts are products of 0/1 matrices (exact integers).
 numpy lets go of the GIL around most steps over more than :data:`~diverse_core.gil_blocks.KEEP`
 entries (``bincount``, ``take`` and a product always), which under many callers costs a switch each
-time. A small pool (n <= 64, fewer than KEEP names and title words) lets go three times: its
-pool-wide index work runs in pieces of at most :data:`~diverse_core.textmarks.CHUNK` entries, two
-marker scatters number its names (no ``bincount``, ``take`` or ``compress``), one product gives both
-pair counts, and of the (n, n) steps only the title share's divide and the source comparison run in
-one call. A bigger pool keeps one call per step (the counted route: quicker there).
+time. While another Python thread is alive, a small pool (n <= 64, at most
+:data:`~diverse_core.gil_blocks.SMALL_WORK` names, title and question words) lets go three to five
+times: its pool-wide index work runs in pieces of at most :data:`~diverse_core.textmarks.CHUNK`
+entries, two marker scatters number its names (no ``bincount``, ``take`` or ``compress``), one
+product gives both pair counts (two, and a cast, where many names are held twice), and of the
+(n, n) steps only the title share's divide and the source comparison run in one call. A bigger
+pool, or a process with one thread, keeps one call per step (the counted route: quicker there).
 
 Example:
     >>> pv = pair_view("Who wrote Dune?", ["Dune: a novel by Frank Herbert.", "Herbert: he wrote Dune."])
@@ -39,7 +41,7 @@ from numpy.typing import NDArray
 
 from ..adaptive.candidates import SharedNames
 from ..errors import DimensionMismatchError, InvalidParameterError
-from ..gil_blocks import KEEP, SMALL_WORK, work_blocks
+from ..gil_blocks import SMALL_WORK, other_threads, work_blocks
 from ..textfeatures import (
     BODY,
     MARK_BITS,
@@ -146,6 +148,15 @@ def _row_starts(n: int, row_len: int) -> IntArray:
     starts = np.arange(0, n * row_len, row_len, dtype=np.int64)[:, None]
     starts.flags.writeable = False
     return starts
+
+
+@lru_cache(maxsize=64)
+def _multiples(n: int) -> IntArray:
+    """``0, n, 2n, ..``: :data:`~diverse_core.gil_blocks.SMALL_WORK` + 1 multiples of ``n`` (views of it, not a
+    multiply over the names of a pool, which would let go of the GIL)."""
+    out = np.arange(SMALL_WORK + 1, dtype=np.int64) * n
+    out.flags.writeable = False
+    return out
 
 
 @lru_cache(maxsize=64)
@@ -303,18 +314,27 @@ def _names_marked(col: IntArray, q_col: IntArray, pool: _Pool,
     m, n, n_terms = col.shape[0], pool.name_sizes.shape[0], q_col.shape[0]
     first, last = _ends(size)  # 0 / -1 where no name has the value
     back = _backwards(m + 1)  # m, m - 1, .., 0 (numpy lets go of the GIL for index work on reversed views)
-    put(first, col[back[1:]], back[:-1])
+    put(first, get(col, back[1:]), back[:-1])
     put(last, col, _positions(0, m))
     last[q_col] = -1  # the question's terms among the names are not counted
-    twice, once = np.less(first, last).nonzero()[0], np.equal(first, last).nonzero()[0]
+    twice, once = _where(np.less, first, last), _where(np.equal, first, last)
     s, c = twice.shape[0], twice.shape[0] + once.shape[0]
     place = np.empty(size, dtype=np.int64)  # value -> the start of its row in the flat table
-    place[np.concatenate((twice, once, q_col))] = _positions(-1, c + n_terms - 1) * n
-    table = _name_table(col, pool.name_rows, c + n_terms, n, place[col])
+    put(place, np.concatenate((twice, once, q_col)), _multiples(n)[: c + n_terms])
+    table = _name_table(col, pool.name_rows, c + n_terms, n, get(place, col))
     in_question = np.add.reduce(table[c:], axis=0, dtype=np.int64) if n_terms else 0
     totals = np.subtract(pool.name_sizes, in_question, dtype=np.float64)
     other = table[:c].view(np.bool_).T if c else np.zeros((n, 1), dtype=np.bool_)
     return other, totals, table, s
+
+
+def _where(test: Callable[..., Any], a: IntArray, b: IntArray) -> IntArray:
+    """``test(a, b).nonzero()[0]`` in :func:`~diverse_core.textmarks.pieces` (an element loop or ``nonzero``
+    over more than CHUNK entries lets go of the GIL)."""
+    parts = pieces(a.shape[0])
+    if len(parts) == 1:
+        return test(a, b).nonzero()[0]  # type: ignore[no-any-return]
+    return np.concatenate([test(a[p], b[p]).nonzero()[0] + p.start for p in parts])
 
 
 def _source_ids(keys: IntArray, src: list[object] | None) -> IntArray:
@@ -373,9 +393,8 @@ def pair_view(question: str, texts: Sequence[str], sources: Sequence[object] | N
     words_q, name_cols = _question_columns(terms, q_names)
     pool = _Pool.stack(facts, _display_titles(shown, cache, generation), cache.word_ids(words_q, generation).tobytes())
     mark = marker_array(cache.id_bound + 2)  # read after every id in use was handed out; the last slot: id -1
-    # a small pool's work in pieces that keep the GIL (the names' work over every value of ``pool.wanted``
-    # runs in one call each: a pool with more names and title words than that lets go of it anyway)
-    split = n * n <= SMALL_WORK and pool.wanted.shape[0] < KEEP
+    # a small pool's work in pieces that keep the GIL, while another thread may wait for it
+    split = n * n <= SMALL_WORK and pool.wanted.shape[0] <= SMALL_WORK and other_threads()
     at, d, q_slots, hit, col = _slots(mark, pool, split)
     other, totals, name_table, s = _names(at, pool, len(terms), split)
     title_col, q_col = q_slots[: pool.titles], q_slots[pool.titles :]
@@ -400,7 +419,7 @@ def pair_view(question: str, texts: Sequence[str], sources: Sequence[object] | N
     view = TextView(terms, q_names, both[:, : len(terms)], name_hits, other)
     most = int(np.maximum.reduce(totals)) + 1 if n else 1  # no pair shares more names than either of them mentions
     table = _log1p_of_counts(1 << (most - 1).bit_length())
-    if small:
+    if split:
         log_pairs = _log_pairs(shared, table)
     else:  # a gather by take, mode "clip" (every count is within the table: nothing is clipped; no bounds pass)
         log_pairs = table.take(shared.astype(np.intp), mode="clip")
