@@ -30,6 +30,7 @@ Example:
 
 from __future__ import annotations
 
+import sys
 import threading
 from functools import lru_cache
 
@@ -61,8 +62,12 @@ def row_blocks(rows: int, row_len: int) -> tuple[slice, ...]:
 
 
 def other_threads() -> bool:
-    """Whether another Python thread is alive (one that may wait for the GIL when this one lets go of it)."""
-    return threading.active_count() > 1
+    """Whether another Python thread is alive that may wait for the GIL when this one lets go of it (never on a
+    free-threaded build running without the GIL)."""
+    if threading.active_count() == 1:
+        return False
+    gil_enabled = getattr(sys, "_is_gil_enabled", None)  # Python 3.13+; a free-threaded build may turn it off
+    return gil_enabled is None or bool(gil_enabled())
 
 
 def work_blocks(rows: int, row_len: int) -> tuple[slice, ...]:

@@ -41,3 +41,15 @@ def test_work_blocks_split_while_another_thread_is_alive() -> None:
 def test_work_blocks_keep_one_block_in_a_process_with_one_thread() -> None:
     assert work_blocks(50, 50) == (slice(0, 50),)
     assert work_blocks(0, 50) == (slice(0, 0),)
+
+
+@pytest.mark.usefixtures("another_thread")
+def test_no_blocks_on_a_build_running_without_the_gil(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from diverse_core.gil_blocks import other_threads
+
+    monkeypatch.setattr(sys, "_is_gil_enabled", lambda: False, raising=False)
+    assert not other_threads() and work_blocks(50, 50) == (slice(0, 50),)
+    monkeypatch.setattr(sys, "_is_gil_enabled", lambda: True, raising=False)
+    assert other_threads() and len(work_blocks(50, 50)) == 5
