@@ -138,10 +138,10 @@ def test_pieces_and_get_split_index_work_at_chunk_boundaries() -> None:
 
 def _release_counter() -> object:
     """A reader of this thread's count of ``PyEval_SaveThread`` calls (GIL releases), from the uprobe
-    ``benchmarks/learned_contention.py`` describes; skips where there is none (it needs Linux x86-64 and root)."""
+    ``benchmarks/gil_counter.py`` describes; skips where there is none (it needs Linux x86-64 and root)."""
     event = "/sys/kernel/tracing/events/probe_libpython3/PyEval_SaveThread/id"
     if platform.system() != "Linux" or platform.machine() != "x86_64" or not os.access(event, os.R_OK):
-        pytest.skip("no PyEval_SaveThread uprobe (see benchmarks/learned_contention.py)")
+        pytest.skip("no PyEval_SaveThread uprobe (see benchmarks/gil_counter.py)")
     libc = ctypes.CDLL(None, use_errno=True)
     attr = bytearray(128)
     with open(event) as f:
