@@ -76,7 +76,7 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/selection.py
-	$(PY) benchmarks/faces.py
+	$(PY) benchmarks/memory.py --n 1000
 
 # Keeps the portable llama-cpp-python wheel ($(WHEELS)); remove that folder to rebuild it.
 clean:

@@ -103,8 +103,6 @@ def section(payload: dict[str, Any], command: str) -> str:
     else:
         lines += ["The dev split (`python benchmarks/learned_split.py --cache-dir ...`, every cell trained and tuned "
                   "on TRAIN) has not been run for this version: see the note below.", ""]
-    for oof in payload.get("oof", []):
-        lines += oof_markdown(oof)
     for bench in payload.get("dev_bench", []):
         lines += bench_markdown(bench)
     if len(payload.get("dev_bench", [])) > 1:
@@ -199,21 +197,13 @@ def dev_markdown(payload: dict[str, Any], command: str) -> list[str]:
 
 
 def extras_markdown(payload: dict[str, Any]) -> list[str]:
-    """Speed, CV table and note."""
+    """Searches per query, CV table and note."""
     lines: list[str] = [
         "- **Searches per query:** `learned` 1 (the fetch_k search; it reuses the candidates' embeddings and "
         "texts, no extra query embedding); `adaptive` 1; DR-RAG 1 + k1 = 3 (and k1 = 2 extra query embeddings "
         "of question + document). DR-RAG's concatenated searches run over the whole corpus, so it can return "
         "passages outside the 50 candidates the selectors see.",
     ]
-    speed = payload.get("speed")
-    if speed:
-        ms = speed["ms_per_query"]
-        base = ms["gmmr (one lambda)"]
-        lines += ["", f"Cost per query (`python benchmarks/adaptive_speed.py --json ...`: {speed['n_queries']} HotpotQA "
-                  f"dev `{speed.get('protocol', 'chunks')}` pools of 50 candidates, one core, best of {speed['repeat']} passes, same run; "
-                  "embedding the query excluded):", "", "| step | ms / query | × one gMMR |", "|---|---|---|"]
-        lines += [f"| {name} | {v:.2f} | {v / base:.1f} |" for name, v in ms.items()]
     cv = payload.get("cv") or {}
     if cv:
         lines += ["", "How the configuration was chosen: 5-fold cross-validation on the TRAIN questions "
@@ -228,29 +218,6 @@ def extras_markdown(payload: dict[str, Any]) -> list[str]:
                 lines.append(f"| {protocol} | {rep['n_questions']} | {desc}{mark} | {100 * row['cv_recall']:.2f} |")
     if payload.get("note"):
         lines += ["", payload["note"].strip()]
-    return lines
-
-
-def oof_markdown(oof: dict[str, Any]) -> list[str]:
-    """The out-of-fold train comparison of ``benchmarks/learned_cv.py``."""
-    m, d = oof["mean"], oof["diff"]
-    names = ", ".join(NAMES.get(x, x) for x in oof["datasets"])
-    lines = [
-        f"**Out-of-fold on TRAIN** ({names} `{oof['protocol']}`, {oof['n']} train questions, {oof['folds']}-fold: "
-        "every fitted method is fitted on the other folds and scored on the held-out one; recall@5 in percent; "
-        f"`python benchmarks/learned_cv.py --datasets {' '.join(oof['datasets'])} --protocol {oof['protocol']} "
-        "--cache-dir ...`, learned configuration " + f"`{oof['config']}`):",
-        "",
-        "| cosine | fixed gMMR (best λ on the other folds) | adaptive (text) | **learned** | λ Oracle |",
-        "|---|---|---|---|---|",
-        f"| {_pct(m['cosine'])} | {_pct(m['gmmr'])} | {_pct(m['adaptive'])} | **{_pct(m['learned'])}** | "
-        f"{_pct(m['oracle'])} |",
-        "",
-        "Paired difference `learned` minus each (bootstrap 95% interval, 10,000 resamples): " + "; ".join(
-            f"vs {k} {100 * v['mean']:+.1f} [{100 * v['ci'][0]:+.1f}, {100 * v['ci'][1]:+.1f}]" for k, v in d.items())
-        + ".",
-        "",
-    ]
     return lines
 
 
@@ -334,7 +301,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "learned"))
     ap.add_argument("--results-md", default=None)
     ap.add_argument("--from-json", default=None, help="only re-render from a learned_split.json")
-    ap.add_argument("--oof-json", nargs="*", default=[], help="benchmarks/learned_cv.py outputs to include")
     ap.add_argument("--dev-bench-json", nargs="*", default=[], help="dev cells run at fixed settings (see docs)")
     ap.add_argument("--bench-per-query", nargs="*", default=[],
                     help="diverse-rag bench per-query files: one dev cell each (same --bench-how)")
@@ -342,7 +308,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bench-lambda", type=float, default=0.9, help="the train-chosen fixed gMMR λ of that cell")
     ap.add_argument("--render-only", action="store_true", help="no split run: render the other inputs only")
     ap.add_argument("--note", default=None, help="a Markdown file appended to the section (scope, what was tried)")
-    ap.add_argument("--speed-json", default=None, help="timings from benchmarks/adaptive_speed.py --json")
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     command = ("env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 PYTHONPATH=shared:. "
@@ -356,9 +321,6 @@ def main(argv: list[str] | None = None) -> int:
         payload = run(args)
         payload["command"] = command
         Path(args.out, "learned_split.json").write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
-    if args.speed_json:
-        payload["speed"] = json.loads(Path(args.speed_json).read_text(encoding="utf-8"))
-    payload["oof"] = [json.loads(Path(p).read_text(encoding="utf-8")) for p in args.oof_json]
     payload["dev_bench"] = [json.loads(Path(p).read_text(encoding="utf-8")) for p in args.dev_bench_json]
     for pq in args.bench_per_query:
         cell = bench_cell(Path(pq), args.bench_how, args.bench_lambda)

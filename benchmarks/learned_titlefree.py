@@ -314,34 +314,12 @@ def render(args: argparse.Namespace) -> str:
                  "support-level (strict: a chosen unit must hold a supporting text of the gold page)")
         lines += [f"**{title}**: dev recall@5 in percent, {level}; Δ with paired bootstrap 95% intervals "
                   f"({args.n_boot} resamples).", "", *_table(cells, learned, what, args.n_boot), ""]
-    speed = out / "speed.json"
-    if speed.is_file():
-        lines += speed_markdown(json.loads(speed.read_text(encoding="utf-8")))
     robust = sorted(out.glob("robust_k*_f*.json"),
                     key=lambda p: tuple(int(x[1:]) for x in p.stem.split("_")[1:]))
     if robust:
         lines += robust_markdown(robust, args.n_boot)
     lines.append("<!-- learned-titlefree:end -->")
     return "\n".join(lines)
-
-
-def speed_markdown(speed: dict[str, Any]) -> list[str]:
-    """The cold / warm cost table of ``benchmarks/adaptive_speed.py --json``."""
-    ms = speed["ms_per_query"]
-    base = ms["gmmr (one lambda)"]
-    lines = [f"**Cost per query, cold and warm** (`taskset -c 2 python benchmarks/adaptive_speed.py --repeat "
-             f"{speed['repeat']} --model-path <packaged MiniLM folder> --device cuda --json speed.json`: {speed['n_queries']} HotpotQA dev `{speed['protocol']}` pools of 50 candidates; rows interleaved, "
-             "best of the rounds; one CPU core of the device machine, `OPENBLAS_NUM_THREADS=1`, `OPENBLAS_CORETYPE` / "
-             "`OPENBLAS_L2_SIZE` unset, pools embedded on its GPU beforehand, embedding never timed. Cold: the per-text "
-             "cache emptied before every query; warm: every text read before):", "",
-             "| step | ms / query | × one gMMR |", "|---|---|---|"]
-    lines += [f"| {name} | {v:.3f} | {v / base:.2f} |" for name, v in ms.items()]
-    lw, lc, ac = (ms["learned, text variant, warm"], ms["learned, text variant, cold"],
-                  ms["adaptive, text variant, cold"])
-    lines += ["", f"- learned (text) warm / one gMMR = **{lw / base:.2f}** (target ≤ 2: **not met**; the embedding-only "
-              f"variant alone is {ms['learned, embedding variant'] / base:.2f}); learned (text) cold / adaptive (text) "
-              f"cold = **{lc / ac:.2f}** (target ≤ 1.5: **met**). Warm is {lc / lw:.1f}× faster than cold.", ""]
-    return lines
 
 
 def robust_markdown(paths: list[Path], n_boot: int) -> list[str]:

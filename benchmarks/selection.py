@@ -26,6 +26,9 @@ and marked ``*``. Run::
     python benchmarks/selection.py --peer-strategies  # issue 28: each strategy vs its peer
     python benchmarks/selection.py --call-parts       # issue 35: one n=50 call, split by stage
 
+``--results-md FILE`` also writes what was printed into FILE's section of that mode (``speed``,
+``speed-peers``, ``vendi-k``, ``call-parts``), headed by the command and the machine.
+
 ``--vendi-k`` times ``select("vendi", s=0.5)`` at k = 10, 20, 50, 100 on one pool
 (n = 1000, d = 384 unless ``--cell`` says otherwise), a 10-value ``sweep`` against a
 loop of the same 10 selects, and with ``--reference`` the pre-speed-up implementation
@@ -487,9 +490,41 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="issue 35: where one dc.select call spends its CPU time at n=50, k=10 (validation, the method, the rest)",
     )
+    parser.add_argument("--results-md", default=None, help="also write the printout into this file's section")
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error("--repeats must be >= 1")
+    if args.results_md is None:
+        run(args)
+        return
+    import contextlib
+    import io
+    import shlex
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from report import machine_label, replace_section
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        run(args)
+    name, title = ("vendi-k", "Vendi at large k") if args.vendi_k else (
+        "call-parts", "One small call, split by stage") if args.call_parts else (
+        "speed-peers", "Speed: each strategy against the library that ships it") if args.peer_strategies else (
+        "speed", "Speed: selection kernels against peers")
+    command = " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
+    section = (f"<!-- {name}:start (benchmarks/selection.py) -->\n## {title}\n\n"
+               f"Command: `env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 RAYON_NUM_THREADS=1 "
+               f"python benchmarks/selection.py {command}`\n\nMeasured {machine_label()}.\n\n"
+               f"{out.getvalue().strip()}\n<!-- {name}:end -->")
+    print(section)
+    replace_section(Path(args.results_md), section, f"<!-- {name}:start (benchmarks/selection.py) -->",
+                    f"<!-- {name}:end -->")
+
+
+def run(args: argparse.Namespace) -> None:
+    """Time and print what ``args`` asks for."""
     if args.vendi_k:
         threads = {v: os.environ.get(v) for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
         print(

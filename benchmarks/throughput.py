@@ -1,7 +1,7 @@
 """Throughput under concurrency: plain similarity search vs the diverse retrievers, both faces.
 
 For each store (``--stores``: ``pgvector`` = Postgres + pgvector, ``--n`` vectors, HNSW
-m=16, ef_construction=64, loaded and indexed by ``benchmarks/stores_scale.py``'s code, so
+m=16, ef_construction=64, loaded and indexed by ``benchmarks/stores.py``'s code, so
 ``--data-dir`` reuses a kept server's rows and indexes; ``memory`` = LangChain's
 ``InMemoryVectorStore`` / LlamaIndex's ``SimpleVectorStore`` holding ``--memory-n`` of
 the same vectors), each face and each ``fetch_k``, these calls are timed at 1, 4 and 16
@@ -60,7 +60,8 @@ for extra in (REPO / "shared", REPO, REPO / "benchmarks"):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
 
-import stores_scale as scale  # noqa: E402
+import stores as scale  # noqa: E402
+from report import replace_section  # noqa: E402
 
 START, END = "<!-- throughput:start -->", "<!-- throughput:end -->"
 K = 10
@@ -169,7 +170,7 @@ def pg_stores(host: str, fetch_k: int, vec: Vectors, qvecs: dict[str, list[float
     from llama_index.core import VectorStoreIndex
     from llama_index.vector_stores.postgres import PGVectorStore
 
-    # ef_search = max(40, fetch_k) per connection, as in stores_scale (the plain search too)
+    # ef_search = max(40, fetch_k) per connection, as in stores.py (the plain search too)
     u = scale.urls(host, max(40, fetch_k))
     pool = {"pool_size": 20, "max_overflow": 10}  # 16 callers never wait for a connection
     lc = PGVector(lc_embeddings(vec), connection=u["psycopg"], collection_name="scale",
@@ -318,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--callers", type=int, nargs="+", default=[1, 4, 16])
     ap.add_argument("--per-caller", type=int, default=2, help="calls per caller in one batch")
     ap.add_argument("--total", type=int, default=128, help="calls per variant (rounded up to whole batches)")
-    ap.add_argument("--data-dir", default=None, help="a kept pgserver folder (see stores_scale.py --data-dir)")
+    ap.add_argument("--data-dir", default=None, help="a kept pgserver folder (see stores.py --data-dir)")
     ap.add_argument("--host", default=None, help="a running server's socket folder")
     ap.add_argument("--json", default=str(REPO / "benchmarks" / "results" / "throughput.json"))
     ap.add_argument("--results-md", default=None)
@@ -334,7 +335,7 @@ def main(argv: list[str] | None = None) -> int:
         section = render(run["rows"], meta)
         print(section)
         if args.results_md:
-            scale.replace_section_between(Path(args.results_md), section, START, END)
+            replace_section(Path(args.results_md), section, START, END)
         return 0
 
     load_before = " ".join(f"{x:.1f}" for x in os.getloadavg())
@@ -401,7 +402,7 @@ def main(argv: list[str] | None = None) -> int:
     section = render(rows, meta)
     print(section)
     if args.results_md:
-        scale.replace_section_between(Path(args.results_md), section, START, END)
+        replace_section(Path(args.results_md), section, START, END)
     return 0
 
 
