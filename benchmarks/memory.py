@@ -113,7 +113,7 @@ def child(method: str, n: int, dim: int, k: int, cap_gib: float, with_texts: boo
 def list_methods() -> dict[str, Any]:
     import diverse_core as dc
 
-    return {"methods": list(dc.available_methods())}
+    return {"methods": list(dc.available_methods()), "core": str(Path(dc.__file__).parent)}
 
 
 # ----------------------------------------------------------------------------- parent
@@ -179,9 +179,11 @@ def main(argv: list[str] | None = None) -> int:
     trees = parse_trees(args.tree)
     rows: list[dict[str, Any]] = []
     for tree in trees:
-        methods = args.methods or run_child(tree, SCRIPT, ["list"], 120).get("methods")
-        if not methods:
-            raise SystemExit(f"tree {tree.name}: could not list its methods")
+        listed = run_child(tree, SCRIPT, ["list"], 120)
+        if "methods" not in listed:
+            raise SystemExit(f"tree {tree.name}: could not list its methods: {listed.get('status')}")
+        print(f"tree {tree.name}: diverse_core from {listed['core']}", flush=True)
+        methods = args.methods or listed["methods"]
         cases = [(m, False) for m in methods] + [(m, True) for m in methods if m in args.text_methods]
         for n in args.n:
             for m, with_texts in cases:

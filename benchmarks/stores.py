@@ -339,7 +339,11 @@ def child_latency(host: str, fetch_k: int, k: int, methods: list[str], queries_f
                         times[face][name].append(dt)
     finally:
         close()
-    return {"times": times}
+    import diverse_core
+    import langchain_diverse
+
+    return {"times": times, "core": str(Path(diverse_core.__file__).parent),
+            "face": str(Path(langchain_diverse.__file__).parent)}
 
 
 # ----------------------------------------------------------------------------- report
@@ -430,7 +434,7 @@ def main(argv: list[str] | None = None) -> int:
                     for variant, ts in vs.items():
                         pooled.setdefault((tree.name, face, variant), []).extend(ts)
                         per_round.setdefault((tree.name, face, variant), []).append(statistics.median(ts))
-                print(f"round {rnd + 1} {tree.name}: " + ", ".join(
+                print(f"round {rnd + 1} {tree.name} ({out['core']}, {out['face']}): " + ", ".join(
                     f"{f} {v} {statistics.median(ts):.2f}" for f, vs in out["times"].items() for v, ts in vs.items()),
                     flush=True)
     rows = [{"tree": t, "face": f, "variant": v, "median": statistics.median(ts),

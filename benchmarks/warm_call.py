@@ -82,7 +82,7 @@ def child(folder: str, repeat: int) -> dict[str, Any]:
                 best[name] = min(best[name], time.perf_counter() - t0)
         for name in rows:
             total[name] += best[name]
-    return {"ms": {name: 1000 * s / len(pools) for name, s in total.items()}}
+    return {"ms": {name: 1000 * s / len(pools) for name, s in total.items()}, "core": str(Path(dc.__file__).parent)}
 
 
 def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
@@ -151,7 +151,8 @@ def main(argv: list[str] | None = None) -> int:
                     raise SystemExit(f"tree {tree.name}, round {rnd + 1}: {out.get('status')}")
                 for name, ms in out["ms"].items():
                     per_round.setdefault((tree.name, name), []).append(ms)
-                print(f"round {rnd + 1} {tree.name}: " + ", ".join(f"{n} {ms:.3f}" for n, ms in out["ms"].items()),
+                print(f"round {rnd + 1} {tree.name} ({out['core']}): "
+                      + ", ".join(f"{n} {ms:.3f}" for n, ms in out["ms"].items()),
                       flush=True)
     rows = [{"tree": t, "row": n, "median": statistics.median(v), "lo": min(v), "hi": max(v), "rounds": v}
             for (t, n), v in per_round.items()]
