@@ -23,6 +23,7 @@ from typing import Any
 
 from diverse_core.eval import parse_method
 from diverse_core.eval.outofsample import SplitConfig, run_split, split_payload, write_split
+from report import replace_section  # benchmarks/report.py: this script's folder is on the path
 
 REPO = Path(__file__).resolve().parents[1]
 START, END = "<!-- headline:start (benchmarks/adaptive_split.py) -->", "<!-- headline:end -->"
@@ -156,18 +157,6 @@ def headline_markdown(payload: dict[str, Any], command: str, note: str = "") -> 
     return "\n".join(lines)
 
 
-def replace_section(md_path: Path, section: str) -> None:
-    text = md_path.read_text(encoding="utf-8") if md_path.is_file() else ""
-    if START in text and END in text:
-        head, rest = text.split(START, 1)
-        _, tail = rest.split(END, 1)
-        text = head + section + tail
-    else:
-        title, sep, body = text.partition("\n\n")
-        text = title + sep + section + "\n\n" + body
-    md_path.write_text(text, encoding="utf-8")
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--datasets", nargs="+", default=["hotpotqa", "musique", "2wiki"])
@@ -210,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     section = headline_markdown(payload, command, note)
     print(section)
     if args.results_md:
-        replace_section(Path(args.results_md), section)
+        replace_section(Path(args.results_md), section, START, END)
     return 0
 
 

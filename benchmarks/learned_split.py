@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from report import replace_section  # benchmarks/report.py: this script's folder is on the path
 
 REPO = Path(__file__).resolve().parents[1]
 START, END = "<!-- learned-selector:start (benchmarks/learned_split.py) -->", "<!-- learned-selector:end -->"
@@ -279,17 +280,6 @@ def bench_cell(per_query: Path, how: str, fixed_lambda: float) -> dict[str, Any]
             "per_question": {k: out[k] for k in order if k in out}}
 
 
-def replace_section(md_path: Path, text: str) -> None:
-    old = md_path.read_text(encoding="utf-8") if md_path.is_file() else ""
-    if START in old and END in old:
-        head, rest = old.split(START, 1)
-        _, tail = rest.split(END, 1)
-        new = head + text + tail
-    else:
-        new = old.rstrip("\n") + "\n\n" + text + "\n"
-    md_path.write_text(new, encoding="utf-8")
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--datasets", nargs="+", default=list(DATASETS))
@@ -333,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
     text = section(payload, command)
     print(text)
     if args.results_md:
-        replace_section(Path(args.results_md), text)
+        replace_section(Path(args.results_md), text, START, END)
     return 0
 
 

@@ -38,6 +38,8 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from report import replace_section  # benchmarks/report.py: this script's folder is on the path
+
 REPO = Path(__file__).resolve().parents[1]
 DATASETS = ("hotpotqa", "musique", "2wiki")
 PROTOCOLS = ("chunks", "paragraphs")
@@ -350,17 +352,6 @@ def robust_markdown(paths: list[Path], n_boot: int) -> list[str]:
     return [*lines, ""]
 
 
-def replace_section(md: Path, text: str) -> None:
-    start, end = "<!-- learned-titlefree:start", "<!-- learned-titlefree:end -->"
-    old = md.read_text(encoding="utf-8") if md.is_file() else ""
-    if start in old and end in old:
-        head, rest = old.split(start, 1)
-        _, tail = rest.split(end, 1)
-        md.write_text(head + text + tail, encoding="utf-8")
-    else:
-        md.write_text(old.rstrip("\n") + "\n\n" + text + "\n", encoding="utf-8")
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--cache-dir", default=None)
@@ -384,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
         text = render(args)
         print(text)
         if args.results_md:
-            replace_section(Path(args.results_md), text)
+            replace_section(Path(args.results_md), text, "<!-- learned-titlefree:start (benchmarks/learned_titlefree.py) -->", "<!-- learned-titlefree:end -->")
         return 0
     if args.only:
         kind, *rest = args.only.split(":")

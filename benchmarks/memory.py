@@ -173,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     sys.path.insert(0, str(SCRIPT.parent))
-    from report import machine_label, replace_section
+    from report import machine_label, publish
     from trees import parse_trees, run_child
 
     trees = parse_trees(args.tree)
@@ -199,12 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     meta = {"argv": " ".join(argv if argv is not None else sys.argv[1:]), "machine": machine_label(),
             "dim": args.dim, "k": args.k, "cap_gib": args.cap_gib, "timeout": args.timeout,
             "trees": {t.name: str(t.path) for t in trees} if args.tree else None}
-    if args.json:
-        Path(args.json).write_text(json.dumps({"meta": meta, "rows": rows}, indent=1), encoding="utf-8")
-    section = render(rows, meta)
-    print(section)
-    if args.results_md:
-        replace_section(Path(args.results_md), section, START, END)
+    publish(render(rows, meta), START, END, args.results_md, args.json, {"meta": meta, "rows": rows})
     return 0
 
 

@@ -1,12 +1,14 @@
-"""Write one marked section of ``benchmarks/RESULTS.md`` (the text between its two marker lines)."""
+"""Write the sections of ``benchmarks/RESULTS.md`` (the text between two marker lines) and their tables."""
 
 from __future__ import annotations
 
+import json
 import platform
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["replace_section", "machine_label"]
+__all__ = ["replace_section", "machine_label", "publish", "ab_table"]
 
 
 def replace_section(md_path: Path, section: str, start: str, end: str) -> None:
@@ -27,3 +29,36 @@ def machine_label() -> str:
 
     return (f"{time.strftime('%Y-%m-%d')}, {platform.machine()}, {os.cpu_count()} cores, "
             f"Python {platform.python_version()}")
+
+
+def publish(section: str, start: str, end: str, md_path: str | None, json_path: str | None = None,
+            payload: object = None) -> None:
+    """Print ``section``; write ``payload`` to ``json_path`` and the section into ``md_path`` when given."""
+    if json_path:
+        Path(json_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(json_path).write_text(json.dumps(payload, indent=1), encoding="utf-8")
+    print(section)
+    if md_path:
+        replace_section(Path(md_path), section, start, end)
+
+
+def ab_table(key_headers: list[str], keys: list[tuple[str, ...]], trees: list[str], columns: list[str],
+             cells: Callable[[str, tuple[str, ...]], list[str] | None],
+             median: Callable[[str, tuple[str, ...]], float | None]) -> list[str]:
+    """A Markdown table with ``columns`` per tree for each row key and, with two trees or more, the
+    ratio of the last tree's median to the first's (``-`` where a tree lacks the row)."""
+    head = key_headers + [f"{t}: {c}" for t in trees for c in columns]
+    align = ["---"] * len(key_headers) + ["---:"] * (len(trees) * len(columns))
+    if len(trees) > 1:
+        head.append(f"{trees[-1]} / {trees[0]}")
+        align.append("---:")
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(align) + "|"]
+    for key in keys:
+        row = list(key)
+        for t in trees:
+            row += cells(t, key) or ["-"] * len(columns)
+        if len(trees) > 1:
+            a, b = median(trees[0], key), median(trees[-1], key)
+            row.append(f"{b / a:.2f}" if a and b else "-")
+        lines.append("| " + " | ".join(row) + " |")
+    return lines

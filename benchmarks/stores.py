@@ -348,35 +348,30 @@ def child_latency(host: str, fetch_k: int, k: int, methods: list[str], queries_f
 
 # ----------------------------------------------------------------------------- report
 def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
+    from report import ab_table
+
     trees = list(dict.fromkeys(r["tree"] for r in rows))
     by = {(r["tree"], r["face"], r["variant"]): r for r in rows}
     keys = list(dict.fromkeys((r["face"], r["variant"]) for r in rows))
-    head = "| face | variant | " + " | ".join(f"{t}: ms (rounds) | {t}: +% search" for t in trees)
-    sep = "|---|---|" + "---:|---:|" * len(trees)
-    if len(trees) > 1:
-        head += f" | {trees[-1]} / {trees[0]}"
-        sep += "---:|"
+
+    def cells(t: str, key: tuple[str, ...]) -> list[str] | None:
+        r, s = by.get((t, *key)), by.get((t, key[0], "search"))
+        if r is None:
+            return None
+        plus = "-" if key[1] == "search" or s is None else f"{100 * (r['median'] / s['median'] - 1):+.0f}%"
+        return [f"{r['median']:.2f} ({r['lo']:.2f}-{r['hi']:.2f})", plus]
+
+    def median(t: str, key: tuple[str, ...]) -> float | None:
+        r = by.get((t, *key))
+        return r["median"] if r else None
+
     lines = [START, "## Stores: latency over Postgres + pgvector", "",
              f"Command: `env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/stores.py {meta['argv']}`",
              "", f"Measured {meta['machine']}; {meta['n']:,} vectors (d = {meta['dim']}), HNSW, pgvector "
              f"{meta['pgvector']} (pgserver, unix socket, same machine); fetch_k = {meta['fetch_k']}, "
              f"k = {meta['k']}; {meta['rounds']} rounds x {meta['queries']} queries per tree, trees alternating. "
-             "Median ms over every timed call (range of the per-round medians).", "", head + " |", sep]
-    for face, variant in keys:
-        cells = []
-        for t in trees:
-            r = by.get((t, face, variant))
-            s = by.get((t, face, "search"))
-            if r is None:
-                cells += ["-", "-"]
-                continue
-            cells.append(f"{r['median']:.2f} ({r['lo']:.2f}-{r['hi']:.2f})")
-            cells.append("-" if variant == "search" or s is None else f"{100 * (r['median'] / s['median'] - 1):+.0f}%")
-        line = f"| {face} | {variant} | " + " | ".join(cells)
-        if len(trees) > 1:
-            a, b = by.get((trees[0], face, variant)), by.get((trees[-1], face, variant))
-            line += " | " + (f"{b['median'] / a['median']:.2f}" if a and b else "-")
-        lines.append(line + " |")
+             "Median ms over every timed call (range of the per-round medians); `+%` against the same tree's search.",
+             "", *ab_table(["face", "variant"], keys, trees, ["ms (rounds)", "+% search"], cells, median)]
     if meta.get("trees"):
         lines += ["", "Trees: " + ", ".join(f"`{k}` = {v}" for k, v in meta["trees"].items())]
     lines.append(END)
@@ -410,7 +405,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     sys.path.insert(0, str(SCRIPT.parent))
-    from report import machine_label, replace_section
+    from report import machine_label, publish
     from trees import parse_trees, run_child
 
     trees = parse_trees(args.tree)
@@ -444,12 +439,7 @@ def main(argv: list[str] | None = None) -> int:
             "n": args.n, "dim": args.dim, "pgvector": pgv, "fetch_k": args.fetch_k, "k": args.k,
             "rounds": args.rounds, "queries": args.queries,
             "trees": {t.name: str(t.path) for t in trees} if args.tree else None}
-    if args.json:
-        Path(args.json).write_text(json.dumps({"meta": meta, "rows": rows}, indent=1), encoding="utf-8")
-    section = render(rows, meta)
-    print(section)
-    if args.results_md:
-        replace_section(Path(args.results_md), section, START, END)
+    publish(render(rows, meta), START, END, args.results_md, args.json, {"meta": meta, "rows": rows})
     return 0
 
 

@@ -61,7 +61,7 @@ for extra in (REPO / "shared", REPO, REPO / "benchmarks"):
         sys.path.insert(0, str(extra))
 
 import stores as scale  # noqa: E402
-from report import replace_section  # noqa: E402
+from report import publish, replace_section  # noqa: E402
 
 START, END = "<!-- throughput:start -->", "<!-- throughput:end -->"
 K = 10
@@ -84,40 +84,6 @@ class Vectors:
         seed = int.from_bytes(hashlib.sha1(text.encode()).digest()[:8], "little")
         v = np.random.default_rng(seed).normal(size=self.dim)
         return (v / np.linalg.norm(v)).tolist()
-
-
-def lc_embeddings(vec: Vectors) -> Any:
-    from langchain_core.embeddings import Embeddings
-
-    class Emb(Embeddings):
-        def embed_documents(self, texts: list[str]) -> list[list[float]]:
-            return [vec(t) for t in texts]
-
-        def embed_query(self, text: str) -> list[float]:
-            return vec(text)
-
-    return Emb()
-
-
-def li_embedding(vec: Vectors) -> Any:
-    from llama_index.core.base.embeddings.base import BaseEmbedding
-
-    class Emb(BaseEmbedding):
-        model_name: str = "lookup"
-
-        def _get_query_embedding(self, query: str) -> list[float]:
-            return vec(query)
-
-        async def _aget_query_embedding(self, query: str) -> list[float]:
-            return vec(query)
-
-        def _get_text_embedding(self, text: str) -> list[float]:
-            return vec(text)
-
-        async def _aget_text_embedding(self, text: str) -> list[float]:
-            return vec(text)
-
-    return Emb()
 
 
 # ----------------------------------------------------------------------------- variants
@@ -173,11 +139,11 @@ def pg_stores(host: str, fetch_k: int, vec: Vectors, qvecs: dict[str, list[float
     # ef_search = max(40, fetch_k) per connection, as in stores.py (the plain search too)
     u = scale.urls(host, max(40, fetch_k))
     pool = {"pool_size": 20, "max_overflow": 10}  # 16 callers never wait for a connection
-    lc = PGVector(lc_embeddings(vec), connection=u["psycopg"], collection_name="scale",
+    lc = PGVector(scale.langchain_embeddings(vec), connection=u["psycopg"], collection_name="scale",
                   embedding_length=dim, use_jsonb=True, engine_args=pool)
     li = PGVectorStore(connection_string=u["psycopg2"], async_connection_string=u["asyncpg"],
                        table_name="scale", embed_dim=dim, create_engine_kwargs=pool)
-    index = VectorStoreIndex.from_vector_store(li, embed_model=li_embedding(vec))
+    index = VectorStoreIndex.from_vector_store(li, embed_model=scale.llamaindex_embedding(vec))
 
     def close() -> None:
         lc._engine.dispose()
@@ -194,12 +160,12 @@ def memory_stores(texts: list[str], vecs: np.ndarray, fetch_k: int, vec: Vectors
     from llama_index.core import VectorStoreIndex
     from llama_index.core.schema import TextNode
 
-    lc = InMemoryVectorStore(lc_embeddings(vec))
+    lc = InMemoryVectorStore(scale.langchain_embeddings(vec))
     for t, v in zip(texts, vecs.tolist(), strict=True):  # what add_texts stores, without embedding
         i = str(uuid.uuid4())
         lc.store[i] = {"id": i, "vector": v, "text": t, "metadata": {}}
     index = VectorStoreIndex([TextNode(text=t, embedding=v) for t, v in zip(texts, vecs.tolist(), strict=True)],
-                             embed_model=li_embedding(vec))
+                             embed_model=scale.llamaindex_embedding(vec))
     return {"langchain": langchain_calls(lc, fetch_k, qvecs),
             "llamaindex": llamaindex_calls(index, fetch_k, qvecs)}
 
@@ -397,12 +363,7 @@ def main(argv: list[str] | None = None) -> int:
             "argv": " ".join(argv if argv is not None else sys.argv[1:]),
             "load_before": load_before, "load_after": " ".join(f"{x:.1f}" for x in os.getloadavg()),
             "note": Path(args.note).read_text(encoding="utf-8") if args.note else None}
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(json.dumps({"meta": meta, "rows": rows}, indent=1), encoding="utf-8")
-    section = render(rows, meta)
-    print(section)
-    if args.results_md:
-        replace_section(Path(args.results_md), section, START, END)
+    publish(render(rows, meta), START, END, args.results_md, args.json, {"meta": meta, "rows": rows})
     return 0
 
 

@@ -86,33 +86,28 @@ def child(folder: str, repeat: int) -> dict[str, Any]:
 
 
 def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
+    from report import ab_table
+
     trees = list(dict.fromkeys(r["tree"] for r in rows))
-    names = list(dict.fromkeys(r["row"] for r in rows))
     by = {(r["tree"], r["row"]): r for r in rows}
-    head = "| call | " + " | ".join(f"{t}: ms (rounds) | {t}: x gmmr" for t in trees)
-    sep = "|---|" + "---:|---:|" * len(trees)
-    if len(trees) > 1:
-        head += f" | {trees[-1]} / {trees[0]}"
-        sep += "---:|"
+    keys = [(name,) for name in dict.fromkeys(r["row"] for r in rows)]
+
+    def cells(t: str, key: tuple[str, ...]) -> list[str] | None:
+        r, g = by.get((t, key[0])), by.get((t, "gmmr"))
+        if r is None:
+            return None
+        return [f"{r['median']:.3f} ({r['lo']:.3f}-{r['hi']:.3f})", f"{r['median'] / g['median']:.2f}" if g else "-"]
+
+    def median(t: str, key: tuple[str, ...]) -> float | None:
+        r = by.get((t, key[0]))
+        return r["median"] if r else None
+
     lines = [START, "## One warm call on real pools", "",
              f"Command: `env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/warm_call.py {meta['argv']}`",
              "", f"Measured {meta['machine']}; {meta['pools']} HotpotQA dev `chunks` pools of 50 candidates, k = {K}, "
              f"one BLAS thread; per pool the best of {meta['repeat']} interleaved calls, mean over pools; "
-             f"median (range) over {meta['rounds']} rounds per tree, trees alternating.", "", head + " |", sep]
-    for name in names:
-        cells = []
-        for t in trees:
-            r, g = by.get((t, name)), by.get((t, "gmmr"))
-            if r is None:
-                cells += ["-", "-"]
-                continue
-            cells += [f"{r['median']:.3f} ({r['lo']:.3f}-{r['hi']:.3f})",
-                      f"{r['median'] / g['median']:.2f}" if g else "-"]
-        line = f"| {name} | " + " | ".join(cells)
-        if len(trees) > 1:
-            a, b = by.get((trees[0], name)), by.get((trees[-1], name))
-            line += " | " + (f"{b['median'] / a['median']:.2f}" if a and b else "-")
-        lines.append(line + " |")
+             f"median (range) over {meta['rounds']} rounds per tree, trees alternating.", "",
+             *ab_table(["call"], keys, trees, ["ms (rounds)", "x gmmr"], cells, median)]
     if meta.get("trees"):
         lines += ["", "Trees: " + ", ".join(f"`{k}` = {v}" for k, v in meta["trees"].items())]
     lines.append(END)
@@ -137,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     sys.path.insert(0, str(SCRIPT.parent))
-    from report import machine_label, replace_section
+    from report import machine_label, publish
     from trees import parse_trees, run_child
 
     trees = parse_trees(args.tree)
@@ -159,12 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     meta = {"argv": " ".join(argv if argv is not None else sys.argv[1:]), "machine": machine_label(),
             "pools": args.pools, "repeat": args.repeat, "rounds": args.rounds,
             "trees": {t.name: str(t.path) for t in trees} if args.tree else None}
-    if args.json:
-        Path(args.json).write_text(json.dumps({"meta": meta, "rows": rows}, indent=1), encoding="utf-8")
-    section = render(rows, meta)
-    print(section)
-    if args.results_md:
-        replace_section(Path(args.results_md), section, START, END)
+    publish(render(rows, meta), START, END, args.results_md, args.json, {"meta": meta, "rows": rows})
     return 0
 
 
