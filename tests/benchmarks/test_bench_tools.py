@@ -11,6 +11,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+import code_size  # noqa: E402
 import memory  # noqa: E402
 import stores  # noqa: E402
 import warm_call  # noqa: E402
@@ -82,3 +83,10 @@ def test_the_ab_tables_give_the_ratio_of_the_last_tree_to_the_first() -> None:
     line = next(x for x in warm_call.render(rows, {"argv": "", "machine": "m", "pools": 2, "repeat": 1, "rounds": 2,
                                                    "trees": None}).splitlines() if x.startswith("| learned"))
     assert line.endswith("| 1.25 |") and "| 2.00 |" in line and "| 2.50 |" in line
+
+
+def test_code_size_adds_up_per_package() -> None:
+    got = code_size.count(ROOT)
+    subs = [v for k, v in got.items() if k.startswith("diverse_core/") or k == "diverse_core (root modules)"]
+    assert sum(subs) == got["diverse_core (all)"] > 0
+    assert got["library (core + faces)"] == got["diverse_core (all)"] + got["langchain_diverse"] + got["llamaindex_diverse"]
