@@ -11,9 +11,13 @@ topic centres, as a store returns them) a new Python process:
    (numpy's allocations are traced) and reports the traced peak (``peak``), the rise of the
    process's peak RSS (``rss+``) and the wall time of the call (tracemalloc's bookkeeping included).
 
+Methods that read text (``--text-methods``, default ``learned`` and ``adaptive``) get a second row,
+``METHOD + texts``: the same call with a question and one ``"Title: body"`` text per candidate, the
+text variant the faces run.
+
 A call that fails is reported by what it raised (``MemoryError`` when the cap is hit, or the typed
 error a method raises above its documented limit); a call still running after ``--timeout``
-seconds is killed and reported as a timeout. Nothing can take the machine's memory.
+seconds is killed and reported as a timeout, so no cell can take more than the cap or hang the run.
 
 ``--tree NAME=PATH`` (repeatable) runs each tree's code (``PATH/shared`` first on the path; see
 ``benchmarks/trees.py``) so a before/after table comes from one command::
