@@ -514,10 +514,11 @@ def main(argv: list[str] | None = None) -> None:
         "speed-peers", "Speed: each strategy against the library that ships it") if args.peer_strategies else (
         "speed", "Speed: selection kernels against peers")
     command = " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
+    body = "\n".join(line[2:] if line.startswith("# ") else line for line in out.getvalue().strip().splitlines())
     section = (f"<!-- {name}:start (benchmarks/selection.py) -->\n## {title}\n\n"
                f"Command: `env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 RAYON_NUM_THREADS=1 "
                f"python benchmarks/selection.py {command}`\n\nMeasured {machine_label()}.\n\n"
-               f"{out.getvalue().strip()}\n<!-- {name}:end -->")
+               f"{body}\n<!-- {name}:end -->")
     print(section)
     replace_section(Path(args.results_md), section, f"<!-- {name}:start (benchmarks/selection.py) -->",
                     f"<!-- {name}:end -->")
