@@ -340,6 +340,7 @@ def child_latency(host: str, fetch_k: int, k: int, methods: list[str], queries_f
     finally:
         close()
     import diverse_core
+
     import langchain_diverse
 
     return {"times": times, "core": str(Path(diverse_core.__file__).parent),

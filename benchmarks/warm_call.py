@@ -56,9 +56,8 @@ def save_pools(cache_dir: str | None, count: int, folder: Path) -> Path:
 
 
 def child(folder: str, repeat: int) -> dict[str, Any]:
-    import numpy as np
-
     import diverse_core as dc
+    import numpy as np
 
     arrays = np.load(Path(folder) / "pools.npz")
     meta = json.loads((Path(folder) / "pools.json").read_text(encoding="utf-8"))
