@@ -42,23 +42,26 @@ def publish(section: str, start: str, end: str, md_path: str | None, json_path: 
         replace_section(Path(md_path), section, start, end)
 
 
+Value = Callable[[str, tuple[str, ...]], float | None]
+
+
 def ab_table(key_headers: list[str], keys: list[tuple[str, ...]], trees: list[str], columns: list[str],
-             cells: Callable[[str, tuple[str, ...]], list[str] | None],
-             median: Callable[[str, tuple[str, ...]], float | None]) -> list[str]:
-    """A Markdown table with ``columns`` per tree for each row key and, with two trees or more, the
-    ratio of the last tree's median to the first's (``-`` where a tree lacks the row)."""
+             cells: Callable[[str, tuple[str, ...]], list[str] | None], ratios: dict[str, Value]) -> list[str]:
+    """A Markdown table with ``columns`` per tree for each row key and, with two trees or more, one
+    column per entry of ``ratios``: that value of the last tree over the first's (``-`` where missing)."""
     head = key_headers + [f"{t}: {c}" for t in trees for c in columns]
     align = ["---"] * len(key_headers) + ["---:"] * (len(trees) * len(columns))
     if len(trees) > 1:
-        head.append(f"{trees[-1]} / {trees[0]}")
-        align.append("---:")
+        head += [f"{trees[-1]} / {trees[0]}{label}" for label in ratios]
+        align += ["---:"] * len(ratios)
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join(align) + "|"]
     for key in keys:
         row = list(key)
         for t in trees:
             row += cells(t, key) or ["-"] * len(columns)
         if len(trees) > 1:
-            a, b = median(trees[0], key), median(trees[-1], key)
-            row.append(f"{b / a:.2f}" if a and b else "-")
+            for value in ratios.values():
+                a, b = value(trees[0], key), value(trees[-1], key)
+                row.append(f"{b / a:.2f}" if a and b else "-")
         lines.append("| " + " | ".join(row) + " |")
     return lines
