@@ -38,6 +38,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from report import (  # this script's folder is on the path
+    add_output_arguments,
+    end_section,
+    machine_label,
+    publish,
+)
+from trees import add_arguments, parse_trees, run_child
+
 START, END = "<!-- memory:start (benchmarks/memory.py) -->", "<!-- memory:end -->"
 SCRIPT = Path(__file__).resolve()
 WARM_N = 60
@@ -145,10 +153,7 @@ def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
              "", head, "|---|" + "---|" * len(cols)]
     for m in methods:
         lines.append(f"| {m} | " + " | ".join(cell(by[(t, n, m)]) if (t, n, m) in by else "-" for t, n in cols) + " |")
-    if meta.get("trees"):
-        lines += ["", "Trees: " + ", ".join(f"`{k}` = {v}" for k, v in meta["trees"].items())]
-    lines.append(END)
-    return "\n".join(lines)
+    return end_section(lines, meta.get("trees"), END)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -163,10 +168,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="cells not to run, e.g. '10000:learned + texts' (reported as skipped)")
     ap.add_argument("--cap-gib", type=float, default=4.0, help="extra address space per call (0: no cap)")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per call before it is killed")
-    ap.add_argument("--tree", action="append", default=None, metavar="NAME=PATH")
-    ap.add_argument("--json", default=None)
-    ap.add_argument("--results-md", default=None)
-    ap.add_argument("--child", nargs="*", help=argparse.SUPPRESS)
+    add_output_arguments(ap)
+    add_arguments(ap)
     args = ap.parse_args(argv)
 
     if args.child is not None:
@@ -176,9 +179,6 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(out), flush=True)
         return 0
 
-    sys.path.insert(0, str(SCRIPT.parent))
-    from report import machine_label, publish
-    from trees import parse_trees, run_child
 
     trees = parse_trees(args.tree)
     rows: list[dict[str, Any]] = []

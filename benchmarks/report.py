@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import platform
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["replace_section", "machine_label", "publish", "ab_table"]
+__all__ = ["replace_section", "machine_label", "publish", "ab_table", "end_section", "add_output_arguments"]
 
 
 def replace_section(md_path: Path, section: str, start: str, end: str) -> None:
@@ -29,6 +30,19 @@ def machine_label() -> str:
 
     return (f"{time.strftime('%Y-%m-%d')}, {platform.machine()}, {os.cpu_count()} cores, "
             f"Python {platform.python_version()}")
+
+
+def add_output_arguments(ap: argparse.ArgumentParser) -> None:
+    """``--json FILE`` (the rows and their metadata) and ``--results-md FILE`` (the section)."""
+    ap.add_argument("--json", default=None, help="also write the rows and their metadata here")
+    ap.add_argument("--results-md", default=None, help="also write the section into this Markdown file")
+
+
+def end_section(lines: list[str], trees: dict[str, str] | None, end: str) -> str:
+    """The section's text: ``lines``, the trees it compared (when named on the command line), ``end``."""
+    if trees:
+        lines = [*lines, "", "Trees: " + ", ".join(f"`{k}` = {v}" for k, v in trees.items())]
+    return "\n".join([*lines, end])
 
 
 def publish(section: str, start: str, end: str, md_path: str | None, json_path: str | None = None,

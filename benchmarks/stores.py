@@ -49,6 +49,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from report import (  # this script's folder is on the path
+    ab_table,
+    add_output_arguments,
+    end_section,
+    machine_label,
+    publish,
+)
+from trees import add_arguments, parse_trees, run_child
 
 START, END = "<!-- stores:start (benchmarks/stores.py) -->", "<!-- stores:end -->"
 SCRIPT = Path(__file__).resolve()
@@ -349,8 +357,6 @@ def child_latency(host: str, fetch_k: int, k: int, methods: list[str], queries_f
 
 # ----------------------------------------------------------------------------- report
 def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
-    from report import ab_table
-
     trees = list(dict.fromkeys(r["tree"] for r in rows))
     by = {(r["tree"], r["face"], r["variant"]): r for r in rows}
     keys = list(dict.fromkeys((r["face"], r["variant"]) for r in rows))
@@ -380,10 +386,7 @@ def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
              "(`vs search`: the search runs in the same processes, so a change of machine load weighs on both).",
              "", *ab_table(["face", "variant"], keys, trees, ["ms (rounds)", "+% search"], cells,
                            {"": median, " (vs search)": per_search})]
-    if meta.get("trees"):
-        lines += ["", "Trees: " + ", ".join(f"`{k}` = {v}" for k, v in meta["trees"].items())]
-    lines.append(END)
-    return "\n".join(lines)
+    return end_section(lines, meta.get("trees"), END)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -396,15 +399,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--k", type=int, default=5)
     ap.add_argument("--methods", nargs="+", default=["gmmr", "learned"])
     ap.add_argument("--rounds", type=int, default=4, help="subprocess runs per tree, trees alternating")
-    ap.add_argument("--tree", action="append", default=None, metavar="NAME=PATH")
     ap.add_argument("--host", default=None, help="a running server's socket folder (default: start pgserver)")
     ap.add_argument("--data-dir", default=None,
                     help="keep pgserver's data here and leave it running; a later run with the same "
                          "--data-dir and --n reuses the rows and indexes")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per subprocess run")
-    ap.add_argument("--json", default=None)
-    ap.add_argument("--results-md", default=None)
-    ap.add_argument("--child", nargs="*", help=argparse.SUPPRESS)
+    add_output_arguments(ap)
+    add_arguments(ap)
     args = ap.parse_args(argv)
 
     if args.child is not None:
@@ -412,9 +413,6 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(child_latency(host, int(fetch_k), int(k), methods, qfile, int(warmup))), flush=True)
         return 0
 
-    sys.path.insert(0, str(SCRIPT.parent))
-    from report import machine_label, publish
-    from trees import parse_trees, run_child
 
     trees = parse_trees(args.tree)
     texts, vecs, queries, qv = make_data(args.n, args.dim, max(1, args.n // 50), args.warmup + args.queries)

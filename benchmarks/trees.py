@@ -11,6 +11,7 @@ Used by ``memory.py`` (one select call per subprocess) and ``stores.py`` (latenc
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Tree", "parse_trees", "run_child", "REPO"]
+__all__ = ["Tree", "parse_trees", "run_child", "add_arguments", "REPO"]
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -36,6 +37,13 @@ class Tree:
         env.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", RAYON_NUM_THREADS="1",
                    PYTHONPATH=os.pathsep.join([str(self.path / "shared"), str(self.path)]))
         return env
+
+
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    """``--tree NAME=PATH`` (repeatable) and the hidden ``--child`` a script's subprocesses run with."""
+    ap.add_argument("--tree", action="append", default=None, metavar="NAME=PATH",
+                    help="a checkout whose code to measure (repeatable; default: this checkout)")
+    ap.add_argument("--child", nargs="*", help=argparse.SUPPRESS)
 
 
 def parse_trees(specs: list[str] | None) -> list[Tree]:

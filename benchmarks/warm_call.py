@@ -35,6 +35,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from report import (  # this script's folder is on the path
+    ab_table,
+    add_output_arguments,
+    end_section,
+    machine_label,
+    publish,
+)
+from trees import add_arguments, parse_trees, run_child
+
 START, END = "<!-- warm-call:start (benchmarks/warm_call.py) -->", "<!-- warm-call:end -->"
 SCRIPT = Path(__file__).resolve()
 K = 5
@@ -85,8 +94,6 @@ def child(folder: str, repeat: int) -> dict[str, Any]:
 
 
 def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
-    from report import ab_table
-
     trees = list(dict.fromkeys(r["tree"] for r in rows))
     by = {(r["tree"], r["row"]): r for r in rows}
     keys = [(name,) for name in dict.fromkeys(r["row"] for r in rows)]
@@ -113,10 +120,7 @@ def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
              "With two trees: the ratio of the medians, and of each tree's `x gmmr` (gMMR runs in the same processes: "
              "a change of machine load weighs on both).", "",
              *ab_table(["call"], keys, trees, ["ms (rounds)", "x gmmr"], cells, {"": median, " (x gmmr)": per_gmmr})]
-    if meta.get("trees"):
-        lines += ["", "Trees: " + ", ".join(f"`{k}` = {v}" for k, v in meta["trees"].items())]
-    lines.append(END)
-    return "\n".join(lines)
+    return end_section(lines, meta.get("trees"), END)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -124,21 +128,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pools", type=int, default=200)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=4, help="subprocess runs per tree, trees alternating")
-    ap.add_argument("--tree", action="append", default=None, metavar="NAME=PATH")
     ap.add_argument("--cache-dir", default=None, help="the embedding cache (default: the user cache folder)")
     ap.add_argument("--timeout", type=float, default=1200, help="seconds per subprocess run")
-    ap.add_argument("--json", default=None)
-    ap.add_argument("--results-md", default=None)
-    ap.add_argument("--child", nargs="*", help=argparse.SUPPRESS)
+    add_output_arguments(ap)
+    add_arguments(ap)
     args = ap.parse_args(argv)
 
     if args.child is not None:
         print(json.dumps(child(args.child[0], int(args.child[1]))), flush=True)
         return 0
 
-    sys.path.insert(0, str(SCRIPT.parent))
-    from report import machine_label, publish
-    from trees import parse_trees, run_child
 
     trees = parse_trees(args.tree)
     per_round: dict[tuple[str, str], list[float]] = {}
