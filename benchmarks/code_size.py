@@ -4,9 +4,9 @@ Counts every line (``wc -l``) of the ``.py`` files of each package: the core's s
 root modules (``shared/diverse_core``), the two faces, and, apart from the library total, ``tests``
 and ``benchmarks``. With two trees the table gives both counts and the difference::
 
-    git worktree add /tmp/base 16905f1
-    python benchmarks/code_size.py --tree before=/tmp/base --tree after=.
-    git worktree remove /tmp/base
+    git worktree add /tmp/issue44-before 16905f1
+    python benchmarks/code_size.py --tree before=/tmp/issue44-before --tree after=.
+    git worktree remove /tmp/issue44-before
 
 (At 16905f1: core 30,338, both faces 6,156, library 36,494; tests 27,429.)
 """

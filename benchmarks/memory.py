@@ -22,10 +22,10 @@ seconds is killed and reported as a timeout, so no cell can take more than the c
 ``--tree NAME=PATH`` (repeatable) runs each tree's code (``PATH/shared`` first on the path; see
 ``benchmarks/trees.py``) so a before/after table comes from one command::
 
-    git worktree add /tmp/base 16905f1
+    git worktree add /tmp/issue44-before 16905f1
     python benchmarks/memory.py --n 1000 10000 --cap-gib 4 --timeout 300 \\
-        --tree before=/tmp/base --tree after=. --results-md benchmarks/RESULTS.md
-    git worktree remove /tmp/base
+        --tree before=/tmp/issue44-before --tree after=. --results-md benchmarks/RESULTS.md
+    git worktree remove /tmp/issue44-before
 
 Without ``--tree`` it measures this checkout. ``--json FILE`` keeps the rows.
 """

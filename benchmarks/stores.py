@@ -26,10 +26,10 @@ Printed: the median latency per (tree, face, variant) over every timed call of e
 spread of the per-round medians, ``+%`` against the same tree's ``search``, and with two trees the
 ratio of the last to the first tree's median. The lead's A/B after a merge (issue 44)::
 
-    git worktree add /tmp/base 16905f1
+    git worktree add /tmp/issue44-before 16905f1
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/stores.py \\
-        --tree before=/tmp/base --tree after=. --rounds 6 --queries 100 --results-md benchmarks/RESULTS.md
-    git worktree remove /tmp/base
+        --tree before=/tmp/issue44-before --tree after=. --rounds 6 --queries 100 --results-md benchmarks/RESULTS.md
+    git worktree remove /tmp/issue44-before
 
 Needs the ``postgres`` extra and ``pgserver`` (in ``dev``).
 """

@@ -1,6 +1,6 @@
 """Run a benchmark's measuring code against one or more source trees, each in its own subprocess.
 
-A *tree* is a checkout of this repository (``NAME=PATH``; ``git worktree add /tmp/base <rev>``
+A *tree* is a checkout of this repository (``NAME=PATH``; ``git worktree add /tmp/issue44-before <rev>``
 makes one). Its code is put first on ``PYTHONPATH`` (``PATH/shared`` and ``PATH``) of a child
 process that runs a script of *this* checkout with ``--child``; the child prints one JSON object as
 its last line of output. Children get one BLAS thread and none of the machine-specific OpenBLAS

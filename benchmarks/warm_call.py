@@ -17,10 +17,10 @@ Per pool each row's best of ``--repeat`` calls (rows interleaved call by call), 
 the median over rounds per (tree, row), the range, ``x gmmr`` of the same tree, and the ratio of the
 last to the first tree. The lead's A/B after a merge (issue 44: ``learned`` within 1.5x)::
 
-    git worktree add /tmp/base 16905f1
+    git worktree add /tmp/issue44-before 16905f1
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/warm_call.py \\
-        --tree before=/tmp/base --tree after=. --rounds 6 --results-md benchmarks/RESULTS.md
-    git worktree remove /tmp/base
+        --tree before=/tmp/issue44-before --tree after=. --rounds 6 --results-md benchmarks/RESULTS.md
+    git worktree remove /tmp/issue44-before
 """
 
 from __future__ import annotations
