@@ -13,7 +13,7 @@ from http.server import ThreadingHTTPServer
 from typing import Any
 
 import pytest
-from diverse_core.llm import LLMError, ManagedLLM, MalformedReplyError, OpenAILLM, is_transient
+from diverse_core.llm import LLMError, ManagedLLM, OpenAILLM, is_transient
 from http_fakes import SchemaServer
 from structured_fakes import source
 
@@ -60,12 +60,16 @@ def test_a_200_that_is_no_completion_ends_in_a_typed_error_after_the_retries(
             llm.complete_role(RoleRequest("judge", (Message("user", "useful?"),), schema, "useful?"))
         else:
             llm.complete("hi")
+    from diverse_core.llm import MalformedReplyError
+
     assert isinstance(info.value.__cause__, MalformedReplyError) and info.value.attempts == 2
     assert "not a JSON completion" in str(info.value)
 
 
 def test_unreadable_bodies_count_as_transient() -> None:
     import json
+
+    from diverse_core.llm import MalformedReplyError
 
     class APIResponseValidationError(Exception):
         status_code = 200

@@ -15,7 +15,6 @@ from http.server import ThreadingHTTPServer
 from typing import Any
 
 import pytest
-from diverse_core.llm.loops import on_private_loop, private_loop, serves_running_loop
 from http_fakes import SchemaServer
 from structured_fakes import CORPUS, hash_embed
 
@@ -150,6 +149,8 @@ def test_threads_and_loops_at_once_share_one_model(base_url: str) -> None:
 
 
 def test_a_model_serves_the_first_loop_only_and_never_a_private_one() -> None:
+    from diverse_core.llm.loops import on_private_loop, private_loop, serves_running_loop
+
     class Model:
         pass
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import copy
+import json
 import os
 import threading
 import time
 import weakref
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -358,7 +360,7 @@ class OpenAILLM:
         """
         start = time.perf_counter()
         body = self._structured_request(messages, schema, method, kwargs)
-        with refusals_raised(method):
+        with refusals_raised(method), _readable():
             resp = self._probe(self.client, method).chat.completions.create(**body)
         return self._proved(self._structured_parse(resp, method, start), method)
 
@@ -367,8 +369,9 @@ class OpenAILLM:
         """Asynchronous :meth:`complete_structured` with ``AsyncOpenAI``."""
         start = time.perf_counter()
         body = self._structured_request(messages, schema, method, kwargs)
-        with refusals_raised(method):
-            resp = await self._probe(await self._aclient(), method).chat.completions.create(**body)
+        client = await self._aclient()
+        with refusals_raised(method), _readable():
+            resp = await self._probe(client, method).chat.completions.create(**body)
         return self._proved(self._structured_parse(resp, method, start), method)
 
     def _probe(self, client: Any, method: str) -> Any:
@@ -399,17 +402,30 @@ class OpenAILLM:
         """One request; ``kwargs`` override request fields (e.g. ``max_tokens``)."""
         start = time.perf_counter()
         api = self.client.chat.completions if self.chat else self.client.completions
-        return self._parse(api.create(**self._request(prompt, kwargs)), start)
+        with _readable():
+            return self._parse(api.create(**self._request(prompt, kwargs)), start)
 
     async def acomplete(self, prompt: str, **kwargs: Any) -> Completion:
         """Asynchronous :meth:`complete` with ``AsyncOpenAI``."""
         start = time.perf_counter()
         client = await self._aclient()
         api = client.chat.completions if self.chat else client.completions
-        return self._parse(await api.create(**self._request(prompt, kwargs)), start)
+        with _readable():
+            return self._parse(await api.create(**self._request(prompt, kwargs)), start)
 
     def __repr__(self) -> str:
         return f"OpenAILLM(model={self.model!r}, base_url={self._base_url!r})"
+
+
+@contextlib.contextmanager
+def _readable() -> Iterator[None]:
+    """A reply body the client could not decode (a 200 cut short or not JSON: the client raises
+    the decoder's error, or hands the raw text on, see :func:`_first_choice`) is raised as
+    :class:`MalformedReplyError`, which is retried."""
+    try:
+        yield
+    except json.JSONDecodeError as exc:
+        raise MalformedReplyError(f"the server's reply is not a JSON completion: {exc}") from exc
 
 
 def _first_choice(resp: Any) -> Any:
