@@ -108,6 +108,7 @@ class _Server:
     lock = threading.Lock()
     rates: dict[str, float] = {}
     hang_seconds = 3.0
+    echo = True
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -149,7 +150,7 @@ class _Handler(BaseHTTPRequestHandler):
         elif fault == "not_json":
             self._send(200, b"<html><body>502 Bad Gateway</body></html>")
             return
-        echo = _Server.faults and MARKER.encode() in data
+        echo = _Server.faults and _Server.echo and MARKER.encode() in data
         self._send(200, json.dumps(self._reply(body, echo)).encode())
 
     @staticmethod
@@ -174,8 +175,8 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
-def serve(rates: dict[str, float], hang_seconds: float) -> None:
-    _Server.rates, _Server.hang_seconds = rates, hang_seconds
+def serve(rates: dict[str, float], hang_seconds: float, echo: bool) -> None:
+    _Server.rates, _Server.hang_seconds, _Server.echo = rates, hang_seconds, echo
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     httpd.daemon_threads = True
     print(httpd.server_address[1], flush=True)
@@ -319,6 +320,7 @@ def main() -> None:
     ap.add_argument("--big-share", type=float, default=0.1, help="share of requests on the 1 MB corpus")
     ap.add_argument("--rates", default="hang=0.02,fail=0.03,truncate=0.03,not_json=0.02",
                     help="fault rates per LLM request")
+    ap.add_argument("--no-echo", action="store_true", help="never echo the injected passage")
     ap.add_argument("--pipelines", nargs="*", default=list(PIPELINES))
     ap.add_argument("--clients", nargs="*", default=list(CLIENTS))
     ap.add_argument("--seed", type=int, default=46)
@@ -326,10 +328,11 @@ def main() -> None:
     args = ap.parse_args()
     rates = {k: float(v) for k, v in (item.split("=") for item in args.rates.split(",") if item)}
     if args.serve:
-        serve(rates, args.hang_seconds)
+        serve(rates, args.hang_seconds, not args.no_echo)
         return
     server = subprocess.Popen([sys.executable, __file__, "--serve", "--rates", args.rates,
-                               "--hang-seconds", str(args.hang_seconds)], stdout=subprocess.PIPE, text=True)
+                               "--hang-seconds", str(args.hang_seconds), *(["--no-echo"] if args.no_echo else [])],
+                              stdout=subprocess.PIPE, text=True)
     try:
         port = int(server.stdout.readline())  # type: ignore[union-attr]
         url = f"http://127.0.0.1:{port}/v1"
@@ -341,7 +344,7 @@ def main() -> None:
 
 
 def soak(args: argparse.Namespace, url: str) -> dict[str, Any]:
-    policy = {"timeout": args.call_timeout, "max_retries": args.max_retries, "backoff_base": 0.05}
+    policy = {"timeout": args.call_timeout, "max_retries": args.max_retries}
     clients = Clients(url, args.big_bytes, args.call_timeout)
     combos = list(itertools.product(args.pipelines, args.clients, ("small", "big"), ("sync", "async")))
     # the verdicts each combination gives against the fault-free server (warm-up, too)
@@ -361,7 +364,7 @@ def soak(args: argparse.Namespace, url: str) -> dict[str, Any]:
     stats: dict[str, Any] = {
         "done": 0, "errors": Counter(), "untyped": Counter(), "flips": Counter(), "timeouts": 0,
         "overshoot": 0.0, "checked": Counter(), "samples": [], "per": Counter(), "slowest_sync": 0.0,
-        "untyped_examples": [],
+        "untyped_examples": [], "flip_examples": [],
     }
     lock = threading.Lock()
     queue = iter(enumerate(plan))
@@ -402,8 +405,13 @@ def soak(args: argparse.Namespace, url: str) -> dict[str, Any]:
                 if base is not None and not failed:
                     with lock:
                         stats["checked"][pipeline] += 1
-                        if verdicts(pipeline, result) != base:
+                        got = verdicts(pipeline, result)
+                        if got != base:
                             stats["flips"][(pipeline, "warned" if result.warnings else "silent")] += 1
+                            if len(stats["flip_examples"]) < 5:
+                                stats["flip_examples"].append(
+                                    f"{pipeline}/{client}/{corpus}/{mode}: {got} instead of {base}; "
+                                    f"warnings {list(result.warnings)}"[:600])
                 if mode == "sync":
                     with lock:
                         stats["slowest_sync"] = max(stats["slowest_sync"], time.perf_counter() - start)
@@ -465,6 +473,8 @@ def print_report(args: argparse.Namespace, s: dict[str, Any]) -> None:
         print(f"| {name} | {done} | {fds} | {threads} | {rss:.0f} |")
     for line in s["untyped_examples"]:
         print("untyped:", line)
+    for line in s["flip_examples"]:
+        print("flipped:", line)
 
 
 if __name__ == "__main__":

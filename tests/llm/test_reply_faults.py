@@ -147,3 +147,34 @@ def test_dfrag_logs_its_fallback(caplog: pytest.LogCaptureFixture) -> None:
     assert result.lambda_source == "fallback"
     logged = [r for r in caplog.records if r.name == "diverse_core" and "fallback" in r.getMessage()]
     assert logged and logged[0].levelno == logging.WARNING
+
+
+@pytest.mark.parametrize("face", ["langchain", "llamaindex"])
+@pytest.mark.parametrize("body", [TRUNCATED, NOT_JSON], ids=["truncated", "html"])
+def test_a_framework_models_unreadable_200_is_retried_on_the_structured_path(
+        server: tuple[str, Any], face: str, body: bytes) -> None:
+    """Through ``OpenAILike`` the client's decoder error was taken for an unparseable *model*
+    reply: the role fell to its text parser and DF-RAG scored that lambda 0 (seen in the soak)."""
+    from diverse_core.llm import Message, OutputSchema, RoleRequest
+
+    url, handler = server
+    if face == "langchain":
+        pytest.importorskip("langchain_openai", reason="pip install langchain-openai")
+        from langchain_diverse.llm import as_backend
+        from langchain_openai import ChatOpenAI
+
+        backend = as_backend(ChatOpenAI(model="m", base_url=url, api_key="EMPTY", max_retries=0))
+    else:
+        pytest.importorskip("llama_index.llms.openai_like", reason="pip install llama-index-llms-openai-like")
+        from llama_index.llms.openai_like import OpenAILike
+        from llamaindex_diverse.llm import as_backend as li_backend
+
+        backend = li_backend(OpenAILike(model="m", api_base=url, api_key="EMPTY", is_chat_model=True,
+                                        max_retries=0))
+    schema = OutputSchema("rating", {"type": "object", "properties": {
+        "score": {"type": "integer", "enum": [1, 2, 3]}}, "required": ["score"]})
+    request = RoleRequest("judge", (Message("user", "rate it"),), schema, "rate it")
+    handler.faults[:] = [body]
+    out = ManagedLLM(backend, max_retries=1, backoff_base=0.0).complete_role(request)
+    assert out.path == "structured" and out.value == {"score": 3} and not out.problems
+    assert out.attempts == 2 and handler.requests == 2

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .base import Completion
+from .errors import unreadable_reply
 from .loops import serves_running_loop
 from .structured import STRUCTURED_METHODS, StructuredOutputUnsupported, refusal_from_error
 
@@ -103,7 +104,17 @@ class FrameworkAdapter:
         refused = refusal_from_error(exc, method)
         if refused is not None:
             raise refused from exc
+        self._raise_unreadable(exc)
         raise exc
+
+    @staticmethod
+    def _raise_unreadable(exc: Exception) -> None:
+        """Raise :class:`~diverse_core.llm.errors.MalformedReplyError` (retried) when ``exc`` is
+        the HTTP client failing to decode the reply body, not the framework failing to parse
+        the model's text (see :func:`~diverse_core.llm.errors.unreadable_reply`)."""
+        unreadable = unreadable_reply(exc)
+        if unreadable is not None:
+            raise unreadable from exc
 
     def _settled(self, out: Any, method: str, start: float) -> Completion:
         """How a structured call that returned ends: ``method`` has proved itself; the reply."""

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 __all__ = ["LLMError", "LLMTimeoutError", "TransientLLMError", "MalformedReplyError", "is_transient",
-           "retry_after"]
+           "retry_after", "unreadable_reply"]
 
 
 class LLMError(RuntimeError):
@@ -86,6 +86,8 @@ _TRANSIENT_NAMES = {
     "JSONDecodeError", "APIResponseValidationError",
 }
 _UNREADABLE_NAMES = {"JSONDecodeError", "APIResponseValidationError"}
+#: Packages that read HTTP replies: a decoder error raised inside one is about the reply's body.
+_HTTP_CLIENTS = ("openai", "httpx", "httpcore", "requests", "aiohttp", "anthropic")
 # Subclasses of the above that retrying cannot fix (TLS/certificate, malformed URL).
 _PERMANENT_NAMES = {
     "SSLError", "ClientSSLError", "ClientConnectorSSLError", "ClientConnectorCertificateError",
@@ -149,6 +151,31 @@ def is_transient(exc: BaseException) -> bool:
     if status is not None:
         return status in _TRANSIENT_STATUS or 500 <= status < 600
     return bool(names & _TRANSIENT_NAMES)
+
+
+def unreadable_reply(exc: BaseException) -> MalformedReplyError | None:
+    """``exc`` as a :class:`MalformedReplyError` when an HTTP client raised it while decoding a
+    reply body (a 200 cut short or not JSON), else ``None``. Told apart from a framework failing
+    to parse the *model's* text (also a ``ValueError``, handed to the role's text parser) by
+    where it was raised: inside an HTTP client package (``openai``, ``httpx``, ...).
+
+    Example:
+        >>> unreadable_reply(ValueError("not a reply")) is None
+        True
+    """
+    if isinstance(exc, MalformedReplyError):
+        return exc
+    if not _mro_names(exc) & _UNREADABLE_NAMES:
+        return None
+    tb = exc.__traceback__
+    while tb is not None:
+        module = str(tb.tb_frame.f_globals.get("__name__", ""))
+        if module.split(".", 1)[0] in _HTTP_CLIENTS:
+            err = MalformedReplyError(f"the server's reply is not a JSON completion: {type(exc).__name__}: {exc}")
+            err.__cause__ = exc
+            return err
+        tb = tb.tb_next
+    return None
 
 
 def _header(headers: object, name: str) -> object:
