@@ -45,7 +45,6 @@ import threading
 import time
 import urllib.request
 from collections import Counter
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -109,6 +108,7 @@ class _Server:
     rates: dict[str, float] = {}
     hang_seconds = 3.0
     echo = True
+    hang_all = False
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -124,9 +124,12 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802 - http.server's name
         data = self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}"
         if self.path.endswith("/control"):
-            _Server.faults = bool(json.loads(data)["faults"])
+            command = json.loads(data)
+            _Server.faults, _Server.hang_all = bool(command["faults"]), bool(command.get("hang_all"))
             self._send(200, b"{}")
             return
+        if _Server.hang_all:
+            time.sleep(30.0)
         body = json.loads(data)
         fault = None
         if _Server.faults:
@@ -303,9 +306,39 @@ def request(clients: Clients, pipeline: str, client: str, corpus: str, mode: str
     return next(v for k, v in response.metadata.items() if k.endswith("_result") or k == "result")
 
 
-def control(url: str, faults: bool) -> None:
-    req = urllib.request.Request(url + "/control", data=json.dumps({"faults": faults}).encode(), method="POST")
+def control(url: str, faults: bool, hang_all: bool = False) -> None:
+    req = urllib.request.Request(url + "/control", data=json.dumps({"faults": faults, "hang_all": hang_all}).encode(),
+                                 method="POST")
     urllib.request.urlopen(req, timeout=10).read()
+
+
+def first_arun_overshoot(url: str, limit: float = 0.3) -> float:
+    """How far ``asyncio.wait_for(arun(), limit)`` overshoots ``limit`` on the process's first
+    ``arun()`` (``openai`` not imported yet) against a server that never answers."""
+    assert "openai" not in sys.modules, "run before anything imports openai"
+    from diverse_core.llm import OpenAILLM
+    from diverse_core.pipelines import InMemorySource
+    from diverse_core.pipelines.dfrag import DFRAG
+
+    control(url, False, hang_all=True)
+    source = InMemorySource(CORPUS, embedder=embed)
+    source.embed(CORPUS)  # the corpus vectors: not what this measures
+    llm = OpenAILLM(model="soak", base_url=url)
+    pipe = DFRAG(llm, k=3, timeout=30.0)
+
+    async def first() -> float:
+        start = time.perf_counter()
+        try:
+            await asyncio.wait_for(pipe.arun(QUESTION, source), limit)
+        except asyncio.TimeoutError:
+            pass
+        return time.perf_counter() - start - limit
+
+    try:
+        return asyncio.run(first())
+    finally:
+        llm.close()
+        control(url, True)
 
 
 def main() -> None:
@@ -345,6 +378,7 @@ def main() -> None:
 
 def soak(args: argparse.Namespace, url: str) -> dict[str, Any]:
     policy = {"timeout": args.call_timeout, "max_retries": args.max_retries}
+    first_overshoot = first_arun_overshoot(url)
     clients = Clients(url, args.big_bytes, args.call_timeout)
     combos = list(itertools.product(args.pipelines, args.clients, ("small", "big"), ("sync", "async")))
     # the verdicts each combination gives against the fault-free server (warm-up, too)
@@ -364,7 +398,7 @@ def soak(args: argparse.Namespace, url: str) -> dict[str, Any]:
     stats: dict[str, Any] = {
         "done": 0, "errors": Counter(), "untyped": Counter(), "flips": Counter(), "timeouts": 0,
         "overshoot": 0.0, "checked": Counter(), "samples": [], "per": Counter(), "slowest_sync": 0.0,
-        "untyped_examples": [], "flip_examples": [],
+        "untyped_examples": [], "flip_examples": [], "first_overshoot": first_overshoot,
     }
     lock = threading.Lock()
     queue = iter(enumerate(plan))
@@ -463,6 +497,7 @@ def print_report(args: argparse.Namespace, s: dict[str, Any]) -> None:
     print(f"| untyped errors | {untyped} |")
     print(f"| async requests past their wait_for ({args.request_timeout} s) | {s['timeouts']} |")
     print(f"| largest overshoot over wait_for | {s['overshoot']:.3f} s |")
+    print(f"| the process's first arun() under wait_for(0.3 s): overshoot | {s['first_overshoot']:.3f} s |")
     print(f"| slowest synchronous request | {s['slowest_sync']:.2f} s |")
     print(f"| runs checked for flipped verdicts | {checked} |")
     print(f"| flipped verdicts | {flips} |")
