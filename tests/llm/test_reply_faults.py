@@ -119,18 +119,22 @@ def test_a_langchain_parser_error_degrades_to_the_text_path() -> None:
     from langchain_core.exceptions import OutputParserException
     from langchain_core.language_models import FakeListChatModel
     from langchain_core.runnables import RunnableLambda
+
     from langchain_diverse.llm import LangChainLLM
 
-    class Unparsed(FakeListChatModel):
-        def with_structured_output(self, schema: Any, *, method: str = "json_schema",
-                                   include_raw: bool = False, **kwargs: Any) -> Any:
-            def fail(_: Any) -> Any:
-                raise OutputParserException("Invalid json output: Total Score: 3", llm_output=reply)
+    def unparsed(quoted: str) -> Any:
+        class Unparsed(FakeListChatModel):
+            def with_structured_output(self, schema: Any, *, method: str = "json_schema",
+                                       include_raw: bool = False, **kwargs: Any) -> Any:
+                def fail(_: Any) -> Any:
+                    raise OutputParserException("Invalid json output: Total Score: 3", llm_output=quoted)
 
-            return RunnableLambda(fail)
+                return RunnableLambda(fail)
 
-    for reply in ("1) Who wrote Dracula?\nTotal Score: 3", ""):  # with the reply quoted, and without
-        model = Unparsed(responses=["1) Who wrote Dracula?\n2) Where was he born?\nTotal Score: 3\nAnswer: Dublin"])
+        return Unparsed(responses=["1) Who wrote Dracula?\n2) Where was he born?\nTotal Score: 3\nAnswer: Dublin"])
+
+    for quoted in ("1) Who wrote Dracula?\nTotal Score: 3", ""):  # with the reply quoted, and without
+        model = unparsed(quoted)
         result = DFRAG(LangChainLLM(model), k=2, lambdas=[0.2, 0.8], max_retries=0).run(
             "Where was the author of Dracula born?", source())
         assert result.documents and result.warnings, result.warnings
@@ -160,13 +164,15 @@ def test_a_framework_models_unreadable_200_is_retried_on_the_structured_path(
     url, handler = server
     if face == "langchain":
         pytest.importorskip("langchain_openai", reason="pip install langchain-openai")
-        from langchain_diverse.llm import as_backend
         from langchain_openai import ChatOpenAI
+
+        from langchain_diverse.llm import as_backend
 
         backend = as_backend(ChatOpenAI(model="m", base_url=url, api_key="EMPTY", max_retries=0))
     else:
         pytest.importorskip("llama_index.llms.openai_like", reason="pip install llama-index-llms-openai-like")
         from llama_index.llms.openai_like import OpenAILike
+
         from llamaindex_diverse.llm import as_backend as li_backend
 
         backend = li_backend(OpenAILike(model="m", api_base=url, api_key="EMPTY", is_chat_model=True,

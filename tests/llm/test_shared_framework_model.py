@@ -40,9 +40,10 @@ def base_url() -> Iterator[str]:
 
 
 def _langchain_retriever(face: str, model: Any) -> Any:
-    import langchain_diverse
     from langchain_core.embeddings import Embeddings
     from langchain_core.vectorstores import InMemoryVectorStore
+
+    import langchain_diverse
 
     class Hash(Embeddings):
         def embed_documents(self, texts: list[str]) -> list[list[float]]:
@@ -59,9 +60,10 @@ def _langchain_retriever(face: str, model: Any) -> Any:
 
 
 def _llamaindex_retriever(face: str, llm: Any) -> Any:
-    import llamaindex_diverse
     from llama_index.core import Document, VectorStoreIndex
     from llama_index.core.embeddings import BaseEmbedding
+
+    import llamaindex_diverse
 
     class Hash(BaseEmbedding):
         def _get_text_embedding(self, text: str) -> list[float]:

@@ -25,6 +25,7 @@ def _langchain_answers(server: LlamaCppServer) -> list[dict[str, Any]]:
     chat_openai = pytest.importorskip("langchain_openai", reason="pip install langchain-openai").ChatOpenAI
     from langchain_core.embeddings import Embeddings
     from langchain_core.vectorstores import InMemoryVectorStore
+
     from langchain_diverse import DRRAGRetriever
 
     class Hash(Embeddings):
@@ -50,6 +51,7 @@ def _llamaindex_answers(server: LlamaCppServer) -> list[Any]:
                                       reason="pip install llama-index-llms-openai-like").OpenAILike
     from llama_index.core import Document, VectorStoreIndex
     from llama_index.core.embeddings import BaseEmbedding
+
     from llamaindex_diverse import DRRAGQueryEngine, DRRAGRetriever
 
     class Hash(BaseEmbedding):

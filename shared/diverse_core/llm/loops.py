@@ -30,7 +30,6 @@ import contextvars
 import threading
 import weakref
 from collections.abc import Iterator
-from typing import Any
 
 __all__ = ["private_loop", "on_private_loop", "serves_running_loop"]
 
