@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 from .base import Completion
 from .errors import MalformedReplyError
+from .loops import on_private_loop
 from .structured import (
     STRUCTURED_METHODS,
     Message,
@@ -185,13 +186,16 @@ class OpenAILLM:
     async def _aclient(self) -> Any:
         """:attr:`async_client` for the running loop, whose first use in a loop imports the
         ``openai`` package and builds the client in a worker thread (seconds on a cold start):
-        the loop keeps serving other tasks meanwhile, so a caller's timeout stays on time."""
+        the loop keeps serving other tasks meanwhile, so a caller's timeout stays on time. On a
+        synchronous run's own loop it is built right there (no thread per run)."""
         if self._async_client is not None:
             return self._async_client
         loop = asyncio.get_running_loop()
         found = self._loop_client(loop)
         if found is not None:
             return found
+        if on_private_loop():  # a synchronous run's own loop: nobody else waits on it
+            return self._register(loop, self._new_async_client())
         client = await asyncio.to_thread(self._new_async_client)
         return self._register(loop, client)
 
