@@ -15,6 +15,7 @@ from http.server import ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from framework_embeddings import langchain_embeddings, llamaindex_embedding
 from http_fakes import SchemaServer
 from structured_fakes import CORPUS, hash_embed
 
@@ -40,19 +41,11 @@ def base_url() -> Iterator[str]:
 
 
 def _langchain_retriever(face: str, model: Any) -> Any:
-    from langchain_core.embeddings import Embeddings
     from langchain_core.vectorstores import InMemoryVectorStore
 
     import langchain_diverse
 
-    class Hash(Embeddings):
-        def embed_documents(self, texts: list[str]) -> list[list[float]]:
-            return hash_embed(texts).tolist()
-
-        def embed_query(self, text: str) -> list[float]:
-            return hash_embed([text])[0].tolist()
-
-    store = InMemoryVectorStore(Hash())
+    store = InMemoryVectorStore(langchain_embeddings(hash_embed))
     store.add_texts(CORPUS)
     options = {k: v for k, v in SMALL[face].items() if k != "generate"}
     return getattr(langchain_diverse, face)(llm=model, vectorstore=store, k=3, fetch_k=8, max_retries=0,
@@ -61,21 +54,10 @@ def _langchain_retriever(face: str, model: Any) -> Any:
 
 def _llamaindex_retriever(face: str, llm: Any) -> Any:
     from llama_index.core import Document, VectorStoreIndex
-    from llama_index.core.embeddings import BaseEmbedding
 
     import llamaindex_diverse
 
-    class Hash(BaseEmbedding):
-        def _get_text_embedding(self, text: str) -> list[float]:
-            return hash_embed([text])[0].tolist()
-
-        def _get_query_embedding(self, query: str) -> list[float]:
-            return self._get_text_embedding(query)
-
-        async def _aget_query_embedding(self, query: str) -> list[float]:
-            return self._get_text_embedding(query)
-
-    model = Hash(model_name="hash")
+    model = llamaindex_embedding(hash_embed)
     index = VectorStoreIndex.from_documents([Document(text=t) for t in CORPUS], embed_model=model)
     options = {k: v for k, v in SMALL[face].items() if k != "generate"}
     return getattr(llamaindex_diverse, face)(index, llm=llm, embed_model=model, k=3, fetch_k=8, max_retries=0,

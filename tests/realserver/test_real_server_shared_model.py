@@ -8,11 +8,19 @@ question) keeps the suite's budget; the four pipelines against a fake keep-alive
 from __future__ import annotations
 
 import asyncio
+import importlib.util
+from pathlib import Path
 from typing import Any
 
 import pytest
 from diverse_core.llm.server import LlamaCppServer
 from tiny_corpus import PASSAGES, QUESTION, hash_embedder
+
+_spec = importlib.util.spec_from_file_location(
+    "framework_embeddings", Path(__file__).resolve().parents[1] / "llm" / "framework_embeddings.py")
+assert _spec is not None and _spec.loader is not None
+framework_embeddings = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(framework_embeddings)
 
 pytestmark = pytest.mark.real_server
 
