@@ -260,6 +260,22 @@ class LangChainLLM(FrameworkAdapter):
                 raise StructuredOutputUnsupported(method, "the reply held no tool call")
         return Completion(text, p, c, time.perf_counter() - start)
 
+    def _failed(self, exc: Exception, method: str, start: float) -> Completion:
+        """A reply the structured runnable's parser refused (``OutputParserException``, e.g. a
+        model's own ``with_structured_output`` that parses without ``include_raw``) is not a
+        failed call: the reply it quotes (``llm_output``) goes on, so the core flags it and the
+        role's text parser reads it (a run warning); without one, ``method`` counts as unusable
+        for this model and the call steps down to the next method or the text prompt (a run
+        warning too). Anything else as :meth:`FrameworkAdapter._failed`."""
+        from langchain_core.exceptions import OutputParserException
+
+        if isinstance(exc, OutputParserException):
+            reply = getattr(exc, "llm_output", None)
+            if isinstance(reply, str) and reply.strip():
+                return Completion(reply, latency=time.perf_counter() - start)
+            raise StructuredOutputUnsupported(method, f"its output parser failed: {str(exc)[:200]}") from exc
+        return super()._failed(exc, method, start)
+
     def complete_structured(self, messages: Sequence[Message], schema: OutputSchema, *, method: str,
                             callbacks: Any = None, tags: Any = None, **kwargs: Any) -> Completion:
         """One structured call through ``with_structured_output`` (see the class docstring).

@@ -197,9 +197,11 @@ class LlamaIndexLLM(FrameworkAdapter):
 
     def _failed(self, exc: Exception, method: str, start: float) -> Completion:
         """A refusal is raised as such; a reply the integration could not parse: its message
-        (which quotes the reply) goes on, so the core flags it and the role's text parser reads it."""
+        (which quotes the reply) goes on, so the core flags it and the role's text parser reads it;
+        a reply body the HTTP client could not decode is retried (``MalformedReplyError``)."""
         if refusal_from_error(exc, method) is not None or not isinstance(exc, (ValueError, TypeError)):
             return super()._failed(exc, method, start)
+        self._raise_unreadable(exc)
         if isinstance(exc, ValidationError):
             # pydantic's JSON errors carry the whole reply as their input: hand it on whole (its
             # message truncates it), so the core's decoder reads what pydantic refused (e.g. a raw

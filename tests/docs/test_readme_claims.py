@@ -73,7 +73,7 @@ def test_the_drrag_example_finds_its_stage2_document_only_with_titles() -> None:
     for docs, stage2 in ((titled, ["3"]), ([t.split(": ", 1)[1] for t in titled], [])):
         res = DRRAG(None, k=3, fill=True).run(question, InMemorySource(docs), generate=False)
         assert [d.id for d in res.documents if d.reason["stage"] == 2] == stage2
-        assert bool(res.warnings) == (not stage2)  # the untitled run says why
+        assert bool(res.notes) == (not stage2)  # the untitled run says why (a note: ok stays true)
 
 
 def test_the_swap_example_differs_by_the_weight_not_the_formula() -> None:

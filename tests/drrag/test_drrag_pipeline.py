@@ -176,10 +176,19 @@ def test_drrag_says_when_the_shipped_classifier_has_no_titles_to_read(mode):
 
     q = "Where was the singer of Ruleta born?"
     res = DRRAG(k=3, mode=mode).run(q, InMemorySource(UNTITLED, _letters), generate=False)
-    assert res.warnings == (UNTITLED_WARNING.format(n=4),)
+    # untitled passages are a normal input: a note, not a warning, so ok stays a health signal
+    assert res.notes == (UNTITLED_WARNING.format(n=4),) and res.warnings == () and res.ok
+    assert any(e.stage == "note" for e in res.trace)
     titled = [f"{t.split()[0]}: {t}" for t in UNTITLED]
-    assert DRRAG(k=3, mode=mode).run(q, InMemorySource(titled, _letters), generate=False).warnings == ()
+    assert DRRAG(k=3, mode=mode).run(q, InMemorySource(titled, _letters), generate=False).notes == ()
     # QDC reads no classifier; a classifier of one's own may read anything
-    assert DRRAG(k=3, mode="qdc").run(q, InMemorySource(UNTITLED, _letters), generate=False).warnings == ()
+    assert DRRAG(k=3, mode="qdc").run(q, InMemorySource(UNTITLED, _letters), generate=False).notes == ()
     own = DRRAG(k=3, mode=mode, classifier=lambda qq, a, b: 0.9)
-    assert own.run(q, InMemorySource(UNTITLED, _letters), generate=False).warnings == ()
+    assert own.run(q, InMemorySource(UNTITLED, _letters), generate=False).notes == ()
+
+
+def test_drrag_ok_is_false_when_something_failed():
+    """ok is a health signal: untitled passages leave it true, an empty answer makes it false."""
+    q = "Where was the singer of Ruleta born?"
+    res = DRRAG(lambda p: "  ", k=3).run(q, InMemorySource(UNTITLED, _letters), generate=True)
+    assert not res.ok and res.warnings == ("generator: the answer is empty",)

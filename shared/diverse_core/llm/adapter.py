@@ -17,6 +17,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .base import Completion
+from .errors import unreadable_reply
+from .loops import serves_running_loop
 from .structured import STRUCTURED_METHODS, StructuredOutputUnsupported, refusal_from_error
 
 __all__ = ["FrameworkAdapter"]
@@ -30,6 +32,13 @@ class FrameworkAdapter:
         native_async: read by :class:`~diverse_core.llm.ManagedLLM`: ``False`` runs
             ``complete`` in its own daemon pool for async calls too, so a hung call is abandoned
             at its timeout.
+
+    **One model, many loops.** A framework model's async client keeps its pooled connections on
+    the loop that opened them, and one model is usually shared by every retriever and request
+    of a service. So the model's async API serves only the first event loop that calls it
+    through this library (never a synchronous ``run()``'s private loop); any other loop gets
+    the model's synchronous API in :class:`~diverse_core.llm.ManagedLLM`'s worker threads
+    (see :meth:`serves_running_loop`). No call then meets a connection left on another loop.
 
     Example:
         >>> class Echo(FrameworkAdapter):
@@ -61,9 +70,15 @@ class FrameworkAdapter:
                              f"got structured_methods={structured_methods!r}")
         self.structured_methods = tuple(methods)
         self.native_async = native(model)
+        self._loop_owner = _unwrapped(model)  # whose async client the async calls use
         self._lock = threading.Lock()
         self._proven: set[str] = set()  # structured methods that returned a reply once
         self._quiet: Any = None  # the model without its client's retries (built on first probe)
+
+    def serves_running_loop(self) -> bool:
+        """Whether the model's async API may serve a call on the running loop (read by
+        :class:`~diverse_core.llm.ManagedLLM`; see :func:`diverse_core.llm.loops.serves_running_loop`)."""
+        return serves_running_loop(self._loop_owner)
 
     def _check_method(self, method: str) -> None:
         """Refuse a structured method this adapter was not set up to try."""
@@ -89,7 +104,17 @@ class FrameworkAdapter:
         refused = refusal_from_error(exc, method)
         if refused is not None:
             raise refused from exc
+        self._raise_unreadable(exc)
         raise exc
+
+    @staticmethod
+    def _raise_unreadable(exc: Exception) -> None:
+        """Raise :class:`~diverse_core.llm.errors.MalformedReplyError` (retried) when ``exc`` is
+        the HTTP client failing to decode the reply body, not the framework failing to parse
+        the model's text (see :func:`~diverse_core.llm.errors.unreadable_reply`)."""
+        unreadable = unreadable_reply(exc)
+        if unreadable is not None:
+            raise unreadable from exc
 
     def _settled(self, out: Any, method: str, start: float) -> Completion:
         """How a structured call that returned ends: ``method`` has proved itself; the reply."""
@@ -99,3 +124,14 @@ class FrameworkAdapter:
     def _reply(self, out: Any, method: str, start: float) -> Completion:
         """The framework's reply as a :class:`Completion` (the adapter implements it)."""
         raise NotImplementedError
+
+
+def _unwrapped(model: Any) -> Any:
+    """The model inside bindings (LangChain's ``model.bind(...)`` keeps it as ``bound``), so every
+    binding of one model shares its loop."""
+    for _ in range(16):
+        inner = getattr(model, "bound", None)
+        if inner is None or inner is model:
+            break
+        model = inner
+    return model

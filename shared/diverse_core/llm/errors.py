@@ -15,7 +15,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["LLMError", "LLMTimeoutError", "TransientLLMError", "is_transient", "retry_after"]
+__all__ = ["LLMError", "LLMTimeoutError", "TransientLLMError", "MalformedReplyError", "is_transient",
+           "retry_after", "unreadable_reply"]
 
 
 class LLMError(RuntimeError):
@@ -56,6 +57,17 @@ class TransientLLMError(LLMError):
     """A failure worth retrying; backends may raise it to opt into retries explicitly."""
 
 
+class MalformedReplyError(TransientLLMError):
+    """The server answered (often HTTP 200) with a body that is no completion: cut short, not
+    JSON, or JSON of another shape. Retried like a 5xx: a proxy or an overloaded server sends
+    such replies now and then.
+
+    Example:
+        >>> is_transient(MalformedReplyError("the reply body is not JSON"))
+        True
+    """
+
+
 _TRANSIENT_STATUS = {408, 409, 425, 429}
 # Class names (anywhere in the MRO) of retryable errors of common clients.
 _TRANSIENT_NAMES = {
@@ -70,7 +82,12 @@ _TRANSIENT_NAMES = {
     # aiohttp
     "ClientConnectionError", "ClientConnectorError", "ClientOSError", "ServerDisconnectedError",
     "ServerTimeoutError", "ServerConnectionError", "ClientPayloadError",
+    # a 200 whose body the client could not read (a JSON decoder's error, openai's strict check)
+    "JSONDecodeError", "APIResponseValidationError",
 }
+_UNREADABLE_NAMES = {"JSONDecodeError", "APIResponseValidationError"}
+#: Packages that read HTTP replies: a decoder error raised inside one is about the reply's body.
+_HTTP_CLIENTS = ("openai", "httpx", "httpcore", "requests", "aiohttp", "anthropic")
 # Subclasses of the above that retrying cannot fix (TLS/certificate, malformed URL).
 _PERMANENT_NAMES = {
     "SSLError", "ClientSSLError", "ClientConnectorSSLError", "ClientConnectorCertificateError",
@@ -112,7 +129,9 @@ def is_transient(exc: BaseException) -> bool:
     timeout errors of ``requests``, ``httpx``, ``aiohttp``, ``openai``, matched by class name
     along the MRO, so subclasses count), and HTTP 408/409/425/429 or any 5xx, read from
     ``status_code`` / ``status`` / ``http_status`` / ``code`` (int or numeric string) on the
-    error or on its ``response``. TLS/certificate and malformed-URL errors are never retried.
+    error or on its ``response``; a reply body that could not be read (a JSON decoder's error,
+    ``openai.APIResponseValidationError``, :class:`MalformedReplyError`), whatever its status.
+    TLS/certificate and malformed-URL errors are never retried.
 
     Example:
         >>> class RateLimited(Exception):
@@ -126,10 +145,37 @@ def is_transient(exc: BaseException) -> bool:
     if isinstance(exc, (TransientLLMError, TimeoutError, asyncio.TimeoutError,
                         concurrent.futures.TimeoutError, ConnectionError)):
         return True
+    if names & _UNREADABLE_NAMES:  # a body that could not be read, whatever its status said
+        return True
     status = _status_code(exc)
     if status is not None:
         return status in _TRANSIENT_STATUS or 500 <= status < 600
     return bool(names & _TRANSIENT_NAMES)
+
+
+def unreadable_reply(exc: BaseException) -> MalformedReplyError | None:
+    """``exc`` as a :class:`MalformedReplyError` when an HTTP client raised it while decoding a
+    reply body (a 200 cut short or not JSON), else ``None``. Told apart from a framework failing
+    to parse the *model's* text (also a ``ValueError``, handed to the role's text parser) by
+    where it was raised: inside an HTTP client package (``openai``, ``httpx``, ...).
+
+    Example:
+        >>> unreadable_reply(ValueError("not a reply")) is None
+        True
+    """
+    if isinstance(exc, MalformedReplyError):
+        return exc
+    if not _mro_names(exc) & _UNREADABLE_NAMES:
+        return None
+    tb = exc.__traceback__
+    while tb is not None:
+        module = str(tb.tb_frame.f_globals.get("__name__", ""))
+        if module.split(".", 1)[0] in _HTTP_CLIENTS:
+            err = MalformedReplyError(f"the server's reply is not a JSON completion: {type(exc).__name__}: {exc}")
+            err.__cause__ = exc
+            return err
+        tb = tb.tb_next
+    return None
 
 
 def _header(headers: object, name: str) -> object:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import functools
 import logging
 import random
@@ -230,6 +231,9 @@ class ManagedLLM(UsageMeter, CallPolicy, StructuredNegotiation):
         with self._lock:
             if self._executor is None:
                 self._executor = DaemonPool(self.max_concurrency or _POOL_CAP, "diverse-rag-llm")
+                # a wrapper built per request (a pipeline per request) lets its idle workers end
+                # when it is dropped, not 10 s later (a busy service would pile them up)
+                weakref.finalize(self, self._executor.close)
             return self._executor
 
     def _call_backend(self, invoke: Callable[[], object]) -> Completion:
@@ -271,10 +275,18 @@ class ManagedLLM(UsageMeter, CallPolicy, StructuredNegotiation):
         result: Completion = fut.result()
         return result
 
+    def _native_here(self) -> bool:
+        """Whether the backend's own async API may serve a call on the running loop: a backend
+        whose async client belongs to one loop says so with ``serves_running_loop()`` (the
+        framework adapters: not on a synchronous run's private loop, nor on a loop other than
+        the first that used the model); the others always may."""
+        check = getattr(self.inner, "serves_running_loop", None)
+        return bool(check()) if callable(check) else True
+
     async def _attempt_async(self, job: _Job, call: _Call) -> Completion:
         call.tries += 1
         limit = self._limit(call.deadline)
-        if job.native is not None:
+        if job.native is not None and self._native_here():
             self._received(call)
             start = time.perf_counter()
             coro = job.native()
@@ -289,8 +301,9 @@ class ManagedLLM(UsageMeter, CallPolicy, StructuredNegotiation):
             latency = time.perf_counter() - start
             return Completion(out.text, out.prompt_tokens, out.completion_tokens, latency)
         pool = self._pool()
+        context = contextvars.copy_context()  # the caller's tracing context goes with the call
         fut = pool.submit(
-            self._call_backend, job.sync, on_start=functools.partial(self._received, call)
+            context.run, self._call_backend, job.sync, on_start=functools.partial(self._received, call)
         )
         try:
             done = await self._wait_for_job(fut, limit)

@@ -5,18 +5,22 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import copy
+import json
 import os
 import threading
 import time
 import weakref
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
 
 from .base import Completion
+from .errors import MalformedReplyError
+from .loops import on_private_loop
 from .structured import (
     STRUCTURED_METHODS,
     Message,
@@ -173,15 +177,47 @@ class OpenAILLM:
             loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
             loop = None
+        if loop is None:
+            self._check_open()
+            return self._new_async_client()  # nothing here keeps it: the caller closes it
+        found = self._loop_client(loop)
+        return found if found is not None else self._register(loop, self._new_async_client())
+
+    async def _aclient(self) -> Any:
+        """:attr:`async_client` for the running loop, whose first use in a loop imports the
+        ``openai`` package and builds the client in a worker thread (seconds on a cold start):
+        the loop keeps serving other tasks meanwhile, so a caller's timeout stays on time. On a
+        synchronous run's own loop it is built right there (no thread per run)."""
+        if self._async_client is not None:
+            return self._async_client
+        loop = asyncio.get_running_loop()
+        found = self._loop_client(loop)
+        if found is not None:
+            return found
+        if on_private_loop():  # a synchronous run's own loop: nobody else waits on it
+            return self._register(loop, self._new_async_client())
+        client = await asyncio.to_thread(self._new_async_client)
+        return self._register(loop, client)
+
+    def _new_async_client(self) -> Any:
+        openai = _import_openai()
+        return openai.AsyncOpenAI(base_url=self._base_url, api_key=self._api_key, max_retries=0)
+
+    def _loop_client(self, loop: asyncio.AbstractEventLoop) -> Any:
+        """The client already registered for ``loop`` (``None``: none yet)."""
         with self._clients_lock:
             self._check_open()
-            entry = self._loop_clients.get(loop) if loop is not None else None
+            entry = self._loop_clients.get(loop)
+            return None if entry is None else entry.client
+
+    def _register(self, loop: asyncio.AbstractEventLoop, client: Any) -> Any:
+        """Keep ``client`` as ``loop``'s (closed when the loop ends) and return it; when another
+        task of the loop registered one first, that one is returned and ``client`` dropped."""
+        with self._clients_lock:
+            self._check_open()
+            entry = self._loop_clients.get(loop)
             if entry is not None:
-                return entry.client
-            openai = _import_openai()
-            client = openai.AsyncOpenAI(base_url=self._base_url, api_key=self._api_key, max_retries=0)
-            if loop is None:
-                return client
+                return entry.client  # ``client`` opened no connection: nothing to close
             # a client holds its loop, so entries go when their loop ends, not by weak reference;
             # loops closed without shutting their generators down are dropped here
             for done in [lp for lp in self._loop_clients if lp.is_closed()]:
@@ -303,7 +339,7 @@ class OpenAILLM:
 
     @staticmethod
     def _structured_parse(resp: Any, method: str, start: float) -> Completion:
-        message = resp.choices[0].message
+        message = _first_choice(resp).message
         text = message.content or ""
         if method == "tool_calling":
             calls = getattr(message, "tool_calls", None) or []
@@ -328,7 +364,7 @@ class OpenAILLM:
         """
         start = time.perf_counter()
         body = self._structured_request(messages, schema, method, kwargs)
-        with refusals_raised(method):
+        with refusals_raised(method), _readable():
             resp = self._probe(self.client, method).chat.completions.create(**body)
         return self._proved(self._structured_parse(resp, method, start), method)
 
@@ -337,8 +373,9 @@ class OpenAILLM:
         """Asynchronous :meth:`complete_structured` with ``AsyncOpenAI``."""
         start = time.perf_counter()
         body = self._structured_request(messages, schema, method, kwargs)
-        with refusals_raised(method):
-            resp = await self._probe(self.async_client, method).chat.completions.create(**body)
+        client = await self._aclient()
+        with refusals_raised(method), _readable():
+            resp = await self._probe(client, method).chat.completions.create(**body)
         return self._proved(self._structured_parse(resp, method, start), method)
 
     def _probe(self, client: Any, method: str) -> Any:
@@ -355,7 +392,7 @@ class OpenAILLM:
         return out
 
     def _parse(self, resp: Any, start: float) -> Completion:
-        choice = resp.choices[0]
+        choice = _first_choice(resp)
         text = choice.message.content if self.chat else choice.text
         usage = getattr(resp, "usage", None)
         return Completion(
@@ -369,17 +406,48 @@ class OpenAILLM:
         """One request; ``kwargs`` override request fields (e.g. ``max_tokens``)."""
         start = time.perf_counter()
         api = self.client.chat.completions if self.chat else self.client.completions
-        return self._parse(api.create(**self._request(prompt, kwargs)), start)
+        with _readable():
+            return self._parse(api.create(**self._request(prompt, kwargs)), start)
 
     async def acomplete(self, prompt: str, **kwargs: Any) -> Completion:
         """Asynchronous :meth:`complete` with ``AsyncOpenAI``."""
         start = time.perf_counter()
-        client = self.async_client
+        client = await self._aclient()
         api = client.chat.completions if self.chat else client.completions
-        return self._parse(await api.create(**self._request(prompt, kwargs)), start)
+        with _readable():
+            return self._parse(await api.create(**self._request(prompt, kwargs)), start)
 
     def __repr__(self) -> str:
         return f"OpenAILLM(model={self.model!r}, base_url={self._base_url!r})"
+
+
+@contextlib.contextmanager
+def _readable() -> Iterator[None]:
+    """A reply body the client could not decode (a 200 cut short or not JSON: the client raises
+    the decoder's error, or hands the raw text on, see :func:`_first_choice`) is raised as
+    :class:`MalformedReplyError`, which is retried."""
+    try:
+        yield
+    except json.JSONDecodeError as exc:
+        raise MalformedReplyError(f"the server's reply is not a JSON completion: {exc}") from exc
+
+
+def _first_choice(resp: Any) -> Any:
+    """The reply's first choice; a body that is no completion (the client hands on the raw text
+    of a 200 whose JSON was cut short or broken; JSON without ``choices``, or a choice without
+    its message) raises :class:`MalformedReplyError`, which is retried."""
+    if isinstance(resp, (str, bytes)):
+        shown = resp[:80] if isinstance(resp, str) else resp[:80].decode("utf-8", "replace")
+        raise MalformedReplyError(f"the server's reply is not a JSON completion ({len(resp)} "
+                                  f"characters, starting {shown!r})")
+    choices = getattr(resp, "choices", None)
+    if not isinstance(choices, list) or not choices:
+        raise MalformedReplyError(f"the server's reply has no choices: {type(resp).__name__} "
+                                  f"with choices={choices!r:.80}")
+    choice = choices[0]
+    if getattr(choice, "message", None) is None and getattr(choice, "text", None) is None:
+        raise MalformedReplyError("the server's reply has a choice with neither message nor text")
+    return choice
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import inspect
 import threading
 import time
@@ -13,6 +12,7 @@ from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from ..errors import InvalidParameterError
+from ..llm.loops import on_private_loop, private_loop
 from ..validation import check_k
 from .contract import Candidates, CandidateSource, ChosenDocument, PipelineResult
 from .options import Option
@@ -25,11 +25,6 @@ __all__ = ["Pipeline", "run_sync", "gather_all_or_cancel", "on_sync_run_loop", "
 
 T = TypeVar("T")
 R = TypeVar("R", bound=PipelineResult)
-
-#: The event loop that :func:`run_sync` made for one synchronous run (seen by that run's tasks).
-_SYNC_RUN_LOOP: contextvars.ContextVar[asyncio.AbstractEventLoop | None] = contextvars.ContextVar(
-    "diverse_core_sync_run_loop", default=None
-)
 
 
 def on_sync_run_loop() -> bool:
@@ -44,11 +39,7 @@ def on_sync_run_loop() -> bool:
         >>> run_sync(probe())
         True
     """
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return _SYNC_RUN_LOOP.get() is loop
+    return on_private_loop()
 
 
 async def off_loop(fn: Callable[..., T], /, *args: Any) -> T:
@@ -67,12 +58,11 @@ def _run_on_fresh_loop(coro: Any) -> Any:
     ``run_in_executor``) would hold the caller past every timeout. Its threads are let go
     (``shutdown(wait=False)`` when the loop closes) and end when their call returns."""
     loop = asyncio.new_event_loop()
-    token = _SYNC_RUN_LOOP.set(loop)  # the run's tasks copy this context
     try:
         asyncio.set_event_loop(loop)
-        return loop.run_until_complete(coro)
+        with private_loop(loop):  # the run's tasks copy this context
+            return loop.run_until_complete(coro)
     finally:
-        _SYNC_RUN_LOOP.reset(token)
         try:
             pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
             for task in pending:

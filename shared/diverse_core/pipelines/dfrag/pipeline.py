@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +25,8 @@ from .options import DFRAG_DIVERSITY, DFRAG_OPTIONS
 from .prompts import PromptSet
 from .reading import read_evaluation, read_plan
 from .result import CandidateSet, DFRAGResult
+
+_log = logging.getLogger("diverse_core")
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -314,13 +317,15 @@ class DFRAG(Pipeline[DFRAGResult]):
         if evaluated and all(cs.failed for cs in evaluated.values()):
             lambda_source = "fallback"
             lambda_star = upper_median(list(self.lambdas))
-            ctx.warn(
-                f"evaluator: all {len(evaluated)} evaluations failed or were unparseable; "
-                f"lambda={lambda_star:g} (the grid's upper median) is a fallback, not the Evaluator's choice"
-            )
+            message = (f"evaluator: all {len(evaluated)} evaluations failed or were unparseable; "
+                       f"lambda={lambda_star:g} (the grid's upper median) is a fallback, not the Evaluator's choice")
+            ctx.warn(message)
+            _log.warning("DF-RAG: %s", message)
         elif failures:
-            ctx.warn(f"evaluator: {len(failures)} of {len(self.lambdas)} lambda values failed or were "
-                     f"unparseable and scored 0: {failures}")
+            message = (f"evaluator: {len(failures)} of {len(self.lambdas)} lambda values failed or were "
+                       f"unparseable and scored 0: {failures}")
+            ctx.warn(message)
+            _log.info("DF-RAG: %s", message)
 
         best = max(scores)
         tied = tuple(lam for lam, s in zip(scored, scores, strict=True) if s == best)

@@ -57,6 +57,9 @@ class DRRAGResult(PipelineResult):
         stage2_queries: the concatenated search texts, one per stage-1 document.
         rejected: ids the classifier examined and never accepted.
         pairs_scored: classifier calls (pairs) made.
+        notes: advice about the input that is no failure (passages without titles for the
+            shipped classifier: a normal input, which costs recall); unlike ``warnings`` they
+            leave ``ok`` true, so ``ok`` stays a health signal.
     """
 
     pipeline: str = "drrag"
@@ -65,6 +68,7 @@ class DRRAGResult(PipelineResult):
     stage2_queries: tuple[str, ...] = ()
     rejected: tuple[str, ...] = ()
     pairs_scored: int = 0
+    notes: tuple[str, ...] = ()
 
 
 PairFn = Callable[[str, str, str], float]
@@ -134,7 +138,7 @@ class DRRAG(Pipeline[DRRAGResult]):
             (``"Inna: Inna is a Romanian singer..."``): its strongest features compare one
             passage's title with the other passage. On passages without titles those features
             are empty and it accepts few pairs, so CFS/CIS return mostly stage-1 documents;
-            such a run says so in ``result.warnings``.
+            such a run says so in ``result.notes`` (not a warning: ``ok`` stays true).
         threshold: accept a pair at this probability (default: the classifier's own threshold,
             chosen on held-out TRAIN pairs; 0.5 for a callable).
         fill: top the result up to ``k`` from the question's ranking (ours, not the paper's).
@@ -280,8 +284,10 @@ class DRRAG(Pipeline[DRRAGResult]):
                   rejected=[ids[i] for i in selection.rejected], pairs_scored=pairs)
         if self.mode != "qdc" and len(selection) < k and not self.fill:
             ctx.stage("note", message=f"{self.mode} returned {len(selection)} of k={k} documents (fill=False)")
+        notes: tuple[str, ...] = ()
         if self.mode != "qdc" and self.classifier is None and not any(split_title(t)[0] for t in texts):
-            ctx.warn(UNTITLED_WARNING.format(n=len(texts)))
+            notes = (UNTITLED_WARNING.format(n=len(texts)),)
+            ctx.stage("note", message=notes[0])
         payloads = {cid: (found, i) for found in (first, *hits) for i, cid in enumerate(found.ids)}
         documents = []
         for rank, pick in enumerate(selection.picks):
@@ -299,9 +305,9 @@ class DRRAG(Pipeline[DRRAGResult]):
         if generate:
             out, at = await ctx.ask_traced("generator", self.request(question, [d.text for d in documents]),
                                            stage="generate")
-            answer, notes = answer_text(out)
-            if notes:
-                ctx.annotate(at, notes=notes)
+            answer, answer_notes = answer_text(out)
+            if answer_notes:
+                ctx.annotate(at, notes=answer_notes)
             if not answer:
                 ctx.warn("generator: the answer is empty")
         return DRRAGResult(
@@ -313,6 +319,7 @@ class DRRAG(Pipeline[DRRAGResult]):
             stage2_queries=tuple(queries),
             rejected=tuple(ids[i] for i in selection.rejected),
             pairs_scored=pairs,
+            notes=notes,
             **self.finish(ctx),
         )
 

@@ -1,0 +1,94 @@
+"""Which event loop a model's asynchronous client may serve.
+
+An asynchronous HTTP client (``openai.AsyncOpenAI`` inside LangChain's ``ChatOpenAI`` or
+LlamaIndex's ``OpenAILike``) keeps its pooled connections on the event loop that opened them.
+Reused from another loop, a kept-alive connection fails ("Event loop is closed", surfacing as
+``APIConnectionError: Connection error``). Two things here keep a shared framework model off
+that path:
+
+- :func:`private_loop` / :func:`on_private_loop`: every synchronous ``pipeline.run()`` runs on
+  a loop of its own that is closed when the run ends; a model's async client must never be
+  used there (the model's synchronous API is, in a worker thread).
+- :func:`serves_running_loop`: a model's async client is bound to the first other loop that
+  calls it through this library; calls from any other loop use the synchronous API.
+
+Example:
+    >>> import asyncio
+    >>> class Model: ...
+    >>> model = Model()
+    >>> async def ask():
+    ...     return serves_running_loop(model)
+    >>> asyncio.run(ask()), asyncio.run(ask())  # bound to the first loop, not the second
+    (True, False)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import threading
+import weakref
+from collections.abc import Iterator
+
+__all__ = ["private_loop", "on_private_loop", "serves_running_loop"]
+
+#: The loop that one synchronous run made for itself (seen by that run's tasks).
+_PRIVATE: contextvars.ContextVar[asyncio.AbstractEventLoop | None] = contextvars.ContextVar(
+    "diverse_core_private_loop", default=None
+)
+
+_LOCK = threading.RLock()  # re-entrant: a finalizer may run during a collection under it
+#: id(model) -> the loop its async client belongs to. Keyed by id (framework models are pydantic
+#: objects: not hashable); an entry goes when its model is collected (``weakref.finalize``).
+_BOUND: dict[int, weakref.ReferenceType[asyncio.AbstractEventLoop]] = {}
+
+
+@contextlib.contextmanager
+def private_loop(loop: asyncio.AbstractEventLoop) -> Iterator[None]:
+    """Mark ``loop`` as one synchronous run's own loop for the code run inside the block."""
+    token = _PRIVATE.set(loop)
+    try:
+        yield
+    finally:
+        _PRIVATE.reset(token)
+
+
+def on_private_loop() -> bool:
+    """Whether the running loop is one synchronous run's own (see :func:`private_loop`)."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return _PRIVATE.get() is loop
+
+
+def serves_running_loop(model: object) -> bool:
+    """Whether ``model``'s async client may serve a call on the running loop.
+
+    ``False`` on a synchronous run's private loop, and on any loop other than the first one
+    that asked for ``model``. The binding is kept for the model's lifetime, even after that
+    loop closes: its pooled connections may still belong to it. Outside a running loop:
+    ``False``.
+    """
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    if _PRIVATE.get() is loop:
+        return False
+    with _LOCK:
+        ref = _BOUND.get(id(model))
+        if ref is None:
+            ref = _BOUND[id(model)] = weakref.ref(loop)
+            try:
+                weakref.finalize(model, _forget, id(model), ref)
+            except TypeError:  # no weak reference: the entry stays (a few bytes per model)
+                pass
+    return ref() is loop
+
+
+def _forget(key: int, ref: weakref.ReferenceType[asyncio.AbstractEventLoop]) -> None:
+    with _LOCK:
+        if _BOUND.get(key) is ref:
+            del _BOUND[key]
