@@ -13,7 +13,7 @@ once per value) and scores the picks:
   unit of it contains one of its supporting texts (:attr:`~diverse_core.eval.records.QARecord.support`;
   NaN for questions without that annotation);
 * ``all_gold``: every gold passage retrieved;
-* ``ndcg``: binary NDCG@k over the distinct retrieved passages (``ranx``);
+* ``ndcg``: binary NDCG@k over the distinct retrieved passages;
 * ``mrecall``: MRecall@k of the answer groups (ASQA);
 * ``answer_hit``: a gold answer string occurs in a chosen unit;
 * ``str_em``: for pipelines that generate (``@generate=true``), the share of the question's
@@ -297,7 +297,7 @@ def run_task(
                 res.picks.append([task.doc_ids[d] for d in ranked_docs])
                 res.info.append(info)
     ordered = [settings[k] for k in order]
-    # NDCG of every setting in one ranx call (query ids "setting|question").
+    # NDCG of every setting in one call (query ids "setting|question").
     with_gold = [i for i, g in enumerate(task.gold) if g.size]
     if with_gold:
         gold_ids = {i: [task.doc_ids[d] for d in task.gold[i].tolist()] for i in with_gold}
