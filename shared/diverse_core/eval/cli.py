@@ -41,7 +41,7 @@ from .config import (
 )
 from .protocols import PROTOCOLS
 
-__all__ = ["register", "add_arguments", "config_from_args", "run_from_args", "main", "load_plugin", "cli_errors", "OneLineParser", "check_folder"]
+__all__ = ["register", "add_arguments", "config_from_args", "run_from_args", "main", "load_plugin", "cli_errors", "OneLineParser", "check_folder", "user_model_dir"]
 
 _DEFAULT_METHOD_SPECS = " ".join(
     ("cosine" if g.method == "topk" else g.method) + ("=" + ",".join(f"{v:g}" for v in g.values) if g.values else "")
@@ -356,18 +356,28 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     return parser
 
 
+def user_model_dir() -> Path:
+    """Where ``diverse-rag train`` writes models by default: a user-writable folder, never the
+    installed package (``$XDG_DATA_HOME/diverse-rag/models``, else ``~/.local/share/diverse-rag/models``;
+    ``%LOCALAPPDATA%`` on Windows). Pass ``--out``/``--out-dir`` to write elsewhere (maintainers
+    refreshing the shipped models pass the package's ``models`` folder)."""
+    base = os.environ.get("XDG_DATA_HOME") or (os.environ.get("LOCALAPPDATA") if os.name == "nt" else None)
+    return Path(base or Path.home() / ".local" / "share") / "diverse-rag" / "models"
+
+
 def _run_train(args: argparse.Namespace) -> int:
+    prog = f"diverse-rag train {args.model}"
     if args.model == "adaptive":
         from .train_adaptive import main as train_adaptive
 
-        return train_adaptive(args.args)
+        return train_adaptive(args.args, prog=prog)
     if args.model == "learned":
         from .train_learned import main as train_learned
 
-        return train_learned(args.args)
+        return train_learned(args.args, prog=prog)
     from .train_drrag import main as train_drrag
 
-    train_drrag(args.args)
+    train_drrag(args.args, prog=prog)
     return 0
 
 
