@@ -185,10 +185,10 @@ def test_dpp_full_diversity_ignores_relevance_and_never_repeats_a_duplicate_earl
 def test_gist_known_answers() -> None:
     # lam = 0: the top-k by weight; huge lam: the diametrical pair (0, 3) in ascending order
     assert dc.select("gist", Q, C, 2, lam=0.0).indices.tolist() == [0, 1]
-    sel = dc.select("gist", Q, C, 2, lam=100.0)
+    sel = _gist(Q, C, 2, None, 100.0, 0.1)
     assert sel.indices.tolist() == [0, 3] and sel.details["stage"] in ("diameter_pair", "sweep")
     # k > n returns every candidate; padding fills what GIST's set leaves out
-    sel = dc.select("gist", Q, C, 10, lam=100.0)
+    sel = _gist(Q, C, 10, None, 100.0, 0.1)
     assert sorted(sel.indices.tolist()) == [0, 1, 2, 3]
     assert sel.details["gist_size"] <= 4
 
