@@ -65,9 +65,16 @@ class PydanticSignatures(Extension):
             if not _takes_only_data(init) or not _fields(cls):
                 continue
             params = [Parameter("self", kind=ParameterKind.positional_or_keyword)]
-            for attr in _fields(cls):
+            fields = _fields(cls)
+            for attr in fields:
                 params.append(Parameter(attr.name, annotation=attr.annotation, kind=ParameterKind.keyword_only,
                                         default=_field_default(attr.value)))
+            # Documented keywords that ``__init__`` folds into fields (``diversity`` -> method_params):
+            # optional, as the model accepts them without being fields.
+            names = {a.name for a in fields}
+            for extra in _documented_args(cls):
+                if extra not in names:
+                    params.append(Parameter(extra, kind=ParameterKind.keyword_only, default="None"))
             new = Function("__init__", parameters=Parameters(*params), returns="None", parent=cls,
                            lineno=init.lineno if init is not None else cls.lineno,
                            endlineno=init.endlineno if init is not None else cls.lineno)
@@ -103,7 +110,8 @@ def _fields(cls: Any) -> list[Any]:
         for name, attr in base.members.items():
             if (getattr(attr, "is_alias", False) or not attr.is_attribute or name.startswith("_")
                     or name == "model_config" or attr.annotation is None
-                    or "ClassVar" in str(attr.annotation) or "class-attribute" not in attr.labels):
+                    or "ClassVar" in str(attr.annotation)
+                    or ("class-attribute" not in attr.labels and attr.value is not None)):
                 continue
             seen.pop(name, None)
             seen[name] = attr
@@ -121,3 +129,27 @@ def _project_bases(cls: Any) -> list[Any]:
             out.append(base)
             out.extend(_project_bases(base))
     return out
+
+
+def _documented_args(cls: Any) -> list[str]:
+    """The names of the ``Args:`` section of the class docstring (Google style)."""
+    if cls.docstring is None:
+        return []
+    lines = cls.docstring.value.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.strip() == "Args:"), None)
+    if start is None:
+        return []
+    base = len(lines[start]) - len(lines[start].lstrip())
+    names: list[str] = []
+    entry: int | None = None
+    for line in lines[start + 1 :]:
+        if not line.strip():
+            continue
+        indent = len(line) - len(line.lstrip())
+        if indent <= base:
+            break
+        entry = indent if entry is None else entry
+        m = re.match(r"\s*(\w+)(?:\s*\([^)]*\))?:", line)
+        if indent == entry and m:
+            names.append(m.group(1))
+    return names
