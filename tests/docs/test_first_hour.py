@@ -153,3 +153,27 @@ def test_llamaindex_minilm_progress_comes_from_llamaindex(capsys: pytest.Capture
     assert "it/s" not in capsys.readouterr().err
     assert len(emb.get_text_embedding_batch(["a", "b", "c"], show_progress=True)) == 3
     assert "it/s" in capsys.readouterr().err or "it]" in capsys.readouterr().err
+
+
+def test_the_sample_bench_reads_packaged_vectors_under_a_cache_name_of_its_own() -> None:
+    """The README's bench line starts without embedding the 400 paragraphs, and those float16
+    vectors never stand in for fresh ones of the full dataset (another cache name)."""
+    from diverse_core.demo.sample import packaged_vector_lookup
+    from diverse_core.eval.config import BenchConfig
+    from diverse_core.eval.runner import _as_embedder
+
+    asked: list[list[str]] = []
+
+    def embed(texts: list[str]) -> np.ndarray:
+        asked.append(list(texts))
+        return np.full((len(texts), 384), 0.5, dtype=np.float32)
+
+    q = hotpotqa_sample()[5]
+    got = packaged_vector_lookup(embed)([q.passages[0], "not in the sample", q.question])
+    passages, queries = sample_vectors()
+    assert asked == [["not in the sample"]]
+    assert np.array_equal(got[0], passages[50]) and np.array_equal(got[2], queries[5]) and np.all(got[1] == 0.5)
+    _, name = _as_embedder(BenchConfig(tasks=[("hotpotqa_sample", "paragraphs")]))
+    assert name == "all-MiniLM-L6-v2+packaged-sample"
+    _, name = _as_embedder(BenchConfig(tasks=[("hotpotqa_sample", "paragraphs"), ("hotpotqa", "paragraphs")]))
+    assert name == "all-MiniLM-L6-v2"
