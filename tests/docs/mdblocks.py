@@ -260,10 +260,15 @@ def _run_extra(args: argparse.Namespace) -> int:
             where = f"{path.name}:{block.line}"
             script = Path(work) / f"block_{block.line}.py"
             script.write_text(block.code, encoding="utf-8")
-            proc = subprocess.run(
-                [args.python, str(script)], cwd=work, env=env, capture_output=True, text=True,
-                timeout=args.timeout,
-            )
+            try:
+                proc = subprocess.run(
+                    [args.python, str(script)], cwd=work, env=env, capture_output=True, text=True,
+                    timeout=args.timeout,
+                )
+            except subprocess.TimeoutExpired:
+                print(f"[{args.extra}] {where}: FAILED\n    ! no result within {args.timeout:g} s (--timeout)")
+                failed += 1
+                continue
             problems = [] if proc.returncode == 0 else [f"exit code {proc.returncode}:\n{proc.stderr[-4000:]}"]
             if not problems and block.line in shown:
                 problems = compare_output(proc.stdout, shown[block.line].code, args.tol)
