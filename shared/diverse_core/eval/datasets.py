@@ -8,6 +8,8 @@ Datasets (name: file, gold, protocols):
 
 * ``hotpotqa``: ``hotpotqa/hotpot.json`` (200 dev-distractor questions, 10 paragraphs
   each); gold = the question's paragraphs whose title is in ``supporting_facts``.
+* ``hotpotqa_sample``: the first 40 questions of ``hotpot.json``, shipped in the package
+  (``diverse_core/demo/data``, CC BY-SA 4.0): runs without a data directory.
 * ``musique``: ``musique/musique.json`` (200 questions, 20 paragraphs each);
   gold = paragraphs with ``is_supporting``.
 * ``2wiki``: ``2wikimultihopqa/test.json`` (1,000 questions) over the pooled
@@ -46,6 +48,8 @@ __all__ = [
     "resolve_data_dir",
     "load_dataset",
     "load_hotpotqa",
+    "load_hotpotqa_sample",
+    "PACKAGED",
     "load_musique",
     "load_2wiki",
     "load_2wiki_sampled",
@@ -60,12 +64,16 @@ _ALL = ("pool", "paragraphs", "chunks")
 #: The retrieval protocols each dataset supports.
 SUPPORTED_PROTOCOLS: dict[str, tuple[str, ...]] = {
     "hotpotqa": _ALL,
+    "hotpotqa_sample": _ALL,
     "musique": _ALL,
     "2wiki": ("paragraphs", "chunks"),
     "2wiki_sampled": _ALL,
     "rgb": ("pool", "paragraphs"),
     "asqa": ("pool", "paragraphs"),
 }
+
+#: Datasets shipped inside the package: they need no data directory.
+PACKAGED = frozenset({"hotpotqa_sample"})
 
 #: Environment variable that overrides the default data directory.
 DATA_ENV = "DIVERSE_RAG_DATA"
@@ -179,6 +187,19 @@ def load_hotpotqa(data_dir: str | Path | None = None) -> Benchmark:
         for r in _jsonl(_file(data_dir, "hotpotqa/hotpot.json"))
     ]
     return Benchmark("hotpotqa", tuple(records), builder.docs, SUPPORTED_PROTOCOLS["hotpotqa"])
+
+
+def load_hotpotqa_sample(data_dir: str | Path | None = None) -> Benchmark:
+    """The packaged 40-question HotpotQA dev sample (``diverse_core/demo/data``); ``data_dir`` is unused."""
+    from ..demo.sample import sample_records
+
+    builder = CorpusBuilder()
+    records = [
+        _distractor_record(builder, r, str(r["_id"]), {"type": r.get("type"), "level": r.get("level")},
+                           with_support=True)
+        for r in sample_records()
+    ]
+    return Benchmark("hotpotqa_sample", tuple(records), builder.docs, SUPPORTED_PROTOCOLS["hotpotqa_sample"])
 
 
 def load_musique(data_dir: str | Path | None = None) -> Benchmark:
@@ -319,6 +340,7 @@ def load_asqa(data_dir: str | Path | None = None) -> Benchmark:
 
 DATASETS: dict[str, Callable[[str | Path | None], Benchmark]] = {
     "hotpotqa": load_hotpotqa,
+    "hotpotqa_sample": load_hotpotqa_sample,
     "musique": load_musique,
     "2wiki": load_2wiki,
     "2wiki_sampled": load_2wiki_sampled,
@@ -334,6 +356,7 @@ class DatasetFormatError(InvalidParameterError):
 #: What each built-in loader expects (named in format errors).
 FORMATS: dict[str, str] = {
     "hotpotqa": "hotpotqa/hotpot.json: JSONL of HotpotQA records {_id, question, answer, supporting_facts, context}",
+    "hotpotqa_sample": "the packaged diverse_core/demo/data/hotpotqa_dev_sample.jsonl.gz (HotpotQA records)",
     "musique": "musique/musique.json: JSONL of MuSiQue records {id, question, answer, paragraphs[{title, "
     "paragraph_text, is_supporting}]}",
     "2wiki": "2wikimultihopqa/test.json (JSON array {id, question, answer, supporting_facts: [title]}) and "

@@ -13,7 +13,7 @@ Retrieval metrics:
 * :func:`recall_at_k` - fraction of the gold passages among the first ``k`` retrieved
   (for windows, pass their source passage ids: this is gold-document coverage).
 * :func:`all_gold_at_k` - 1 when every gold passage is among them.
-* :func:`ndcg_at_k` - binary-relevance NDCG@k computed with ``ranx``.
+* :func:`ndcg_at_k` - binary-relevance NDCG@k (numpy; equal to ``ranx``'s).
 * :func:`mrecall_at_k` - DIVA / Min et al. (2021): success when the retrieved texts
   contain answers of all interpretations, or of at least ``k`` of them when there are
   more than ``k``.
@@ -30,7 +30,6 @@ Example:
 from __future__ import annotations
 
 import math
-import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -47,10 +46,6 @@ from ..answer_metrics import (
 )
 from ..errors import InvalidParameterError
 from ._deps import require
-
-#: ranx evaluates with numba's parallel kernels, whose default (workqueue) threading layer aborts
-#: the process when two threads launch kernels at once: one NDCG evaluation at a time.
-_RANX_LOCK = threading.Lock()
 
 __all__ = [
     "normalize_answer",
@@ -115,7 +110,10 @@ def all_gold_at_k(retrieved: Sequence[Any], gold: Iterable[Any], k: int) -> floa
 def ndcg_at_k(
     runs: Mapping[str, Sequence[Any]], qrels: Mapping[str, Iterable[Any]], k: int
 ) -> NDArray[np.float64]:
-    """Per-query binary-relevance NDCG@k, computed with ``ranx``.
+    """Per-query binary-relevance NDCG@k (plain numpy; the same values as ``ranx``'s ``ndcg@k``).
+
+    DCG counts each relevant id among the first ``k`` distinct retrieved ids as
+    ``1 / log2(rank + 1)``; IDCG is the DCG of ``min(k, len(relevant))`` relevant ids at the top.
 
     Args:
         runs: query id -> retrieved ids in rank order (repeats after the first are ignored).
@@ -123,38 +121,24 @@ def ndcg_at_k(
         k: cut-off.
 
     Returns:
-        NDCG@k per query, in the order of ``runs``.
+        NDCG@k per query, in the order of ``runs`` (0 for an empty run).
 
     Example:
-        >>> ndcg_at_k({"q": ["x", "a"]}, {"q": ["a"]}, k=5).round(4).tolist()  # doctest: +SKIP
+        >>> ndcg_at_k({"q": ["x", "a"]}, {"q": ["a"]}, k=5).round(4).tolist()
         [0.6309]
     """
     k = _check_k(k)
     if set(runs) != set(qrels):
         raise InvalidParameterError("runs and qrels must have the same query ids")
-    if not runs:
-        return np.zeros(0, dtype=np.float64)
-    ranx = require("ranx", "NDCG")
-    qrel_dict = {str(q): {str(d): 1 for d in _gold_set(qrels[q])} for q in runs}
-    run_dict: dict[str, dict[str, float]] = {}
-    for q, ranked in runs.items():
-        scores: dict[str, float] = {}
-        for rank, d in enumerate(ranked):
-            scores.setdefault(str(d), float(len(ranked) - rank))
-        # ranx drops queries with an empty run; an empty retrieval scores 0.
-        run_dict[str(q)] = scores or {"__none__": 0.0}
-    import warnings
-
-    with _RANX_LOCK, warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # numba type-safety chatter
-        values = ranx.evaluate(
-            ranx.Qrels(qrel_dict), ranx.Run(run_dict), f"ndcg@{k}", return_mean=False, make_comparable=True
-        )
-    out = np.asarray(values, dtype=np.float64).reshape(-1)
-    # ranx orders queries by its own (sorted) key order; map back to the order of ``runs``.
-    order = sorted(qrel_dict)
-    by_q = dict(zip(order, out, strict=True))
-    return np.array([by_q[str(q)] for q in runs], dtype=np.float64)
+    discount = 1.0 / np.log2(np.arange(2, k + 2, dtype=np.float64))  # rank 1 .. k
+    ideal = np.cumsum(discount)
+    out = np.zeros(len(runs), dtype=np.float64)
+    for i, (q, ranked) in enumerate(runs.items()):
+        relevant = _gold_set(qrels[q])
+        top = list(dict.fromkeys(ranked))[:k]
+        hits = np.fromiter((d in relevant for d in top), dtype=bool, count=len(top))
+        out[i] = float(discount[: len(top)][hits].sum()) / ideal[min(k, len(relevant)) - 1]
+    return out
 
 
 def mrecall_at_k(texts: Sequence[str], answer_groups: Sequence[Sequence[str]], k: int) -> float:

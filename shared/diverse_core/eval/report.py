@@ -192,7 +192,7 @@ def results_markdown(results: BenchResults) -> str:
                     "the answer or another gold page's title, a proxy); the table above counts any window of it.")
     out += _section(f"## RGB en_fact NDCG@{k} (percent)", of("ndcg"), "ndcg", f"ndcg@{k}",
                     "Dartboard protocol: every query's positive and negative passages merged into one corpus; "
-                    f"binary relevance = that query's positives; NDCG@{k} computed with ranx.")
+                    f"binary relevance = that query's positives; NDCG@{k}.")
     out += _section(f"## ASQA MRecall@{k} (percent)", of("mrecall"), "mrecall", f"mrecall@{k}",
                     "Corpus: the annotators' knowledge snippets of all 948 dev questions pooled (our stand-in; "
                     "ASQA ships no retrieval corpus).")

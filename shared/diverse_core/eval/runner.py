@@ -13,7 +13,7 @@ once per value) and scores the picks:
   unit of it contains one of its supporting texts (:attr:`~diverse_core.eval.records.QARecord.support`;
   NaN for questions without that annotation);
 * ``all_gold``: every gold passage retrieved;
-* ``ndcg``: binary NDCG@k over the distinct retrieved passages (``ranx``);
+* ``ndcg``: binary NDCG@k over the distinct retrieved passages;
 * ``mrecall``: MRecall@k of the answer groups (ASQA);
 * ``answer_hit``: a gold answer string occurs in a chosen unit;
 * ``str_em``: for pipelines that generate (``@generate=true``), the share of the question's
@@ -60,12 +60,20 @@ from .results import METRICS, BenchResults, SettingResult, TaskResult
 
 __all__ = ["run_benchmark", "run_task", "top_candidates", "question_inputs"]
 
-def _as_embedder(config: BenchConfig) -> Callable[[list[str]], Any]:
+def _as_embedder(config: BenchConfig) -> tuple[Callable[[list[str]], Any], str]:
+    """The embedder and its cache name. Runs on the packaged sample alone read its packaged
+    vectors (float16, the packaged MiniLM's), under a cache name of their own so they never stand
+    in for freshly embedded vectors of the full datasets."""
     if config.embedder is not None:
-        return config.embedder  # type: ignore[no-any-return]
+        return config.embedder, config.model_name
     from ..embedders import get_default_embedder
+    from .datasets import PACKAGED
 
-    return get_default_embedder()
+    if config.tasks and all(d in PACKAGED for d, _ in config.tasks) and config.model_name == "all-MiniLM-L6-v2":
+        from ..demo.sample import packaged_vector_lookup
+
+        return packaged_vector_lookup(get_default_embedder()), config.model_name + "+packaged-sample"
+    return get_default_embedder(), config.model_name
 
 
 def top_candidates(
@@ -297,7 +305,7 @@ def run_task(
                 res.picks.append([task.doc_ids[d] for d in ranked_docs])
                 res.info.append(info)
     ordered = [settings[k] for k in order]
-    # NDCG of every setting in one ranx call (query ids "setting|question").
+    # NDCG of every setting in one call (query ids "setting|question").
     with_gold = [i for i, g in enumerate(task.gold) if g.size]
     if with_gold:
         gold_ids = {i: [task.doc_ids[d] for d in task.gold[i].tolist()] for i in with_gold}
@@ -369,9 +377,8 @@ def run_benchmark(config: BenchConfig) -> BenchResults:
     """
     config.validate()
     t0 = time.perf_counter()
-    cache = DiskEmbeddingCache(
-        _as_embedder(config), config.model_name, config.cache_dir, progress=config.progress
-    )
+    embed_fn, cache_name = _as_embedder(config)
+    cache = DiskEmbeddingCache(embed_fn, cache_name, config.cache_dir, progress=config.progress)
     loaded: dict[str, Any] = {}
     tasks: list[TaskResult] = []
     for dataset, protocol in config.tasks:

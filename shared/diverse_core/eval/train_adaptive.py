@@ -76,20 +76,28 @@ def train(
     return sel
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Command-line entry point."""
-    parser = argparse.ArgumentParser(prog="python -m diverse_core.eval.train_adaptive",
-                                     description=(__doc__ or "").split("\n")[0])
+def build_parser(prog: str = "python -m diverse_core.eval.train_adaptive") -> argparse.ArgumentParser:
+    """The command's options (``diverse-rag train adaptive`` passes its own ``prog``)."""
+    from .cli import user_model_dir
+
+    parser = argparse.ArgumentParser(prog=prog, description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--datasets", nargs="+", default=list(TRAIN_SETS), choices=list(TRAIN_SETS))
     parser.add_argument("--protocol", default="chunks", choices=["chunks", "paragraphs"])
-    parser.add_argument("--out", default=str(DEFAULT_MODEL), help="model file (default: the shipped model)")
+    out = user_model_dir() / DEFAULT_MODEL.name
+    parser.add_argument("--out", default=str(out),
+                        help=f"model file (default: {out}; load it with model=PATH)")
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--cache-dir", default=None)
     parser.add_argument("--train-limit", nargs="*", default=[], metavar="NAME=N",
                         help="first N train questions of a dataset (default: all)")
     parser.add_argument("--train-block", nargs="*", default=[], metavar="NAME=N",
                         help="questions per train block (default: diverse_core.eval.train_data.TRAIN_BLOCK)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
+    """Command-line entry point."""
+    args = (build_parser(prog) if prog else build_parser()).parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     t0 = time.perf_counter()
     pairs = [dict((k, int(v)) for k, _, v in (x.partition("=") for x in items))

@@ -261,21 +261,29 @@ def train(
     return best, report
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    """Command line: train, compare and write the shipped classifier."""
-    ap = argparse.ArgumentParser(prog="python -m diverse_core.eval.train_drrag", description=__doc__.split("\n")[0])
+def build_parser(prog: str = "python -m diverse_core.eval.train_drrag") -> argparse.ArgumentParser:
+    """The command's options (``diverse-rag train drrag`` passes its own ``prog``)."""
+    from .cli import user_model_dir
+
+    ap = argparse.ArgumentParser(prog=prog, description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--distractors", type=int, default=None, help="per question (default: DISTRACTORS)")
     ap.add_argument("--epochs", type=int, default=15)
     ap.add_argument("--kinds", nargs="+", default=["logreg-scalars", "mlp-scalars", "logreg", "mlp"])
     ap.add_argument("--data-dir", default=None)
     ap.add_argument("--cache-dir", default=None, help="embedding cache folder (default: the eval harness's)")
-    ap.add_argument("--out", default=str(default_path()), help="where to write the model (.npz)")
+    out = user_model_dir() / default_path().name
+    ap.add_argument("--out", default=str(out), help=f"where to write the model (.npz; default: {out})")
     ap.add_argument("--report", default=None, help="also write the metrics as JSON here")
     ap.add_argument("--no-dev", action="store_true", help="skip the dev-pool metrics")
     ap.add_argument("--criterion", choices=["f1", "balanced"], default="f1", help="threshold choice")
     ap.add_argument("--save-all", default=None, help="also save every compared model in this folder")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: Sequence[str] | None = None, prog: str | None = None) -> None:
+    """Command line: train, compare and write the classifier."""
+    args = (build_parser(prog) if prog else build_parser()).parse_args(argv)
     clf, report = train(
         args.seed,
         args.distractors,

@@ -250,13 +250,15 @@ def train_custom(
     return sel, card
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Command-line entry point."""
-    parser = argparse.ArgumentParser(prog="python -m diverse_core.eval.train_learned",
-                                     description=(__doc__ or "").split("\n")[0])
+def build_parser(prog: str = "python -m diverse_core.eval.train_learned") -> argparse.ArgumentParser:
+    """The command's options (``diverse-rag train learned`` passes its own ``prog``)."""
+    from .cli import user_model_dir
+
+    parser = argparse.ArgumentParser(prog=prog, description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--datasets", nargs="+", default=list(TRAIN_SETS), choices=list(TRAIN_SETS))
     parser.add_argument("--protocols", nargs="+", default=["chunks", "paragraphs"], choices=["chunks", "paragraphs"])
-    parser.add_argument("--out-dir", default=None, help="model folder (default: the shipped models' folder)")
+    parser.add_argument("--out-dir", default=str(user_model_dir()),
+                        help=f"model folder (default: {user_model_dir()}; load a model with model=PATH)")
     parser.add_argument("--cv", action="store_true", help="choose the configuration by 5-fold CV on train")
     parser.add_argument("--cv-report", default=None, help="write the CV scores to this JSON file")
     parser.add_argument("--data-dir", default=None,
@@ -276,7 +278,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-titles", action="store_true",
                         help="the title-free variant: units without their 'title: ' prefix, page ids given as sources "
                              "(writes learned_<protocol>_notitle.npz)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
+    """Command-line entry point."""
+    args = (build_parser(prog) if prog else build_parser()).parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     t0 = time.perf_counter()
     if is_custom_dir(args.data_dir):

@@ -49,7 +49,7 @@ from ..validation import PreparedInputs, check_non_negative, product_with_rows
 from ._common import clip_in_place
 from ._spec import checked
 
-__all__ = ["EPS_MIN", "gist_select", "gist_sweep", "gist_thresholds", "SPEC"]
+__all__ = ["EPS_MIN", "gist_details", "gist_select", "gist_sweep", "gist_thresholds", "SPEC"]
 
 #: Smallest accepted ``eps`` (float32 machine epsilon, as in divsel).
 EPS_MIN = float(np.finfo(np.float32).eps)
@@ -206,8 +206,22 @@ def gist_sweep(
 
 def gist_select(
     prep: PreparedInputs, *, lam: float = 1.0, eps: float = 0.1, **_: Any
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """GIST picks for one ``lam`` (see module docstring).
+
+    What Algorithm 1 chose (run size, stage, threshold, objective) is internal: it stays out of
+    ``Selection.details`` and so out of the faces' ``selection_params``; :func:`gist_details`
+    returns it for tests and analysis.
+    """
+    picks, weights, _details = gist_details(prep, lam=lam, eps=eps)
+    return picks, weights
+
+
+def gist_details(
+    prep: PreparedInputs, *, lam: float = 1.0, eps: float = 0.1
 ) -> tuple[NDArray[np.int64], NDArray[np.float64], dict[str, Any]]:
-    """GIST picks for one ``lam`` (see module docstring), with what Algorithm 1 chose."""
+    """:func:`gist_select` with what Algorithm 1 chose: ``gist_size`` (picks before the top-up),
+    ``stage``, ``threshold``, ``d_max``, ``g_value``, ``div`` and ``f_value``."""
     runs = _runs(prep, eps)
     best = _winner(runs, float(lam))
     chosen = runs.set(best)
