@@ -24,6 +24,7 @@ __all__ = [
     "available_methods",
     "resolve_user_params",
     "with_diversity",
+    "given_once",
 ]
 
 IndexScores = tuple[NDArray[np.int64], NDArray[np.float64]]
@@ -239,14 +240,32 @@ def with_diversity(params: Mapping[str, Any] | None, diversity: object, where: s
     out = dict(params or {})
     if diversity is None:
         return out
-    given = out.get(DIVERSITY)
-    if given is not None and given != diversity:
-        raise ConflictingParametersError(
-            f"diversity given twice with different values: diversity={diversity!r} and "
-            f"method_params={{'diversity': {given!r}}}{where}; give it once"
-        )
+    given_once(DIVERSITY, diversity, out.get(DIVERSITY), f"diversity={diversity!r}",
+               f"method_params={{'diversity': {out.get(DIVERSITY)!r}}}", where)
     out[DIVERSITY] = diversity
     return out
+
+
+def given_once(name: str, first: object, second: object, first_as: str, second_as: str, where: str = "") -> None:
+    """Check that a setting given two ways (``first_as``, ``second_as``: how each was written) agrees;
+    ``None`` on either side counts as not given. The one error of every entry that takes a setting twice.
+
+    Raises:
+        ConflictingParametersError: both given, with different values.
+
+    Example:
+        >>> given_once("k", 3, 3, "k=3", "search_kwargs={'k': 3}")
+    """
+    if first is None or second is None:
+        return
+    try:
+        same = bool(first == second)
+    except (TypeError, ValueError):
+        same = first is second
+    if not same:
+        raise ConflictingParametersError(
+            f"{name} given twice with different values: {first_as} and {second_as}{where}; give it once"
+        )
 
 
 _REGISTRY: dict[str, MethodSpec] = {}
