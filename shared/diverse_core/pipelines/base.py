@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 from ..errors import InvalidParameterError
 from ..validation import check_k
 from .contract import Candidates, CandidateSource, ChosenDocument, PipelineResult
+from .face_fields import FaceFields
 from .options import Option
 from .roles import CallPolicy, LLMRoles, RunContext
 
@@ -160,6 +161,8 @@ class Pipeline(ABC, Generic[R]):
     #: (see :mod:`diverse_core.pipelines.options`).
     OPTIONS: ClassVar[tuple[Option, ...]] = ()
     requires_llm: ClassVar[bool] = True
+    #: What the framework faces report besides the documents (see :mod:`~diverse_core.pipelines.face_fields`).
+    FACE: ClassVar[FaceFields] = FaceFields()
 
     def __init__(
         self,
