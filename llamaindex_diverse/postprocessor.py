@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import numpy as np
@@ -15,6 +16,7 @@ from diverse_core.validation import check_k
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.callbacks import CallbackManager, CBEventType, EventPayload
+from llama_index.core.callbacks.base import EventContext
 from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.instrumentation.events.rerank import ReRankEndEvent, ReRankStartEvent
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
@@ -22,6 +24,7 @@ from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 from numpy.typing import NDArray
 
 from ._metadata import with_selection_metadata
+from ._observers import has_event_handlers
 from ._pg_rows import PgCandidates
 from ._stored import StoredVectors, known_for, store_reader
 from ._vectors import (
@@ -221,20 +224,25 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
                 f"({exc}); pass embed_model=... (the model that built the index)"
             ) from exc
 
+    # The events (pydantic models checking every node: ~0.1 ms a call) are built only when a handler
+    # listens, as the callback event only when the manager has handlers.
     def _start(self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None) -> QueryBundle:
-        dispatcher.event(ReRankStartEvent(query=query_bundle, nodes=nodes, top_n=self.top_n,
-                                          model_name=f"diverse:{self.method}"))
+        if has_event_handlers(dispatcher):
+            dispatcher.event(ReRankStartEvent(query=query_bundle, nodes=nodes, top_n=self.top_n,
+                                              model_name=f"diverse:{self.method}"))
         if query_bundle is None:
             raise InvalidParameterError("DiverseNodePostprocessor needs the query: pass query_bundle or query_str")
         return query_bundle
 
-    def _payload(self, nodes: list[NodeWithScore], bundle: QueryBundle) -> dict[str, Any]:
-        return {
+    def _reranking(self, nodes: list[NodeWithScore], bundle: QueryBundle) -> AbstractContextManager[EventContext | None]:
+        if not self.callback_manager.handlers:
+            return nullcontext()
+        return self.callback_manager.event(CBEventType.RERANKING, payload={
             EventPayload.NODES: nodes,
             EventPayload.MODEL_NAME: f"diverse:{self.method}",
             EventPayload.QUERY_STR: bundle.query_str,
             EventPayload.TOP_K: self.top_n,
-        }
+        })
 
     def _relevance(self, scores: Sequence[float | None], nodes: Sequence[NodeWithScore]) -> NDArray[np.float64] | None:
         if not self.use_node_scores:
@@ -350,7 +358,7 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
         plan = self._current_plan()
         result: list[NodeWithScore] = []
         if nodes:
-            with self.callback_manager.event(CBEventType.RERANKING, payload=self._payload(nodes, bundle)) as event:
+            with self._reranking(nodes, bundle) as event:
                 positions, texts, cache, label = self._to_embed(nodes)
                 embedded = None
                 if cache is not None:
@@ -359,9 +367,9 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
                 if query is None:
                     query = self._resolve_embed_model().get_agg_embedding_from_queries(query_strings(bundle))
                 result = self._pick_nodes(plan, nodes, bundle, query, positions, texts, embedded, label)
-                event.on_end(payload={EventPayload.NODES: result})
-        dispatcher.event(ReRankEndEvent(nodes=result))
-        return result
+                if event is not None:
+                    event.on_end(payload={EventPayload.NODES: result})
+        return _ended(result)
 
     @dispatcher.span
     async def _apostprocess_nodes(
@@ -373,7 +381,7 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
         plan = self._current_plan()
         result: list[NodeWithScore] = []
         if nodes:
-            with self.callback_manager.event(CBEventType.RERANKING, payload=self._payload(nodes, bundle)) as event:
+            with self._reranking(nodes, bundle) as event:
                 positions, texts, cache, label = self._to_embed(nodes)
                 embedded = None
                 if cache is not None:
@@ -384,6 +392,13 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
                 result = await asyncio.to_thread(
                     self._pick_nodes, plan, nodes, bundle, query, positions, texts, embedded, label
                 )
-                event.on_end(payload={EventPayload.NODES: result})
-        dispatcher.event(ReRankEndEvent(nodes=result))
-        return result
+                if event is not None:
+                    event.on_end(payload={EventPayload.NODES: result})
+        return _ended(result)
+
+
+def _ended(nodes: list[NodeWithScore]) -> list[NodeWithScore]:
+    """``nodes``, after the rerank end event (built only when a handler listens)."""
+    if has_event_handlers(dispatcher):
+        dispatcher.event(ReRankEndEvent(nodes=nodes))
+    return nodes
