@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 from diverse_core._lazy import deprecated_method
 from diverse_core.errors import InvalidParameterError
-from diverse_core.pipeline_names import builtin_pipeline_classes
+from diverse_core.pipeline_names import face_attribute
 from diverse_core.pipelines import Pipeline, PipelineResult, get_pipeline
 from diverse_core.pipelines.options import face_options
 from langchain_core.callbacks import (
@@ -307,9 +307,5 @@ def retriever_class(name: str) -> type[PipelineRetriever]:
 
 def __getattr__(attr: str) -> Any:
     """``<Class>Retriever`` and ``create_<name>_chain`` of every built-in pipeline, made on first use."""
-    for name, cls in builtin_pipeline_classes().items():
-        if attr == f"{cls}Retriever":
-            return retriever_class(name)
-        if attr == f"create_{name}_chain":
-            return create_pipeline_chain
-    raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
+    return face_attribute(__name__, attr, {"{cls}Retriever": retriever_class,
+                                           "create_{name}_chain": lambda name: create_pipeline_chain})

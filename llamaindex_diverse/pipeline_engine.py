@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 from diverse_core._lazy import deprecated_method
 from diverse_core.errors import InvalidParameterError
-from diverse_core.pipeline_names import builtin_pipeline_classes
+from diverse_core.pipeline_names import face_attribute
 from diverse_core.pipelines import Pipeline, PipelineResult, get_pipeline
 from diverse_core.pipelines.options import face_options
 from llama_index.core.base.base_query_engine import BaseQueryEngine
@@ -353,9 +353,4 @@ def query_engine_class(name: str) -> type[PipelineQueryEngine]:
 
 def __getattr__(attr: str) -> Any:
     """``<Class>Retriever`` and ``<Class>QueryEngine`` of every built-in pipeline, made on first use."""
-    for name, cls in builtin_pipeline_classes().items():
-        if attr == f"{cls}Retriever":
-            return retriever_class(name)
-        if attr == f"{cls}QueryEngine":
-            return query_engine_class(name)
-    raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
+    return face_attribute(__name__, attr, {"{cls}Retriever": retriever_class, "{cls}QueryEngine": query_engine_class})

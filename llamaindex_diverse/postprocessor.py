@@ -354,22 +354,16 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
         nodes: list[NodeWithScore],
         query_bundle: QueryBundle | None = None,
     ) -> list[NodeWithScore]:
-        bundle = self._start(nodes, query_bundle)
-        plan = self._current_plan()
-        result: list[NodeWithScore] = []
-        if nodes:
-            with self._reranking(nodes, bundle) as event:
-                positions, texts, cache, label = self._to_embed(nodes)
-                embedded = None
-                if cache is not None:
-                    embedded = cache.embed(texts, known_for(nodes, positions, self._store_read))
-                query = bundle.embedding
-                if query is None:
-                    query = self._resolve_embed_model().get_agg_embedding_from_queries(query_strings(bundle))
-                result = self._pick_nodes(plan, nodes, bundle, query, positions, texts, embedded, label)
-                if event is not None:
-                    event.on_end(payload={EventPayload.NODES: result})
-        return _ended(result)
+        bundle, plan = self._start(nodes, query_bundle), self._current_plan()
+        if not nodes:
+            return _ended(None, [])
+        with self._reranking(nodes, bundle) as event:
+            positions, texts, cache, label = self._to_embed(nodes)
+            embedded = None if cache is None else cache.embed(texts, known_for(nodes, positions, self._store_read))
+            query = bundle.embedding
+            if query is None:
+                query = self._resolve_embed_model().get_agg_embedding_from_queries(query_strings(bundle))
+            return _ended(event, self._pick_nodes(plan, nodes, bundle, query, positions, texts, embedded, label))
 
     @dispatcher.span
     async def _apostprocess_nodes(
@@ -377,28 +371,27 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
         nodes: list[NodeWithScore],
         query_bundle: QueryBundle | None = None,
     ) -> list[NodeWithScore]:
-        bundle = self._start(nodes, query_bundle)
-        plan = self._current_plan()
-        result: list[NodeWithScore] = []
-        if nodes:
-            with self._reranking(nodes, bundle) as event:
-                positions, texts, cache, label = self._to_embed(nodes)
-                embedded = None
-                if cache is not None:
-                    embedded = await cache.aembed(texts, None, known_for(nodes, positions, self._store_read))
-                query = bundle.embedding
-                if query is None:
-                    query = await self._resolve_embed_model().aget_agg_embedding_from_queries(query_strings(bundle))
-                result = await asyncio.to_thread(
-                    self._pick_nodes, plan, nodes, bundle, query, positions, texts, embedded, label
-                )
-                if event is not None:
-                    event.on_end(payload={EventPayload.NODES: result})
-        return _ended(result)
+        bundle, plan = self._start(nodes, query_bundle), self._current_plan()
+        if not nodes:
+            return _ended(None, [])
+        with self._reranking(nodes, bundle) as event:
+            positions, texts, cache, label = self._to_embed(nodes)
+            embedded = None
+            if cache is not None:
+                embedded = await cache.aembed(texts, None, known_for(nodes, positions, self._store_read))
+            query = bundle.embedding
+            if query is None:
+                query = await self._resolve_embed_model().aget_agg_embedding_from_queries(query_strings(bundle))
+            picked = await asyncio.to_thread(self._pick_nodes, plan, nodes, bundle, query, positions, texts,
+                                             embedded, label)
+            return _ended(event, picked)
 
 
-def _ended(nodes: list[NodeWithScore]) -> list[NodeWithScore]:
-    """``nodes``, after the rerank end event (built only when a handler listens)."""
+def _ended(event: EventContext | None, nodes: list[NodeWithScore]) -> list[NodeWithScore]:
+    """``nodes``, after the end of the callback event (when one was started) and the rerank end event
+    (built only when a handler listens)."""
+    if event is not None:
+        event.on_end(payload={EventPayload.NODES: nodes})
     if has_event_handlers(dispatcher):
         dispatcher.event(ReRankEndEvent(nodes=nodes))
     return nodes
