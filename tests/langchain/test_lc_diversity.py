@@ -87,18 +87,9 @@ def test_a_setting_given_twice_is_one_typed_error_with_one_message(store: InMemo
 
 
 def test_the_plan_is_resolved_once_and_again_only_when_settings_change(
-    store: InMemoryVectorStore, monkeypatch: pytest.MonkeyPatch
+    store: InMemoryVectorStore, resolved_methods: list[str]
 ) -> None:
-    from diverse_core.registry import MethodSpec
-
-    resolved: list[str] = []
-    original = MethodSpec.resolve_params
-
-    def counting(self: MethodSpec, params: dict[str, object]) -> dict[str, object]:
-        resolved.append(self.name)
-        return original(self, params)
-
-    monkeypatch.setattr(MethodSpec, "resolve_params", counting)
+    resolved = resolved_methods
     retriever = DiverseRetriever(vectorstore=store, method="gmmr", k=2, fetch_k=5, diversity=0.4)
     assert resolved == ["gmmr"]
     for _ in range(3):

@@ -48,17 +48,8 @@ def test_retriever_takes_diversity_and_conflicts_are_typed() -> None:
         DiverseRetriever(index.as_retriever(), DiverseNodePostprocessor(), diversity=0.3)
 
 
-def test_the_plan_is_resolved_once_and_again_only_when_settings_change(monkeypatch: pytest.MonkeyPatch) -> None:
-    from diverse_core.registry import MethodSpec
-
-    resolved: list[str] = []
-    original = MethodSpec.resolve_params
-
-    def counting(self: MethodSpec, params: dict[str, object]) -> dict[str, object]:
-        resolved.append(self.name)
-        return original(self, params)
-
-    monkeypatch.setattr(MethodSpec, "resolve_params", counting)
+def test_the_plan_is_resolved_once_and_again_only_when_settings_change(resolved_methods: list[str]) -> None:
+    resolved = resolved_methods
     rng = np.random.default_rng(3)
     nodes = [NodeWithScore(node=TextNode(text=f"t{i}", embedding=rng.normal(size=4).tolist()), score=0.5)
              for i in range(6)]
