@@ -14,7 +14,7 @@ from langchain_core.embeddings import Embeddings
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from .embeddings import DEFAULT_CACHE_SIZE, CachedEmbeddings, cached_embeddings
-from .selection import current_plan, document_texts, fold_diversity, select_documents
+from .selection import current_plan, document_texts, face_plan, fold_diversity, select_documents
 
 __all__ = ["DiverseCompressor"]
 
@@ -69,7 +69,7 @@ class DiverseCompressor(BaseDocumentCompressor):
                 check_k(data[name], name)
         super().__init__(**data)
         # Outside pydantic validation so the core's typed errors reach the caller unwrapped.
-        current_plan(self)
+        self._plan = face_plan(self.method, self.method_params)
 
     def _embedder(self) -> CachedEmbeddings:
         source = self.embeddings

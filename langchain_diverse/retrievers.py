@@ -31,6 +31,7 @@ from .selection import (
     check_sizes,
     current_plan,
     document_texts,
+    face_plan,
     fold_diversity,
     plan_for_call,
     select_documents,
@@ -188,7 +189,7 @@ class DiverseRetriever(BaseRetriever):
                 "base_retriever= needs embeddings= to embed the query and the candidates"
             )
         self._embedder()  # the store must expose embeddings when none are given
-        current_plan(self)
+        self._plan = face_plan(self.method, self.method_params)
         check_sizes(self.k, self.fetch_k)
         if self.base_retriever is not None:
             self._check_fetch_reaches(self.base_retriever)

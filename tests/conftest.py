@@ -55,9 +55,9 @@ def resolved_methods(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     calls: list[str] = []
     original = MethodSpec.resolve_params
 
-    def counting(self: MethodSpec, params: dict[str, object]) -> dict[str, object]:
+    def counting(self: MethodSpec, params: dict[str, object], **how: object) -> dict[str, object]:
         calls.append(self.name)
-        return original(self, params)
+        return original(self, params, **how)  # type: ignore[arg-type]
 
     monkeypatch.setattr(MethodSpec, "resolve_params", counting)
     return calls

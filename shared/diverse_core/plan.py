@@ -25,7 +25,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .errors import InvalidParameterError
-from .registry import MethodSpec, get_method, resolve_user_params, with_diversity
+from .registry import MethodSpec, get_method, with_diversity
 from .result import Selection
 from .textfeatures import source_inputs
 from .validation import prepare_inputs
@@ -150,7 +150,7 @@ def make_plan(
         raise InvalidParameterError(f"method_params must be a dict; got method_params={params!r}{where}")
     spec = get_method(method)
     merged = with_diversity(params, diversity, where)
-    resolved = resolve_user_params(spec, merged, where) if face else spec.resolve_params(merged)
+    resolved = spec.resolve_params(merged, face=face, where=where)
     return Plan(spec, resolved, shown_params(resolved), _settings_key(method, merged))
 
 
