@@ -279,12 +279,11 @@ def create_pipeline_chain(retriever: PipelineRetriever) -> Runnable[Any, dict[st
 
 @cache
 def retriever_class(name: str) -> type[PipelineRetriever]:
-    """The retriever class of the pipeline registered as ``name``, generated once from its declaration.
+    """The LangChain retriever of the pipeline ``name`` (made on first use from its ``FACE``).
 
     Example:
-        >>> cls = retriever_class("drrag")
-        >>> cls.__name__, cls.chain_keys, cls is retriever_class("drrag")
-        ('DRRAGRetriever', ('mode', 'stage2_queries', 'rejected'), True)
+        >>> sorted(retriever_class("diva").document_fields)
+        ['diva_interpretations', 'diva_usefulness']
     """
     pipeline = get_pipeline(name)
     face = pipeline.FACE
