@@ -67,7 +67,13 @@ def main() -> None:
     import numpy as np
     from langchain_core.embeddings import DeterministicFakeEmbedding
     from langchain_core.vectorstores import InMemoryVectorStore
-    from llama_index.core.schema import NodeRelationship, NodeWithScore, QueryBundle, RelatedNodeInfo, TextNode
+    from llama_index.core.schema import (
+        NodeRelationship,
+        NodeWithScore,
+        QueryBundle,
+        RelatedNodeInfo,
+        TextNode,
+    )
 
     from langchain_diverse import DiverseRetriever
     from llamaindex_diverse import DiverseNodePostprocessor
