@@ -71,7 +71,7 @@ __all__ = [
 # ``from langchain_diverse import DFRAGRetriever`` works as before, and importing the package stays
 # cheap. Every built-in pipeline's retriever and chain factory is named from the core's one list.
 _LAZY = {
-    **pipeline_faces("{cls}Retriever", "create_{name}_chain"),
+    **dict.fromkeys(pipeline_faces("{cls}Retriever", "create_{name}_chain"), ".pipeline_retriever"),
     "LangChainLLM": ".llm",
     "PipelineRetriever": ".pipeline_retriever",
     "create_pipeline_chain": ".pipeline_retriever",

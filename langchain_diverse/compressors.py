@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
+from diverse_core.plan import Plan
 from diverse_core.validation import check_k
 from langchain_core.callbacks import Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
@@ -13,13 +14,7 @@ from langchain_core.embeddings import Embeddings
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from .embeddings import DEFAULT_CACHE_SIZE, CachedEmbeddings, cached_embeddings
-from .selection import (
-    SelectionPlan,
-    document_texts,
-    fold_diversity,
-    plan_selection,
-    select_documents,
-)
+from .selection import current_plan, document_texts, face_plan, fold_diversity, select_documents
 
 __all__ = ["DiverseCompressor"]
 
@@ -65,6 +60,7 @@ class DiverseCompressor(BaseDocumentCompressor):
     title_key: str | None = "title"
 
     _embedder_memo: tuple[Embeddings, CachedEmbeddings] | None = PrivateAttr(default=None)
+    _plan: Plan | None = PrivateAttr(default=None)
 
     def __init__(self, **data: Any) -> None:
         fold_diversity(data)
@@ -73,7 +69,7 @@ class DiverseCompressor(BaseDocumentCompressor):
                 check_k(data[name], name)
         super().__init__(**data)
         # Outside pydantic validation so the core's typed errors reach the caller unwrapped.
-        plan_selection(self.method, self.method_params, self.k)
+        self._plan = face_plan(self.method, self.method_params)
 
     def _embedder(self) -> CachedEmbeddings:
         source = self.embeddings
@@ -83,15 +79,14 @@ class DiverseCompressor(BaseDocumentCompressor):
             self._embedder_memo = memo
         return memo[1]
 
-    def _prepare(self, documents: Sequence[Document]) -> tuple[SelectionPlan, list[Document], list[str]]:
-        """The selection plan (checked even when no document came), the documents and their texts."""
+    def _prepare(self, documents: Sequence[Document]) -> tuple[Plan, int, list[Document], list[str]]:
+        """The plan and ``k`` (checked even when no document came), the documents and their texts."""
         documents = list(documents)
-        return plan_selection(self.method, self.method_params, self.k), documents, document_texts(documents)
+        return current_plan(self), check_k(self.k, "k"), documents, document_texts(documents)
 
-    def _select(
-        self, plan: SelectionPlan, documents: list[Document], query: str, query_vector: Any, vectors: Any
-    ) -> list[Document]:
-        return select_documents(query_vector, documents, vectors, plan, question=query,
+    def _select(self, plan: Plan, k: int, documents: list[Document], query: str, query_vector: Any,
+                vectors: Any) -> list[Document]:
+        return select_documents(query_vector, documents, vectors, plan, k, question=query,
                                 source_key=self.source_key, title_key=self.title_key)
 
     def compress_documents(
@@ -101,11 +96,11 @@ class DiverseCompressor(BaseDocumentCompressor):
         callbacks: Callbacks | None = None,
     ) -> Sequence[Document]:
         """Return ``k`` of ``documents`` chosen by ``method``, in pick order."""
-        plan, documents, texts = self._prepare(documents)
+        plan, k, documents, texts = self._prepare(documents)
         if not documents:
             return []
         embedder = self._embedder()
-        return self._select(plan, documents, query, embedder.embed_query_array(query),
+        return self._select(plan, k, documents, query, embedder.embed_query_array(query),
                             embedder.embed_documents_array(texts))
 
     async def acompress_documents(
@@ -115,10 +110,10 @@ class DiverseCompressor(BaseDocumentCompressor):
         callbacks: Callbacks | None = None,
     ) -> Sequence[Document]:
         """Async :meth:`compress_documents`: awaits the model; selection runs in a worker thread."""
-        plan, documents, texts = self._prepare(documents)
+        plan, k, documents, texts = self._prepare(documents)
         if not documents:
             return []
         embedder = self._embedder()
         query_vector = await embedder.aembed_query_array(query)
         vectors = await embedder.aembed_documents_array(texts)
-        return await asyncio.to_thread(self._select, plan, documents, query, query_vector, vectors)
+        return await asyncio.to_thread(self._select, plan, k, documents, query, query_vector, vectors)

@@ -1,20 +1,24 @@
 """The one LangChain face of every LLM pipeline: a retriever and a question-answering Runnable.
 
-A pipeline's retriever (``DFRAGRetriever``, ...) subclasses :class:`PipelineRetriever` and only
-declares its ``pipeline_class``: the pipeline's options become pydantic fields, generated from the
-core's declaration (``pipeline_class.OPTIONS``, see :mod:`diverse_core.pipelines.options`), and
-what the run reports besides the documents (``document_fields``, ``chain_keys``) is named from the
-result's :meth:`~diverse_core.pipelines.PipelineResult.fields`; fetching candidates, the LLM
-adapter, callbacks, sync/async, per-call ``k``, document metadata and the chain are shared here.
+Each built-in pipeline's retriever (``DFRAGRetriever``, ...) is generated here from the core's
+pipeline list and the pipeline's declaration (:func:`retriever_class`): its options
+(``pipeline_class.OPTIONS``, see :mod:`diverse_core.pipelines.options`) become pydantic fields and
+what the run reports besides the documents (``pipeline_class.FACE``, see
+:mod:`diverse_core.pipelines.face_fields`) becomes ``document_fields`` and ``chain_keys``; fetching
+candidates, the LLM adapter, callbacks, sync/async, per-call ``k``, document metadata and the chain
+are shared here. ``create_<name>_chain`` is :func:`create_pipeline_chain`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import cache
 from typing import Any, ClassVar
 
+from diverse_core._lazy import deprecated_method
 from diverse_core.errors import InvalidParameterError
-from diverse_core.pipelines import Pipeline, PipelineResult
+from diverse_core.pipeline_names import face_attribute
+from diverse_core.pipelines import Pipeline, PipelineResult, get_pipeline
 from diverse_core.pipelines.options import face_options
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -37,7 +41,7 @@ from .selection import (
 )
 from .sources import LangChainSource
 
-__all__ = ["PipelineRetriever", "create_pipeline_chain", "PIPELINE_WARNINGS", "PIPELINE_REASON"]
+__all__ = ["PipelineRetriever", "create_pipeline_chain", "retriever_class", "PIPELINE_WARNINGS", "PIPELINE_REASON"]
 
 #: Metadata key: what fell back or failed in the run (empty list when nothing did).
 PIPELINE_WARNINGS = "pipeline_warnings"
@@ -271,3 +275,36 @@ def create_pipeline_chain(retriever: PipelineRetriever) -> Runnable[Any, dict[st
         )
 
     return RunnableLambda(invoke, afunc=ainvoke, name=retriever.pipeline_class.name)
+
+
+@cache
+def retriever_class(name: str) -> type[PipelineRetriever]:
+    """The LangChain retriever of the pipeline ``name`` (made on first use from its ``FACE``).
+
+    Example:
+        >>> sorted(retriever_class("diva").document_fields)
+        ['diva_interpretations', 'diva_usefulness']
+    """
+    pipeline = get_pipeline(name)
+    face = pipeline.FACE
+    keys = ", ".join(f"``{key}``" for key in face.on_documents) or "nothing more"
+    namespace: dict[str, Any] = {
+        "__module__": __name__,
+        "__doc__": (
+            f"Retrieve ``fetch_k`` candidates, then return the documents {pipeline.__name__} chooses "
+            f"(:class:`~{pipeline.__module__}.{pipeline.__name__}`, whose options are this retriever's "
+            f"fields; the shared ones as in :class:`PipelineRetriever`). Documents also carry {keys}; "
+            f"the chain (:meth:`~PipelineRetriever.as_chain`) adds {', '.join(face.reports)}."
+        ),
+        "pipeline_class": pipeline,
+        "document_fields": dict(face.on_documents),
+        "chain_keys": face.reports,
+        **{old: deprecated_method(old, new) for old, new in face.old_methods.items()},
+    }
+    return type(PipelineRetriever)(f"{pipeline.__name__}Retriever", (PipelineRetriever,), namespace)
+
+
+def __getattr__(attr: str) -> Any:
+    """``<Class>Retriever`` and ``create_<name>_chain`` of every built-in pipeline, made on first use."""
+    return face_attribute(__name__, attr, {"{cls}Retriever": retriever_class,
+                                           "create_{name}_chain": lambda name: create_pipeline_chain})

@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 from diverse_core.errors import DimensionMismatchError, InvalidParameterError, ZeroVectorError
+from diverse_core.plan import Plan
+from diverse_core.registry import given_once
 from diverse_core.validation import check_k, check_unit_interval
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -21,16 +23,17 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 from numpy.typing import NDArray
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import ConfigDict, Field, PrivateAttr
 
 from ._stored import StoreSearch, supports_stored_vectors
 from .embeddings import DEFAULT_CACHE_SIZE, CachedEmbeddings, KnownVectors, cached_embeddings
 from .selection import (
-    SelectionPlan,
+    check_sizes,
+    current_plan,
     document_texts,
+    face_plan,
     fold_diversity,
     plan_for_call,
-    plan_selection,
     select_documents,
 )
 
@@ -39,15 +42,12 @@ __all__ = ["DiverseRetriever", "as_diverse_retriever"]
 logger = logging.getLogger(__name__)
 
 
-#: ``search_kwargs`` keys of ``as_retriever(search_type=...)`` that map onto fields.
-_FIELD_KEYS = {"k": "k", "fetch_k": "fetch_k", "score_threshold": "score_threshold"}
-
-
 def _absorb_search_kwargs(data: dict[str, Any]) -> None:
     """Move ``k``/``fetch_k``/``lambda_mult``/``diversity``/``score_threshold`` from ``search_kwargs`` to fields.
 
     What ``store.as_retriever(search_type="mmr", search_kwargs={...})`` users pass is
-    accepted here; a key given both ways with different values is rejected, naming both.
+    accepted here; a key given both ways with different values is rejected, naming both
+    (:class:`~diverse_core.errors.ConflictingParametersError`).
     Everything else (``filter``, ...) stays in ``search_kwargs`` for the store search.
     """
     raw = data.get("search_kwargs")
@@ -56,28 +56,17 @@ def _absorb_search_kwargs(data: dict[str, Any]) -> None:
     if not isinstance(raw, Mapping):
         raise InvalidParameterError(f"search_kwargs must be a dict; got search_kwargs={raw!r}")
     rest = dict(raw)
-    for key, field in _FIELD_KEYS.items():
-        if key not in rest:
-            continue
-        value = rest.pop(key)
-        if field in data and not _same_value(data[field], value):
-            raise InvalidParameterError(
-                f"{field} given twice with different values: {field}={data[field]!r} and "
-                f"search_kwargs={{{key!r}: {value!r}}}; give it once"
-            )
-        data[field] = value
+    for key in ("k", "fetch_k", "score_threshold"):
+        if key in rest:
+            value = rest.pop(key)
+            given_once(key, data.get(key), value, f"{key}={data.get(key)!r}", f"search_kwargs={{{key!r}: {value!r}}}")
+            data[key] = value
     for name in ("lambda_mult", "diversity"):
-        if name not in rest:
-            continue
-        value = rest.pop(name)
-        params = dict(data.get("method_params") or {})
-        if name in params and not _same_value(params[name], value):
-            raise InvalidParameterError(
-                f"{name} given twice with different values: method_params={params!r} and "
-                f"search_kwargs={{{name!r}: {value!r}}}; give it once"
-            )
-        params[name] = value
-        data["method_params"] = params
+        if name in rest:
+            value = rest.pop(name)
+            params = dict(data.get("method_params") or {})
+            given_once(name, params.get(name), value, f"method_params={params!r}", f"search_kwargs={{{name!r}: {value!r}}}")
+            data["method_params"] = {**params, name: value}
     data["search_kwargs"] = rest
 
 
@@ -92,40 +81,6 @@ def _accepts_keyword(fn: Callable[..., Any], name: str) -> bool:
             inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD
         )
     return any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-
-
-def _private(model: BaseModel) -> dict[str, Any]:
-    """The private attributes of ``model`` (pydantic's documented ``__pydantic_private__``).
-
-    Reading ``model._attr`` goes through pydantic's ``__getattr__`` fallback (about 2 µs);
-    the hot path reads this dict instead (one slot read). Writes still use ``model._attr = v``.
-    """
-    return model.__pydantic_private__  # type: ignore[return-value]
-
-
-def _same_value(a: Any, b: Any) -> bool:
-    """Equal and of the same type (``True == 1`` must not reuse a plan validated for 1)."""
-    return type(a) is type(b) and bool(a == b)
-
-
-def _same_settings(old: tuple[Any, ...], new: tuple[Any, ...]) -> bool:
-    """Whether ``(method, method_params, k, fetch_k)`` are unchanged since ``old`` was taken."""
-    old_method, old_params, old_k, old_fetch_k = old
-    method, params, k, fetch_k = new
-    try:
-        return (
-            _same_value(old_method, method)
-            and _same_value(old_k, k)
-            and _same_value(old_fetch_k, fetch_k)
-            and isinstance(params, dict)
-            and len(params) == len(old_params)
-            and all(
-                name in old_params and _same_value(old_params[name], value)
-                for name, value in params.items()
-            )
-        )
-    except (TypeError, ValueError):  # e.g. array-valued parameters: just re-validate
-        return False
 
 
 class DiverseRetriever(BaseRetriever):
@@ -209,7 +164,7 @@ class DiverseRetriever(BaseRetriever):
     title_key: str | None = "title"
 
     _embedder_memo: tuple[Embeddings, CachedEmbeddings] | None = PrivateAttr(default=None)
-    _plan_memo: tuple[tuple[Any, ...], SelectionPlan] | None = PrivateAttr(default=None)
+    _plan: Plan | None = PrivateAttr(default=None)
     _warned: set[str] = PrivateAttr(default_factory=set)
 
     def __init__(self, **data: Any) -> None:
@@ -234,15 +189,15 @@ class DiverseRetriever(BaseRetriever):
                 "base_retriever= needs embeddings= to embed the query and the candidates"
             )
         self._embedder()  # the store must expose embeddings when none are given
-        plan_selection(self.method, self.method_params, self.k, self.fetch_k)
+        self._plan = face_plan(self.method, self.method_params)
+        check_sizes(self.k, self.fetch_k)
         if self.base_retriever is not None:
             self._check_fetch_reaches(self.base_retriever)
 
     # -- helpers ---------------------------------------------------------------
     def _warn_once(self, key: str, message: str, *args: Any) -> None:
-        warned: set[str] = _private(self)["_warned"]
-        if key not in warned:
-            warned.add(key)
+        if key not in self._warned:
+            self._warned.add(key)
             logger.warning(message, *args)
 
     def _source_embeddings(self) -> Embeddings:
@@ -258,24 +213,20 @@ class DiverseRetriever(BaseRetriever):
 
     def _embedder(self) -> CachedEmbeddings:
         source = self._source_embeddings()
-        memo: tuple[Embeddings, CachedEmbeddings] | None = _private(self)["_embedder_memo"]
+        memo = self._embedder_memo
         if memo is None or memo[0] is not source:  # registry look-up once per model object
             memo = (source, cached_embeddings(source, maxsize=self.cache_size))
             self._embedder_memo = memo
         return memo[1]
 
-    def _plan(self, kwargs: dict[str, Any]) -> SelectionPlan:
-        settings = (self.method, self.method_params, self.k, self.fetch_k)
+    def _settings(self, kwargs: dict[str, Any]) -> tuple[Plan, int, int]:
+        """The plan, ``k`` and ``fetch_k`` of one call (the face's own plan unless ``kwargs`` change them)."""
         if kwargs:
-            return plan_for_call(settings, kwargs)
-        # No per-call overrides: reuse the plan validated for the current settings
-        # (fields may be reassigned or method_params edited in place, so compare).
-        memo: tuple[tuple[Any, ...], SelectionPlan] | None = _private(self)["_plan_memo"]
-        if memo is not None and _same_settings(memo[0], settings):
-            return memo[1]
-        plan = plan_for_call(settings, kwargs)
-        self._plan_memo = ((self.method, dict(self.method_params), self.k, self.fetch_k), plan)
-        return plan
+            plan, k, fetch_k = plan_for_call(self, self.k, self.fetch_k, kwargs)
+        else:
+            plan, (k, fetch_k) = current_plan(self), check_sizes(self.k, self.fetch_k)
+        assert fetch_k is not None
+        return plan, k, fetch_k
 
     def _check_query(self, query_vector: NDArray[np.float32], embedder: CachedEmbeddings) -> None:
         """Reject a zero query vector or one of another dimension before the store is searched."""
@@ -331,39 +282,37 @@ class DiverseRetriever(BaseRetriever):
             type(base).__name__, name, name, self.fetch_k,
         )
 
-    def _sized(self, base: BaseRetriever, plan: SelectionPlan, fn: Callable[..., Any]
+    def _sized(self, base: BaseRetriever, fetch_k: int, fn: Callable[..., Any]
                ) -> tuple[BaseRetriever, dict[str, Any]]:
         """``base`` (or a copy with its ``k`` field set) and the keyword arguments carrying fetch_k."""
         name = self.base_retriever_k_arg
-        if name is None or plan.fetch_k is None:
+        if name is None:
             return base, {}
         if _accepts_keyword(fn, name):
-            return base, {name: plan.fetch_k}
-        if name in type(base).model_fields:
+            return base, {name: fetch_k}
+        if name in type(base).model_fields and getattr(base, name, None) != fetch_k:
             # e.g. BM25Retriever: its `k` is a field, not an argument. Set it on a shallow
             # copy so the caller's retriever is never changed.
-            if getattr(base, name, None) == plan.fetch_k:
-                return base, {}
-            return base.model_copy(update={name: plan.fetch_k}), {}
+            return base.model_copy(update={name: fetch_k}), {}
         return base, {}
 
-    async def _afetch_from_retriever(
-        self, query: str, plan: SelectionPlan, run_manager: AsyncCallbackManagerForRetrieverRun
+    def _fetch(self, query: str, fetch_k: int, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
+        base = self.base_retriever
+        assert base is not None
+        target, kwargs = self._sized(base, fetch_k, base._get_relevant_documents)
+        return target.invoke(query, config={"callbacks": run_manager.get_child()}, **kwargs)
+
+    async def _afetch(
+        self, query: str, fetch_k: int, run_manager: AsyncCallbackManagerForRetrieverRun
     ) -> list[Document]:
         base = self.base_retriever
         assert base is not None
-        target, kwargs = self._sized(base, plan, base._aget_relevant_documents)
-        if (
-            not kwargs
-            and target is base
-            and self.base_retriever_k_arg is not None
-            and _accepts_keyword(base._get_relevant_documents, self.base_retriever_k_arg)
-        ):
+        target, kwargs = self._sized(base, fetch_k, base._aget_relevant_documents)
+        name = self.base_retriever_k_arg
+        if not kwargs and target is base and name is not None and _accepts_keyword(base._get_relevant_documents, name):
             # Only the sync path takes fetch_k (BaseRetriever's default async drops it).
             config: RunnableConfig = {"callbacks": run_manager.get_sync().get_child()}
-            return await asyncio.to_thread(
-                base.invoke, query, config, **{self.base_retriever_k_arg: plan.fetch_k}
-            )
+            return await asyncio.to_thread(base.invoke, query, config, **{name: fetch_k})
         return await target.ainvoke(query, config={"callbacks": run_manager.get_child()}, **kwargs)
 
     def _finish(
@@ -371,62 +320,54 @@ class DiverseRetriever(BaseRetriever):
         query_vector: NDArray[np.float32],
         documents: list[Document],
         vectors: NDArray[np.float32],
-        plan: SelectionPlan,
+        plan: Plan,
+        k: int,
         query: str,
     ) -> list[Document]:
         if self.score_threshold is not None:
-            documents, vectors = _above_threshold(query_vector, documents, vectors,
-                                                  self.score_threshold)
-            if not documents:
-                return []
-        return select_documents(query_vector, documents, vectors, plan, question=query,
+            documents, vectors = _above_threshold(query_vector, documents, vectors, self.score_threshold)
+        return select_documents(query_vector, documents, vectors, plan, k, question=query,
                                 source_key=self.source_key, title_key=self.title_key)
 
     # -- sync ------------------------------------------------------------------
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        plan = self._plan(kwargs)
+        plan, k, fetch_k = self._settings(kwargs)
         embedder = self._embedder()
         query_vector = embedder.embed_query_array(query)
         self._check_query(query_vector, embedder)
         known: KnownVectors | None = None
         if self.vectorstore is not None:
-            documents, known = StoreSearch(self.vectorstore, self.search_kwargs, self._reads_stored()).run(
-                query_vector.tolist(), plan.fetch_k or self.fetch_k
-            )
+            search = StoreSearch(self.vectorstore, self.search_kwargs, self._reads_stored())
+            documents, known = search.run(query_vector.tolist(), fetch_k)
         else:
-            assert self.base_retriever is not None
-            base, fetch = self._sized(self.base_retriever, plan,
-                                      self.base_retriever._get_relevant_documents)
-            documents = base.invoke(query, config={"callbacks": run_manager.get_child()}, **fetch)
+            documents = self._fetch(query, fetch_k, run_manager)
         if not documents:
             return []
-        texts = document_texts(documents)
-        vectors = embedder.embed_documents_array(texts, known=self._check_known(known))
-        return self._finish(query_vector, documents, vectors, plan, query)
+        vectors = embedder.embed_documents_array(document_texts(documents), known=self._check_known(known))
+        return self._finish(query_vector, documents, vectors, plan, k, query)
 
     # -- async -----------------------------------------------------------------
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        plan = self._plan(kwargs)
+        plan, k, fetch_k = self._settings(kwargs)
         embedder = self._embedder()
         query_vector = await embedder.aembed_query_array(query)
         self._check_query(query_vector, embedder)
         known: KnownVectors | None = None
         if self.vectorstore is not None:
-            documents, known = await StoreSearch(self.vectorstore, self.search_kwargs, self._reads_stored()).arun(
-                query_vector.tolist(), plan.fetch_k or self.fetch_k
-            )
+            search = StoreSearch(self.vectorstore, self.search_kwargs, self._reads_stored())
+            documents, known = await search.arun(query_vector.tolist(), fetch_k)
         else:
-            documents = await self._afetch_from_retriever(query, plan, run_manager)
+            documents = await self._afetch(query, fetch_k, run_manager)
         if not documents:
             return []
         texts = document_texts(documents)
         vectors = await embedder.aembed_documents_array(texts, known=self._check_known(known))
         # The selection is CPU work: keep it off the event loop.
-        return await asyncio.to_thread(self._finish, query_vector, documents, vectors, plan, query)
+        return await asyncio.to_thread(self._finish, query_vector, documents, vectors, plan, k, query)
 
 
 def _store_dimension(store: VectorStore) -> int | None:

@@ -19,15 +19,12 @@ Every document the faces return is a copy of a candidate whose ``metadata`` gain
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
-import numpy as np
-from diverse_core import select
 from diverse_core._lazy import deprecated_aliases
 from diverse_core.errors import DimensionMismatchError, InvalidParameterError
-from diverse_core.registry import DIVERSITY, get_method, resolve_user_params, with_diversity
-from diverse_core.textfeatures import source_inputs
+from diverse_core.plan import Plan, make_plan, shown_params
+from diverse_core.registry import DIVERSITY, get_method, with_diversity
 from diverse_core.validation import check_k
 from langchain_core.documents import Document
 from numpy.typing import ArrayLike
@@ -41,8 +38,9 @@ __all__ = [
     "SELECTION_METHOD",
     "SELECTION_PARAMS",
     "SELECTION_METADATA_KEYS",
-    "SelectionPlan",
-    "plan_selection",
+    "face_plan",
+    "current_plan",
+    "check_sizes",
     "plan_for_call",
     "document_texts",
     "select_documents",
@@ -64,7 +62,7 @@ CALL_OPTIONS = ("k", "fetch_k", "method", "method_params", "diversity")
 
 def fold_diversity(data: dict[str, Any]) -> None:
     """Move a face's ``diversity=`` keyword (0 = pure relevance, 1 = the method's most diverse
-    setting) into ``method_params``, where the core maps it to the method's own parameter.
+    setting) into ``method_params``, where the core plan maps it to the method's own parameter.
 
     Raises:
         ConflictingParametersError: ``method_params`` holds a different ``diversity``.
@@ -73,88 +71,58 @@ def fold_diversity(data: dict[str, Any]) -> None:
         data["method_params"] = with_diversity(data.get("method_params"), data.pop(DIVERSITY))
 
 
-@dataclass(frozen=True)
-class SelectionPlan:
-    """Validated settings of one selection.
-
-    Attributes:
-        method: registered method name.
-        params: resolved parameters handed to :func:`diverse_core.select`.
-        public_params: JSON-friendly copy of ``params`` for document metadata.
-        k: number of documents to return.
-        fetch_k: number of candidates to fetch (``None`` for the compressor).
-    """
-
-    method: str
-    params: dict[str, Any]
-    public_params: dict[str, Any]
-    k: int
-    fetch_k: int | None = None
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, (tuple, list)):
-        return [_plain(v) for v in value]
-    return value
-
-
-def _json_friendly(params: Mapping[str, Any]) -> dict[str, Any]:
-    return {name: _plain(v) for name, v in params.items() if not callable(v)}
-
-
-def plan_selection(
-    method: str,
-    method_params: Mapping[str, Any] | None,
-    k: object,
-    fetch_k: object | None = None,
-    *,
-    where: str = "",
-) -> SelectionPlan:
-    """Validate method, parameters, ``k`` and ``fetch_k`` together.
-
-    Args:
-        method: a name from :func:`diverse_core.available_methods`.
-        method_params: the method's parameters (unknown names are rejected, and so are
-            ``question``/``texts`` of a text-reading method: the faces pass those).
-        k: documents to return, a positive integer.
-        fetch_k: candidates to fetch, a positive integer ``>= k`` (``None``: not used).
-        where: context appended to error messages (e.g. ``" in invoke()"``).
+def face_plan(method: str, method_params: Mapping[str, Any] | None, where: str = "") -> Plan:
+    """The core :class:`~diverse_core.plan.Plan` of a LangChain face (``question``, ``texts`` and
+    sources are the face's to pass; a ``scorer`` is refused: it scores candidate indices, which
+    change on every call).
 
     Raises:
-        UnknownMethodError: ``method`` is not registered.
-        InvalidParameterError: a bad parameter name or value, or ``k > fetch_k``.
+        UnknownMethodError, InvalidParameterError: what :func:`~diverse_core.plan.make_plan` raises.
     """
-    if method_params is None:
-        method_params = {}
-    if not isinstance(method_params, Mapping):
-        raise InvalidParameterError(
-            f"method_params must be a dict; got method_params={method_params!r}{where}"
-        )
-    spec = get_method(method)
-    resolved = resolve_user_params(spec, dict(method_params), where)
-    if resolved.get("scorer") is not None:
+    plan = make_plan(method, method_params, face=True, where=where)
+    if plan.params.get("scorer") is not None:
         raise InvalidParameterError(
             "scorer is not supported by the LangChain faces (it scores candidate indices, which "
-            f"change on every call); got scorer={resolved['scorer']!r}{where}"
+            f"change on every call); got scorer={plan.params['scorer']!r}{where}"
         )
+    return plan
+
+
+class _Face(Protocol):
+    method: str
+    method_params: dict[str, Any]
+    _plan: Plan | None
+
+
+def current_plan(face: _Face) -> Plan:
+    """``face``'s plan, built again only when its ``method`` or ``method_params`` changed since."""
+    plan = face._plan
+    if plan is None or not plan.built_from(face.method, face.method_params):
+        plan = face._plan = face_plan(face.method, face.method_params)
+    return plan
+
+
+def check_sizes(k: object, fetch_k: object | None = None, where: str = "") -> tuple[int, int | None]:
+    """``k`` and ``fetch_k`` as positive integers with ``k <= fetch_k`` (``fetch_k=None``: not used).
+
+    Raises:
+        InvalidParameterError: naming the value, or both when ``k > fetch_k``.
+    """
     k_int = check_k(k, "k")
-    fetch_int: int | None = None
-    if fetch_k is not None:
-        fetch_int = check_k(fetch_k, "fetch_k")
-        if k_int > fetch_int:
-            raise InvalidParameterError(
-                f"k must not exceed fetch_k; got k={k_int}, fetch_k={fetch_int}{where} "
-                "(raise fetch_k or lower k)"
-            )
-    return SelectionPlan(spec.name, resolved, _json_friendly(resolved), k_int, fetch_int)
+    if fetch_k is None:
+        return k_int, None
+    fetch_int = check_k(fetch_k, "fetch_k")
+    if k_int > fetch_int:
+        raise InvalidParameterError(
+            f"k must not exceed fetch_k; got k={k_int}, fetch_k={fetch_int}{where} (raise fetch_k or lower k)"
+        )
+    return k_int, fetch_int
 
 
 def plan_for_call(
-    defaults: tuple[str, Mapping[str, Any], int, int | None], kwargs: Mapping[str, Any]
-) -> SelectionPlan:
-    """Merge per-call keyword arguments over the configured ``(method, params, k, fetch_k)``.
+    face: _Face, k: int, fetch_k: int | None, kwargs: Mapping[str, Any]
+) -> tuple[Plan, int, int | None]:
+    """The plan and sizes of one call: per-call keyword arguments over the face's settings.
 
     ``method_params`` given per call update the configured ones when the method is
     unchanged; naming another method starts from that method's defaults. ``diversity``
@@ -166,31 +134,25 @@ def plan_for_call(
         raise InvalidParameterError(
             f"unknown keyword argument(s) {unknown}; accepted per call: {list(CALL_OPTIONS)}"
         )
-    method, params, k, fetch_k = defaults
-    call_method = kwargs.get("method", method)
-    base: Mapping[str, Any] = params if call_method == method else {}
+    where = " (per-call arguments)"
+    method = kwargs.get("method", face.method)
+    base: Mapping[str, Any] = face.method_params if method == face.method else {}
     if kwargs.get(DIVERSITY) is not None:
-        mapping = get_method(call_method).diversity
+        mapping = get_method(method).diversity
         knob = {DIVERSITY, mapping.param if mapping is not None else None}
         base = {name: v for name, v in base.items() if name not in knob}
     call_params = kwargs.get("method_params")
     if call_params is not None and not isinstance(call_params, Mapping):
-        raise InvalidParameterError(f"method_params must be a dict; got method_params={call_params!r}")
-    merged = with_diversity({**base, **(call_params or {})}, kwargs.get(DIVERSITY), " (per-call arguments)")
+        raise InvalidParameterError(f"method_params must be a dict; got method_params={call_params!r}{where}")
+    merged = with_diversity({**base, **(call_params or {})}, kwargs.get(DIVERSITY), where)
     call_fetch_k = kwargs.get("fetch_k", fetch_k) if fetch_k is not None else kwargs.get("fetch_k")
-    return plan_selection(
-        call_method, merged, kwargs.get("k", k), call_fetch_k, where=" (per-call arguments)"
-    )
+    sizes = check_sizes(kwargs.get("k", k), call_fetch_k, where)
+    return face_plan(method, merged, where), *sizes
 
 
 def document_texts(documents: Sequence[Document]) -> list[str]:
     """The texts of ``documents``; raises :class:`EmptyDocumentError` for empty ones."""
-    try:  # fast path: every candidate is a Document with real text (checks run in C)
-        texts = [doc.page_content for doc in documents]
-        if all(texts) and not any(map(str.isspace, texts)):
-            return texts
-    except (AttributeError, TypeError):  # not a Document / page_content not a str
-        pass
+    texts = []
     for i, doc in enumerate(documents):
         text = getattr(doc, "page_content", None)
         if not isinstance(text, str) or not text or text.isspace():
@@ -198,44 +160,16 @@ def document_texts(documents: Sequence[Document]) -> list[str]:
                 f"document {i} (id={getattr(doc, 'id', None)!r}) has empty page_content "
                 f"({text!r}); every candidate needs text to be embedded"
             )
-    return [doc.page_content for doc in documents]  # pragma: no cover - the fast path took these
-
-
-_new = object.__new__
-_set = object.__setattr__
-_METADATA_FIELD = frozenset({"metadata"})
-_MISSING = object()
-
-
-def _annotated_copy(doc: Document, metadata: dict[str, Any]) -> Document:
-    """A shallow copy of ``doc`` with ``metadata`` replaced; ``doc`` is left untouched.
-
-    Same result as ``doc.model_copy(update={"metadata": metadata})`` (no validation,
-    other fields shared) in about half the time: pydantic's generic copy machinery
-    is the largest per-document cost of the faces. Falls back to ``model_copy`` for
-    documents with extra or private attributes.
-    """
-    if (
-        getattr(doc, "__pydantic_extra__", _MISSING) is not None
-        or getattr(doc, "__pydantic_private__", _MISSING) is not None
-    ):
-        return doc.model_copy(update={"metadata": metadata})
-    cls = type(doc)
-    new = _new(cls)
-    fields = doc.__dict__.copy()
-    fields["metadata"] = metadata
-    _set(new, "__dict__", fields)
-    _set(new, "__pydantic_fields_set__", doc.__pydantic_fields_set__ | _METADATA_FIELD)
-    _set(new, "__pydantic_extra__", None)
-    _set(new, "__pydantic_private__", None)
-    return new
+        texts.append(text)
+    return texts
 
 
 def select_documents(
     query_vector: ArrayLike,
     documents: Sequence[Document],
     vectors: ArrayLike,
-    plan: SelectionPlan,
+    plan: Plan,
+    k: int,
     *,
     question: str | None = None,
     source_key: str | None = "source",
@@ -247,7 +181,8 @@ def select_documents(
         query_vector: query embedding, shape (d,).
         documents: the candidates.
         vectors: their embeddings, shape (len(documents), d).
-        plan: from :func:`plan_selection`.
+        plan: from :func:`face_plan`.
+        k: documents to return.
         question: the query text. A method that reads text (``adaptive``, ``learned``) gets it
             with the documents' ``page_content``; without it, that method sees embeddings only.
         source_key: the metadata key naming each document's source (page, file, parent
@@ -257,46 +192,37 @@ def select_documents(
         title_key: the metadata key of a document's display title (``None``: not read).
 
     Raises:
-        DimensionMismatchError: query and document embeddings differ in dimension.
+        DimensionMismatchError: not one vector per document, or query and document vectors
+            differ in dimension.
     """
     if not documents:
         return []
-    query = np.asarray(query_vector)
-    cands = np.asarray(vectors)
-    if cands.ndim != 2 or cands.shape[0] != len(documents):
+    if len(vectors) != len(documents):  # type: ignore[arg-type]
         raise DimensionMismatchError(
-            f"expected one embedding per document ({len(documents)}); got shape {cands.shape}"
+            f"expected one embedding per document ({len(documents)}); got {len(vectors)}"  # type: ignore[arg-type]
         )
-    if query.ndim != 1 or query.shape[0] != cands.shape[1]:
-        raise DimensionMismatchError(
-            f"query embedding has shape {query.shape} but document embeddings have dimension "
-            f"{cands.shape[1]}; were both made by the same embeddings model?"
+    reads = plan.spec.reads_sources
+    inputs = plan.inputs(
+        question,
+        [doc.page_content for doc in documents],
+        sources=[doc.metadata.get(source_key) for doc in documents] if reads and source_key else None,
+        names=[doc.metadata.get(title_key) for doc in documents] if reads and title_key else None,
+    )
+    sel = plan.run(query_vector, vectors, k, inputs=inputs)
+    shown = {**plan.shown, **shown_params(sel.details)}
+    return [
+        documents[i].model_copy(update={"metadata": {
+            **documents[i].metadata,
+            RELEVANCE_SCORE: rel,
+            SELECTION_SCORE: score,
+            SELECTION_RANK: rank,
+            SELECTION_METHOD: plan.method,
+            SELECTION_PARAMS: dict(shown),  # one per document: safe to edit
+        }})
+        for rank, (i, score, rel) in enumerate(
+            zip(sel.indices.tolist(), sel.scores.tolist(), sel.relevance.tolist(), strict=True)
         )
-    extra: dict[str, Any] = {}
-    spec = get_method(plan.method)
-    if question is not None and spec.reads_text:
-        extra = {"question": question, "texts": [doc.page_content for doc in documents]}
-        if spec.reads_sources:
-            extra.update(source_inputs(
-                [None if source_key is None else doc.metadata.get(source_key) for doc in documents],
-                None if title_key is None else [doc.metadata.get(title_key) for doc in documents],
-            ))
-    sel = select(plan.method, query, cands, plan.k, **plan.params, **extra)
-    method = plan.method
-    shown = {**plan.public_params, **_json_friendly(sel.details)} if sel.details else plan.public_params
-    out = []
-    for rank, (i, score, rel) in enumerate(
-        zip(sel.indices.tolist(), sel.scores.tolist(), sel.relevance.tolist(), strict=True)
-    ):
-        doc = documents[i]
-        metadata = dict(doc.metadata)
-        metadata[RELEVANCE_SCORE] = rel
-        metadata[SELECTION_SCORE] = score
-        metadata[SELECTION_RANK] = rank
-        metadata[SELECTION_METHOD] = method
-        metadata[SELECTION_PARAMS] = shown.copy()  # one per document: safe to edit
-        out.append(_annotated_copy(doc, metadata))
-    return out
+    ]
 
 
 #: Old names kept as deprecated aliases (each access warns).

@@ -44,7 +44,7 @@ _logging.getLogger(__name__).addHandler(_logging.NullHandler())
 # ``from llamaindex_diverse import DFRAGRetriever`` works as before, and importing the package
 # stays cheap. Every built-in pipeline's retriever and query engine is named from the core's one list.
 _LAZY = {
-    **pipeline_faces("{cls}QueryEngine", "{cls}Retriever"),
+    **dict.fromkeys(pipeline_faces("{cls}QueryEngine", "{cls}Retriever"), ".pipeline_engine"),
     "LlamaIndexLLM": ".llm",
     "PipelineQueryEngine": ".pipeline_engine",
     "PipelineRetriever": ".pipeline_engine",

@@ -1,19 +1,22 @@
 """The one LlamaIndex face of every LLM pipeline: a retriever and a query engine.
 
-A pipeline's classes (``DFRAGRetriever`` / ``DFRAGQueryEngine``, ...) subclass
-:class:`PipelineRetriever` / :class:`PipelineQueryEngine` and only declare the pipeline class
-(its option names come from the core's declaration, ``pipeline_class.OPTIONS``) and, if they
-like, the result fields their query engine reports (``response_fields``); candidate fetching,
-embeddings, the LLM adapter, sync/async, instrumentation and node metadata are shared here.
+Each built-in pipeline's classes (``DFRAGRetriever`` / ``DFRAGQueryEngine``, ...) are generated
+here from the core's pipeline list and the pipeline's declaration (:func:`retriever_class`,
+:func:`query_engine_class`): its option names (``pipeline_class.OPTIONS``) and what its query
+engine reports (``pipeline_class.FACE``, see :mod:`diverse_core.pipelines.face_fields`); candidate
+fetching, embeddings, the LLM adapter, sync/async, instrumentation and node metadata are shared here.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Mapping
+from functools import cache
 from typing import Any, ClassVar
 
+from diverse_core._lazy import deprecated_method
 from diverse_core.errors import InvalidParameterError
-from diverse_core.pipelines import Pipeline, PipelineResult
+from diverse_core.pipeline_names import face_attribute
+from diverse_core.pipelines import Pipeline, PipelineResult, get_pipeline
 from diverse_core.pipelines.options import face_options
 from llama_index.core.base.base_query_engine import BaseQueryEngine
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -33,7 +36,13 @@ from ._metadata import with_selection_metadata
 from .llm import LlamaIndexLLM, as_backend
 from .sources import LlamaIndexSource
 
-__all__ = ["PipelineRetriever", "PipelineQueryEngine", "pipeline_response_metadata"]
+__all__ = [
+    "PipelineRetriever",
+    "PipelineQueryEngine",
+    "pipeline_response_metadata",
+    "retriever_class",
+    "query_engine_class",
+]
 
 
 def pipeline_response_metadata(result: PipelineResult, prefix: str) -> dict[str, Any]:
@@ -296,3 +305,52 @@ class PipelineQueryEngine(BaseQueryEngine):
         if self._streaming:
             return await self._astream(*await self._pipeline_retriever.arun_pipeline(query_bundle, generate=False))
         return self._response(*await self._pipeline_retriever.arun_pipeline(query_bundle, generate=True))
+
+
+@cache
+def retriever_class(name: str) -> type[PipelineRetriever]:
+    """The retriever class of the pipeline registered as ``name``, generated once from its declaration.
+
+    Example:
+        >>> cls = retriever_class("drrag")
+        >>> cls.__name__, cls.response_fields, cls is retriever_class("drrag")
+        ('DRRAGRetriever', ('mode', 'stage2_queries', 'rejected'), True)
+    """
+    pipeline = get_pipeline(name)
+    face = pipeline.FACE
+
+    def _llm_from_settings(cls: type[PipelineRetriever], options: dict[str, Any]) -> bool:
+        return face.reads_settings_llm(options)
+
+    reported = ", ".join(f"``{name}_{face.label(f)}``" for f in face.reports)
+    namespace: dict[str, Any] = {
+        "__module__": __name__,
+        "__doc__": (
+            f"A base retriever's candidates, narrowed to the ``k`` nodes {pipeline.__name__} chooses "
+            f"(:class:`~{pipeline.__module__}.{pipeline.__name__}`, whose options it takes; the rest as in "
+            f":class:`PipelineRetriever`). Nodes carry ``selection_method={name!r}``; a query engine's "
+            f"``Response.metadata`` holds {reported or 'the shared fields'}."
+        ),
+        "pipeline_class": pipeline,
+        "response_fields": face.reports,
+        "response_names": dict(face.labels),
+        "_llm_from_settings": classmethod(_llm_from_settings),
+        **{old: deprecated_method(old, new) for old, new in face.old_methods.items()},
+    }
+    return type(f"{pipeline.__name__}Retriever", (PipelineRetriever,), namespace)
+
+
+@cache
+def query_engine_class(name: str) -> type[PipelineQueryEngine]:
+    """The query engine class of the pipeline registered as ``name`` (on :func:`retriever_class`)."""
+    retriever = retriever_class(name)
+    pipeline = retriever.pipeline_class
+    doc = (f"Answer with {pipeline.__name__}: ``Response.source_nodes`` are its chosen nodes, ``metadata`` "
+           f"what {retriever.__name__} reports, with warnings, cost, trace and the full result.")
+    return type(f"{pipeline.__name__}QueryEngine", (PipelineQueryEngine,),
+                {"__module__": __name__, "__doc__": doc, "retriever_class": retriever})
+
+
+def __getattr__(attr: str) -> Any:
+    """``<Class>Retriever`` and ``<Class>QueryEngine`` of every built-in pipeline, made on first use."""
+    return face_attribute(__name__, attr, {"{cls}Retriever": retriever_class, "{cls}QueryEngine": query_engine_class})

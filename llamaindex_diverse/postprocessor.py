@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import numpy as np
-from diverse_core import get_method, select
-from diverse_core.embedding_cache import KnownAt
-from diverse_core.errors import DimensionMismatchError, InvalidParameterError
-from diverse_core.registry import resolve_user_params, with_diversity
+from diverse_core.errors import InvalidParameterError
+from diverse_core.plan import Plan, make_plan, shown_params
+from diverse_core.registry import with_diversity
 from diverse_core.result import Selection
-from diverse_core.textfeatures import source_inputs
 from diverse_core.validation import check_k
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
@@ -25,12 +23,11 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 from numpy.typing import NDArray
 
-from ._metadata import json_friendly_params, with_selection_metadata
+from ._metadata import with_selection_metadata
 from ._observers import has_event_handlers
 from ._pg_rows import PgCandidates
 from ._stored import StoredVectors, known_for, store_reader
 from ._vectors import (
-    BoundCache,
     ModelBoundCache,
     NodeTextMemo,
     model_namespace,
@@ -42,28 +39,6 @@ from ._vectors import (
 __all__ = ["DiverseNodePostprocessor"]
 
 dispatcher = get_dispatcher(__name__)
-
-
-def _has_event_handlers() -> bool:
-    """Whether any instrumentation event handler would see this module's events (when
-    nobody listens, the events, pydantic models validating every node, are not built)."""
-    return has_event_handlers(dispatcher)
-
-
-def _end_event(nodes: list[NodeWithScore]) -> None:
-    if _has_event_handlers():
-        dispatcher.event(ReRankEndEvent(nodes=nodes))
-
-
-def _same_params(old: dict[str, Any], new: Mapping[str, Any]) -> bool:
-    """Same names, types and values (``True == 1`` must not pass for a validated 1)."""
-    try:
-        return len(old) == len(new) and all(
-            name in old and type(old[name]) is type(value) and bool(old[name] == value)
-            for name, value in new.items()
-        )
-    except (TypeError, ValueError):  # e.g. array-valued parameters: just re-validate
-        return False
 
 
 class DiverseNodePostprocessor(BaseNodePostprocessor):
@@ -166,7 +141,7 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
     _store_read: StoredVectors | None = PrivateAttr(default=None)
     _cache: ModelBoundCache = PrivateAttr()
     _texts: NodeTextMemo = PrivateAttr()
-    _params_memo: tuple[str, dict[str, Any], dict[str, Any]] | None = PrivateAttr(default=None)
+    _plan: Plan = PrivateAttr()
 
     def __init__(
         self,
@@ -192,7 +167,7 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
             )
         n_keep = check_k(top_n if top_n is not None else (k if k is not None else 4), "top_n")
         params = with_diversity(method_params, diversity)
-        resolve_user_params(get_method(method), params)  # typed error on a bad method/params
+        plan = make_plan(method, params, face=True)  # typed error on a bad method/params
         if embed_model is not None and not isinstance(embed_model, BaseEmbedding):
             raise InvalidParameterError(
                 f"embed_model must be a llama_index BaseEmbedding; got {type(embed_model).__name__}"
@@ -220,6 +195,7 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
         self._store_read = store_read
         self._cache = ModelBoundCache(self.cache_size)
         self._texts = NodeTextMemo(self.cache_size)
+        self._plan = plan
 
     @classmethod
     def class_name(cls) -> str:
@@ -227,24 +203,12 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
 
     # ------------------------------------------------------------------ helpers
 
-    def _private(self) -> dict[str, Any]:
-        # pydantic's private-attribute dict: ``self._x`` goes through a slow __getattr__.
-        return self.__pydantic_private__  # type: ignore[return-value]
-
-    def _resolved_params(self) -> dict[str, Any]:
-        """Method parameters with defaults, validated once per setting.
-
-        ``method`` and ``method_params`` may be reassigned (or edited in place) after
-        construction, so the memo is reused only while both still equal, type for
-        type, what was validated.
-        """
-        method, params = self.method, self.method_params
-        memo: tuple[str, dict[str, Any], dict[str, Any]] | None = self._private()["_params_memo"]
-        if memo is not None and memo[0] == method and _same_params(memo[1], params):
-            return memo[2]
-        resolved = resolve_user_params(get_method(method), params)
-        self._params_memo = (method, dict(params), resolved)
-        return resolved
+    def _current_plan(self) -> Plan:
+        """The plan, built again only when ``method`` or ``method_params`` changed (reassigned or
+        edited in place) since it was built."""
+        if not self._plan.built_from(self.method, self.method_params):
+            self._plan = make_plan(self.method, self.method_params, face=True)
+        return self._plan
 
     def _resolve_embed_model(self) -> BaseEmbedding:
         if self.embed_model is not None:
@@ -260,205 +224,128 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
                 f"({exc}); pass embed_model=... (the model that built the index)"
             ) from exc
 
-    def _event_payload(self, nodes: list[NodeWithScore], query_bundle: QueryBundle) -> dict[str, Any]:
-        return {
-            EventPayload.NODES: nodes,
-            EventPayload.MODEL_NAME: f"diverse:{self.method}",
-            EventPayload.QUERY_STR: query_bundle.query_str,
-            EventPayload.TOP_K: self.top_n,
-        }
-
+    # The events (pydantic models checking every node: ~0.1 ms a call) are built only when a handler
+    # listens, as the callback event only when the manager has handlers.
     def _start(self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None) -> QueryBundle:
-        if _has_event_handlers():
-            dispatcher.event(
-                ReRankStartEvent(
-                    query=query_bundle,
-                    nodes=nodes,
-                    top_n=self.top_n,
-                    model_name=f"diverse:{self.method}",
-                )
-            )
+        if has_event_handlers(dispatcher):
+            dispatcher.event(ReRankStartEvent(query=query_bundle, nodes=nodes, top_n=self.top_n,
+                                              model_name=f"diverse:{self.method}"))
         if query_bundle is None:
-            raise InvalidParameterError(
-                "DiverseNodePostprocessor needs the query: pass query_bundle or query_str"
-            )
+            raise InvalidParameterError("DiverseNodePostprocessor needs the query: pass query_bundle or query_str")
         return query_bundle
 
-    def _relevance(self, nodes: Sequence[NodeWithScore]) -> NDArray[np.float64] | None:
-        if not self.use_node_scores:
-            return None
-        missing = [i for i, item in enumerate(nodes) if item.score is None]
-        if missing:
-            i = missing[0]
-            raise InvalidParameterError(
-                f"use_node_scores=True but node {nodes[i].node.node_id!r} (position {i}) "
-                "has score=None"
-            )
-        return np.fromiter((float(item.score) for item in nodes), dtype=np.float64, count=len(nodes))  # type: ignore[arg-type]
-
-    def _reranking_event(
-        self, nodes: list[NodeWithScore], query_bundle: QueryBundle
-    ) -> AbstractContextManager[EventContext | None]:
-        """The RERANKING callback event, or nothing when the manager has no handlers."""
+    def _reranking(self, nodes: list[NodeWithScore], bundle: QueryBundle) -> AbstractContextManager[EventContext | None]:
         if not self.callback_manager.handlers:
             return nullcontext()
-        return self.callback_manager.event(
-            CBEventType.RERANKING, payload=self._event_payload(nodes, query_bundle)
-        )
+        return self.callback_manager.event(CBEventType.RERANKING, payload={
+            EventPayload.NODES: nodes,
+            EventPayload.MODEL_NAME: f"diverse:{self.method}",
+            EventPayload.QUERY_STR: bundle.query_str,
+            EventPayload.TOP_K: self.top_n,
+        })
 
-    def _text_inputs(
-        self,
-        nodes: list[NodeWithScore],
-        bundle: QueryBundle,
-        positions: list[int],
-        embed_texts: list[str],
-    ) -> dict[str, Any]:
-        """``question`` and ``texts`` for a method that reads text (and ``sources``/``names`` for
-        one that reads sources), else nothing.
-
-        The texts are the nodes' ``metadata_mode`` content, the text the vectors embed
-        (already rendered when every node was embedded here).
-        """
-        if not get_method(self.method).reads_text:
-            return {}
-        if len(positions) == len(nodes):
-            texts = embed_texts
-        else:
-            render, mode = self._private()["_texts"].render, self.metadata_mode
-            texts = [render(item.node, mode) for item in nodes]
-        return self._reading_inputs(
-            bundle, texts, lambda: [self._source_id(item.node) for item in nodes],
-            lambda key: [item.node.metadata.get(key) for item in nodes],
-        )
-
-    def _reading_inputs(
-        self,
-        bundle: QueryBundle,
-        texts: list[str],
-        sources: Callable[[], list[Any]],
-        titles: Callable[[str], list[Any]],
-    ) -> dict[str, Any]:
-        """The inputs of a text-reading method: the question, ``texts`` and, for one that reads
-        sources, the candidates' ``sources()`` and ``titles(title_key)``."""
-        out: dict[str, Any] = {"question": bundle.query_str, "texts": texts}
-        if get_method(self.method).reads_sources:
-            out.update(source_inputs(sources(), None if self.title_key is None else titles(self.title_key)))
-        return out
+    def _relevance(self, scores: Sequence[float | None], nodes: Sequence[NodeWithScore]) -> NDArray[np.float64] | None:
+        if not self.use_node_scores:
+            return None
+        if None in scores:
+            i = list(scores).index(None)
+            raise InvalidParameterError(
+                f"use_node_scores=True but node {nodes[i].node.node_id!r} (position {i}) has score=None"
+            )
+        return np.asarray(scores, dtype=np.float64)
 
     def _source_id(self, node: Any) -> Any:
         """A node's source: ``metadata[source_key]`` when set and present, else its ``ref_doc_id``."""
-        if self.source_key is not None:
-            found = node.metadata.get(self.source_key)
-            if found is not None:
-                return found
-        return node.ref_doc_id
-
-    def _pick(
-        self,
-        candidates: NDArray[np.floating],
-        query_embedding: Sequence[float],
-        relevance: NDArray[np.float64] | None,
-        params: dict[str, Any],
-        text_inputs: dict[str, Any],
-    ) -> Selection:
-        """Run the method on the candidate vectors (the query in their precision)."""
-        # Same precision as the candidates: float32 cache rows are selected in float32.
-        dtype = np.float32 if candidates.dtype == np.float32 else np.float64
-        query = np.asarray(query_embedding, dtype=dtype)
-        if query.ndim != 1 or query.shape[0] != candidates.shape[1]:
-            raise DimensionMismatchError(
-                f"query embedding has shape {query.shape} but node vectors have dimension "
-                f"{candidates.shape[1]}; embed queries and nodes with the same model"
-            )
-        return select(self.method, query, candidates, self.top_n, relevance=relevance, **params, **text_inputs)
-
-    def _annotated(
-        self, picked: list[NodeWithScore], sel: Selection, text_inputs: dict[str, Any]
-    ) -> list[NodeWithScore]:
-        """Copies of the ``picked`` nodes (in pick order) carrying the selection metadata."""
-        filled = get_method(self.method).filled_params
-        used = {n: v for n, v in sel.params.items() if n not in text_inputs and n not in filled}  # never the texts
-        shown = json_friendly_params({**used, **sel.details})
-        hide = self.hide_selection_metadata
-        return [
-            with_selection_metadata(
-                item,
-                method=sel.method,
-                params=shown,
-                rank=rank,
-                score=score,
-                relevance=rel,
-                hide_from_models=hide,
-            )
-            for rank, (item, score, rel) in enumerate(
-                zip(picked, sel.scores.tolist(), sel.relevance.tolist(), strict=True)
-            )
-        ]
+        found = None if self.source_key is None else node.metadata.get(self.source_key)
+        return node.ref_doc_id if found is None else found
 
     def _select(
         self,
-        nodes: list[NodeWithScore],
-        positions: list[int],
-        embedded: NDArray[np.float32] | None,
-        model_label: str | None,
+        plan: Plan,
+        candidates: NDArray[np.floating],
         query_embedding: Sequence[float],
-        params: dict[str, Any],
-        text_inputs: dict[str, Any],
+        relevance: NDArray[np.float64] | None,
+        inputs: dict[str, Any],
+        picked: Any,
     ) -> list[NodeWithScore]:
-        candidates = stack_node_vectors(nodes, positions, embedded, model_label)
-        sel = self._pick(candidates, query_embedding, self._relevance(nodes), params, text_inputs)
-        return self._annotated([nodes[i] for i in sel.indices.tolist()], sel, text_inputs)
+        """Run ``plan`` on the candidate vectors (the query in their precision: float32 cache rows are
+        selected in float32) and return copies of the chosen nodes (``picked(indices)``) carrying the
+        selection metadata, in pick order."""
+        dtype = np.float32 if candidates.dtype == np.float32 else np.float64
+        sel: Selection = plan.run(np.asarray(query_embedding, dtype=dtype), candidates, self.top_n,
+                                  relevance=relevance, inputs=inputs)
+        shown = {**plan.shown, **shown_params(sel.details)}
+        return [
+            with_selection_metadata(item, method=sel.method, params=shown, rank=rank, score=score, relevance=rel,
+                                    hide_from_models=self.hide_selection_metadata)
+            for rank, (item, score, rel) in enumerate(
+                zip(picked(sel.indices.tolist()), sel.scores.tolist(), sel.relevance.tolist(), strict=True)
+            )
+        ]
 
-    def _to_embed(self, nodes: list[NodeWithScore]) -> tuple[list[int], list[str], BoundCache | None, str | None]:
+    def _node_inputs(self, plan: Plan, nodes: list[NodeWithScore], bundle: QueryBundle, positions: list[int],
+                     texts: list[str]) -> dict[str, Any]:
+        """What a method that reads text (and sources) takes: the question, the nodes' ``metadata_mode``
+        content (the text the vectors embed; already rendered when every node was embedded here), their
+        sources and titles."""
+        if not plan.spec.reads_text:
+            return {}
+        if len(positions) != len(nodes):
+            texts = [self._texts.render(item.node, self.metadata_mode) for item in nodes]
+        reads, key = plan.spec.reads_sources, self.title_key
+        return plan.inputs(
+            bundle.query_str, texts,
+            sources=[self._source_id(item.node) for item in nodes] if reads else None,
+            names=[item.node.metadata.get(key) for item in nodes] if reads and key is not None else None,
+        )
+
+    def _pick_nodes(self, plan: Plan, nodes: list[NodeWithScore], bundle: QueryBundle, query: Sequence[float],
+                    positions: list[int], texts: list[str], embedded: Any, label: str | None) -> list[NodeWithScore]:
+        candidates = stack_node_vectors(nodes, positions, embedded, label)
+        relevance = self._relevance([item.score for item in nodes], nodes)
+        inputs = self._node_inputs(plan, nodes, bundle, positions, texts)
+        return self._select(plan, candidates, query, relevance, inputs, lambda picks: [nodes[i] for i in picks])
+
+    def _to_embed(self, nodes: list[NodeWithScore]) -> tuple[list[int], list[str], Any, str | None]:
         """The nodes to embed (positions, texts), and the cache and namespace of the model
         that embeds them (``None`` when every node carries its vector)."""
-        positions, texts = nodes_to_embed(nodes, self.metadata_mode, self._private()["_texts"])
+        positions, texts = nodes_to_embed(nodes, self.metadata_mode, self._texts)
         if not texts:
             return positions, texts, None, None
         model = self._resolve_embed_model()
-        return positions, texts, self._private()["_cache"].for_model(model), model_namespace(model)
-
-    def _known(self, nodes: list[NodeWithScore], positions: list[int]) -> KnownAt | None:
-        return known_for(nodes, positions, self._private()["_store_read"])
+        return positions, texts, self._cache.for_model(model), model_namespace(model)
 
     # ------------------------------------------------------------------ rows (PGVectorStore)
 
     def reads_rows(self, rows: PgCandidates) -> bool:
         """Whether :meth:`select_rows` can select on ``rows`` as they are (a method that reads
         text needs rows whose nodes have no metadata and a known source)."""
-        return not get_method(self.method).reads_text or rows.readable()
+        return not self._current_plan().spec.reads_text or rows.readable()
 
-    def _row_inputs(self, rows: PgCandidates, bundle: QueryBundle) -> dict[str, Any]:
-        if not get_method(self.method).reads_text:
-            return {}
-        # No node has metadata: its content is its text, metadata[...] is None, its source its ref_doc_id.
-        return self._reading_inputs(bundle, rows.texts, lambda: rows.sources, lambda _: [None] * len(rows.texts))
-
-    def _select_rows(
-        self, rows: PgCandidates, bundle: QueryBundle, query: Sequence[float], params: dict[str, Any]
-    ) -> list[NodeWithScore]:
-        text_inputs = self._row_inputs(rows, bundle)
+    def _select_rows(self, plan: Plan, rows: PgCandidates, bundle: QueryBundle,
+                     query: Sequence[float]) -> list[NodeWithScore]:
+        # No node has metadata: its content is its text, its source its ref_doc_id, no title.
+        inputs = plan.inputs(bundle.query_str, rows.texts, sources=rows.sources) if plan.spec.reads_text else {}
         relevance = np.asarray(rows.scores, dtype=np.float64) if self.use_node_scores else None
-        sel = self._pick(rows.vectors, query, relevance, params, text_inputs)
-        return self._annotated(rows.nodes(sel.indices.tolist()), sel, text_inputs)
+        return self._select(plan, rows.vectors, query, relevance, inputs, rows.nodes)
 
     def select_rows(self, rows: PgCandidates, bundle: QueryBundle) -> list[NodeWithScore]:
         """:meth:`postprocess_nodes` over a search's rows: the selection runs on the stored vectors
         and only the chosen rows become nodes; the same nodes, scores and metadata. Sends no
         events (for callers that checked nobody observes them); see :meth:`reads_rows`."""
-        params = self._resolved_params()
+        plan = self._current_plan()
         query = bundle.embedding
         if query is None:
             query = self._resolve_embed_model().get_agg_embedding_from_queries(query_strings(bundle))
-        return self._select_rows(rows, bundle, query, params)
+        return self._select_rows(plan, rows, bundle, query)
 
     async def aselect_rows(self, rows: PgCandidates, bundle: QueryBundle) -> list[NodeWithScore]:
         """Async :meth:`select_rows` (the selection in a worker thread)."""
-        params = self._resolved_params()
+        plan = self._current_plan()
         query = bundle.embedding
         if query is None:
             query = await self._resolve_embed_model().aget_agg_embedding_from_queries(query_strings(bundle))
-        return await asyncio.to_thread(self._select_rows, rows, bundle, query, params)
+        return await asyncio.to_thread(self._select_rows, plan, rows, bundle, query)
 
     # ------------------------------------------------------------------ sync / async
 
@@ -467,20 +354,16 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
         nodes: list[NodeWithScore],
         query_bundle: QueryBundle | None = None,
     ) -> list[NodeWithScore]:
-        bundle = self._start(nodes, query_bundle)
-        params = self._resolved_params()
+        bundle, plan = self._start(nodes, query_bundle), self._current_plan()
         if not nodes:
-            return _ended([])
-        with self._reranking_event(nodes, bundle) as event:
+            return _ended(None, [])
+        with self._reranking(nodes, bundle) as event:
             positions, texts, cache, label = self._to_embed(nodes)
-            embedded = cache.embed(texts, self._known(nodes, positions)) if cache is not None else None
+            embedded = None if cache is None else cache.embed(texts, known_for(nodes, positions, self._store_read))
             query = bundle.embedding
             if query is None:
                 query = self._resolve_embed_model().get_agg_embedding_from_queries(query_strings(bundle))
-            text_inputs = self._text_inputs(nodes, bundle, positions, texts)
-            result = self._select(nodes, positions, embedded, label, query, params, text_inputs)
-            _on_end(event, result)
-        return _ended(result)
+            return _ended(event, self._pick_nodes(plan, nodes, bundle, query, positions, texts, embedded, label))
 
     @dispatcher.span
     async def _apostprocess_nodes(
@@ -488,34 +371,27 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
         nodes: list[NodeWithScore],
         query_bundle: QueryBundle | None = None,
     ) -> list[NodeWithScore]:
-        bundle = self._start(nodes, query_bundle)
-        params = self._resolved_params()
+        bundle, plan = self._start(nodes, query_bundle), self._current_plan()
         if not nodes:
-            return _ended([])
-        with self._reranking_event(nodes, bundle) as event:
+            return _ended(None, [])
+        with self._reranking(nodes, bundle) as event:
             positions, texts, cache, label = self._to_embed(nodes)
             embedded = None
             if cache is not None:
-                embedded = await cache.aembed(texts, None, self._known(nodes, positions))
+                embedded = await cache.aembed(texts, None, known_for(nodes, positions, self._store_read))
             query = bundle.embedding
             if query is None:
-                model = self._resolve_embed_model()
-                query = await model.aget_agg_embedding_from_queries(query_strings(bundle))
-            text_inputs = self._text_inputs(nodes, bundle, positions, texts)
-            result = await asyncio.to_thread(
-                self._select, nodes, positions, embedded, label, query, params, text_inputs
-            )
-            _on_end(event, result)
-        return _ended(result)
+                query = await self._resolve_embed_model().aget_agg_embedding_from_queries(query_strings(bundle))
+            picked = await asyncio.to_thread(self._pick_nodes, plan, nodes, bundle, query, positions, texts,
+                                             embedded, label)
+            return _ended(event, picked)
 
 
-def _on_end(event: EventContext | None, nodes: list[NodeWithScore]) -> None:
-    """End the RERANKING callback event (when one was started) with the returned nodes."""
+def _ended(event: EventContext | None, nodes: list[NodeWithScore]) -> list[NodeWithScore]:
+    """``nodes``, after the end of the callback event (when one was started) and the rerank end event
+    (built only when a handler listens)."""
     if event is not None:
         event.on_end(payload={EventPayload.NODES: nodes})
-
-
-def _ended(nodes: list[NodeWithScore]) -> list[NodeWithScore]:
-    """``nodes``, after the rerank end event (sent only when somebody listens)."""
-    _end_event(nodes)
+    if has_event_handlers(dispatcher):
+        dispatcher.event(ReRankEndEvent(nodes=nodes))
     return nodes

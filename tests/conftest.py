@@ -45,3 +45,19 @@ def threads(request: pytest.FixtureRequest) -> str:
     ``work_blocks``)."""
     request.getfixturevalue(request.param)
     return str(request.param)
+
+
+@pytest.fixture
+def resolved_methods(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the methods whose parameters were resolved (``MethodSpec.resolve_params``), in order."""
+    from diverse_core.registry import MethodSpec
+
+    calls: list[str] = []
+    original = MethodSpec.resolve_params
+
+    def counting(self: MethodSpec, params: dict[str, object], **how: object) -> dict[str, object]:
+        calls.append(self.name)
+        return original(self, params, **how)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(MethodSpec, "resolve_params", counting)
+    return calls

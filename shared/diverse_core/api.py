@@ -8,6 +8,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .errors import InvalidParameterError
+from .plan import make_plan
 from .registry import DIVERSITY, get_method
 from .result import Selection, Sweep
 from .validation import check_values, prepare_inputs
@@ -55,19 +56,7 @@ def select(
         >>> select("gmmr", q, c, k=2, lambda_mult=0.5).indices.tolist()
         [0, 2]
     """
-    spec = get_method(method)
-    resolved = spec.resolve_params(params)
-    prep = prepare_inputs(query, candidates, k, relevance)
-    out = spec.run(prep, **resolved)
-    indices, scores = out[0], out[1]
-    return Selection(
-        indices=np.asarray(indices, dtype=np.int64),
-        scores=np.asarray(scores, dtype=np.float64),
-        relevance=prep.relevance[indices],
-        method=spec.name,
-        params=resolved,
-        details=dict(out[2]) if len(out) == 3 else {},
-    )
+    return make_plan(method, params).run(query, candidates, k, relevance=relevance)
 
 
 def sweep(

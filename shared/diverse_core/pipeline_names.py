@@ -9,7 +9,10 @@ Example:
 
 from __future__ import annotations
 
-__all__ = ["BUILTIN_PIPELINES", "builtin_pipeline_classes", "pipeline_faces"]
+from collections.abc import Callable, Mapping
+from typing import Any
+
+__all__ = ["BUILTIN_PIPELINES", "builtin_pipeline_classes", "pipeline_faces", "face_attribute"]
 
 #: Built-in pipelines, imported on first use: name -> "module:class".
 BUILTIN_PIPELINES = {
@@ -36,3 +39,22 @@ def pipeline_faces(*patterns: str) -> dict[str, str]:
     """
     classes = builtin_pipeline_classes()
     return {p.format(cls=cls, name=name): f".{name}" for name, cls in classes.items() for p in patterns}
+
+
+def face_attribute(module: str, attr: str, makers: Mapping[str, Callable[[str], Any]]) -> Any:
+    """A framework face module's ``__getattr__``: the face that ``makers[pattern](name)`` makes for the
+    built-in pipeline ``name`` whose name by ``pattern`` is ``attr``, so every pipeline in the list has
+    its faces without face code of its own.
+
+    Raises:
+        AttributeError: ``attr`` names no built-in pipeline's face.
+
+    Example:
+        >>> face_attribute("m", "DIVAThing", {"{cls}Thing": str.upper})
+        'DIVA'
+    """
+    for name, cls in builtin_pipeline_classes().items():
+        for pattern, make in makers.items():
+            if attr == pattern.format(cls=cls, name=name):
+                return make(name)
+    raise AttributeError(f"module {module!r} has no attribute {attr!r}")

@@ -24,6 +24,7 @@ __all__ = [
     "available_methods",
     "resolve_user_params",
     "with_diversity",
+    "given_once",
 ]
 
 IndexScores = tuple[NDArray[np.int64], NDArray[np.float64]]
@@ -123,13 +124,28 @@ class MethodSpec:
         """The parameters the faces and the harness fill in themselves."""
         return (*(TEXT_PARAMS if self.reads_text else ()), *(SOURCE_PARAMS if self.reads_sources else ()))
 
-    def resolve_params(self, params: Mapping[str, Any]) -> dict[str, Any]:
+    def resolve_params(self, params: Mapping[str, Any], *, face: bool = False, where: str = "") -> dict[str, Any]:
         """Fill defaults, reject unknown names and validate ranges.
 
         ``diversity`` (when it is not the method's own parameter's name) is mapped to the
         method's parameter by :attr:`diversity`; see :meth:`diversity_params`.
-        ``diversity=None`` counts as not given.
+        ``diversity=None`` counts as not given. With ``face=True`` the parameters come from a user
+        of a framework face, which passes :attr:`filled_params` itself: a user may not give them,
+        and the result leaves them out (it is what the selection metadata shows); ``where`` is
+        appended to the error messages.
+
+        Raises:
+            InvalidParameterError: an unknown name, a bad value, or (``face``) a filled parameter given.
         """
+        if face:
+            given = sorted(set(params) & set(self.filled_params))
+            if given:
+                what = "the query text and the candidate texts" if set(given) & set(TEXT_PARAMS) else (
+                    "the candidates' source ids and titles (from their metadata: choose the key with source_key=)")
+                raise InvalidParameterError(
+                    f"method {self.name!r} reads {what}, which the face passes itself; remove {given} from "
+                    f"method_params{where}"
+                )
         if DIVERSITY in params and DIVERSITY not in self.defaults:
             params = self.diversity_params(params)
         elif params.get(DIVERSITY, 0.0) is None:  # the method's own ``diversity``, not given
@@ -142,7 +158,10 @@ class MethodSpec:
             )
         merged = dict(self.defaults)
         merged.update(params)
-        return self.check(merged)
+        resolved = self.check(merged)
+        for name in self.filled_params if face else ():
+            resolved.pop(name, None)
+        return resolved
 
     def diversity_params(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """``params`` with ``diversity`` replaced by the method's own parameter.
@@ -198,29 +217,13 @@ SOURCE_PARAMS: tuple[str, ...] = ("sources", "names")
 
 
 def resolve_user_params(spec: MethodSpec, params: Mapping[str, Any], where: str = "") -> dict[str, Any]:
-    """:meth:`MethodSpec.resolve_params` for parameters a user gives a framework face.
-
-    The face fills in :data:`TEXT_PARAMS` itself, so a user may not pass them and the
-    result leaves them out (it is what the selection metadata shows).
-
-    Raises:
-        InvalidParameterError: ``question``/``texts`` given, or what ``resolve_params`` raises.
+    """:meth:`MethodSpec.resolve_params` for parameters a user gives a framework face (``face=True``).
 
     Example:
         >>> resolve_user_params(get_method("adaptive"), {})
         {'model': None, 'variant': 'auto'}
     """
-    given = sorted(set(params) & set(spec.filled_params))
-    if given:
-        what = "the query text and the candidate texts" if set(given) & set(TEXT_PARAMS) else (
-            "the candidates' source ids and titles (from their metadata: choose the key with source_key=)")
-        raise InvalidParameterError(
-            f"method {spec.name!r} reads {what}, which the face passes itself; remove {given} from method_params{where}"
-        )
-    resolved = spec.resolve_params(params)
-    for name in spec.filled_params:
-        resolved.pop(name, None)
-    return resolved
+    return spec.resolve_params(params, face=True, where=where)
 
 
 def with_diversity(params: Mapping[str, Any] | None, diversity: object, where: str = "") -> dict[str, Any]:
@@ -239,14 +242,32 @@ def with_diversity(params: Mapping[str, Any] | None, diversity: object, where: s
     out = dict(params or {})
     if diversity is None:
         return out
-    given = out.get(DIVERSITY)
-    if given is not None and given != diversity:
-        raise ConflictingParametersError(
-            f"diversity given twice with different values: diversity={diversity!r} and "
-            f"method_params={{'diversity': {given!r}}}{where}; give it once"
-        )
+    given_once(DIVERSITY, diversity, out.get(DIVERSITY), f"diversity={diversity!r}",
+               f"method_params={{'diversity': {out.get(DIVERSITY)!r}}}", where)
     out[DIVERSITY] = diversity
     return out
+
+
+def given_once(name: str, first: object, second: object, first_as: str, second_as: str, where: str = "") -> None:
+    """Check that a setting given two ways (``first_as``, ``second_as``: how each was written) agrees;
+    ``None`` on either side counts as not given. The one error of every entry that takes a setting twice.
+
+    Raises:
+        ConflictingParametersError: both given, with different values.
+
+    Example:
+        >>> given_once("k", 3, 3, "k=3", "search_kwargs={'k': 3}")
+    """
+    if first is None or second is None:
+        return
+    try:
+        same = bool(first == second)
+    except (TypeError, ValueError):
+        same = first is second
+    if not same:
+        raise ConflictingParametersError(
+            f"{name} given twice with different values: {first_as} and {second_as}{where}; give it once"
+        )
 
 
 _REGISTRY: dict[str, MethodSpec] = {}

@@ -270,7 +270,8 @@ def _unit_query(query: ArrayLike, cand: NDArray[np.floating[Any]]) -> NDArray[np
     q = as_float_array(query, "query", 1)
     if q.shape[0] != cand.shape[1]:
         raise DimensionMismatchError(
-            f"query has dimension {q.shape[0]} but candidates have dimension {cand.shape[1]}"
+            f"query has dimension {q.shape[0]} but candidates have dimension {cand.shape[1]}; "
+            "were both made by the same embeddings model?"
         )
     norm = float(row_norms(q, "query"))
     low, high = SAFE_NORMS[0]

@@ -70,3 +70,32 @@ def test_per_call_diversity_replaces_the_configured_trade_off(store: InMemoryVec
     assert retriever.invoke("q", diversity=1.0)[0].metadata["selection_params"]["lambda_mult"] == 0.0
     with pytest.raises(ConflictingParametersError):
         retriever.invoke("q", diversity=1.0, method_params={"lambda_mult": 0.5})
+
+
+def test_a_setting_given_twice_is_one_typed_error_with_one_message(store: InMemoryVectorStore) -> None:
+    # diversity= with method_params, search_kwargs with fields, search_kwargs with method_params: one type,
+    # one wording (the search_kwargs paths raised a plain InvalidParameterError before).
+    cases = [
+        {"diversity": 0.2, "method_params": {"diversity": 0.3}},
+        {"diversity": 0.2, "search_kwargs": {"diversity": 0.4}},
+        {"k": 2, "search_kwargs": {"k": 3}},
+        {"method": "mmr", "method_params": {"lambda_mult": 0.2}, "search_kwargs": {"lambda_mult": 0.5}},
+    ]
+    for fields in cases:
+        with pytest.raises(ConflictingParametersError, match=r"given twice with different values: .*; give it once"):
+            DiverseRetriever(vectorstore=store, **fields)
+
+
+def test_the_plan_is_resolved_once_and_again_only_when_settings_change(
+    store: InMemoryVectorStore, resolved_methods: list[str]
+) -> None:
+    resolved = resolved_methods
+    retriever = DiverseRetriever(vectorstore=store, method="gmmr", k=2, fetch_k=5, diversity=0.4)
+    assert resolved == ["gmmr"]
+    for _ in range(3):
+        assert retriever.invoke("q")[0].metadata["selection_params"] == {"lambda_mult": 0.6}
+    assert resolved == ["gmmr"]  # no call resolved the parameters again
+    retriever.method_params["diversity"] = 1.0
+    assert retriever.invoke("q")[0].metadata["selection_params"] == {"lambda_mult": 0.0}
+    retriever.invoke("q")
+    assert resolved == ["gmmr", "gmmr"]

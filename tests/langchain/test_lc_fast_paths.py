@@ -1,4 +1,4 @@
-"""The retriever's per-call shortcuts keep its behaviour: plan reuse, document copies, text checks."""
+"""The retriever's per-call behaviour: the plan follows changed settings, document copies, text checks."""
 
 from __future__ import annotations
 
@@ -9,17 +9,16 @@ from diverse_core.errors import InvalidParameterError
 from langchain_core.documents import Document
 from langchain_core.vectorstores import InMemoryVectorStore
 from lc_fakes import DUPS
-from pydantic import PrivateAttr
 
 from langchain_diverse import SELECTION_METADATA_KEYS, DiverseRetriever, EmptyDocumentError
-from langchain_diverse.selection import _annotated_copy, document_texts
+from langchain_diverse.selection import document_texts
 
 
 def names(docs: list[Document]) -> list[str]:
     return [d.page_content for d in docs]
 
 
-# -- the validated plan is reused only while the settings are unchanged -----------------
+# -- the plan is built again when the settings change -----------------
 def test_reassigned_fields_take_effect_after_a_call(store: InMemoryVectorStore) -> None:
     retriever = DiverseRetriever(vectorstore=store, k=2, fetch_k=5, method="gmmr",
                                  method_params={"lambda_mult": 0.5})
@@ -79,30 +78,12 @@ def test_every_document_has_complete_metadata_of_its_own(store: InMemoryVectorSt
     assert docs[1].metadata["selection_params"] == {"lambda_mult": 0.4}
 
 
-def test_annotated_copy_equals_model_copy() -> None:
-    doc = Document(page_content="text", metadata={"a": {"b": 1}}, id="doc-1")
-    metadata = {"a": {"b": 1}, "selection_rank": 0}
-    fast = _annotated_copy(doc, metadata)
-    slow = doc.model_copy(update={"metadata": metadata})
-    assert type(fast) is Document and fast == slow
-    assert fast.model_fields_set == slow.model_fields_set
-    assert fast.model_dump() == slow.model_dump()
-    assert fast.metadata is metadata and doc.metadata == {"a": {"b": 1}}
-    fast.page_content = "changed"  # validate_assignment-free field write on the copy only
-    assert doc.page_content == "text"
-
-
-class _DocWithPrivate(Document):
-    _note: str = PrivateAttr(default="kept")
-
-
-def test_annotated_copy_of_a_subclass_with_private_state_uses_model_copy() -> None:
-    doc = _DocWithPrivate(page_content="text")
-    doc._note = "mine"
-    out = _annotated_copy(doc, {"selection_rank": 1})
-    assert type(out) is _DocWithPrivate
-    assert out._note == "mine" and out.metadata == {"selection_rank": 1}
-    assert doc.metadata == {}
+def test_returned_documents_are_copies_that_leave_the_store_alone(store: InMemoryVectorStore) -> None:
+    docs = DiverseRetriever(vectorstore=store, k=2, fetch_k=5).invoke("q")
+    docs[0].metadata["selection_rank"] = 99
+    again = DiverseRetriever(vectorstore=store, k=2, fetch_k=5).invoke("q")
+    assert again[0].metadata["selection_rank"] == 0
+    assert all(not set(SELECTION_METADATA_KEYS) & set(d["metadata"]) for d in store.store.values())
 
 
 # -- candidate texts -----------------------------------------------------------------------

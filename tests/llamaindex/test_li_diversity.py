@@ -46,3 +46,19 @@ def test_retriever_takes_diversity_and_conflicts_are_typed() -> None:
         DiverseNodePostprocessor(method="adaptive", diversity=1.3)
     with pytest.raises(InvalidParameterError, match="not both"):
         DiverseRetriever(index.as_retriever(), DiverseNodePostprocessor(), diversity=0.3)
+
+
+def test_the_plan_is_resolved_once_and_again_only_when_settings_change(resolved_methods: list[str]) -> None:
+    resolved = resolved_methods
+    rng = np.random.default_rng(3)
+    nodes = [NodeWithScore(node=TextNode(text=f"t{i}", embedding=rng.normal(size=4).tolist()), score=0.5)
+             for i in range(6)]
+    bundle = QueryBundle("q", embedding=rng.normal(size=4).tolist())
+    pp = DiverseNodePostprocessor(top_n=2, method="vendi", diversity=0.3)
+    assert resolved == ["vendi"]
+    for _ in range(3):
+        pp.postprocess_nodes(nodes, bundle)
+    assert resolved == ["vendi"]
+    pp.method = "gmmr"
+    assert pp.postprocess_nodes(nodes, bundle)[0].node.metadata["selection_params"] == {"lambda_mult": 0.7}
+    assert resolved == ["vendi", "gmmr"]

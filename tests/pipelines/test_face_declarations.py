@@ -245,3 +245,23 @@ def test_every_llamaindex_pipeline_module_has_response_metadata() -> None:
     for module in ("dfrag", "diva", "drrag", "vendirag"):
         mod = importlib.import_module(f"llamaindex_diverse.{module}")
         assert "response_metadata" in mod.__all__ and callable(mod.response_metadata)
+
+
+@pytest.mark.parametrize("face, names", [
+    ("langchain_diverse", ("TwoSearchRetriever", "create_two-search_chain")),
+    ("llamaindex_diverse", ("TwoSearchRetriever", "TwoSearchQueryEngine")),
+])
+def test_a_pipeline_added_to_the_list_gets_its_faces_without_face_code(
+    face: str, names: tuple[str, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One line in the core's list (and the pipeline's FACE declaration) is all a new pipeline needs.
+    import importlib
+
+    from diverse_core import pipeline_names
+
+    pytest.importorskip(face)
+    monkeypatch.setitem(pipeline_names.BUILTIN_PIPELINES, "two-search", "two_search_pipeline:TwoSearch")
+    module = importlib.import_module(f"{face}.{'pipeline_retriever' if face == 'langchain_diverse' else 'pipeline_engine'}")
+    made = [getattr(module, name) for name in names]
+    assert made[0].pipeline_class is TwoSearch and made[0] is getattr(module, names[0])
+    assert made[0].__name__ == "TwoSearchRetriever"

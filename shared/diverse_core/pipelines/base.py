@@ -15,6 +15,7 @@ from ..errors import InvalidParameterError
 from ..llm.loops import on_private_loop, private_loop
 from ..validation import check_k
 from .contract import Candidates, CandidateSource, ChosenDocument, PipelineResult
+from .face_fields import FaceFields
 from .options import Option
 from .roles import CallPolicy, LLMRoles, RunContext
 
@@ -150,6 +151,8 @@ class Pipeline(ABC, Generic[R]):
     #: (see :mod:`diverse_core.pipelines.options`).
     OPTIONS: ClassVar[tuple[Option, ...]] = ()
     requires_llm: ClassVar[bool] = True
+    #: What the framework faces report besides the documents (see :mod:`~diverse_core.pipelines.face_fields`).
+    FACE: ClassVar[FaceFields] = FaceFields()
 
     def __init__(
         self,

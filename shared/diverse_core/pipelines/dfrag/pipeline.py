@@ -17,6 +17,7 @@ from ...llm.errors import LLMError
 from ...tuning import argmax_upper_median, peak_search_steps, upper_median
 from ..base import Pipeline, gather_all_or_cancel, run_sync  # noqa: F401  (run_sync re-exported)
 from ..contract import Candidates, CandidateSource, PipelineResult
+from ..face_fields import FaceFields
 from ..roles import CallPolicy, RunContext, RunKeywords
 from ..sources import PoolSource
 from ..structured import answer_text
@@ -103,6 +104,13 @@ class DFRAG(Pipeline[DFRAGResult]):
     OPTIONS = DFRAG_OPTIONS
     roles = ("planner", "evaluator", "generator")
     requires_llm = False  # checked in __init__: only evaluator="adaptive" runs without one
+    FACE = FaceFields(
+        reports=("lambda", "lambda_source", "scores", "tied_lambdas", "plan", "parse_failures", "n_distinct_sets"),
+        labels={"scores": "lambda_scores"},
+        on_documents={"dfrag_lambda": "lambda", "dfrag_lambda_scores": "scores", "dfrag_plan": "plan"},
+        retrieval_llm=lambda options: options.get("evaluator", "llm") == "llm",  # the adaptive evaluator needs none
+        old_methods={"run_dfrag": "run_pipeline", "arun_dfrag": "arun_pipeline"},
+    )
 
     def __init__(
         self,

@@ -45,6 +45,7 @@ from ...validation import check_k, check_unit_interval
 from ..base import Pipeline, gather_all_or_cancel
 from ..contract import Candidates, CandidateSource, ChosenDocument
 from ..diversity import PipelineDiversity
+from ..face_fields import FaceFields
 from ..options import Option
 from ..roles import CallPolicy, RunContext
 from .parsing import aggregate_verdicts
@@ -174,6 +175,11 @@ class DIVA(Pipeline[DIVAResult]):
     OPTIONS = DIVA_OPTIONS
     roles = ("interpreter", "verifier", "generator")
     requires_llm = False
+    FACE = FaceFields(
+        reports=("interpretations", "interpretations_source", "ambiguity_kinds", "verdicts", "usefulness", "route",
+                 "qa_pairs"),
+        on_documents={"diva_interpretations": "interpretations", "diva_usefulness": "usefulness"},
+    )
 
     def __init__(
         self,

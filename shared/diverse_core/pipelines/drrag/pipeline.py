@@ -16,6 +16,7 @@ from ...validation import check_k, check_unit_interval
 from ..base import Pipeline, off_loop
 from ..contract import Candidates, CandidateSource, PipelineResult
 from ..diversity import PipelineDiversity
+from ..face_fields import FaceFields
 from ..options import Option
 from ..roles import CallPolicy, RunContext
 from ..structured import ANSWER_SCHEMA, DATA_NOTE, answer_text, role_request
@@ -162,6 +163,7 @@ class DRRAG(Pipeline[DRRAGResult]):
     roles = ("generator",)
     OPTIONS = DRRAG_OPTIONS
     requires_llm = False
+    FACE = FaceFields(reports=("mode", "stage2_queries", "rejected"), retrieval_llm=lambda options: False)
 
     def __init__(
         self,

@@ -18,6 +18,7 @@ from ...validation import check_k, check_unit_interval
 from ..base import Pipeline
 from ..contract import Candidates, CandidateSource, ChosenDocument
 from ..diversity import PipelineDiversity
+from ..face_fields import FaceFields
 from ..options import Option
 from ..roles import CallPolicy, RunContext
 from ..structured import field_text, structured_value, unusable_json
@@ -159,6 +160,16 @@ class VendiRAG(Pipeline[VendiRAGResult]):
     name = "vendirag"
     OPTIONS = VENDIRAG_OPTIONS
     roles = ("reasoner", "answerer", "judge", "rewriter")
+    FACE = FaceFields(
+        reports=("iterations", "final_iteration", "s_trajectory", "quality_trajectory", "quality", "stop_reason"),
+        on_documents={
+            "vendirag_iteration": "final_iteration",
+            "vendirag_s_trajectory": "s_trajectory",
+            "vendirag_quality_trajectory": "quality_trajectory",
+            "vendirag_quality": "quality_trajectory",  # deprecated key, still written (the final quality elsewhere)
+        },
+        old_methods={"run_vendirag": "run_pipeline", "arun_vendirag": "arun_pipeline"},
+    )
 
     def __init__(
         self,

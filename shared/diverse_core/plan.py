@@ -1,0 +1,181 @@
+"""A selection plan: a method with its parameters resolved once, then run on every query.
+
+:func:`make_plan` is the one place where a method's parameters are checked and the shared
+``diversity`` knob is mapped to the method's own parameter. :func:`diverse_core.select` and the
+framework faces both run a :class:`Plan`, so a parameter reaches the method by the same path
+from every entry, and a face resolves its settings once, not on every call.
+
+Example:
+    >>> import numpy as np
+    >>> p = make_plan("gmmr", diversity=0.25)
+    >>> p.params
+    {'lambda_mult': 0.75}
+    >>> p.run(np.array([1.0, 0.0]), np.array([[1.0, 0.0], [0.6, 0.8]]), 1).indices.tolist()
+    [0]
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from .errors import InvalidParameterError
+from .registry import MethodSpec, get_method, with_diversity
+from .result import Selection
+from .textfeatures import source_inputs
+from .validation import prepare_inputs
+
+__all__ = ["Plan", "make_plan", "shown_params"]
+
+
+def _settings_key(method: object, params: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What a plan was built from: the method and each parameter's name, type and value
+    (``True == 1``, but a plan checked for 1 must not run for ``True``)."""
+    return (type(method), method, *((name, type(v), v) for name, v in params.items()))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A method and its resolved parameters, ready to run on any number of queries.
+
+    Attributes:
+        spec: the registered method.
+        params: its resolved parameters (defaults filled in, ``diversity`` mapped to the
+            method's own parameter); for a face's plan, without the inputs the face passes
+            per call (:attr:`~diverse_core.registry.MethodSpec.filled_params`).
+        shown: a JSON-friendly copy of ``params``, for the selection metadata of returned
+            documents.
+        key: the settings the plan was built from (see :meth:`built_from`).
+
+    Example:
+        >>> p = make_plan("mmr", {"lambda_mult": 0.3}, face=True)
+        >>> p.method, p.shown, p.built_from("mmr", {"lambda_mult": 0.3}), p.built_from("mmr", {})
+        ('mmr', {'lambda_mult': 0.3}, True, False)
+    """
+
+    spec: MethodSpec
+    params: dict[str, Any]
+    shown: dict[str, Any]
+    key: tuple[Any, ...]
+
+    @property
+    def method(self) -> str:
+        """The method's registered name."""
+        return self.spec.name
+
+    def built_from(self, method: object, params: Mapping[str, Any]) -> bool:
+        """Whether this plan was built from ``method`` and ``params`` as they are now (a face's
+        fields may be reassigned or edited in place; it then builds a new plan)."""
+        try:
+            return bool(self.key == _settings_key(method, params))
+        except (TypeError, ValueError):  # e.g. array values: compare by building again
+            return False
+
+    def inputs(
+        self,
+        question: str | None,
+        texts: Sequence[str],
+        sources: Sequence[object] | None = None,
+        names: Sequence[object] | None = None,
+    ) -> dict[str, Any]:
+        """The per-call inputs the method reads besides the vectors: ``question`` and ``texts``
+        for a method that reads text, and the candidates' ``sources`` and display ``names``
+        (metadata values, see :func:`~diverse_core.textfeatures.source_inputs`) for one that reads
+        sources; nothing for the others or without a question."""
+        if question is None or not self.spec.reads_text:
+            return {}
+        out: dict[str, Any] = {"question": question, "texts": list(texts)}
+        if self.spec.reads_sources:
+            out.update(source_inputs([None] * len(out["texts"]) if sources is None else sources, names))
+        return out
+
+    def run(
+        self,
+        query: ArrayLike,
+        candidates: ArrayLike,
+        k: int,
+        *,
+        relevance: ArrayLike | None = None,
+        inputs: Mapping[str, Any] | None = None,
+    ) -> Selection:
+        """Pick ``k`` of ``candidates`` for ``query`` (see :func:`diverse_core.select`);
+        ``inputs``: from :meth:`inputs`."""
+        prep = prepare_inputs(query, candidates, k, relevance)
+        out = self.spec.run(prep, **self.params, **(inputs or {}))
+        indices = np.asarray(out[0], dtype=np.int64)
+        return Selection(
+            indices=indices,
+            scores=np.asarray(out[1], dtype=np.float64),
+            relevance=prep.relevance[indices],
+            method=self.spec.name,
+            params=self.params,
+            details=dict(out[2]) if len(out) == 3 else {},
+        )
+
+
+def make_plan(
+    method: str,
+    params: Mapping[str, Any] | None = None,
+    *,
+    diversity: object = None,
+    face: bool = False,
+    where: str = "",
+) -> Plan:
+    """Check ``method`` and ``params`` once: the one entry for parameters and the ``diversity`` knob.
+
+    Args:
+        method: a registered method name.
+        params: the method's parameters (``diversity`` may be among them).
+        diversity: the shared knob given as an argument of its own (``None``: not given); it
+            must agree with a ``diversity`` in ``params``.
+        face: the caller is a framework face, which passes the query text, candidate texts and
+            sources itself (:meth:`Plan.inputs`): a user may not give them, and the plan leaves them
+            out of its parameters.
+        where: context appended to error messages (``" (per-call arguments)"``).
+
+    Raises:
+        UnknownMethodError: ``method`` is not registered.
+        ConflictingParametersError: ``diversity`` given twice with different values, or with the
+            method's own parameter set to another value.
+        InvalidParameterError: an unknown parameter, a value out of range, or ``params`` not a dict.
+    """
+    if params is None:
+        params = {}
+    if not isinstance(params, Mapping):
+        raise InvalidParameterError(f"method_params must be a dict; got method_params={params!r}{where}")
+    spec = get_method(method)
+    merged = with_diversity(params, diversity, where)
+    resolved = spec.resolve_params(merged, face=face, where=where)
+    return Plan(spec, resolved, shown_params(resolved), _settings_key(method, merged))
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if callable(value):
+        module = getattr(value, "__module__", None)
+        name = getattr(value, "__qualname__", None) or type(value).__qualname__
+        return f"{module}.{name}" if module else name
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return repr(value)
+    return value
+
+
+def shown_params(params: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``params`` that ``json.dumps`` accepts (numpy scalars as numbers, callables as their
+    qualified name, anything else unserialisable as its ``repr``): what a document's metadata shows.
+
+    Example:
+        >>> shown_params({"lambda_mult": np.float64(0.5), "scorer": len})
+        {'lambda_mult': 0.5, 'scorer': 'builtins.len'}
+    """
+    return {str(name): _json_value(value) for name, value in params.items()}
