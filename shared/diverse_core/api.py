@@ -8,9 +8,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .errors import InvalidParameterError
-from .registry import DIVERSITY, get_method
+from .registry import DIVERSITY, MethodSpec, get_method
 from .result import Selection, Sweep
-from .validation import check_values, prepare_inputs
+from .validation import PreparedInputs, check_values, prepare_inputs
 
 __all__ = ["select", "sweep"]
 
@@ -22,6 +22,7 @@ def select(
     k: int,
     *,
     relevance: ArrayLike | None = None,
+    on_bad: str = "drop",
     **params: Any,
 ) -> Selection:
     """Pick ``k`` of ``candidates`` for ``query`` with a registered method.
@@ -37,6 +38,14 @@ def select(
         k: number of items to pick. ``k > n`` returns all ``n`` in pick order.
         relevance: optional precomputed relevance of each candidate (e.g. a
             cross-encoder score); defaults to cosine similarity to the query.
+        on_bad: what a bad candidate does: ``"drop"`` (default) leaves a candidate with a
+            NaN, inf or all-zero vector (or, for a method that reads ``texts``, an empty or
+            blank text) out, answers from the rest and lists it in
+            ``details["dropped"]`` (``{"index": position, "reason": ...}``; the returned
+            indices are positions among all the candidates given); ``"raise"`` makes it a
+            typed error (:class:`~diverse_core.errors.NonFiniteInputError`,
+            :class:`~diverse_core.errors.ZeroVectorError`). A bad query, or a pool with no
+            usable candidate, is a typed error either way.
         **params: the method's parameters, e.g. ``lambda_mult=0.5`` for
             ``mmr``/``gmmr``, ``sigma=0.1`` for ``dartboard``, ``s=0.5`` for ``vendi``,
             ``lam=0.5`` for ``gist``; or ``diversity`` in [0, 1] for any method (0: pure
@@ -57,17 +66,40 @@ def select(
     """
     spec = get_method(method)
     resolved = spec.resolve_params(params)
-    prep = prepare_inputs(query, candidates, k, relevance)
-    out = spec.run(prep, **resolved)
-    indices, scores = out[0], out[1]
+    prep = _prepared(spec, query, candidates, k, relevance, resolved, on_bad)
+    out = spec.run(prep, **_narrowed(prep, resolved))
+    local = np.asarray(out[0], dtype=np.int64)
+    details = dict(out[2]) if len(out) == 3 else {}
+    if prep.screen is not None:
+        details[DROPPED] = prep.screen.details()
     return Selection(
-        indices=np.asarray(indices, dtype=np.int64),
-        scores=np.asarray(scores, dtype=np.float64),
-        relevance=prep.relevance[indices],
+        indices=local if prep.screen is None else prep.screen.kept[local],
+        scores=np.asarray(out[1], dtype=np.float64),
+        relevance=prep.relevance[local],
         method=spec.name,
         params=resolved,
-        details=dict(out[2]) if len(out) == 3 else {},
+        details=details,
     )
+
+
+#: The key of ``Selection.details`` / ``Sweep.details`` listing the candidates left out.
+DROPPED = "dropped"
+
+
+def _prepared(
+    spec: MethodSpec, query: ArrayLike, candidates: ArrayLike, k: int, relevance: ArrayLike | None,
+    resolved: dict[str, Any], on_bad: str,
+) -> PreparedInputs:
+    """The call's inputs, bad candidates screened out per ``on_bad`` (texts too, for a text reader)."""
+    texts = resolved.get("texts") if spec.reads_text else None
+    return prepare_inputs(query, candidates, k, relevance, texts=texts, on_bad=on_bad)
+
+
+def _narrowed(prep: PreparedInputs, resolved: dict[str, Any]) -> dict[str, Any]:
+    """The method's parameters, per-candidate ones cut to the candidates kept."""
+    if prep.screen is None:
+        return resolved
+    return prep.screen.narrowed(resolved, len(prep.screen.kept) + len(prep.screen.dropped))
 
 
 def sweep(
@@ -79,6 +111,7 @@ def sweep(
     *,
     relevance: ArrayLike | None = None,
     over: str | None = None,
+    on_bad: str = "drop",
     **params: Any,
 ) -> Sweep:
     """Run ``method`` for every value of its trade-off parameter at once.
@@ -89,7 +122,8 @@ def sweep(
     Args:
         method: a method with a trade-off parameter (``mmr``/``gmmr``:
             ``lambda_mult``; ``dartboard``: ``sigma``; ``vendi``: ``s``).
-        query, candidates, k, relevance: as in :func:`select`.
+        query, candidates, k, relevance, on_bad: as in :func:`select` (the candidates left
+            out are listed in the result's ``details["dropped"]``).
         values: the parameter values to sweep, shape (L,).
         over: ``"diversity"`` to sweep the shared knob instead (``values`` in [0, 1], each
             mapped to the method's own parameter; the result's ``param`` is then
@@ -110,7 +144,7 @@ def sweep(
     """
     spec = get_method(method)
     if spec.param is None and over == DIVERSITY and spec.diversity is not None and spec.diversity.constant:
-        return _constant_sweep(spec.name, query, candidates, k, values, relevance, params)
+        return _constant_sweep(spec.name, query, candidates, k, values, relevance, params, on_bad)
     if spec.param is None or spec.run_sweep is None:
         raise InvalidParameterError(f"method {method!r} has no trade-off parameter to sweep")
     if over not in (None, spec.param, DIVERSITY):
@@ -133,23 +167,24 @@ def sweep(
         spec.resolve_params({**params, spec.param: float(v)})
     resolved = spec.resolve_params(params)
     resolved.pop(spec.param, None)
-    prep = prepare_inputs(query, candidates, k, relevance)
-    indices, scores = spec.run_sweep(prep, native_grid, **resolved)
-    indices = np.asarray(indices, dtype=np.int64)
+    prep = _prepared(spec, query, candidates, k, relevance, resolved, on_bad)
+    local, scores = spec.run_sweep(prep, native_grid, **_narrowed(prep, resolved))
+    local = np.asarray(local, dtype=np.int64)
     return Sweep(
         method=spec.name,
         param=swept,
         values=grid,
-        indices=indices,
+        indices=local if prep.screen is None else prep.screen.kept[local],
         scores=np.asarray(scores, dtype=np.float64),
-        relevance=prep.relevance[indices],
+        relevance=prep.relevance[local],
         params=resolved,
+        details={} if prep.screen is None else {DROPPED: prep.screen.details()},
     )
 
 
 def _constant_sweep(
     method: str, query: ArrayLike, candidates: ArrayLike, k: int, values: ArrayLike,
-    relevance: ArrayLike | None, params: dict[str, Any],
+    relevance: ArrayLike | None, params: dict[str, Any], on_bad: str,
 ) -> Sweep:
     """A ``diversity`` sweep of a method without a trade-off (``topk``): every value in [0, 1]
     runs its one setting, so each row is the same selection."""
@@ -161,7 +196,7 @@ def _constant_sweep(
     spec = get_method(method)
     for v in grid:  # each value still lies in [0, 1]
         spec.diversity_params({DIVERSITY: float(v)})
-    one = select(method, query, candidates, k, relevance=relevance, **{**params, DIVERSITY: None})
+    one = select(method, query, candidates, k, relevance=relevance, on_bad=on_bad, **{**params, DIVERSITY: None})
     rows = (grid.shape[0], 1)
     return Sweep(
         method=one.method,
@@ -171,4 +206,5 @@ def _constant_sweep(
         scores=np.tile(one.scores, rows),
         relevance=np.tile(one.relevance, rows),
         params=one.params,
+        details={DROPPED: one.details[DROPPED]} if DROPPED in one.details else {},
     )

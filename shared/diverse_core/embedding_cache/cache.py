@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 
 from ..errors import DimensionMismatchError, InvalidParameterError
 from .inflight import InFlight, Waiting, await_for, ready, wait_for
-from .vectors import AsyncEmbedFn, EmbedFn, KnownAt, checked_vectors, known_rows, merge_known
+from .vectors import AsyncEmbedFn, EmbedFn, KnownAt, checked_vectors, finite_rows, known_rows, merge_known
 
 __all__ = ["EmbeddingCache"]
 
@@ -286,8 +286,10 @@ class EmbeddingCache:
                         f"embed_fn returned {vectors.shape[1]}-d vectors but the cache holds "
                         f"{self._matrix.shape[1]}-d vectors"
                     )
-                for text, vec in zip(texts, rows, strict=True):
-                    self._matrix = self._store_row(text, vec)
+                keep = finite_rows(vectors).tolist()  # a NaN/inf row is handed back, never kept
+                for text, vec, ok in zip(texts, rows, keep, strict=True):
+                    if ok:
+                        self._matrix = self._store_row(text, vec)
             except BaseException:
                 self._flight.fail(texts)
                 raise

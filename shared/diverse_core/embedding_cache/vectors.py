@@ -3,13 +3,14 @@ the checks that turn it into a float32 matrix (or a typed error naming the bad r
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ..errors import DimensionMismatchError, NonFiniteInputError
+from ..errors import DimensionMismatchError
 
 __all__ = [
     "AsyncEmbedFn",
@@ -17,6 +18,7 @@ __all__ = [
     "KnownAt",
     "as_matrix",
     "checked_vectors",
+    "finite_rows",
     "known_rows",
     "merge_known",
 ]
@@ -64,13 +66,39 @@ def merge_known(
 def checked_vectors(
     raw: NDArray[np.floating] | Sequence[Sequence[float]], n: int
 ) -> NDArray[np.float32]:
-    """Freshly computed vectors as a finite float32 (n, d) matrix, or a typed error."""
+    """Freshly computed vectors as a float32 (n, d) matrix, or a typed error for a wrong shape.
+
+    A row with NaN or inf (or a value beyond float32's range, read as inf, with a warning)
+    is handed back as it is: the cache does not keep it, and the selection leaves that
+    candidate out (or raises, with ``on_bad="raise"``).
+    """
     vectors = as_matrix(raw, "embed_fn")
     if vectors.shape[0] != n:
         raise DimensionMismatchError(f"embed_fn returned {vectors.shape[0]} vectors for {n} texts")
-    if not np.all(np.isfinite(vectors)):
-        raise NonFiniteInputError("embed_fn returned NaN or inf values")
     return vectors
+
+
+def finite_rows(vectors: NDArray[np.float32]) -> NDArray[np.bool_]:
+    """Which rows of ``vectors`` hold finite values only (the rows a cache may keep)."""
+    return np.asarray(np.isfinite(vectors).all(axis=1))
+
+
+def _cast(raw: NDArray[Any], source: str) -> NDArray[np.float32]:
+    """``raw`` as float32; a finite value beyond float32's range (read as inf) is warned about,
+    naming the row."""
+    with np.errstate(over="ignore"):
+        out = raw.astype(np.float32, copy=False)
+    if raw.dtype.itemsize > 4 and raw.dtype.kind == "f" and out.size and np.isinf(out).any():
+        with np.errstate(invalid="ignore"):
+            over = np.isinf(out) & np.isfinite(raw)
+        if over.any():
+            row, col = (int(v) for v in np.argwhere(over)[0])
+            warnings.warn(
+                f"{source} returned {float(raw[row, col]):g} for text {row}, beyond float32's range: "
+                "it reads as inf and that candidate is left out of the selection",
+                RuntimeWarning, stacklevel=3,
+            )
+    return out
 
 
 def as_matrix(
@@ -83,7 +111,7 @@ def as_matrix(
     """
     if isinstance(raw, np.ndarray) and raw.ndim == 2 and raw.shape[1] > 0:
         try:
-            return raw.astype(np.float32, copy=False)
+            return _cast(raw, source)
         except (TypeError, ValueError):
             pass  # e.g. an object array: the row-by-row pass names the bad row
     rows = list(raw)
@@ -106,6 +134,6 @@ def as_matrix(
             f"text {bad} has {lengths[bad]} (dimensions seen: {sorted(set(lengths))})"
         )
     try:
-        return np.asarray(rows, dtype=np.float32)
+        return _cast(np.asarray(rows, dtype=np.float64), source)
     except (TypeError, ValueError) as exc:
         raise DimensionMismatchError(f"{source} returned non-numeric vectors: {exc}") from None
