@@ -94,8 +94,8 @@ def _cast(raw: NDArray[Any], source: str) -> NDArray[np.float32]:
         if over.any():
             row, col = (int(v) for v in np.argwhere(over)[0])
             warnings.warn(
-                f"{source} returned {float(raw[row, col]):g} for text {row}, beyond float32's range: "
-                "it reads as inf and that candidate is left out of the selection",
+                f"{source} returned {float(raw[row, col]):g} (row {row} of its batch), beyond float32's "
+                "range: it reads as inf, and that candidate is left out of the selection",
                 RuntimeWarning, stacklevel=3,
             )
     return out
