@@ -29,6 +29,8 @@ for rounds in (50, 100, 200):
         for r in range(rounds):
             for name, c in (("a", a), ("b", b)):
                 texts = [f"{name}{r}-{i}" for i in range(3)]
-                distinct.update(texts); c.embed(texts); c.embed(["b0-0"] if name == "a" else ["a0-0"])
+                distinct.update(texts)
+                c.embed(texts)
+                c.embed(["b0-0"] if name == "a" else ["a0-0"])  # reads the other's shards
         held = [sum(x.shape[0] for x in c._blocks) for c in (a, b)]
         print(f"{rounds} rounds: distinct {len(distinct)}, rows held a={held[0]} b={held[1]} ({max(held)/len(distinct):.1f}x)")

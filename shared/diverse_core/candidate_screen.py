@@ -14,7 +14,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .errors import EmptyCandidatesError, InvalidParameterError, NonFiniteInputError, ZeroVectorError
+from .errors import (
+    EmptyCandidatesError,
+    InvalidParameterError,
+    NonFiniteInputError,
+    ZeroVectorError,
+)
 from .row_norms import row_dots
 
 __all__ = ["ON_BAD", "PER_CANDIDATE", "Screen", "blank_texts", "check_on_bad", "screen_rows"]

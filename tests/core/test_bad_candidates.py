@@ -14,7 +14,12 @@ from typing import Any
 import diverse_core as dc
 import numpy as np
 import pytest
-from diverse_core.errors import EmptyCandidatesError, InvalidParameterError, NonFiniteInputError, ZeroVectorError
+from diverse_core.errors import (
+    EmptyCandidatesError,
+    InvalidParameterError,
+    NonFiniteInputError,
+    ZeroVectorError,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

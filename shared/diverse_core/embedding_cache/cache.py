@@ -13,7 +13,15 @@ from numpy.typing import NDArray
 
 from ..errors import DimensionMismatchError, InvalidParameterError
 from .inflight import InFlight, Waiting, await_for, ready, wait_for
-from .vectors import AsyncEmbedFn, EmbedFn, KnownAt, checked_vectors, finite_rows, known_rows, merge_known
+from .vectors import (
+    AsyncEmbedFn,
+    EmbedFn,
+    KnownAt,
+    checked_vectors,
+    finite_rows,
+    known_rows,
+    merge_known,
+)
 
 __all__ = ["EmbeddingCache"]
 

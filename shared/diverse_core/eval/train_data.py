@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import ast
 import csv
-import json
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
