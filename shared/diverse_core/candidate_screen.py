@@ -20,7 +20,6 @@ from .errors import (
     NonFiniteInputError,
     ZeroVectorError,
 )
-from .row_norms import row_dots
 
 __all__ = ["ON_BAD", "PER_CANDIDATE", "Screen", "blank_texts", "check_on_bad", "screen_rows"]
 
@@ -100,21 +99,18 @@ class _ScorerAtKept:
 
 def screen_rows(
     cand: NDArray[np.floating[Any]],
-    squares: NDArray[np.floating[Any]] | None = None,
+    squares: NDArray[np.floating[Any]],
     blank: NDArray[np.bool_] | None = None,
 ) -> Screen | None:
     """The bad rows of the candidate matrix ``cand`` (and blank texts), or ``None`` if every row is usable.
 
-    ``squares`` (the rows' squared norms, when already computed) make the usual all-good
-    case one vectorised test; only suspect rows are looked at entry by entry.
+    ``squares`` (the rows' squared norms in ``cand``'s dtype) make the usual all-good case one
+    vectorised test; only suspect rows are looked at entry by entry.
 
     Raises:
         NonFiniteInputError, ZeroVectorError, EmptyCandidatesError: every candidate is bad
             (the type of the first one's fault; the message lists the faults).
     """
-    if squares is None:
-        with np.errstate(all="ignore"):
-            squares = row_dots(cand)
     with np.errstate(invalid="ignore"):
         suspect = ~(np.isfinite(squares) & (squares > 0))
     if not suspect.any() and (blank is None or not blank.any()):

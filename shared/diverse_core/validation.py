@@ -407,7 +407,12 @@ def prepare_inputs(
         squares, raw = _squares_and_products(cand, q)
     if blank is not None and blank.shape[0] != cand.shape[0]:
         blank = None  # the method reports the length mismatch
-    screen = screen_rows(cand, squares, blank) if drop else None
+    screen = None
+    if drop:
+        if squares is None:  # measured once, for the screen and the norms alike
+            with np.errstate(all="ignore"):
+                squares = row_dots(cand)
+        screen = screen_rows(cand, squares, blank)
     if screen is not None:
         cand = _read_only_matrix(cand[screen.kept], "candidates")
         rel = None if rel is None else rel[screen.kept]
