@@ -126,3 +126,13 @@ def test_lone_surrogate_is_a_typed_error_naming_the_record(tmp_path: Path, fake_
     with pytest.raises(getattr(errors, "InvalidTextError", ()), match="text 1 is not a string"):
         cache.embed(["fine", None])  # type: ignore[list-item]
     assert fake_embedder.calls == []
+
+
+def test_in_memory_cache_names_a_lone_surrogate_too() -> None:
+    from diverse_core.embedding_cache import EmbeddingCache
+
+    calls: list[list[str]] = []
+    cache = EmbeddingCache(lambda ts: calls.append(list(ts)) or [[1.0, 0.0]] * len(ts))
+    with pytest.raises(getattr(errors, "InvalidTextError", ()), match=r"text 3 is not valid Unicode"):
+        cache.embed(["a", "b", "a", "x\udfff"])
+    assert calls == [] and cache.embed(["a"]).shape == (1, 2)

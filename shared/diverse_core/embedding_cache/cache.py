@@ -17,6 +17,7 @@ from .vectors import (
     AsyncEmbedFn,
     EmbedFn,
     KnownAt,
+    check_texts,
     checked_vectors,
     finite_rows,
     known_rows,
@@ -228,7 +229,9 @@ class EmbeddingCache:
         """Vectors of ``missing[idx]``: known ones first, the rest from one ``fn`` call; validated."""
         found = known_rows([where[i] for i in idx], known)
         need = [j for j, v in enumerate(found) if v is None]
-        fresh = fn([missing[idx[j]] for j in need]) if need else None
+        asked = [missing[idx[j]] for j in need]
+        check_texts(asked, [where[idx[j]][0] for j in need])
+        fresh = fn(asked) if need else None
         return checked_vectors(merge_known(found, need, fresh), len(idx))
 
     async def _acompute(
@@ -244,7 +247,9 @@ class EmbeddingCache:
         sub_where = [where[i] for i in idx]
         found = await asyncio.to_thread(known_rows, sub_where, known) if known is not None else [None] * len(idx)
         need = [j for j, v in enumerate(found) if v is None]
-        fresh = await afn([missing[idx[j]] for j in need]) if need else None
+        asked = [missing[idx[j]] for j in need]
+        check_texts(asked, [where[idx[j]][0] for j in need])
+        fresh = await afn(asked) if need else None
         return checked_vectors(merge_known(found, need, fresh), len(idx))
 
     def _lookup(

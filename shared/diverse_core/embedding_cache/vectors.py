@@ -10,13 +10,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..errors import DimensionMismatchError
+from ..errors import DimensionMismatchError, InvalidTextError
 
 __all__ = [
     "AsyncEmbedFn",
     "EmbedFn",
     "KnownAt",
     "as_matrix",
+    "check_texts",
     "checked_vectors",
     "finite_rows",
     "known_rows",
@@ -28,6 +29,28 @@ AsyncEmbedFn = Callable[[list[str]], Awaitable["NDArray[np.floating] | Sequence[
 #: ``known(positions) -> one vector or None per position``: vectors already computed
 #: elsewhere (e.g. held by a vector store) for the texts at those positions of the call.
 KnownAt = Callable[[list[int]], Sequence[Any]]
+
+
+def check_texts(texts: Sequence[object], positions: Sequence[int] | None = None) -> None:
+    """Raise :class:`InvalidTextError` naming the first of ``texts`` that is not a string or has no
+    UTF-8 encoding (a lone surrogate such as ``"\\ud800"``); ``positions`` name them (default 0, 1, ...)."""
+    try:
+        for text in texts:
+            text.encode("utf-8")  # type: ignore[attr-defined]
+        return
+    except (UnicodeEncodeError, AttributeError):
+        pass
+    for i, text in enumerate(texts):
+        at = i if positions is None else positions[i]
+        if not isinstance(text, str):
+            raise InvalidTextError(f"text {at} is not a string; got {type(text).__name__}: {text!r:.80}")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidTextError(
+                f"text {at} is not valid Unicode: {text[exc.start:exc.end]!r} at character {exc.start} "
+                "is a lone surrogate (no UTF-8 encoding); fix or drop that record"
+            ) from None
 
 
 def known_rows(where: list[list[int]], known: KnownAt | None) -> list[Any]:

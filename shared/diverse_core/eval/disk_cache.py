@@ -38,7 +38,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..embedding_cache import InFlight, wait_for
-from ..errors import DimensionMismatchError, InvalidTextError, NonFiniteInputError
+from ..embedding_cache.vectors import check_texts
+from ..errors import DimensionMismatchError, NonFiniteInputError
 
 __all__ = ["DiskEmbeddingCache", "default_cache_dir", "text_key", "text_keys"]
 
@@ -82,19 +83,9 @@ def text_keys(texts: Sequence[str]) -> list[str]:
     """The cache keys of ``texts``; a bad one is an :class:`InvalidTextError` naming its position."""
     try:
         return [hashlib.sha1(t.encode("utf-8")).hexdigest() for t in texts]
-    except (UnicodeEncodeError, AttributeError, TypeError):
-        pass
-    for i, text in enumerate(texts):
-        if not isinstance(text, str):
-            raise InvalidTextError(f"text {i} is not a string; got {type(text).__name__}: {text!r:.80}")
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise InvalidTextError(
-                f"text {i} is not valid Unicode: {text[exc.start:exc.end]!r} at character {exc.start} "
-                "is a lone surrogate (no UTF-8 encoding); fix or drop that record"
-            ) from None
-    raise AssertionError("unreachable: every text encoded")  # pragma: no cover
+    except (UnicodeEncodeError, AttributeError):
+        check_texts(texts)  # raises, naming the text
+        raise  # pragma: no cover - check_texts raised
 
 
 def _slug(name: str) -> str:
