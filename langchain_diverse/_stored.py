@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 from diverse_core.pgvector_sql import pgvector_search as pg_search
+from diverse_core.pgvector_sql import store_errors
 from langchain_core.documents import Document
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
@@ -167,7 +168,8 @@ def stored_vector_reader(
             first.setdefault(doc.page_content, doc)
         wanted = [first.get(t) for t in texts]
         present = [d for d in wanted if d is not None]
-        vectors = reader(store, present) if present else []
+        with store_errors():  # a database gone mid-query: StoreUnavailableError
+            vectors = reader(store, present) if present else []
         it = iter(vectors)
         return [next(it) if d is not None else None for d in wanted]
 
@@ -220,7 +222,7 @@ class StoreSearch:
     def run(self, vector: list[float], k: int) -> tuple[list[Document], KnownVectors | None]:
         """The ``k`` documents nearest ``vector``, and ``known`` for their stored vectors."""
         store, kwargs = self.store, self.search_kwargs
-        with self._scope(k):
+        with store_errors(), self._scope(k):
             found = None
             if self.read_stored and is_pgvector(store):
                 found = pgvector_search(store, vector, k, kwargs)
@@ -230,7 +232,7 @@ class StoreSearch:
     async def arun(self, vector: list[float], k: int) -> tuple[list[Document], KnownVectors | None]:
         """Async :meth:`run` (the store's async search)."""
         store, kwargs = self.store, self.search_kwargs
-        with self._scope(k):
+        with store_errors(), self._scope(k):
             found = None
             if self.read_stored and is_pgvector(store):
                 found = await apgvector_search(store, vector, k, kwargs)

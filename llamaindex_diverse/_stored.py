@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 from diverse_core.embedding_cache import KnownAt
+from diverse_core.pgvector_sql import store_errors
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import NodeWithScore
@@ -91,24 +92,30 @@ def _check_node_id_index(store: Any, table: Any, session: Any) -> None:
 
 def _postgres(store: Any) -> StoredVectors:
     def read(ids: list[str]) -> list[Any]:
-        wanted = sorted(set(ids))
-        if callable(getattr(store, "_initialize", None)):
-            store._initialize()  # what the store's own calls do first (idempotent)
-        # Looked up after initialising: the store makes its session factory on first use.
-        table = getattr(store, "_table_class", None)
-        session = getattr(store, "_session", None)
-        if table is not None and callable(session):
-            from sqlalchemy import select
-
-            _check_node_id_index(store, table, session)
-            stmt = select(table.node_id, table.embedding).where(table.node_id.in_(wanted))
-            with session() as s:
-                by_id = {str(row[0]): row[1] for row in s.execute(stmt).all()}
-        else:  # another version of the integration: its public read by id
-            by_id = {n.node_id: n.embedding for n in store.get_nodes(node_ids=wanted)}
-        return [by_id.get(i) for i in ids]
+        with store_errors():  # the database gone: StoreUnavailableError, not OperationalError
+            return _read_postgres(store, ids)
 
     return read
+
+
+def _read_postgres(store: Any, ids: list[str]) -> list[Any]:
+    """The stored vectors of ``ids`` (``None`` for an id without one), read in one statement."""
+    wanted = sorted(set(ids))
+    if callable(getattr(store, "_initialize", None)):
+        store._initialize()  # what the store's own calls do first (idempotent)
+    # Looked up after initialising: the store makes its session factory on first use.
+    table = getattr(store, "_table_class", None)
+    session = getattr(store, "_session", None)
+    if table is not None and callable(session):
+        from sqlalchemy import select
+
+        _check_node_id_index(store, table, session)
+        stmt = select(table.node_id, table.embedding).where(table.node_id.in_(wanted))
+        with session() as s:
+            by_id = {str(row[0]): row[1] for row in s.execute(stmt).all()}
+    else:  # another version of the integration: its public read by id
+        by_id = {n.node_id: n.embedding for n in store.get_nodes(node_ids=wanted)}
+    return [by_id.get(i) for i in ids]
 
 
 # FAISS: id(nodes_dict) -> node id -> vector id; checked on every look-up, a few kept.

@@ -158,7 +158,7 @@ class NodeTextMemo:
             node.metadata_separator,
             node.text_template,
             # type(k): keys 1 and 1.0 are equal but render differently; values render as str().
-            tuple([(type(k), k, str(v)) for k, v in metadata.items()]),
+            tuple([(type(k), k, _rendered_as(v)) for k, v in metadata.items()]),
         )
         text = self._memo.get(key)
         if text is None:
@@ -167,6 +167,12 @@ class NodeTextMemo:
                 self._memo.clear()
             self._memo[key] = text
         return text
+
+
+def _rendered_as(value: Any) -> object:
+    """What stands for ``value``'s ``str()`` in a memo key: an int (or bool) itself (equal ints
+    render alike, and ``str()`` of one over the interpreter's digit limit raises), else its ``str()``."""
+    return (type(value), value) if type(value) in (int, bool) else str(value)
 
 
 _node_of = attrgetter("node")
@@ -222,7 +228,14 @@ def nodes_to_embed(
     for i, (node, embedding) in enumerate(zip(inner, embeddings, strict=True)):
         if embedding is not None:
             continue
-        text = render(node, metadata_mode) if render else node.get_content(metadata_mode=metadata_mode)
+        try:
+            text = render(node, metadata_mode) if render else node.get_content(metadata_mode=metadata_mode)
+        except ValueError as exc:  # e.g. str() of an int over the interpreter's digit limit
+            raise InvalidParameterError(
+                f"node {node.node_id!r} (position {i}): its content to embed cannot be rendered "
+                f"({' '.join(str(exc).split())[:160]}); store such a metadata value as a string or "
+                "leave its key out of the embedded text (excluded_embed_metadata_keys)"
+            ) from None
         if not text or text.isspace():
             raise InvalidParameterError(
                 f"node {node.node_id!r} (position {i}) has no embedding and no text to "

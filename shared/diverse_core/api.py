@@ -5,13 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from .errors import InvalidParameterError
-from .plan import make_plan
+from .near_duplicates import check_threshold, normalised_text
+from .plan import DROPPED, DUPLICATE_THRESHOLD, guarded_run, make_plan, prepared
 from .registry import DIVERSITY, get_method
 from .result import Selection, Sweep
-from .validation import check_values, prepare_inputs
+from .validation import PreparedInputs, check_values
 
 __all__ = ["select", "sweep"]
 
@@ -23,6 +24,7 @@ def select(
     k: int,
     *,
     relevance: ArrayLike | None = None,
+    on_bad: str = "drop",
     **params: Any,
 ) -> Selection:
     """Pick ``k`` of ``candidates`` for ``query`` with a registered method.
@@ -38,6 +40,20 @@ def select(
         k: number of items to pick. ``k > n`` returns all ``n`` in pick order.
         relevance: optional precomputed relevance of each candidate (e.g. a
             cross-encoder score); defaults to cosine similarity to the query.
+        on_bad: what a bad candidate does: ``"drop"`` (default) leaves a candidate with a
+            NaN, inf or all-zero vector (or, for a method that reads ``texts``, an empty or
+            blank text) out, answers from the rest and lists it in
+            ``details["dropped"]`` (``{"index": position, "reason": ...}``; the returned
+            indices are positions among all the candidates given); ``"raise"`` makes it a
+            typed error (:class:`~diverse_core.errors.NonFiniteInputError`,
+            :class:`~diverse_core.errors.ZeroVectorError`). A bad query, or a pool with no
+            usable candidate, is a typed error either way.
+        duplicate_threshold (in ``params``): the near-duplicate guard
+            (:mod:`diverse_core.near_duplicates`): no pick has a cosine similarity above this to an
+            earlier pick, nor the same text (when ``texts=`` is given), while a distinct candidate
+            remains. Off here by default (``None``: the method's own picks, exactly); the framework
+            faces turn it on at 0.95. ``topk`` is never guarded. The candidates it left out are
+            listed in ``details["near_duplicates"]``.
         **params: the method's parameters, e.g. ``lambda_mult=0.5`` for
             ``mmr``/``gmmr``, ``sigma=0.1`` for ``dartboard``, ``s=0.5`` for ``vendi``,
             ``lam=0.5`` for ``gist``; or ``diversity`` in [0, 1] for any method (0: pure
@@ -56,7 +72,7 @@ def select(
         >>> select("gmmr", q, c, k=2, lambda_mult=0.5).indices.tolist()
         [0, 2]
     """
-    return make_plan(method, params).run(query, candidates, k, relevance=relevance)
+    return make_plan(method, params).run(query, candidates, k, relevance=relevance, on_bad=on_bad)
 
 
 def sweep(
@@ -68,6 +84,7 @@ def sweep(
     *,
     relevance: ArrayLike | None = None,
     over: str | None = None,
+    on_bad: str = "drop",
     **params: Any,
 ) -> Sweep:
     """Run ``method`` for every value of its trade-off parameter at once.
@@ -78,7 +95,8 @@ def sweep(
     Args:
         method: a method with a trade-off parameter (``mmr``/``gmmr``:
             ``lambda_mult``; ``dartboard``: ``sigma``; ``vendi``: ``s``).
-        query, candidates, k, relevance: as in :func:`select`.
+        query, candidates, k, relevance, on_bad: as in :func:`select` (the candidates left
+            out are listed in the result's ``details["dropped"]``).
         values: the parameter values to sweep, shape (L,).
         over: ``"diversity"`` to sweep the shared knob instead (``values`` in [0, 1], each
             mapped to the method's own parameter; the result's ``param`` is then
@@ -98,8 +116,10 @@ def sweep(
         'diversity'
     """
     spec = get_method(method)
+    params = dict(params)
+    threshold = check_threshold(params.pop(DUPLICATE_THRESHOLD, None))
     if spec.param is None and over == DIVERSITY and spec.diversity is not None and spec.diversity.constant:
-        return _constant_sweep(spec.name, query, candidates, k, values, relevance, params)
+        return _constant_sweep(spec.name, query, candidates, k, values, relevance, params, on_bad)
     if spec.param is None or spec.run_sweep is None:
         raise InvalidParameterError(f"method {method!r} has no trade-off parameter to sweep")
     if over not in (None, spec.param, DIVERSITY):
@@ -122,23 +142,41 @@ def sweep(
         spec.resolve_params({**params, spec.param: float(v)})
     resolved = spec.resolve_params(params)
     resolved.pop(spec.param, None)
-    prep = prepare_inputs(query, candidates, k, relevance)
-    indices, scores = spec.run_sweep(prep, native_grid, **resolved)
-    indices = np.asarray(indices, dtype=np.int64)
+    prep, narrowed = prepared(spec, query, candidates, k, relevance, resolved, on_bad)
+    local, scores = spec.run_sweep(prep, native_grid, **narrowed)
+    local = np.array(local, dtype=np.int64)
+    scores = np.array(scores, dtype=np.float64)
+    if threshold is not None and local.shape[1] > 1:
+        for row in np.flatnonzero(_rows_with_duplicates(prep, local, threshold, narrowed.get("texts"))):
+            redo = guarded_run(spec, prep, {**narrowed, spec.param: float(native_grid[row])}, threshold)
+            local[row], scores[row] = redo[0], redo[1]
     return Sweep(
         method=spec.name,
         param=swept,
         values=grid,
-        indices=indices,
-        scores=np.asarray(scores, dtype=np.float64),
-        relevance=prep.relevance[indices],
+        indices=local if prep.screen is None else prep.screen.kept[local],
+        scores=scores,
+        relevance=prep.relevance[local],
         params=resolved,
+        details={} if prep.screen is None else {DROPPED: prep.screen.details()},
     )
+
+
+def _rows_with_duplicates(
+    prep: PreparedInputs, indices: NDArray[np.int64], threshold: float, texts: Any
+) -> NDArray[np.bool_]:
+    """Which rows of a sweep's ``(L, k)`` picks hold a near-duplicate pair (one batched check)."""
+    unit = prep.vectors[indices] * prep.inv_norms[indices][..., None]
+    pairs = np.einsum("lid,ljd->lij", unit, unit) > threshold
+    if isinstance(texts, (list, tuple)) and len(texts) == prep.n:
+        folded = np.array([normalised_text(t) for t in texts], dtype=object)[indices]
+        pairs |= folded[:, :, None] == folded[:, None, :]
+    return np.triu(pairs, 1).any(axis=(1, 2))  # type: ignore[no-any-return]
 
 
 def _constant_sweep(
     method: str, query: ArrayLike, candidates: ArrayLike, k: int, values: ArrayLike,
-    relevance: ArrayLike | None, params: dict[str, Any],
+    relevance: ArrayLike | None, params: dict[str, Any], on_bad: str,
 ) -> Sweep:
     """A ``diversity`` sweep of a method without a trade-off (``topk``): every value in [0, 1]
     runs its one setting, so each row is the same selection."""
@@ -150,7 +188,7 @@ def _constant_sweep(
     spec = get_method(method)
     for v in grid:  # each value still lies in [0, 1]
         spec.diversity_params({DIVERSITY: float(v)})
-    one = select(method, query, candidates, k, relevance=relevance, **{**params, DIVERSITY: None})
+    one = select(method, query, candidates, k, relevance=relevance, on_bad=on_bad, **{**params, DIVERSITY: None})
     rows = (grid.shape[0], 1)
     return Sweep(
         method=one.method,
@@ -160,4 +198,5 @@ def _constant_sweep(
         scores=np.tile(one.scores, rows),
         relevance=np.tile(one.relevance, rows),
         params=one.params,
+        details={DROPPED: one.details[DROPPED]} if DROPPED in one.details else {},
     )

@@ -65,8 +65,16 @@ def as_float_array(value: ArrayLike, name: str, ndim: int) -> NDArray[np.float64
 
 
 def raise_non_finite(arr: NDArray[np.floating[Any]], name: str) -> None:
-    """Raise :class:`NonFiniteInputError` naming the first NaN or inf of ``arr``, if any."""
+    """Raise :class:`NonFiniteInputError` naming the first NaN or inf of ``arr`` (and which it is), if any.
+
+    An inf in a float32 array may be a finite value beyond float32's range (e.g. ``1e300``)
+    that was read into it; the message says so.
+    """
     finite = np.isfinite(arr)
     if not np.all(finite):
-        bad = np.argwhere(~finite)[0].tolist()
-        raise NonFiniteInputError(f"{name} contains NaN or inf (first at index {bad})")
+        at = tuple(np.argwhere(~finite)[0].tolist())
+        value = float(arr[at])
+        what = "NaN" if value != value else f"{value}"
+        if what != "NaN" and arr.dtype == np.float32:
+            what += " (or a value beyond float32's range, about 3.4e38, read as inf)"
+        raise NonFiniteInputError(f"{name} contains {what} (first at index {list(at)})")

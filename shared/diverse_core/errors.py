@@ -1,8 +1,9 @@
 """Typed errors raised by the core.
 
-Every error is a :class:`ValueError` subclass so callers that already guard
+Every bad-input error is a :class:`ValueError` subclass so callers that already guard
 with ``except ValueError`` keep working, and every message names the offending
-parameter and its value.
+parameter and its value. A store that fails to answer is a :class:`StoreError`
+(a :class:`RuntimeError`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ __all__ = [
     "UnknownMethodError",
     "ConflictingParametersError",
     "ModelFeatureMismatchError",
+    "InvalidTextError",
+    "StoreError",
+    "StoreUnavailableError",
 ]
 
 
@@ -64,3 +68,22 @@ class ConflictingParametersError(InvalidParameterError):
 
 class ModelFeatureMismatchError(InvalidParameterError):
     """A saved model was trained on other features than this version of the code computes (retrain it)."""
+
+
+class InvalidTextError(DiverseRAGError):
+    """A text cannot be used as given: not a string, or not valid Unicode (a lone surrogate such
+    as ``"\\ud800"``, which has no UTF-8 encoding). The message names the record."""
+
+
+class StoreError(RuntimeError):
+    """A vector store (e.g. a Postgres database) failed to answer a query.
+
+    Not a :class:`ValueError`: the input was fine, the store was not (like
+    :class:`~diverse_core.llm.errors.LLMError` for a model). The driver's own error is the
+    ``__cause__``.
+    """
+
+
+class StoreUnavailableError(StoreError, ConnectionError):
+    """The store could not be reached or dropped the connection (the database is down or restarting);
+    a later query may succeed once it is back."""

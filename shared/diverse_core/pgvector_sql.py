@@ -20,6 +20,10 @@ three things to the search statement, and nothing to any other statement:
   with binary results and each ``vector`` decoded by ``np.frombuffer``.
 * **A dimension mismatch is a** :class:`~diverse_core.errors.DimensionMismatchError`
   naming both sizes, not ``StatementError: expected 16 dimensions, not 8``.
+* **A database that goes away is a** :class:`~diverse_core.errors.StoreUnavailableError`
+  (the driver's ``OperationalError`` is its cause), and so it is for the faces' reads of
+  stored vectors (:func:`store_errors`). SQLAlchemy drops the broken connections from its
+  pool, so the next query once the server is back works.
 
 Example:
     >>> import struct
@@ -41,9 +45,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .errors import DimensionMismatchError
+from .errors import DimensionMismatchError, StoreError, StoreUnavailableError
 
-__all__ = ["PgSearch", "decode_vector_send", "dimension_mismatch", "pgvector_search"]
+__all__ = ["PgSearch", "decode_vector_send", "dimension_mismatch", "pgvector_search", "store_errors", "store_failure"]
 
 _EF_KEY = "diverse_rag.hnsw_ef_search"  # the connection's session-level ef_search, once read
 _OID_KEY = "diverse_rag.vector_oid"  # the connection's vector type oid (psycopg 3)
@@ -155,15 +159,73 @@ def pgvector_search(fetch_k: int | None, *, binary: bool = False) -> Iterator[Pg
     token = _STATE.set(state)
     try:
         yield state
-    except DimensionMismatchError:
+    except (DimensionMismatchError, StoreError):
         raise
     except Exception as exc:
-        typed = dimension_mismatch(exc)
+        typed = dimension_mismatch(exc) or store_failure(exc)
         if typed is not None:
             raise typed from exc
         raise
     finally:
         _STATE.reset(token)
+
+
+#: Exception classes (by module prefix and name) that mean the connection to the database failed
+#: or was lost: SQLAlchemy's wrappers and the drivers' own (psycopg 2 and 3, asyncpg).
+_UNAVAILABLE = {
+    "sqlalchemy": {"OperationalError", "InterfaceError", "DisconnectionError", "TimeoutError"},
+    "psycopg": {"OperationalError", "InterfaceError"},
+    "psycopg2": {"OperationalError", "InterfaceError"},
+    "asyncpg": {"ConnectionDoesNotExistError", "ConnectionFailureError", "PostgresConnectionError",
+                "InterfaceError", "AdminShutdownError", "CannotConnectNowError", "CrashShutdownError",
+                "ClientCannotConnectError"},
+}
+
+
+def _unavailable(exc: BaseException) -> bool:
+    """Whether ``exc`` is a lost or refused database connection (judged by its class, so that no
+    driver needs importing)."""
+    if isinstance(exc, (ConnectionError, EOFError)):
+        return True
+    if getattr(exc, "connection_invalidated", False):  # SQLAlchemy saw a disconnect
+        return True
+    for cls in type(exc).__mro__:
+        names = _UNAVAILABLE.get(cls.__module__.split(".")[0])
+        if names is not None and cls.__name__ in names:
+            return True
+    return False
+
+
+def store_failure(exc: BaseException) -> StoreUnavailableError | None:
+    """A :class:`StoreUnavailableError` for a lost or refused database connection in ``exc`` (or its
+    causes), else ``None``."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if _unavailable(cur):
+            detail = " ".join(str(cur).split())[:200]
+            return StoreUnavailableError(
+                f"the vector store's database is unreachable or dropped the connection "
+                f"({type(cur).__name__}: {detail}); retry once it is back"
+            )
+        cur = cur.__cause__ or cur.__context__ or getattr(cur, "orig", None)
+    return None
+
+
+@contextmanager
+def store_errors() -> Iterator[None]:
+    """Around a read from a database-backed store: a lost or refused connection becomes a
+    :class:`StoreUnavailableError` (the driver's error its cause); anything else propagates."""
+    try:
+        yield
+    except (DimensionMismatchError, StoreError):
+        raise
+    except Exception as exc:
+        typed = store_failure(exc)
+        if typed is not None:
+            raise typed from exc
+        raise
 
 
 # ----------------------------------------------------------------------------- events

@@ -22,15 +22,36 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from .errors import InvalidParameterError
 from .registry import MethodSpec, get_method, with_diversity
 from .result import Selection
 from .textfeatures import source_inputs
-from .validation import prepare_inputs
+from .near_duplicates import DEFAULT_THRESHOLD, check_threshold, guard
+from .validation import PreparedInputs, prepare_inputs
 
-__all__ = ["Plan", "make_plan", "shown_params"]
+__all__ = ["Plan", "make_plan", "prepared", "shown_params"]
+
+#: The key of ``Selection.details`` / ``Sweep.details`` listing the candidates left out.
+DROPPED = "dropped"
+#: The key of ``Selection.details`` listing the candidates the near-duplicate guard left out.
+NEAR_DUPLICATES = "near_duplicates"
+#: The plan option (not a method parameter) that sets the near-duplicate guard's threshold.
+DUPLICATE_THRESHOLD = "duplicate_threshold"
+
+
+def prepared(
+    spec: MethodSpec, query: ArrayLike, candidates: ArrayLike, k: int, relevance: ArrayLike | None,
+    params: dict[str, Any], on_bad: str,
+) -> tuple[PreparedInputs, dict[str, Any]]:
+    """The call's inputs with bad candidates screened out per ``on_bad`` (texts too, for a method
+    that reads them), and ``params`` with its per-candidate values cut to the candidates kept."""
+    texts = params.get("texts") if spec.reads_text else None
+    prep = prepare_inputs(query, candidates, k, relevance, texts=texts, on_bad=on_bad)
+    if prep.screen is None:
+        return prep, params
+    return prep, prep.screen.narrowed(params, len(prep.screen.kept) + len(prep.screen.dropped))
 
 
 def _settings_key(method: object, params: Mapping[str, Any]) -> tuple[Any, ...]:
@@ -51,6 +72,8 @@ class Plan:
         shown: a JSON-friendly copy of ``params``, for the selection metadata of returned
             documents.
         key: the settings the plan was built from (see :meth:`built_from`).
+        duplicate_threshold: the near-duplicate guard's cosine threshold
+            (:mod:`diverse_core.near_duplicates`), ``None`` when it is off.
 
     Example:
         >>> p = make_plan("mmr", {"lambda_mult": 0.3}, face=True)
@@ -62,6 +85,7 @@ class Plan:
     params: dict[str, Any]
     shown: dict[str, Any]
     key: tuple[Any, ...]
+    duplicate_threshold: float | None = None
 
     @property
     def method(self) -> str:
@@ -102,19 +126,31 @@ class Plan:
         *,
         relevance: ArrayLike | None = None,
         inputs: Mapping[str, Any] | None = None,
+        on_bad: str = "drop",
     ) -> Selection:
         """Pick ``k`` of ``candidates`` for ``query`` (see :func:`diverse_core.select`);
-        ``inputs``: from :meth:`inputs`."""
-        prep = prepare_inputs(query, candidates, k, relevance)
-        out = self.spec.run(prep, **self.params, **(inputs or {}))
-        indices = np.asarray(out[0], dtype=np.int64)
+        ``inputs``: from :meth:`inputs`; ``on_bad``: as in :func:`diverse_core.select`."""
+        params = {**self.params, **(inputs or {})}
+        prep, params = prepared(self.spec, query, candidates, k, relevance, params, on_bad)
+        threshold = self.duplicate_threshold
+        if threshold is None or self.spec.name == "topk" or prep.n < 2:
+            out = self.spec.run(prep, **params)
+            local = np.asarray(out[0], dtype=np.int64)
+            scores = np.asarray(out[1], dtype=np.float64)
+            details = dict(out[2]) if len(out) == 3 else {}
+        else:
+            local, scores, details = guarded_run(self.spec, prep, params, threshold)
+        if prep.screen is not None:
+            details[DROPPED] = prep.screen.details()
+            if NEAR_DUPLICATES in details:
+                details[NEAR_DUPLICATES] = prep.screen.kept[details[NEAR_DUPLICATES]].tolist()
         return Selection(
-            indices=indices,
-            scores=np.asarray(out[1], dtype=np.float64),
-            relevance=prep.relevance[indices],
+            indices=local if prep.screen is None else prep.screen.kept[local],
+            scores=scores,
+            relevance=prep.relevance[local],
             method=self.spec.name,
             params=self.params,
-            details=dict(out[2]) if len(out) == 3 else {},
+            details=details,
         )
 
 
@@ -138,6 +174,10 @@ def make_plan(
             out of its parameters.
         where: context appended to error messages (``" (per-call arguments)"``).
 
+    ``params`` may also hold ``duplicate_threshold``, the near-duplicate guard's cosine threshold
+    (:mod:`diverse_core.near_duplicates`; ``None``: off), a setting of the plan rather than of the
+    method: 0.95 for a face by default, off otherwise.
+
     Raises:
         UnknownMethodError: ``method`` is not registered.
         ConflictingParametersError: ``diversity`` given twice with different values, or with the
@@ -150,8 +190,45 @@ def make_plan(
         raise InvalidParameterError(f"method_params must be a dict; got method_params={params!r}{where}")
     spec = get_method(method)
     merged = with_diversity(params, diversity, where)
+    key = _settings_key(method, merged)
+    threshold = check_threshold(merged.pop(DUPLICATE_THRESHOLD, DEFAULT_THRESHOLD if face else None))
     resolved = spec.resolve_params(merged, face=face, where=where)
-    return Plan(spec, resolved, shown_params(resolved), _settings_key(method, merged))
+    return Plan(spec, resolved, shown_params(resolved), key, threshold)
+
+
+def guarded_run(
+    spec: MethodSpec, prep: PreparedInputs, params: dict[str, Any], threshold: float
+) -> tuple[NDArray[np.int64], NDArray[np.float64], dict[str, Any]]:
+    """``spec.run`` under the near-duplicate guard (:func:`~diverse_core.near_duplicates.guard`);
+    the per-candidate parameters (``texts``, ``sources``, ``names``) follow the pool."""
+    per_candidate = [name for name in spec.filled_params if name != "question"]
+    last: dict[str, Any] = {}
+
+    def run_on(pool: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+        sub, sub_params = prep, params
+        if pool.shape[0] < prep.n:
+            sub = PreparedInputs(prep.query, prep.vectors[pool], prep.inv_norms[pool],
+                                 prep.relevance[pool], min(prep.k, int(pool.shape[0])))
+            sub_params = dict(params)
+            for name in per_candidate:
+                values = params.get(name)
+                if values is not None and len(values) == prep.n:
+                    sub_params[name] = [values[i] for i in pool.tolist()]
+        out = spec.run(sub, **sub_params)
+        last.clear()
+        if len(out) == 3:
+            last.update(out[2])
+        return pool[np.asarray(out[0], dtype=np.int64)], np.asarray(out[1], dtype=np.float64)
+
+    texts = params.get("texts")
+    indices, scores, dropped = guard(
+        run_on, prep.vectors, prep.relevance, prep.k, threshold,
+        texts if isinstance(texts, (list, tuple)) else None,
+    )
+    details = dict(last)
+    if dropped.size:
+        details[NEAR_DUPLICATES] = dropped.tolist()
+    return indices, scores, details
 
 
 def _json_value(value: Any) -> Any:

@@ -23,7 +23,9 @@ class Selection:
         method: registered method name.
         params: the parameters the method ran with (defaults filled in).
         details: what the method reports about its own choice; empty for most methods,
-            ``{"lambda_mult": ..., "variant": "text" | "embedding"}`` for ``adaptive``.
+            ``{"lambda_mult": ..., "variant": "text" | "embedding"}`` for ``adaptive``; and
+            ``"dropped"``: the candidates left out as unusable (``on_bad="drop"``), one
+            ``{"index": ..., "reason": ...}`` each.
 
     Example:
         >>> import numpy as np
@@ -64,6 +66,8 @@ class Sweep:
         scores: objective value at each pick, shape (L, k).
         relevance: relevance of each pick, shape (L, k).
         params: the other parameters, shared by every value.
+        details: ``{"dropped": [...]}`` when candidates were left out as unusable (as in
+            :attr:`Selection.details`), else empty.
 
     Example:
         >>> import numpy as np
@@ -80,6 +84,7 @@ class Sweep:
     scores: NDArray[np.float64]
     relevance: NDArray[np.float64]
     params: dict[str, Any] = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return int(self.values.shape[0])
@@ -94,6 +99,7 @@ class Sweep:
             relevance=self.relevance[i].copy(),
             method=self.method,
             params=params,
+            details=dict(self.details),
         )
 
     @property

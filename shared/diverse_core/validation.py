@@ -10,12 +10,14 @@ live by job in :mod:`~diverse_core.array_checks` (array-like input and its typed
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .array_checks import as_float_array, as_real_array, brief_repr
+from .candidate_screen import Screen, blank_texts, check_on_bad, screen_rows
 from .errors import DimensionMismatchError, EmptyCandidatesError, InvalidParameterError
 from .param_checks import (
     ORDER_ONE_ATOL,
@@ -90,9 +92,12 @@ class PreparedInputs:
         tie_rtol: objective values closer than ``tie_rtol * max(1, |best|)`` to the
             best count as tied (``1e-12`` for float64 input, ``1e-5`` for float32,
             a margin far above the rounding of either precision).
+        screen: ``None``, or (``on_bad="drop"``) the candidates left out: every array here
+            then holds the kept rows only, and ``screen.kept`` maps their positions back to
+            the caller's.
     """
 
-    __slots__ = ("query", "vectors", "inv_norms", "relevance", "k", "tie_rtol", "_unit")
+    __slots__ = ("query", "vectors", "inv_norms", "relevance", "k", "tie_rtol", "screen", "_unit")
 
     def __init__(
         self,
@@ -108,6 +113,7 @@ class PreparedInputs:
         self.relevance = relevance
         self.k = k
         self.tie_rtol = TIE_RTOL_FLOAT32 if vectors.dtype == np.float32 else TIE_RTOL_FLOAT64
+        self.screen: Screen | None = None
         self._unit: FloatArray | None = None
 
     @property
@@ -348,6 +354,9 @@ def prepare_inputs(
     candidates: ArrayLike,
     k: object,
     relevance: ArrayLike | None = None,
+    *,
+    texts: Sequence[Any] | None = None,
+    on_bad: str = "raise",
 ) -> PreparedInputs:
     """Validate and normalise the inputs of a selection call.
 
@@ -357,6 +366,12 @@ def prepare_inputs(
         k: number of items wanted (k > n is allowed and returns all n).
         relevance: optional precomputed relevance of each candidate, shape (n,);
             when omitted, cosine similarity to the query is used.
+        texts: the candidates' texts, when the method reads them; with ``on_bad="drop"``
+            an empty or blank one makes its candidate unusable.
+        on_bad: ``"raise"`` (default here): a NaN, inf or zero candidate vector is a typed
+            error. ``"drop"``: such candidates (and blank texts) are left out and the
+            arrays hold the rest; :attr:`PreparedInputs.screen` says which and why. A bad
+            query is an error either way, and so is a pool with no usable candidate.
 
     Raises:
         EmptyCandidatesError: no candidates.
@@ -364,10 +379,12 @@ def prepare_inputs(
         NonNumericInputError: strings, complex numbers or objects instead of real numbers.
         NonFiniteInputError: NaN or inf anywhere.
         ZeroVectorError: a zero query or candidate vector.
-        InvalidParameterError: a bad ``k``, or relevance beyond ``±RELEVANCE_MAX``.
+        InvalidParameterError: a bad ``k`` or ``on_bad``, or relevance beyond ``±RELEVANCE_MAX``.
     """
     k_int = check_k(k)
-    if relevance is None:
+    drop = check_on_bad(on_bad) == "drop"
+    blank = blank_texts(texts) if drop else None
+    if relevance is None and blank is None:
         fast = _prepare_fast(query, candidates, k_int)
         if fast is not None:
             return fast
@@ -389,6 +406,19 @@ def prepare_inputs(
     squares: NDArray[np.floating[Any]] | None = None
     if rel is None and _blocked(cand):
         squares, raw = _squares_and_products(cand, q)
+    if blank is not None and blank.shape[0] != cand.shape[0]:
+        blank = None  # the method reports the length mismatch
+    screen = None
+    if drop:
+        if squares is None:  # measured once, for the screen and the norms alike
+            with np.errstate(all="ignore"):
+                squares = row_dots(cand)
+        screen = screen_rows(cand, squares, blank)
+    if screen is not None:
+        cand = _read_only_matrix(cand[screen.kept], "candidates")
+        rel = None if rel is None else rel[screen.kept]
+        raw = None if raw is None else raw[screen.kept]
+        squares = None if squares is None else squares[screen.kept]
     norms = row_norms(cand, "candidates", squares)
     limits = SAFE_NORMS[cand.dtype == np.float32]
     if norms.min() > limits[0] and norms.max() < limits[1]:
@@ -401,6 +431,6 @@ def prepare_inputs(
     if rel is None:
         rel = np.asarray(cand @ q if raw is None else raw, dtype=np.float64)
         rel *= inv_norms
-    return PreparedInputs(
-        query=q, vectors=cand, inv_norms=inv_norms, relevance=rel, k=min(k_int, cand.shape[0])
-    )
+    prep = PreparedInputs(query=q, vectors=cand, inv_norms=inv_norms, relevance=rel, k=min(k_int, cand.shape[0]))
+    prep.screen = screen
+    return prep

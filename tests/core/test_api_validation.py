@@ -122,7 +122,7 @@ def test_non_finite_inputs(bad: float) -> None:
     c = C.copy()
     c[3, 1] = bad
     with pytest.raises(NonFiniteInputError, match=r"candidates.*\[3, 1\]"):
-        dc.select("gmmr", Q, c, 2)
+        dc.select("gmmr", Q, c, 2, on_bad="raise")  # the default drops the candidate (test_bad_candidates)
     q = Q.copy()
     q[2] = bad
     with pytest.raises(NonFiniteInputError, match="query"):
@@ -137,7 +137,7 @@ def test_zero_vectors() -> None:
     c = C.copy()
     c[4] = 0.0
     with pytest.raises(ZeroVectorError, match=r"candidates.*row 4"):
-        dc.select("mmr", Q, c, 2)
+        dc.select("mmr", Q, c, 2, on_bad="raise")
     with pytest.raises(ZeroVectorError, match="query"):
         dc.select("mmr", np.zeros(4), C, 2)
 

@@ -271,12 +271,14 @@ def _inputs_unchanged(case: dict[str, Any]) -> None:
 
 
 def _check_picks(indices: np.ndarray, scores: np.ndarray, relevance: np.ndarray, n: int,
-                 k: Any) -> None:
-    want = min(int(k), n)
+                 k: Any, details: dict[str, Any]) -> None:
+    dropped = {d["index"] for d in details.get("dropped", [])}  # bad candidates left out
+    want = min(int(k), n - len(dropped))
     assert indices.shape[-1] == want
     for row in np.atleast_2d(indices):
         assert len(set(row.tolist())) == want, f"repeated picks {row.tolist()}"
         assert row.min() >= 0 and row.max() < n
+        assert not set(row.tolist()) & dropped
     assert np.all(np.isfinite(scores)), f"non-finite scores {scores}"
     assert np.all(np.isfinite(relevance)), f"non-finite relevance {relevance}"
 
@@ -318,7 +320,7 @@ def test_fuzz_select_only_typed_errors_and_valid_picks(method: str, data: st.Dat
                                relevance=case["relevance"], **params))
     _inputs_unchanged(case)
     if sel is not None:
-        _check_picks(sel.indices, sel.scores, sel.relevance, case["n"], case["k"])
+        _check_picks(sel.indices, sel.scores, sel.relevance, case["n"], case["k"], sel.details)
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -339,4 +341,4 @@ def test_fuzz_sweep_only_typed_errors_and_valid_picks(method: str, data: st.Data
         assert _snapshot(values) == values_before, "values was modified"
     if sw is not None:
         assert sw.indices.shape[0] == sw.values.shape[0] >= 1
-        _check_picks(sw.indices, sw.scores, sw.relevance, case["n"], case["k"])
+        _check_picks(sw.indices, sw.scores, sw.relevance, case["n"], case["k"], sw.details)

@@ -70,7 +70,7 @@ def test_bad_inputs_leave_the_fast_path_and_raise_the_typed_error(
     label: str, q: object, c: object, error: type[Exception]
 ) -> None:
     with pytest.raises(error):
-        dc.select("mmr", q, c, 3)
+        dc.select("mmr", q, c, 3, on_bad="raise")  # the default drops bad candidates (test_bad_candidates)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -13,7 +13,16 @@ from numpy.typing import NDArray
 
 from ..errors import DimensionMismatchError, InvalidParameterError
 from .inflight import InFlight, Waiting, await_for, ready, wait_for
-from .vectors import AsyncEmbedFn, EmbedFn, KnownAt, checked_vectors, known_rows, merge_known
+from .vectors import (
+    AsyncEmbedFn,
+    EmbedFn,
+    KnownAt,
+    check_texts,
+    checked_vectors,
+    finite_rows,
+    known_rows,
+    merge_known,
+)
 
 __all__ = ["EmbeddingCache"]
 
@@ -220,7 +229,9 @@ class EmbeddingCache:
         """Vectors of ``missing[idx]``: known ones first, the rest from one ``fn`` call; validated."""
         found = known_rows([where[i] for i in idx], known)
         need = [j for j, v in enumerate(found) if v is None]
-        fresh = fn([missing[idx[j]] for j in need]) if need else None
+        asked = [missing[idx[j]] for j in need]
+        check_texts(asked, [where[idx[j]][0] for j in need])
+        fresh = fn(asked) if need else None
         return checked_vectors(merge_known(found, need, fresh), len(idx))
 
     async def _acompute(
@@ -236,7 +247,9 @@ class EmbeddingCache:
         sub_where = [where[i] for i in idx]
         found = await asyncio.to_thread(known_rows, sub_where, known) if known is not None else [None] * len(idx)
         need = [j for j, v in enumerate(found) if v is None]
-        fresh = await afn([missing[idx[j]] for j in need]) if need else None
+        asked = [missing[idx[j]] for j in need]
+        check_texts(asked, [where[idx[j]][0] for j in need])
+        fresh = await afn(asked) if need else None
         return checked_vectors(merge_known(found, need, fresh), len(idx))
 
     def _lookup(
@@ -286,8 +299,10 @@ class EmbeddingCache:
                         f"embed_fn returned {vectors.shape[1]}-d vectors but the cache holds "
                         f"{self._matrix.shape[1]}-d vectors"
                     )
-                for text, vec in zip(texts, rows, strict=True):
-                    self._matrix = self._store_row(text, vec)
+                keep = finite_rows(vectors).tolist()  # a NaN/inf row is handed back, never kept
+                for text, vec, ok in zip(texts, rows, keep, strict=True):
+                    if ok:
+                        self._matrix = self._store_row(text, vec)
             except BaseException:
                 self._flight.fail(texts)
                 raise

@@ -3,20 +3,23 @@ the checks that turn it into a float32 matrix (or a typed error naming the bad r
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ..errors import DimensionMismatchError, NonFiniteInputError
+from ..errors import DimensionMismatchError, InvalidTextError
 
 __all__ = [
     "AsyncEmbedFn",
     "EmbedFn",
     "KnownAt",
     "as_matrix",
+    "check_texts",
     "checked_vectors",
+    "finite_rows",
     "known_rows",
     "merge_known",
 ]
@@ -26,6 +29,28 @@ AsyncEmbedFn = Callable[[list[str]], Awaitable["NDArray[np.floating] | Sequence[
 #: ``known(positions) -> one vector or None per position``: vectors already computed
 #: elsewhere (e.g. held by a vector store) for the texts at those positions of the call.
 KnownAt = Callable[[list[int]], Sequence[Any]]
+
+
+def check_texts(texts: Sequence[object], positions: Sequence[int] | None = None) -> None:
+    """Raise :class:`InvalidTextError` naming the first of ``texts`` that is not a string or has no
+    UTF-8 encoding (a lone surrogate such as ``"\\ud800"``); ``positions`` name them (default 0, 1, ...)."""
+    try:
+        for text in texts:
+            text.encode("utf-8")  # type: ignore[attr-defined]
+        return
+    except (UnicodeEncodeError, AttributeError):
+        pass
+    for i, text in enumerate(texts):
+        at = i if positions is None else positions[i]
+        if not isinstance(text, str):
+            raise InvalidTextError(f"text {at} is not a string; got {type(text).__name__}: {text!r:.80}")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidTextError(
+                f"text {at} is not valid Unicode: {text[exc.start:exc.end]!r} at character {exc.start} "
+                "is a lone surrogate (no UTF-8 encoding); fix or drop that record"
+            ) from None
 
 
 def known_rows(where: list[list[int]], known: KnownAt | None) -> list[Any]:
@@ -64,13 +89,39 @@ def merge_known(
 def checked_vectors(
     raw: NDArray[np.floating] | Sequence[Sequence[float]], n: int
 ) -> NDArray[np.float32]:
-    """Freshly computed vectors as a finite float32 (n, d) matrix, or a typed error."""
+    """Freshly computed vectors as a float32 (n, d) matrix, or a typed error for a wrong shape.
+
+    A row with NaN or inf (or a value beyond float32's range, read as inf, with a warning)
+    is handed back as it is: the cache does not keep it, and the selection leaves that
+    candidate out (or raises, with ``on_bad="raise"``).
+    """
     vectors = as_matrix(raw, "embed_fn")
     if vectors.shape[0] != n:
         raise DimensionMismatchError(f"embed_fn returned {vectors.shape[0]} vectors for {n} texts")
-    if not np.all(np.isfinite(vectors)):
-        raise NonFiniteInputError("embed_fn returned NaN or inf values")
     return vectors
+
+
+def finite_rows(vectors: NDArray[np.float32]) -> NDArray[np.bool_]:
+    """Which rows of ``vectors`` hold finite values only (the rows a cache may keep)."""
+    return np.asarray(np.isfinite(vectors).all(axis=1))
+
+
+def _cast(raw: NDArray[Any], source: str) -> NDArray[np.float32]:
+    """``raw`` as float32; a finite value beyond float32's range (read as inf) is warned about,
+    naming the row."""
+    with np.errstate(over="ignore"):
+        out = raw.astype(np.float32, copy=False)
+    if raw.dtype.itemsize > 4 and raw.dtype.kind == "f" and out.size and np.isinf(out).any():
+        with np.errstate(invalid="ignore"):
+            over = np.isinf(out) & np.isfinite(raw)
+        if over.any():
+            row, col = (int(v) for v in np.argwhere(over)[0])
+            warnings.warn(
+                f"{source} returned {float(raw[row, col]):g} (row {row} of its batch), beyond float32's "
+                "range: it reads as inf, and that candidate is left out of the selection",
+                RuntimeWarning, stacklevel=3,
+            )
+    return out
 
 
 def as_matrix(
@@ -83,7 +134,7 @@ def as_matrix(
     """
     if isinstance(raw, np.ndarray) and raw.ndim == 2 and raw.shape[1] > 0:
         try:
-            return raw.astype(np.float32, copy=False)
+            return _cast(raw, source)
         except (TypeError, ValueError):
             pass  # e.g. an object array: the row-by-row pass names the bad row
     rows = list(raw)
@@ -106,6 +157,6 @@ def as_matrix(
             f"text {bad} has {lengths[bad]} (dimensions seen: {sorted(set(lengths))})"
         )
     try:
-        return np.asarray(rows, dtype=np.float32)
+        return _cast(np.asarray(rows, dtype=np.float64), source)
     except (TypeError, ValueError) as exc:
         raise DimensionMismatchError(f"{source} returned non-numeric vectors: {exc}") from None

@@ -34,6 +34,7 @@ from ..errors import DiverseRAGError, InvalidParameterError
 from .config import (
     DEFAULT_METHODS,
     DEFAULT_TASKS,
+    MAX_GRID_VALUES,
     ORACLE_LAMBDAS,
     BenchConfig,
     parse_method,
@@ -138,11 +139,16 @@ def load_plugin(spec: str) -> str | None:
     module_name, _, attr = spec.partition(":")
     if not module_name:
         raise InvalidParameterError(f"--plugin must be MODULE or MODULE:FUNCTION; got {spec!r}")
+    if not all(part.isidentifier() for part in module_name.split(".")) or (attr and not attr.isidentifier()):
+        raise InvalidParameterError(
+            f"--plugin must name a Python module (dotted names, e.g. my_pkg.methods:my_method), "
+            f"not a file path; got {spec!r}"
+        )
     if "" not in sys.path and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # like `python -m`: modules in the current folder are found
     try:
         module = importlib.import_module(module_name)
-    except (ImportError, SyntaxError) as exc:  # a module that is not Python source (or not UTF-8)
+    except (ImportError, SyntaxError, ValueError, TypeError) as exc:  # not Python source (or not UTF-8)
         raise InvalidParameterError(f"--plugin {spec!r}: cannot import {module_name!r} ({exc})") from exc
     if not attr:
         return None
@@ -180,6 +186,12 @@ def config_from_args(args: argparse.Namespace, command: str | None = None) -> Be
         if p not in PROTOCOLS:
             raise InvalidParameterError(f"unknown protocol {p!r} in --protocols; accepted: {', '.join(PROTOCOLS)}")
     methods = [parse_method(s) for s in args.methods] if args.methods else list(DEFAULT_METHODS)
+    runs = sum(max(1, len(g.values)) for g in methods)
+    if runs > MAX_GRID_VALUES:
+        raise InvalidParameterError(
+            f"--methods hold {runs:,} parameter values in all; at most {MAX_GRID_VALUES:,} (MAX_GRID_VALUES) "
+            "are accepted across every grid together: fewer or coarser grids"
+        )
     custom: dict[str, Any] = {}
     file_specs = [parse_dataset_file(s) for s in getattr(args, "dataset_file", []) or []]
     for path, _name in file_specs:

@@ -34,7 +34,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .datasets import DatasetFormatError
+from .datasets import DatasetFormatError, json_value
 from .records import Benchmark, Document, QARecord
 
 __all__ = ["CUSTOM_FORMAT", "is_custom_dir", "load_custom_dir"]
@@ -62,7 +62,7 @@ def _lines(path: Path) -> list[tuple[int, dict[str, Any]]]:
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line)
+                obj = json_value(line, f"{path}:{lineno}")
             except json.JSONDecodeError as exc:
                 raise _fail(path, lineno, f"not valid JSON ({exc.msg})") from None
             if not isinstance(obj, dict):

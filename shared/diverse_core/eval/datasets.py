@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -108,12 +109,37 @@ def _file(data_dir: str | Path | None, rel: str) -> Path:
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
     with path.open(encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
+        return [json_value(line, f"{path}:{n}") for n, line in enumerate(fh, 1) if line.strip()]
 
 
 def _json(path: Path) -> Any:
-    with path.open(encoding="utf-8") as fh:
-        return json.load(fh)
+    return json_value(path.read_text(encoding="utf-8"), str(path))
+
+
+#: A JSON escape of a UTF-16 surrogate (``\ud800``-``\udfff``): the only way a lone surrogate,
+#: which has no UTF-8 encoding, gets into text read from a UTF-8 file.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def json_value(raw: str, where: str) -> Any:
+    """``json.loads(raw)``, refusing text with a lone surrogate (a ``\\ud800`` escape without its
+    pair: no UTF-8 encoding, so no embedding cache key) with a :class:`DatasetFormatError` naming
+    ``where`` (``path:line``) and, for a JSON array, the record. Syntax errors propagate as
+    ``json.JSONDecodeError``."""
+    value = json.loads(raw)
+    if _SURROGATE_ESCAPE.search(raw) is None:
+        return value
+    records = value if isinstance(value, list) else [value]
+    for i, record in enumerate(records):
+        try:
+            json.dumps(record, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            at = f", record {i}" if isinstance(value, list) else ""
+            raise DatasetFormatError(
+                f"{where}{at}: a text holds a lone surrogate ({exc.object[exc.start:exc.end]!r}: a JSON "
+                "escape such as \\ud800 without its pair), which has no UTF-8 encoding; fix or drop it"
+            ) from None
+    return value
 
 
 def _answers(first: Any, aliases: Iterable[Any] = ()) -> tuple[str, ...]:

@@ -9,12 +9,19 @@ there are many. A second run over the same texts embeds nothing.
 Concurrency: one object is safe to share between threads (a lock guards its index, and a
 text that several threads miss at once is embedded once); several processes may share one
 folder (each reads the shards the others completed, skips unreadable or foreign ones with a
-warning, and merges away only shards whose vectors it holds). Folders written by earlier
-versions (shards without the model name) are read as they are.
+warning, keeps each text's vector once however many shards hold it, and merges away only
+shards whose vectors it holds). Folders written by earlier versions (shards without the
+model name) are read as they are.
+
+Storage that fails: a folder that cannot be written (read-only, disk full, no permission)
+costs one warning per cache object; the vectors are still returned and kept in memory,
+nothing more is written by that object, and no temporary file is left behind. A shard of
+another dimension is skipped with a warning naming it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -31,9 +38,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..embedding_cache import InFlight, wait_for
+from ..embedding_cache.vectors import check_texts
 from ..errors import DimensionMismatchError, NonFiniteInputError
 
-__all__ = ["DiskEmbeddingCache", "default_cache_dir", "text_key"]
+__all__ = ["DiskEmbeddingCache", "default_cache_dir", "text_key", "text_keys"]
 
 EmbedFn = Callable[[list[str]], "NDArray[np.floating] | Sequence[Sequence[float]]"]
 ProgressFn = Callable[[int, int], None]
@@ -63,8 +71,21 @@ def default_cache_dir() -> Path:
 
 
 def text_key(text: str) -> str:
-    """The cache key of a text: its sha1 hex digest."""
-    return hashlib.sha1(text.encode("utf-8")).hexdigest()
+    """The cache key of a text: its sha1 hex digest.
+
+    Raises:
+        InvalidTextError: ``text`` is not a string or has no UTF-8 encoding (a lone surrogate).
+    """
+    return text_keys([text])[0]
+
+
+def text_keys(texts: Sequence[str]) -> list[str]:
+    """The cache keys of ``texts``; a bad one is an :class:`InvalidTextError` naming its position."""
+    try:
+        return [hashlib.sha1(t.encode("utf-8")).hexdigest() for t in texts]
+    except (UnicodeEncodeError, AttributeError):
+        check_texts(texts)  # raises, naming the text
+        raise  # pragma: no cover - check_texts raised
 
 
 def _slug(name: str) -> str:
@@ -122,6 +143,8 @@ class DiskEmbeddingCache:
         self._matrix: NDArray[np.float32] | None = None
         self._seen: set[Path] = set()  # shards read or written (or found unreadable) by this object
         self._own: set[Path] = set()  # shards this object has read or written (the only ones it may merge away)
+        self._read_from: list[Path] = []  # shards whose vectors are in memory
+        self._unwritable: str | None = None  # why the folder cannot be written (then nothing more is)
         self._lock = threading.RLock()
         self._flight: InFlight[str] = InFlight()
         self.embedded = 0
@@ -149,9 +172,19 @@ class DiskEmbeddingCache:
             for path in new:
                 self._seen.add(path)
                 read = self._read(path)
-                if read is not None:
-                    self._own.add(path)
-                    self._add(*read)
+                if read is None:
+                    continue
+                held = self._dimension()
+                if held is not None and read[1].shape[1] != held:
+                    warnings.warn(
+                        f"{path}: embedding shard of dimension {read[1].shape[1]}, not {held} like the "
+                        f"other vectors of model {self.model_name!r}; skipped",
+                        UserWarning, stacklevel=4,
+                    )
+                    continue
+                self._own.add(path)
+                self._read_from.append(path)
+                self._add(*read)
 
     def _read(self, path: Path) -> tuple[list[str], NDArray[np.float32]] | None:
         """A shard's keys and vectors; ``None`` (with a warning) if it is gone, unreadable or foreign."""
@@ -178,17 +211,52 @@ class DiskEmbeddingCache:
             return None
         return keys, vectors
 
+    def _dimension(self) -> int | None:
+        """The dimension of the vectors held (``None``: none held yet)."""
+        return int(self._blocks[0].shape[1]) if self._blocks else None
+
     def _add(self, keys: list[str], vectors: NDArray[np.float32]) -> None:
+        """Hold the vectors of the keys not held yet (each key once: shards of other processes
+        repeat the keys they merged)."""
+        fresh: dict[str, int] = {}
+        rows = self._rows
+        for i, key in enumerate(keys):
+            if key not in rows and key not in fresh:
+                fresh[key] = i
+        if not fresh:
+            return
+        if len(fresh) < len(keys):
+            vectors = vectors[np.fromiter(fresh.values(), dtype=np.int64, count=len(fresh))]
         base = sum(b.shape[0] for b in self._blocks)
-        if self._blocks and vectors.shape[1] != self._blocks[0].shape[1]:
-            raise DimensionMismatchError(
-                f"cached vectors for model {self.model_name!r} have dimension "
-                f"{self._blocks[0].shape[1]}, new ones {vectors.shape[1]}"
-            )
         self._blocks.append(vectors)
         self._matrix = None
-        for i, key in enumerate(keys):
-            self._rows.setdefault(key, base + i)
+        rows.update(zip(fresh, range(base, base + len(fresh)), strict=True))
+
+    def _fit_dimension(self, d: int) -> None:
+        """Make room for freshly embedded ``d``-d vectors; caller holds the lock.
+
+        Vectors read from disk of another dimension (shards left by another model under this
+        name) are dropped from memory with a warning naming their shards; vectors this object
+        embedded itself of another dimension mean the model changed: a typed error.
+        """
+        held = self._dimension()
+        if held is None or held == d:
+            return
+        if self.embedded:
+            raise DimensionMismatchError(
+                f"embed_fn for model {self.model_name!r} returned {d}-d vectors after {held}-d ones"
+            )
+        shown = ", ".join(str(p) for p in self._read_from[:5]) + (" ..." if len(self._read_from) > 5 else "")
+        warnings.warn(
+            f"embedding shards of dimension {held} ({shown}) do not match model {self.model_name!r}, "
+            f"which returns {d}-d vectors; they are ignored",
+            UserWarning, stacklevel=4,
+        )
+        self._own.difference_update(self._read_from)
+        self._read_from.clear()
+        self._rows.clear()
+        self._blocks.clear()
+        self._matrix = None
 
     def _matrix_view(self) -> NDArray[np.float32]:
         if self._matrix is None:
@@ -196,17 +264,41 @@ class DiskEmbeddingCache:
             self._blocks = [self._matrix]
         return self._matrix
 
-    def _write(self, keys: list[str], vectors: NDArray[np.float32]) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
+    @property
+    def writable(self) -> bool:
+        """Whether this object still writes to its folder (``False`` after a failed write)."""
+        return self._unwritable is None
+
+    def _write(self, keys: list[str], vectors: NDArray[np.float32]) -> bool:
+        """Write one shard; ``False`` (and, the first time, a warning) if the folder cannot take it.
+
+        A failed write removes its temporary file and stops this object's writing: the vectors
+        stay in memory.
+        """
+        if self._unwritable is not None:
+            return False
         name = f"shard-{time.time_ns():020d}-{uuid.uuid4().hex[:8]}"
         # The temporary name does not match ``shard-*.npz``: no reader (of this or an earlier
         # version) ever opens a shard that is still being written.
         tmp = self.folder / f"tmp-{name}.npz"
-        np.savez(tmp, keys=np.array(keys, dtype="S40"), vectors=vectors, model=np.array(self.model_name))
         final = self.folder / f"{name}.npz"
-        os.replace(tmp, final)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            np.savez(tmp, keys=np.array(keys, dtype="S40"), vectors=vectors, model=np.array(self.model_name))
+            os.replace(tmp, final)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
+            self._unwritable = f"{type(exc).__name__}: {exc}"
+            warnings.warn(
+                f"embedding cache folder {self.folder} cannot be written ({self._unwritable}); "
+                "vectors are kept in memory only and this cache writes nothing more",
+                RuntimeWarning, stacklevel=4,
+            )
+            return False
         self._own.add(final)
         self._seen.add(final)
+        return True
 
     def _merge(self) -> None:
         """Rewrite the shards this object knows as one file (keeps the folder small); caller holds the lock.
@@ -214,14 +306,18 @@ class DiskEmbeddingCache:
         Only shards it read or wrote itself are removed: another process sharing the
         folder may have written shards since, and their vectors are not in memory here.
         """
+        if self._unwritable is not None:
+            return
         shards = [p for p in self._shards() if p in self._own]
         if len(shards) <= self.merge_above:
             return
         matrix = self._matrix_view()
         keys = sorted(self._rows, key=self._rows.__getitem__)
-        self._write(keys, matrix[[self._rows[k] for k in keys]])
+        if not self._write(keys, matrix[[self._rows[k] for k in keys]]):
+            return
         for path in shards:
-            path.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):  # e.g. already merged away by another process
+                path.unlink(missing_ok=True)
             self._own.discard(path)
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
@@ -230,7 +326,21 @@ class DiskEmbeddingCache:
         Safe to call from many threads at once: a new text several threads ask for is
         embedded by one of them, the others wait for it.
         """
-        keys = [text_key(t) for t in texts]
+        keys = text_keys(texts)
+        if not keys:
+            return np.zeros((0, 0), dtype=np.float32)
+        for _ in range(3):  # again only after vectors read from disk of another dimension were dropped
+            self._embed_absent(keys, texts)
+            with self._lock:
+                rows = self._rows
+                if all(k in rows for k in keys):
+                    return self._matrix_view()[np.fromiter(map(rows.__getitem__, keys), np.int64, len(keys))]
+        raise DimensionMismatchError(  # pragma: no cover - a model whose dimension keeps changing
+            f"embed_fn for model {self.model_name!r} keeps returning vectors of another dimension"
+        )
+
+    def _embed_absent(self, keys: list[str], texts: Sequence[str]) -> None:
+        """Embed (or wait for another thread embedding) the texts whose keys are not held."""
         with self._lock:
             if not self._seen or any(k not in self._rows for k in keys):
                 self._refresh()
@@ -258,11 +368,6 @@ class DiskEmbeddingCache:
             if here:
                 self._embed_missing(here)
             missing = {k: missing[k] for k, entry in theirs.items() if k not in here and wait_for(entry) is None}
-        if not keys:
-            return np.zeros((0, 0), dtype=np.float32)
-        with self._lock:
-            matrix = self._matrix_view()
-            return matrix[np.fromiter((self._rows[k] for k in keys), dtype=np.int64, count=len(keys))]
 
     def _embed_missing(self, missing: dict[str, str]) -> None:
         # Similar lengths together: less padding inside each model batch.
@@ -287,6 +392,7 @@ class DiskEmbeddingCache:
                     raise NonFiniteInputError("embed_fn returned NaN or inf values")
                 keys = [k for k, _ in chunk]
                 with self._lock:
+                    self._fit_dimension(vectors.shape[1])
                     self._write(keys, vectors)
                     self._add(keys, vectors)
                     self.embedded += len(texts)

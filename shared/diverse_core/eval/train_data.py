@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import ast
 import csv
-import json
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -45,6 +44,7 @@ from .datasets import (
     _answers,
     _context_record,
     _musique_paragraphs,
+    json_value,
     resolve_data_dir,
 )
 from .metrics import normalize_answer
@@ -73,14 +73,13 @@ def normalized_question(text: str) -> str:
 
 def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
     with path.open(encoding="utf-8") as fh:
-        for line in fh:
+        for lineno, line in enumerate(fh, 1):
             if line.strip():
-                yield json.loads(line)
+                yield json_value(line, f"{path}:{lineno}")
 
 
 def _read_json(path: Path) -> Any:
-    with path.open(encoding="utf-8") as fh:
-        return json.load(fh)
+    return json_value(path.read_text(encoding="utf-8"), str(path))
 
 
 def _hotpot_sentences(text: str) -> tuple[str, ...]:

@@ -38,7 +38,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .datasets import DATASETS, DatasetFormatError
+from .datasets import DATASETS, DatasetFormatError, json_value
 from .plugins import check_registration
 from .records import Benchmark, CorpusBuilder, QARecord
 
@@ -86,7 +86,9 @@ def _json_line(line: str, path: Path, lineno: int) -> Any:
     """One line's JSON value; any decoding failure (syntax, nesting too deep for the parser,
     an integer over Python's digit limit) is a :class:`DatasetFormatError` naming the line."""
     try:
-        return json.loads(line)
+        return json_value(line, f"{path}:{lineno}")
+    except DatasetFormatError:
+        raise
     except json.JSONDecodeError as exc:
         hint = " (a JSON array? write one object per line)" if line.lstrip().startswith("[") else ""
         raise _fail(path, lineno, f"not valid JSON ({exc.msg}){hint}") from None

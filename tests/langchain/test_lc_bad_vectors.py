@@ -1,0 +1,49 @@
+"""Issue 46, item 4 through the LangChain face: a document whose embedding is NaN, inf, all zero or
+beyond float32's range is left out; the query is answered from the rest and every returned
+document's ``selection_params`` lists what was dropped (positions among the fetched candidates)."""
+
+from __future__ import annotations
+
+import asyncio
+import warnings
+from typing import Any
+
+import pytest
+from langchain_core.callbacks.manager import CallbackManagerForRetrieverRun
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from lc_fakes import VECTORS, TableEmbeddings
+
+from langchain_diverse import DiverseRetriever
+
+BAD = {"nan doc": [float("nan"), 0.0, 1.0, 0.0], "inf doc": [float("inf"), 0.0, 0.0, 0.0],
+       "zero doc": [0.0, 0.0, 0.0, 0.0], "huge doc": [1e300, 0.0, 0.0, 0.0]}
+
+
+class ListRetriever(BaseRetriever):
+    docs: list[Document]
+
+    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
+                                **kwargs: Any) -> list[Document]:
+        return list(self.docs)
+
+
+@pytest.mark.parametrize("method", ["topk", "mmr", "learned", "adaptive", "dpp"])
+def test_bad_embeddings_are_dropped_and_reported(method: str) -> None:
+    emb = TableEmbeddings({**VECTORS, **BAD})
+    texts = ["nan doc", "dup a", "inf doc", "bridge", "zero doc", "huge doc", "noise"]
+    retriever = DiverseRetriever(base_retriever=ListRetriever(docs=[Document(page_content=t) for t in texts]),
+                                 embeddings=emb, k=3, method=method)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        docs = retriever.invoke("q")
+    assert len(docs) == 3 and not {d.page_content for d in docs} & set(BAD)
+    dropped = docs[0].metadata["selection_params"]["dropped"]
+    assert [d["index"] for d in dropped] == [0, 2, 4, 5]
+    assert dropped[0]["reason"] == "NaN in vector" and dropped[2]["reason"] == "zero vector"
+    assert "float32" in dropped[3]["reason"]  # 1e300 is read into float32 as inf
+    assert any("1e+300 (row" in str(w.message) and "beyond float32" in str(w.message) for w in caught)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # warned again: bad vectors are never cached
+        again = asyncio.run(retriever.ainvoke("q"))  # same answer, async too
+    assert [d.page_content for d in again] == [d.page_content for d in docs]
