@@ -8,9 +8,10 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .errors import InvalidParameterError
-from .registry import DIVERSITY, get_method
+from .near_duplicates import DEFAULT_THRESHOLD, check_threshold, guard, normalised_text
+from .registry import DIVERSITY, MethodSpec, get_method
 from .result import Selection, Sweep
-from .validation import check_values, prepare_inputs
+from .validation import PreparedInputs, check_values, prepare_inputs
 
 __all__ = ["select", "sweep"]
 
@@ -22,6 +23,7 @@ def select(
     k: int,
     *,
     relevance: ArrayLike | None = None,
+    duplicate_threshold: float | None = DEFAULT_THRESHOLD,
     **params: Any,
 ) -> Selection:
     """Pick ``k`` of ``candidates`` for ``query`` with a registered method.
@@ -37,6 +39,11 @@ def select(
         k: number of items to pick. ``k > n`` returns all ``n`` in pick order.
         relevance: optional precomputed relevance of each candidate (e.g. a
             cross-encoder score); defaults to cosine similarity to the query.
+        duplicate_threshold: the near-duplicate guard (:mod:`diverse_core.near_duplicates`):
+            no pick has a cosine similarity above this to an earlier pick, nor the same text
+            (when ``texts=`` is given), while a distinct candidate remains; ``None`` turns it
+            off. ``topk`` is never guarded. Candidates the guard left out are listed in
+            ``details["near_duplicates"]``.
         **params: the method's parameters, e.g. ``lambda_mult=0.5`` for
             ``mmr``/``gmmr``, ``sigma=0.1`` for ``dartboard``, ``s=0.5`` for ``vendi``,
             ``lam=0.5`` for ``gist``; or ``diversity`` in [0, 1] for any method (0: pure
@@ -56,18 +63,60 @@ def select(
         [0, 2]
     """
     spec = get_method(method)
+    threshold = check_threshold(duplicate_threshold)
     resolved = spec.resolve_params(params)
     prep = prepare_inputs(query, candidates, k, relevance)
-    out = spec.run(prep, **resolved)
-    indices, scores = out[0], out[1]
+    details: dict[str, Any] = {}
+    if threshold is None or spec.name == "topk" or prep.n < 2:
+        out = spec.run(prep, **resolved)
+        indices, scores = out[0], out[1]
+        if len(out) == 3:
+            details = dict(out[2])
+    else:
+        indices, scores, details = _guarded_run(spec, prep, resolved, threshold)
     return Selection(
         indices=np.asarray(indices, dtype=np.int64),
         scores=np.asarray(scores, dtype=np.float64),
         relevance=prep.relevance[indices],
         method=spec.name,
         params=resolved,
-        details=dict(out[2]) if len(out) == 3 else {},
+        details=details,
     )
+
+
+def _guarded_run(
+    spec: MethodSpec, prep: PreparedInputs, params: dict[str, Any], threshold: float
+) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """``spec.run`` under the near-duplicate guard; per-candidate parameters follow the pool."""
+    per_candidate = [name for name in spec.filled_params if name != "question"]
+    last: dict[str, Any] = {}
+
+    def run_on(pool: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if pool.shape[0] == prep.n:
+            sub, sub_params = prep, params
+        else:
+            sub = PreparedInputs(prep.query, prep.vectors[pool], prep.inv_norms[pool],
+                                 prep.relevance[pool], min(prep.k, int(pool.shape[0])))
+            sub_params = dict(params)
+            for name in per_candidate:
+                values = params.get(name)
+                if values is not None and len(values) == prep.n:
+                    sub_params[name] = [values[i] for i in pool.tolist()]
+        out = spec.run(sub, **sub_params)
+        last.clear()
+        if len(out) == 3:
+            last.update(out[2])
+        return pool[np.asarray(out[0], dtype=np.int64)], np.asarray(out[1], dtype=np.float64)
+
+    texts = params.get("texts")
+    indices, scores, dropped = guard(
+        run_on, prep.vectors, prep.relevance, prep.k, threshold,
+        texts if isinstance(texts, (list, tuple)) else None,
+    )
+    details = dict(last)
+    if dropped.size:
+        details["near_duplicates"] = dropped.tolist()
+    return indices, scores, details
 
 
 def sweep(
@@ -79,6 +128,7 @@ def sweep(
     *,
     relevance: ArrayLike | None = None,
     over: str | None = None,
+    duplicate_threshold: float | None = DEFAULT_THRESHOLD,
     **params: Any,
 ) -> Sweep:
     """Run ``method`` for every value of its trade-off parameter at once.
@@ -95,6 +145,8 @@ def sweep(
             mapped to the method's own parameter; the result's ``param`` is then
             ``"diversity"``); ``None`` or the method's own parameter name: ``values`` are
             values of that parameter.
+        duplicate_threshold: the near-duplicate guard, as in :func:`select`: a row whose
+            picks hold a near-duplicate pair is that value's guarded :func:`select`.
         **params: the method's other parameters, shared by every value.
 
     Example:
@@ -133,9 +185,15 @@ def sweep(
         spec.resolve_params({**params, spec.param: float(v)})
     resolved = spec.resolve_params(params)
     resolved.pop(spec.param, None)
+    threshold = check_threshold(duplicate_threshold)
     prep = prepare_inputs(query, candidates, k, relevance)
     indices, scores = spec.run_sweep(prep, native_grid, **resolved)
     indices = np.asarray(indices, dtype=np.int64)
+    scores = np.asarray(scores, dtype=np.float64)
+    if threshold is not None and indices.shape[1] > 1:
+        for row in np.flatnonzero(_rows_with_duplicates(prep, indices, threshold, resolved.get("texts"))):
+            redo = _guarded_run(spec, prep, {**resolved, spec.param: float(native_grid[row])}, threshold)
+            indices[row], scores[row] = redo[0], redo[1]
     return Sweep(
         method=spec.name,
         param=swept,
@@ -145,6 +203,18 @@ def sweep(
         relevance=prep.relevance[indices],
         params=resolved,
     )
+
+
+def _rows_with_duplicates(
+    prep: PreparedInputs, indices: np.ndarray, threshold: float, texts: Any
+) -> np.ndarray:
+    """Which rows of a sweep's ``(L, k)`` picks hold a near-duplicate pair (one batched check)."""
+    unit = prep.vectors[indices] * prep.inv_norms[indices][..., None]
+    gram = np.einsum("lid,ljd->lij", unit, unit) > threshold
+    if isinstance(texts, (list, tuple)) and len(texts) == prep.n:
+        folded = np.array([normalised_text(t) for t in texts], dtype=object)[indices]
+        gram |= folded[:, :, None] == folded[:, None, :]
+    return np.triu(gram, 1).any(axis=(1, 2))
 
 
 def _constant_sweep(
