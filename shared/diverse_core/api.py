@@ -8,7 +8,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .errors import InvalidParameterError
-from .near_duplicates import DEFAULT_THRESHOLD, check_threshold, guard, normalised_text
+from .near_duplicates import check_threshold, guard, normalised_text
 from .registry import DIVERSITY, MethodSpec, get_method
 from .result import Selection, Sweep
 from .validation import PreparedInputs, check_values, prepare_inputs
@@ -23,7 +23,7 @@ def select(
     k: int,
     *,
     relevance: ArrayLike | None = None,
-    duplicate_threshold: float | None = DEFAULT_THRESHOLD,
+    duplicate_threshold: float | None = None,
     **params: Any,
 ) -> Selection:
     """Pick ``k`` of ``candidates`` for ``query`` with a registered method.
@@ -41,9 +41,10 @@ def select(
             cross-encoder score); defaults to cosine similarity to the query.
         duplicate_threshold: the near-duplicate guard (:mod:`diverse_core.near_duplicates`):
             no pick has a cosine similarity above this to an earlier pick, nor the same text
-            (when ``texts=`` is given), while a distinct candidate remains; ``None`` turns it
-            off. ``topk`` is never guarded. Candidates the guard left out are listed in
-            ``details["near_duplicates"]``.
+            (when ``texts=`` is given), while a distinct candidate remains. ``None`` (here the
+            default: the method's own picks, exactly) turns it off; the framework faces turn it
+            on at :data:`~diverse_core.near_duplicates.DEFAULT_THRESHOLD`. ``topk`` is never
+            guarded. Candidates the guard left out are listed in ``details["near_duplicates"]``.
         **params: the method's parameters, e.g. ``lambda_mult=0.5`` for
             ``mmr``/``gmmr``, ``sigma=0.1`` for ``dartboard``, ``s=0.5`` for ``vendi``,
             ``lam=0.5`` for ``gist``; or ``diversity`` in [0, 1] for any method (0: pure
@@ -128,7 +129,7 @@ def sweep(
     *,
     relevance: ArrayLike | None = None,
     over: str | None = None,
-    duplicate_threshold: float | None = DEFAULT_THRESHOLD,
+    duplicate_threshold: float | None = None,
     **params: Any,
 ) -> Sweep:
     """Run ``method`` for every value of its trade-off parameter at once.

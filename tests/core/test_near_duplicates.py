@@ -10,7 +10,9 @@ from hypothesis import strategies as st
 
 import diverse_core as dc
 from diverse_core.errors import InvalidParameterError
-from diverse_core.near_duplicates import guard, normalised_text
+from diverse_core.near_duplicates import DEFAULT_THRESHOLD, guard, normalised_text
+
+ON = {"duplicate_threshold": DEFAULT_THRESHOLD}
 
 GUARDED = [m for m in dc.available_methods() if m != "topk"]
 TEXT_METHODS = {"learned", "adaptive"}
@@ -58,14 +60,14 @@ def _reference(run_on, vectors, relevance, k, threshold):
 @pytest.mark.parametrize("method", GUARDED)
 def test_every_method_picks_distinct_pages(method: str) -> None:
     query, cands, texts, page = _pages(0)
-    sel = dc.select(method, query, cands, 5, **_kwargs(method, texts))
+    sel = dc.select(method, query, cands, 5, **ON, **_kwargs(method, texts))
     assert len(set(page[sel.indices].tolist())) == 5
     assert len(set(sel.indices.tolist())) == 5
 
 
 def test_topk_is_not_guarded() -> None:
     query, cands, _, _ = _pages(0)
-    on = dc.select("topk", query, cands, 5)
+    on = dc.select("topk", query, cands, 5, **ON)
     off = dc.select("topk", query, cands, 5, duplicate_threshold=None)
     assert on.indices.tolist() == off.indices.tolist()
     assert "near_duplicates" not in on.details
@@ -73,9 +75,9 @@ def test_topk_is_not_guarded() -> None:
 
 def test_guard_off_restores_the_old_picks() -> None:
     query, cands, _, page = _pages(0)
-    off = dc.select("dartboard", query, cands, 5, duplicate_threshold=None)
+    off = dc.select("dartboard", query, cands, 5)
     assert len(set(page[off.indices].tolist())) < 5  # the repro: dartboard alone repeats pages
-    on = dc.select("dartboard", query, cands, 5)
+    on = dc.select("dartboard", query, cands, 5, **ON)
     assert on.details["near_duplicates"]
 
 
@@ -85,14 +87,14 @@ def test_same_text_counts_as_a_duplicate() -> None:
     texts = [f"text {i}" for i in range(8)]
     texts[5] = "  TEXT 0 "  # the same passage as 0 once folded, with another vector
     query = cands[0] + cands[5]
-    sel = dc.select("learned", query, cands, 3, texts=texts, question="q")
+    sel = dc.select("learned", query, cands, 3, texts=texts, question="q", **ON)
     assert not {0, 5} <= set(sel.indices.tolist())
     assert normalised_text(texts[5]) == normalised_text(texts[0])
 
 
 def test_fewer_distinct_candidates_than_k_fills_up_by_relevance() -> None:
     query, cands, _, page = _pages(1, pages=2, copies=4)
-    sel = dc.select("gmmr", query, cands, 5, lambda_mult=0.7)
+    sel = dc.select("gmmr", query, cands, 5, lambda_mult=0.7, **ON)
     assert len(sel.indices) == 5 and len(set(sel.indices.tolist())) == 5
     assert set(page[sel.indices[:2]].tolist()) == {0, 1}
     assert np.isnan(sel.scores[2:]).all()  # fill-up picks carry no method score
@@ -102,10 +104,10 @@ def test_fewer_distinct_candidates_than_k_fills_up_by_relevance() -> None:
 
 def test_sweep_rows_are_guarded() -> None:
     query, cands, _, page = _pages(2)
-    sw = dc.sweep("dartboard", query, cands, 5, values=[0.0, 0.5, 1.0], over="diversity")
+    sw = dc.sweep("dartboard", query, cands, 5, values=[0.0, 0.5, 1.0], over="diversity", **ON)
     for row, value in zip(sw.indices, sw.values):
         assert len(set(page[row].tolist())) == 5
-        one = dc.select("dartboard", query, cands, 5, diversity=float(value))
+        one = dc.select("dartboard", query, cands, 5, diversity=float(value), **ON)
         assert row.tolist() == one.indices.tolist()
 
 
@@ -125,12 +127,12 @@ def test_bad_threshold_is_named(bad: object) -> None:
 )
 def test_planted_duplicates_property(seed: int, pages: int, copies: int, k: int, method: str) -> None:
     query, cands, texts, page = _pages(seed, pages=pages, copies=copies, d=24, noise=0.005)
-    sel = dc.select(method, query, cands, k, **_kwargs(method, texts))
+    sel = dc.select(method, query, cands, k, **ON, **_kwargs(method, texts))
     picks = sel.indices.tolist()
     assert len(picks) == min(k, len(cands)) and len(set(picks)) == len(picks)
     distinct = min(k, pages)
     assert len(set(page[picks[:distinct]].tolist())) == distinct
-    off = dc.select(method, query, cands, k, duplicate_threshold=None, **_kwargs(method, texts))
+    off = dc.select(method, query, cands, k, **_kwargs(method, texts))
     if len(set(page[off.indices].tolist())) == len(off.indices):  # nothing to guard: same picks
         assert picks == off.indices.tolist()
 
