@@ -75,41 +75,6 @@ def select(
     return make_plan(method, params).run(query, candidates, k, relevance=relevance, on_bad=on_bad)
 
 
-def _guarded_run(
-    spec: MethodSpec, prep: PreparedInputs, params: dict[str, Any], threshold: float
-) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
-    """``spec.run`` under the near-duplicate guard; per-candidate parameters follow the pool."""
-    per_candidate = [name for name in spec.filled_params if name != "question"]
-    last: dict[str, Any] = {}
-
-    def run_on(pool: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        if pool.shape[0] == prep.n:
-            sub, sub_params = prep, params
-        else:
-            sub = PreparedInputs(prep.query, prep.vectors[pool], prep.inv_norms[pool],
-                                 prep.relevance[pool], min(prep.k, int(pool.shape[0])))
-            sub_params = dict(params)
-            for name in per_candidate:
-                values = params.get(name)
-                if values is not None and len(values) == prep.n:
-                    sub_params[name] = [values[i] for i in pool.tolist()]
-        out = spec.run(sub, **sub_params)
-        last.clear()
-        if len(out) == 3:
-            last.update(out[2])
-        return pool[np.asarray(out[0], dtype=np.int64)], np.asarray(out[1], dtype=np.float64)
-
-    texts = params.get("texts")
-    indices, scores, dropped = guard(
-        run_on, prep.vectors, prep.relevance, prep.k, threshold,
-        texts if isinstance(texts, (list, tuple)) else None,
-    )
-    details = dict(last)
-    if dropped.size:
-        details["near_duplicates"] = dropped.tolist()
-    return indices, scores, details
-
-
 def sweep(
     method: str,
     query: ArrayLike,
@@ -137,9 +102,9 @@ def sweep(
             mapped to the method's own parameter; the result's ``param`` is then
             ``"diversity"``); ``None`` or the method's own parameter name: ``values`` are
             values of that parameter.
-        duplicate_threshold: the near-duplicate guard, as in :func:`select`: a row whose
-            picks hold a near-duplicate pair is that value's guarded :func:`select`.
-        **params: the method's other parameters, shared by every value.
+        **params: the method's other parameters, shared by every value; also
+            ``duplicate_threshold``, the near-duplicate guard as in :func:`select` (a row whose
+            picks hold a near-duplicate pair is that value's guarded selection).
 
     Example:
         >>> import numpy as np
