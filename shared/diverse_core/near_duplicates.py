@@ -113,7 +113,7 @@ def guard(
 
     def near(rows: NDArray[np.int64], cols: NDArray[np.int64]) -> NDArray[np.bool_]:
         """``near[i, j]``: candidate ``rows[i]`` and candidate ``cols[j]`` are near-duplicates."""
-        hit = (unit[rows] @ unit[cols].T) > threshold
+        hit: NDArray[np.bool_] = (unit[rows] @ unit[cols].T) > threshold
         if text_ids is not None:
             hit |= text_ids[rows][:, None] == text_ids[cols][None, :]
         return hit

@@ -25,10 +25,10 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .errors import InvalidParameterError
+from .near_duplicates import DEFAULT_THRESHOLD, check_threshold, guard
 from .registry import MethodSpec, get_method, with_diversity
 from .result import Selection
 from .textfeatures import source_inputs
-from .near_duplicates import DEFAULT_THRESHOLD, check_threshold, guard
 from .validation import PreparedInputs, prepare_inputs
 
 __all__ = ["Plan", "make_plan", "prepared", "shown_params"]

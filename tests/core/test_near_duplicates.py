@@ -3,14 +3,13 @@ while a distinct candidate remains; ``topk`` and pools without such picks are un
 
 from __future__ import annotations
 
+import diverse_core as dc
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-import diverse_core as dc
 from diverse_core.errors import InvalidParameterError
 from diverse_core.near_duplicates import DEFAULT_THRESHOLD, guard, normalised_text
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 ON = {"duplicate_threshold": DEFAULT_THRESHOLD}
 
@@ -46,7 +45,7 @@ def _reference(run_on, vectors, relevance, k, threshold):
                   for j in range(len(picks))]
         if not any(copies):
             break
-        kept = [p for p, c in zip(picks, copies) if not c]
+        kept = [p for p, c in zip(picks, copies, strict=False) if not c]
         pool = [c for c in pool if c in kept or not any(_cos(vectors[c], vectors[p]) > threshold for p in kept)]
         picks, scores = run_on(np.array(pool))
     picks = list(picks)
@@ -105,7 +104,7 @@ def test_fewer_distinct_candidates_than_k_fills_up_by_relevance() -> None:
 def test_sweep_rows_are_guarded() -> None:
     query, cands, _, page = _pages(2)
     sw = dc.sweep("dartboard", query, cands, 5, values=[0.0, 0.5, 1.0], over="diversity", **ON)
-    for row, value in zip(sw.indices, sw.values):
+    for row, value in zip(sw.indices, sw.values, strict=False):
         assert len(set(page[row].tolist())) == 5
         one = dc.select("dartboard", query, cands, 5, diversity=float(value), **ON)
         assert row.tolist() == one.indices.tolist()
