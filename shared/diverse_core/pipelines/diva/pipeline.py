@@ -320,6 +320,9 @@ class DIVA(Pipeline[DIVAResult]):
             verdict, notes = read_verdict(out, passages)
             ctx.annotate(at, parsed={"interpretation": j, "verdict": verdict},
                          notes=notes + (() if verdict is not None else ("no yes/no verdict; counted as yes",)))
+            for note in notes:
+                if note.startswith("ambiguous"):
+                    ctx.warn(f"verifier: interpretation {j}: {note}")
             return verdict, None
 
         got = await gather_all_or_cancel([one(j, q) for j, q in enumerate(interps)])

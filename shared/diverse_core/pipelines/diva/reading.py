@@ -21,7 +21,7 @@ from .parsing import (
     parse_interpretations,
     parse_long_answer,
     parse_qa_pairs,
-    parse_verdict,
+    parse_verdict_field,
 )
 from .prompts import AMBIGUITY_KINDS
 
@@ -78,7 +78,9 @@ def read_interpretations(out: Completion, max_interpretations: int) -> Interpret
 
 
 def read_verdict(out: Completion, passages: Sequence[str] = ()) -> tuple[bool | None, tuple[str, ...]]:
-    """Prompt (c)'s verdict: ``True`` / ``False`` / ``None`` (unreadable).
+    """Prompt (c)'s verdict: ``True`` / ``False`` / ``None`` (unreadable), with notes; on the text
+    path an ambiguous reply (see :func:`~.parsing.parse_verdict_field`) has notes starting with
+    ``"ambiguous"``.
 
     Example:
         >>> from diverse_core.llm.structured import RoleCompletion
@@ -92,7 +94,9 @@ def read_verdict(out: Completion, passages: Sequence[str] = ()) -> tuple[bool | 
         if verdict in ("yes", "no"):
             return verdict == "yes", notes
         return None, (*notes, f"verdict {verdict!r} is neither yes nor no")
-    return parse_verdict(out.text, passages), notes
+    got = parse_verdict_field(out.text, passages)
+    verdict = None if got.value is None else bool(got.value)
+    return verdict, (*notes, *(n for n in got.notes if got.ambiguous))
 
 
 def read_qa_pairs(out: Completion, interpretations: Sequence[str]) -> tuple[QAParse, tuple[str, ...]]:
