@@ -27,10 +27,10 @@ become the verdict when the model quotes it. Every reader works in three steps.
 Cost: the passages are normalised once per reply (a few C-level passes over their text:
 ``casefold``, ``translate``, ``replace``, ``split``) into a set of lines and sentences and
 one flat string; the reply is then scanned once. Each candidate's echo test is one substring
-search of the flat string, and at most :data:`MAX_ECHO_SCANS` searches are made per reply
-(further candidates count as possible echoes, unsearched), so reading a reply costs
-``O(reply + MAX_ECHO_SCANS * passages)`` - a 10 MB passage is read in well under a second
-(``benchmarks/judge_parse_cost.py``).
+search of the flat string, and the searches of one reply cover at most
+``MAX_ECHO_SCANS * (passages + reply)`` characters (:data:`MAX_ECHO_SCANS`; further candidates
+count as possible echoes, unsearched), so reading a reply costs ``O(passages + reply)`` - a
+10 MB passage is read in about 0.4 s (``benchmarks/judge_parse_cost.py``).
 
 Example:
     >>> passages = ["Trivia night. Total Score: 10 points to the winners."]
@@ -66,8 +66,9 @@ __all__ = [
 
 #: Shortest passage text (normalised characters) removed from a reply as a verbatim quote.
 MIN_QUOTE = 12
-#: Most substring searches of the passages per reply (the echo tests); past it, candidates
-#: count as possible echoes without a search. Bounds a reply's cost to this many passes.
+#: Echo tests search at most ``MAX_ECHO_SCANS * (passages + reply)`` characters per reply (so
+#: at least this many searches of the passages); past it, a candidate is not searched and
+#: counts as a possible echo (it loses to the model's own verdicts, but is not dropped).
 MAX_ECHO_SCANS = 32
 #: Most failed JSON decodes per reply (each costs up to the reply's length).
 MAX_JSON_ATTEMPTS = 256
@@ -107,7 +108,8 @@ class QuoteIndex:
 
     Built in a few C-level passes over the passages; every test of a reply piece against it is
     a set look-up (:meth:`quoted`, :meth:`verbatim`) or one substring search (:meth:`echoes`,
-    at most :data:`MAX_ECHO_SCANS` per index - reuse an index for one reply only).
+    within a budget of :data:`MAX_ECHO_SCANS` times the passages' plus the replies' length -
+    use an index for one reply).
 
     Args:
         sources: the passages (anything else shown to the model whose verdicts must not count).
@@ -125,14 +127,12 @@ class QuoteIndex:
     """
 
     def __init__(self, sources: Iterable[str] = (), *, min_quote: int = MIN_QUOTE, shown: Iterable[str] = ()) -> None:
-        squeezed = _squeeze("\n".join(str(s) for s in sources))
-        pieces = {q.strip() for q in squeezed.split(_CUT)}
-        pieces.update(q.strip() for q in _squeeze("\n".join(str(s) for s in shown)).split(_CUT))
-        pieces.discard("")
-        self._pieces = frozenset(pieces)
-        self._flat = f" {squeezed.replace(_CUT, ' ')} " if squeezed.strip(" " + _CUT) else ""
+        parts = [q for q in (q.strip() for q in _squeeze("\n".join(str(s) for s in sources)).split(_CUT)) if q]
+        self._pieces = frozenset((*parts, *_pieces("\n".join(str(s) for s in shown))))
+        self._flat = f" {' '.join(parts)} " if parts else ""
         self.min_quote = min_quote
-        self.scans = 0
+        self.scans = 0  # substring searches made
+        self._budget = MAX_ECHO_SCANS * len(self._flat)  # characters they may cover
         self._echo: dict[str, bool] = {}
 
     @classmethod
@@ -153,23 +153,33 @@ class QuoteIndex:
         parts = _pieces(text)
         return sum(len(p) for p in parts) >= self.min_quote and all(p in self._pieces for p in parts)
 
-    def echoes(self, *claims: str) -> bool:
-        """Each claim's words occur in the passages, in order (so it could be a quote of them).
+    def grant(self, reply: str) -> None:
+        """Add a reply's share to the search budget (every reader calls it once per reply)."""
+        self._budget += MAX_ECHO_SCANS * len(reply)
 
-        Past :data:`MAX_ECHO_SCANS` searches the answer is ``True`` without a search.
+    def echoes(self, *claims: str) -> bool | None:
+        """Each claim's words occur in the passages, in order (so it could be a quote of them);
+        ``None`` when the search budget ran out before that was known.
+
+        Example:
+            >>> QuoteIndex(["Was it open?\\nYes."]).echoes("open yes")
+            True
         """
         if not self._flat:
             return False
-        found = True
+        unknown = False
         for claim in claims:
             for piece in _pieces(claim):
-                if piece not in self._echo:
-                    if self.scans >= MAX_ECHO_SCANS:
-                        return True
+                known = self._echo.get(piece)
+                if known is None:
+                    if (self.scans + 1) * len(self._flat) > self._budget:
+                        unknown = True
+                        continue
                     self.scans += 1
-                    self._echo[piece] = f" {piece} " in self._flat
-                found = found and self._echo[piece]
-        return found
+                    known = self._echo[piece] = f" {piece} " in self._flat
+                if not known:
+                    return False
+        return None if unknown else True
 
 
 @dataclass(frozen=True)
@@ -196,6 +206,7 @@ def _norm(text: str) -> str:
 
 def _own_lines(reply: str, index: QuoteIndex) -> tuple[str, list[str]]:
     """``(own text, removed quotes that stood at a line start)``: see :func:`own_text`."""
+    index.grant(reply)
     text = _QUOTED.sub(lambda m: " " if _MARKER.search(m.group(1)) else m.group(0), reply.replace("\r\n", "\n"))
     kept: list[str] = []
     removed: list[str] = []
@@ -248,28 +259,34 @@ def _long(c: _Candidate, index: QuoteIndex) -> bool:
     return sum(len(p) for claim in _claims(c) for p in _pieces(claim)) >= index.min_quote
 
 
-def _same_values(a: Any, b: Any) -> bool:
-    if isinstance(a, str) and isinstance(b, str):
-        return _same(a, b)
-    return bool(a == b)
+def _key(value: Any) -> Any:
+    """Equal values, equal keys: equal numbers (``2`` and ``2.0``), text ignoring case and spaces,
+    JSON objects by their content."""
+    if isinstance(value, str):
+        try:
+            return ("number", float(value))
+        except ValueError:
+            return ("text", _norm(value))
+    if isinstance(value, dict):
+        return ("json", json.dumps(value, sort_keys=True, default=str))
+    return (type(value).__name__, value)
 
 
 def _distinct(cands: Sequence[_Candidate]) -> list[Any]:
-    values: list[Any] = []
+    """The candidates' distinct values, in order of first appearance (one pass)."""
+    seen: dict[Any, Any] = {}
     for c in cands:
-        if not any(_same_values(c.value, v) for v in values):
-            values.append(c.value)
-    return values
+        seen.setdefault(_key(c.value), c.value)
+    return list(seen.values())
 
 
 def _resolve(name: str, live: Sequence[_Candidate], quoted: Sequence[_Candidate], index: QuoteIndex,
              conservative: Callable[[list[Any]], Any] | None, missing: str | None = None) -> FieldParse:
     """The verdict among the candidates (step 3 of the module docstring)."""
     if index:  # a long echo is as sure a quote as a verbatim line: never read
-        sure = [c for c in live if _long(c, index) and index.echoes(*_claims(c))]
-        if sure:
-            live = [c for c in live if c not in sure]
-            quoted = [*quoted, *sure]
+        sure = [_long(c, index) and index.echoes(*_claims(c)) is True for c in live]
+        quoted = [*quoted, *(c for c, q in zip(live, sure, strict=True) if q)]
+        live = [c for c, q in zip(live, sure, strict=True) if not q]
     if not live:
         note = missing or f"no {name!r} field"
         if quoted:
@@ -282,7 +299,7 @@ def _resolve(name: str, live: Sequence[_Candidate], quoted: Sequence[_Candidate]
         if index and all(index.verbatim(c.line) for c in live):
             notes.append(f"ambiguous: the only {name!r} stated repeats a passage line word for word; it was used")
     else:
-        own = [c for c in live if not index.echoes(*_claims(c))] if index else list(live)
+        own = [c for c in live if index.echoes(*_claims(c)) is False] if index else list(live)
         pool = own or list(live)
         pool = [c for c in pool if c.labelled] or pool
         choices = _distinct(pool)
@@ -296,7 +313,7 @@ def _resolve(name: str, live: Sequence[_Candidate], quoted: Sequence[_Candidate]
         else:
             value = pool[-1].value
             notes.append(f"ambiguous: {len(values)} different {name!r} values; the last was used")
-    if any(not _same_values(c.value, value) for c in quoted):
+    if any(_key(c.value) != _key(value) for c in quoted):
         notes.append(f"ambiguous: passage text quoted in the reply states another {name!r}; it was not read")
     return FieldParse(value, True, bool(notes), tuple(notes))
 
@@ -390,14 +407,6 @@ def read_number(
     if not got.parsed:
         return got
     return FieldParse(float(got.value), True, got.ambiguous, got.notes)
-
-
-def _same(a: str, b: str) -> bool:
-    """Equal values: equal numbers (``2`` and ``2.0``), else equal text ignoring case and spaces."""
-    try:
-        return float(a) == float(b)
-    except ValueError:
-        return _norm(a) == _norm(b)
 
 
 _STEP_LINE = re.compile(
