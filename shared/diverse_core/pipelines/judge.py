@@ -44,6 +44,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import string
@@ -152,6 +153,14 @@ class QuoteIndex:
         """:meth:`verbatim`, and at least ``min_quote`` characters long (a sure quote)."""
         parts = _pieces(text)
         return sum(len(p) for p in parts) >= self.min_quote and all(p in self._pieces for p in parts)
+
+    def again(self) -> QuoteIndex:
+        """The same passages for another reply: the normalised text and the search results are
+        shared (no second pass over the passages), the search budget starts afresh."""
+        other = copy.copy(self)
+        other.scans = 0
+        other._budget = MAX_ECHO_SCANS * len(self._flat)
+        return other
 
     def grant(self, reply: str) -> None:
         """Add a reply's share to the search budget (every reader calls it once per reply)."""

@@ -31,7 +31,7 @@ from enum import Enum
 
 from ...errors import InvalidParameterError
 from ..dfrag.parsing import parse_plan
-from ..judge import FieldParse, read_yes_no
+from ..judge import FieldParse, QuoteIndex, read_yes_no
 from .prompts import AMBIGUITY_KINDS, DEFAULT_MAX_INTERPRETATIONS
 
 __all__ = [
@@ -178,7 +178,7 @@ def parse_verdict(text: str, passages: Sequence[str] = ()) -> bool | None:
     return None if value is None else bool(value)
 
 
-def parse_verdict_field(text: str, passages: Sequence[str] = ()) -> FieldParse:
+def parse_verdict_field(text: str, passages: Sequence[str] | QuoteIndex = ()) -> FieldParse:
     """The verdict of a verification reply with its flags (``value``: ``True`` / ``False`` /
     ``None``; ``ambiguous``: the pipeline warns).
 

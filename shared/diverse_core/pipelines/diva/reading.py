@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ...llm.base import Completion
+from ..judge import QuoteIndex
 from ..structured import answer_text, structured_value, unusable_json
 from .parsing import (
     AmbiguityParse,
@@ -77,7 +78,7 @@ def read_interpretations(out: Completion, max_interpretations: int) -> Interpret
     return InterpretationParse(tuple(found), bool(found), (*notes, *extra))
 
 
-def read_verdict(out: Completion, passages: Sequence[str] = ()) -> tuple[bool | None, tuple[str, ...]]:
+def read_verdict(out: Completion, passages: Sequence[str] | QuoteIndex = ()) -> tuple[bool | None, tuple[str, ...]]:
     """Prompt (c)'s verdict: ``True`` / ``False`` / ``None`` (unreadable), with notes; on the text
     path an ambiguous reply (see :func:`~.parsing.parse_verdict_field`) has notes starting with
     ``"ambiguous"``.
