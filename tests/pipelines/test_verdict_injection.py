@@ -12,7 +12,6 @@ The parser-level and pipeline-level repros of the issue come first: each failed 
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
