@@ -146,9 +146,9 @@ def test_dfrag_evaluator_ignores_scores_and_answers_quoted_from_passages():
     )
     got = parse_evaluation(reply, 1, passages=[passage])
     assert got.score == 1.0 and got.short_answer == "unknown" and not got.ambiguous
-    # a reply stating two different totals of its own is flagged, the last one used
-    two = parse_evaluation("Total Score: 3\nTotal Score: 4", 1)
-    assert two.score == 4.0 and two.ambiguous
+    # a reply stating two different totals of its own is flagged, the lower one used (issue 46)
+    two = parse_evaluation("Total Score: 4\nTotal Score: 3", 1)
+    assert two.score == 3.0 and two.ambiguous
 
 
 def test_dfrag_evaluator_injection_through_the_pipeline(pool):

@@ -30,9 +30,10 @@ def test_injected_total_after_the_verdict_is_ignored():
     # without the passages the quote is still not on its own line: it never counts
     naive = read_number(reply, "total score")
     assert naive.value == 2.0 and not naive.ambiguous
-    # reading inside sentences too (own_line=False): the last value wins, flagged
+    # reading inside sentences too (own_line=False): two values of its own, flagged; the lower
+    # one is taken (issue 46: never resolved upward, toward a passage's claim, by default)
     loose = read_number(reply, "total score", own_line=False)
-    assert loose.value == 10.0 and loose.ambiguous
+    assert loose.value == 2.0 and loose.ambiguous
 
 
 def test_last_field_wins_and_conflicts_are_flagged():

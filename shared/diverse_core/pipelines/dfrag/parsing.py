@@ -2,9 +2,10 @@
 
 The Evaluator's reply is read by the shared judge parser (:mod:`diverse_core.pipelines.judge`):
 lines it quotes from the passages it was shown (a passage saying ``Total Score: 10`` or
-``Answer: ...``) are not its verdict. The format is pinned: the last ``Total Score`` standing on
-its own line and the last ``Short Answer`` of the model's own text count; a step stated twice
-takes its last value; different totals, step values or short answers are flagged as ambiguous.
+``Answer: ...``) are not its verdict. The format is pinned: a ``Total Score`` counts standing on
+its own line; different totals, step values or short answers are flagged as ambiguous and read
+as the judge parser says - the model's own value over one that could be quoted passage text,
+else the lowest score (the last short answer).
 
 Real LLM output wraps the requested format in prose, markdown (``**Score:** 4``),
 bullets or headings, skips the total, or goes past the scale. The parsers never
@@ -18,7 +19,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..judge import own_text, read_number, read_numbered
+from ..judge import QuoteIndex, read_field, read_number, read_numbered
 
 __all__ = ["parse_plan", "parse_evaluation", "EvaluationParse", "PlanParse", "MAX_STEP_SCORE"]
 
@@ -33,7 +34,7 @@ _ENUM = re.compile(
 _PLAN_HEADER = re.compile(r"^\s*(?:output\s+)?(?:planner\s*)?plan\s*:?\s*$", re.IGNORECASE)
 #: The label of the stated total (``Total Score``, ``Total support score``, ``Total``).
 _TOTAL_LABEL = r"total[ \t]*(?:support[ \t]*)?(?:score)?"
-_SHORT_ANSWER = re.compile(r"^\s*(?:short|final|draft)?\s*answer\s*:\s*(.+)$", re.IGNORECASE)
+_SHORT_ANSWER = r"(?:short|final|draft)?[ \t]*answer"
 
 
 def _clean(line: str) -> str:
@@ -103,8 +104,8 @@ class EvaluationParse:
         short_answer: the ``Short Answer:`` line, if any.
         parsed: ``False`` when no score could be read (then ``score`` is 0).
         notes: what was repaired (clipping, missing total, ...).
-        ambiguous: the model's own text stated different totals or short answers (the last
-            one was used).
+        ambiguous: the reply stated different totals, step scores or short answers, or its
+            only one repeats a passage line (see :mod:`diverse_core.pipelines.judge`).
         clipped: a score was out of range and clipped.
     """
 
@@ -143,24 +144,19 @@ def parse_evaluation(
         raise ValueError(f"prefer must be 'total' or 'steps'; got prefer={prefer!r}")
     n_steps = max(1, int(n_steps))
     notes: list[str] = []
-    own = own_text(text, passages)
-    total_read = read_number(own, "total score", label=_TOTAL_LABEL)
+    index = QuoteIndex(passages)  # normalised once for the three readers
+    total_read = read_number(text, "total score", sources=index, label=_TOTAL_LABEL)
     stated: float | None = total_read.value if total_read.parsed else None
-    step_read = read_numbered(own, "score", limit=n_steps)
+    step_read = read_numbered(text, "score", sources=index, limit=n_steps)
     raw_steps = [float(v) for v in step_read.value.values()] if step_read.parsed else []
     if any(not 0.0 <= v <= MAX_STEP_SCORE for v in raw_steps):
         notes.append("step score clipped to 0..5")
     steps = [_clip(v, MAX_STEP_SCORE) for v in raw_steps]
-    short: str | None = None
-    answers: set[str] = set()
-    for raw in own.splitlines():
-        sa = _SHORT_ANSWER.match(_clean(raw))
-        if sa and sa.group(1).strip():
-            short = sa.group(1).strip()
-            answers.add(short.lower())
-    ambiguous = total_read.ambiguous or step_read.ambiguous or len(answers) > 1
+    short_read = read_field(text, "short answer", sources=index, label=_SHORT_ANSWER, pattern=r"[^\n]*\S")
+    short: str | None = _clean(short_read.value) or None if short_read.parsed else None
+    ambiguous = total_read.ambiguous or step_read.ambiguous or short_read.ambiguous
     if ambiguous:
-        notes.append("ambiguous: different totals, step scores or short answers; the last was used")
+        notes.extend(n for got in (total_read, step_read, short_read) if got.ambiguous for n in got.notes)
     hi = MAX_STEP_SCORE * n_steps
     if stated is not None and not 0.0 <= stated <= hi:
         notes.append(f"total clipped to 0..{hi:g}")

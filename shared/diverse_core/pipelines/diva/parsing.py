@@ -6,9 +6,11 @@ None of them raises on odd text. What they cannot read is reported, never guesse
   tuple and ``parsed=False`` (the pipeline then uses the question alone and flags it).
 * :func:`parse_verdict` - ``True`` / ``False`` / ``None`` (unreadable; the pipeline
   counts it as yes and flags it). Only the reply's own verdict is read (the shared
-  judge parser, last yes/no line wins); passages quoted in the reply, partial quotes in
-  double quotes, block quotes (``>``) and passage citations (``[n] ...``) are removed
-  first, so a passage quoted in the reply that says "Yes" cannot decide the verdict.
+  judge parser); passages quoted in the reply, partial quotes in double quotes, block
+  quotes (``>``) and passage citations (``[n] ...``) are removed first, so a passage quoted
+  in the reply that says "Yes" cannot decide the verdict. :func:`parse_verdict_field` also
+  says whether the reply was ambiguous (two verdicts, or a verdict line that could be a
+  passage's echo: the model's own verdict, else "no", is taken; the pipeline warns).
 * :func:`aggregate_verdicts` - Useful (all yes), PartialUseful (some), Useless (none).
 * :func:`parse_ambiguity`, :func:`parse_qa_pairs`, :func:`parse_long_answer` - the
   replies of prompts (a), (d) and (e)/(f).
@@ -29,7 +31,7 @@ from enum import Enum
 
 from ...errors import InvalidParameterError
 from ..dfrag.parsing import parse_plan
-from ..judge import read_yes_no
+from ..judge import FieldParse, QuoteIndex, read_yes_no
 from .prompts import AMBIGUITY_KINDS, DEFAULT_MAX_INTERPRETATIONS
 
 __all__ = [
@@ -41,6 +43,7 @@ __all__ = [
     "parse_interpretations",
     "parse_ambiguity",
     "parse_verdict",
+    "parse_verdict_field",
     "aggregate_verdicts",
     "parse_qa_pairs",
     "parse_long_answer",
@@ -164,22 +167,36 @@ def parse_ambiguity(text: str) -> AmbiguityParse:
 
 
 def parse_verdict(text: str, passages: Sequence[str] = ()) -> bool | None:
-    """The yes/no verdict of a verification reply; ``None`` when it cannot be read.
-
-    The shared judge parser (:func:`~diverse_core.pipelines.judge.read_yes_no`) reads it:
-    the last line of the reply's own text that starts with, or is labelled, yes or no;
-    lines and sentences quoted verbatim from ``passages`` and block quotes do not count.
-    Before that, DIVA also drops partial quotes: double-quoted spans of six characters
-    or more (a quoted ``"Yes"`` stays) and passage citation lines (``[2] ...``).
+    """The yes/no verdict of a verification reply; ``None`` when it cannot be read
+    (:func:`parse_verdict_field`'s value).
 
     Example:
         >>> parse_verdict("**Verdict:** Yes"), parse_verdict("No, nothing about 2019."), parse_verdict("Maybe")
         (True, False, None)
     """
+    value = parse_verdict_field(text, passages).value
+    return None if value is None else bool(value)
+
+
+def parse_verdict_field(text: str, passages: Sequence[str] | QuoteIndex = ()) -> FieldParse:
+    """The verdict of a verification reply with its flags (``value``: ``True`` / ``False`` /
+    ``None``; ``ambiguous``: the pipeline warns).
+
+    The shared judge parser (:func:`~diverse_core.pipelines.judge.read_yes_no`) reads it:
+    the model's own line that starts with, or is labelled, yes or no; lines and sentences
+    quoted verbatim from ``passages`` and block quotes do not count, and a line that could be
+    an echo of a passage (``Yes.`` when a passage says "Yes.") loses to the model's own.
+    Before that, DIVA also drops partial quotes: double-quoted spans of six characters
+    or more (a quoted ``"Yes"`` stays) and passage citation lines (``[2] ...``).
+
+    Example:
+        >>> got = parse_verdict_field("Verdict: No\\nYes.", ["Was it open? Yes."])
+        >>> got.value, got.ambiguous
+        (False, True)
+    """
     body = _QUOTED.sub(" ", text)
     own = "\n".join(ln for ln in body.splitlines() if not _CITATION.match(_MD.sub("", ln)))
-    value = read_yes_no(own, sources=passages).value
-    return None if value is None else bool(value)
+    return read_yes_no(own, sources=passages)
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,7 @@ from ..base import Pipeline, gather_all_or_cancel
 from ..contract import Candidates, CandidateSource, ChosenDocument
 from ..diversity import PipelineDiversity
 from ..face_fields import FaceFields
+from ..judge import QuoteIndex
 from ..options import Option
 from ..roles import CallPolicy, RunContext
 from .parsing import aggregate_verdicts
@@ -313,6 +314,7 @@ class DIVA(Pipeline[DIVAResult]):
         """One yes/no call per interpretation over the kept passages (concurrent)."""
         self._need_llm("verifier", "to verify the passages")
         gate = asyncio.Semaphore(self.llms.max_concurrency)
+        index = QuoteIndex(passages)  # the passages normalised once for every verdict
 
         async def one(j: int, interp: str) -> tuple[bool | None, str | None]:
             async with gate:
@@ -323,9 +325,12 @@ class DIVA(Pipeline[DIVAResult]):
                     if self.on_verifier_error == "raise":
                         raise
                     return None, f"{type(exc).__name__}: {exc}"
-            verdict, notes = read_verdict(out, passages)
+            verdict, notes = read_verdict(out, index.again())
             ctx.annotate(at, parsed={"interpretation": j, "verdict": verdict},
                          notes=notes + (() if verdict is not None else ("no yes/no verdict; counted as yes",)))
+            for note in notes:
+                if note.startswith("ambiguous"):
+                    ctx.warn(f"verifier: interpretation {j}: {note}")
             return verdict, None
 
         got = await gather_all_or_cancel([one(j, q) for j, q in enumerate(interps)])

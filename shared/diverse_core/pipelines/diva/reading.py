@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ...llm.base import Completion
+from ..judge import QuoteIndex
 from ..structured import answer_text, structured_value, unusable_json
 from .parsing import (
     AmbiguityParse,
@@ -21,7 +22,7 @@ from .parsing import (
     parse_interpretations,
     parse_long_answer,
     parse_qa_pairs,
-    parse_verdict,
+    parse_verdict_field,
 )
 from .prompts import AMBIGUITY_KINDS
 
@@ -77,8 +78,10 @@ def read_interpretations(out: Completion, max_interpretations: int) -> Interpret
     return InterpretationParse(tuple(found), bool(found), (*notes, *extra))
 
 
-def read_verdict(out: Completion, passages: Sequence[str] = ()) -> tuple[bool | None, tuple[str, ...]]:
-    """Prompt (c)'s verdict: ``True`` / ``False`` / ``None`` (unreadable).
+def read_verdict(out: Completion, passages: Sequence[str] | QuoteIndex = ()) -> tuple[bool | None, tuple[str, ...]]:
+    """Prompt (c)'s verdict: ``True`` / ``False`` / ``None`` (unreadable), with notes; on the text
+    path an ambiguous reply (see :func:`~.parsing.parse_verdict_field`) has notes starting with
+    ``"ambiguous"``.
 
     Example:
         >>> from diverse_core.llm.structured import RoleCompletion
@@ -92,7 +95,9 @@ def read_verdict(out: Completion, passages: Sequence[str] = ()) -> tuple[bool | 
         if verdict in ("yes", "no"):
             return verdict == "yes", notes
         return None, (*notes, f"verdict {verdict!r} is neither yes nor no")
-    return parse_verdict(out.text, passages), notes
+    got = parse_verdict_field(out.text, passages)
+    verdict = None if got.value is None else bool(got.value)
+    return verdict, (*notes, *(n for n in got.notes if got.ambiguous))
 
 
 def read_qa_pairs(out: Completion, interpretations: Sequence[str]) -> tuple[QAParse, tuple[str, ...]]:

@@ -1,8 +1,10 @@
 """Reading the Vendi-RAG judge's reply: three integer ratings 1-10 -> the quality ``Q_i``.
 
-The reply goes through the shared judge parser (:mod:`diverse_core.pipelines.judge`): the last
-JSON object of the model's own text with all three keys (objects quoted from the chunks are
-ignored). Ratings outside 1..10 are clipped and flagged; non-integers are kept and flagged; a
+The reply goes through the shared judge parser (:mod:`diverse_core.pipelines.judge`): the JSON
+object of the model's own text with all three keys. An object that could be quoted from the
+chunks (its three ``key value`` pairs all occur in them, however re-serialised) loses to the
+model's own; when the model's own objects differ, the lowest ratings are read; both flag the
+reply ``ambiguous`` (a run warning). Ratings outside 1..10 are clipped and flagged; non-integers are kept and flagged; a
 missing key or a value that is not a number makes the reply unreadable (``parsed=False``) -
 never a silent default score.
 """
@@ -14,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...llm.base import Completion
-from ..judge import clip_score, read_json_object
+from ..judge import QuoteIndex, clip_score, read_json_object
 from ..structured import structured_value
 from .prompts import JUDGE_KEYS
 
@@ -56,7 +58,19 @@ def _number(value: object) -> float | None:
     return None
 
 
-def read_judgement(reply: str, chunks: Sequence[str] = ()) -> Judgement:
+def _lowest_ratings(objects: list[Any]) -> Any:
+    """The object with the lowest mean rating (unreadable ratings count as the lowest)."""
+
+    def mean(obj: Any) -> float:
+        values = [_number(obj.get(k)) for k in JUDGE_KEYS]
+        if any(v is None or v != v for v in values):
+            return float("-inf")
+        return sum(v for v in values if v is not None) / len(values)
+
+    return min(objects, key=mean)
+
+
+def read_judgement(reply: str, chunks: Sequence[str] | QuoteIndex = ()) -> Judgement:
     """Read the three ratings from ``reply`` (``chunks``: the passages the judge was shown).
 
     Example:
@@ -66,7 +80,7 @@ def read_judgement(reply: str, chunks: Sequence[str] = ()) -> Judgement:
         >>> read_judgement("looks fine, 9/10").parsed
         False
     """
-    found = read_json_object(reply, JUDGE_KEYS, sources=chunks)
+    found = read_json_object(reply, JUDGE_KEYS, sources=chunks, conservative=_lowest_ratings)
     if not found.parsed:
         return Judgement({}, None, False, found.notes)
     return _from_object(found.value, list(found.notes))
@@ -92,10 +106,11 @@ def _from_object(ratings: Mapping[str, Any], notes: list[str]) -> Judgement:
     return Judgement(scores, quality, True, tuple(notes))
 
 
-def read_judge_reply(out: Completion, chunks: Sequence[str] = ()) -> Judgement:
+def read_judge_reply(out: Completion, chunks: Sequence[str] | QuoteIndex = ()) -> Judgement:
     """The judge's ratings on either path: the decoded fields of a structured reply (only those:
     a chunk saying ``{"coherence": 10, ...}`` is data, never read), else :func:`read_judgement`
-    over the text (``chunks``: the passages and the prompt it was shown).
+    over the text (``chunks``: the passages it was shown, or their
+    :class:`~diverse_core.pipelines.judge.QuoteIndex` with the prompt as ``shown`` text).
 
     Example:
         >>> from diverse_core.llm.structured import RoleCompletion

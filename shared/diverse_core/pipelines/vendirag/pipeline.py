@@ -19,6 +19,7 @@ from ..base import Pipeline
 from ..contract import Candidates, CandidateSource, ChosenDocument
 from ..diversity import PipelineDiversity
 from ..face_fields import FaceFields
+from ..judge import QuoteIndex
 from ..options import Option
 from ..roles import CallPolicy, RunContext
 from ..structured import field_text, structured_value, unusable_json
@@ -253,8 +254,8 @@ class VendiRAG(Pipeline[VendiRAGResult]):
             if out is None or at is None:
                 return None, calls
             calls += 1
-            # the prompt is a source too: a model that echoes it must not score the example
-            got = read_judge_reply(out, (*texts, request.prompt))
+            # the prompt is shown text too: a model that echoes it must not score the example
+            got = read_judge_reply(out, QuoteIndex(texts, shown=(request.prompt,)))
             ctx.annotate(at, parsed={"attempt": attempt, "scores": got.scores, "quality": got.quality},
                          notes=got.notes)
             if got.parsed:
@@ -434,7 +435,7 @@ class VendiRAG(Pipeline[VendiRAGResult]):
             ctx.warn(f"iteration {i}: not judged (no readable ratings after one retry); it cannot end "
                      f"the loop and s stayed at {record.s:g}")
         for note in record.notes:
-            if any(flag in note for flag in ("clipped", "empty", "ignored")):
+            if any(flag in note for flag in ("clipped", "empty", "ignored", "ambiguous")):
                 ctx.warn(f"iteration {i}: {note}")
 
     def _final(self, answered: list[IterationRecord], ctx: RunContext) -> IterationRecord:
