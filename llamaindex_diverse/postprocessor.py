@@ -8,10 +8,10 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import numpy as np
-from diverse_core import get_method, select
+from diverse_core import select
 from diverse_core.embedding_cache import KnownAt
 from diverse_core.errors import DimensionMismatchError, InvalidParameterError
-from diverse_core.registry import resolve_user_params, with_diversity
+from diverse_core.registry import get_method, resolve_user_params, with_diversity
 from diverse_core.result import Selection
 from diverse_core.textfeatures import source_inputs
 from diverse_core.validation import check_k
