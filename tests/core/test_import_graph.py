@@ -129,6 +129,9 @@ def _imported(tree: ast.AST, package: str) -> list[tuple[str, bool, int]]:
         base = package.split(".")[: len(package.split(".")) - level + 1]
         return ".".join([*base, *([name] if name else [])])
 
+    def named(text: str) -> str:  # ".x.y" (a lazy table's or import_module's) -> absolute
+        return absolute(text.lstrip("."), len(text) - len(text.lstrip(".")))
+
     out: list[tuple[str, bool, int]] = []
 
     def visit(node: ast.AST, lazy: bool) -> None:
@@ -142,16 +145,15 @@ def _imported(tree: ast.AST, package: str) -> list[tuple[str, bool, int]]:
             elif isinstance(child, ast.Call) and _is_import_module(child):
                 arg = child.args[0]
                 if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-                    name = arg.value
-                    out.append((absolute(name.lstrip("."), len(name) - len(name.lstrip("."))), True, child.lineno))
+                    out.append((named(arg.value), True, child.lineno))
             elif isinstance(child, ast.Assign) and isinstance(child.value, ast.Dict) and any(
                 isinstance(t, ast.Name) and "LAZY" in t.id for t in child.targets
             ):
-                for value in child.value.values:
-                    if isinstance(value, ast.Constant) and isinstance(value.value, str):
-                        name = value.value
-                        dots = len(name) - len(name.lstrip("."))
-                        out.append((absolute(name.lstrip("."), dots), True, child.lineno))
+                out.extend(
+                    (named(v.value), True, child.lineno)
+                    for v in child.value.values
+                    if isinstance(v, ast.Constant) and isinstance(v.value, str)
+                )
             visit(child, inner)
 
     visit(tree, False)
