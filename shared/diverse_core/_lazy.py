@@ -104,20 +104,52 @@ class ProcessDefault(Generic[T]):
 
 
 def package_exports(
-    package: str, namespace: dict[str, Any], lazy: Mapping[str, str], renamed: Mapping[str, str]
+    package: str,
+    namespace: dict[str, Any],
+    lazy: Mapping[str, str],
+    renamed: Mapping[str, str],
+    moved: Mapping[str, str] | None = None,
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """A package's ``__getattr__`` and ``__dir__``: ``lazy`` names (name -> relative module)
     imported on first use (:func:`lazy_exports`), ``renamed`` old names (old -> new) answered
-    with a warning (:func:`deprecated_aliases`).
+    with a warning (:func:`deprecated_aliases`), and ``moved`` names (name -> relative module)
+    the package no longer exports, answered from their module with a warning.
 
     Example:
+        >>> import warnings
         >>> ns: dict = {}
-        >>> get, dir_ = package_exports("diverse_core", ns, {"vendi_score": ".metrics"}, {"vendi": "vendi_score"})
-        >>> get("vendi_score").__name__, "vendi_score" in dir_()
-        ('vendi_score', True)
+        >>> get, dir_ = package_exports("diverse_core", ns, {"vendi_score": ".metrics"}, {"vendi": "vendi_score"},
+        ...                             moved={"jaccard": ".metrics"})
+        >>> get("vendi_score").__name__, "vendi_score" in dir_(), "jaccard" in dir_()
+        ('vendi_score', True, False)
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     moved_one = get("jaccard")
+        >>> moved_one.__module__, str(caught[0].message)
+        ('diverse_core.metrics', 'diverse_core.jaccard is deprecated; import it from diverse_core.metrics')
     """
     getattr_, dir_ = lazy_exports(package, namespace, lazy)
+    if moved:
+        getattr_ = _moved_names(package, moved, getattr_)
     return deprecated_aliases(package, namespace, renamed, getattr_), dir_
+
+
+def _moved_names(package: str, moved: Mapping[str, str], getattr_: Callable[[str], Any]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` answering ``moved`` names from their module, warning on each access
+    (never cached, so each use warns); other names go to ``getattr_``."""
+
+    def __getattr__(name: str) -> Any:
+        if name not in moved:
+            return getattr_(name)
+        module = importlib.import_module(moved[name], package)
+        warnings.warn(
+            f"{package}.{name} is deprecated; import it from {module.__name__}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(module, name)
+
+    return __getattr__
 
 
 def deprecated_method(old: str, new: str) -> Callable[..., Any]:

@@ -8,6 +8,7 @@ import diverse_core as dc
 import numpy as np
 import pytest
 from diverse_core.adaptive import AdaptiveSelector
+from diverse_core.registry import get_method
 
 
 @pytest.fixture
@@ -92,12 +93,12 @@ def test_resolve_user_params_rejects_and_hides_the_text_params() -> None:
     from diverse_core.errors import InvalidParameterError
     from diverse_core.registry import resolve_user_params
 
-    spec = dc.get_method("adaptive")
+    spec = get_method("adaptive")
     assert resolve_user_params(spec, {}) == {"model": None, "variant": "auto"}
     for bad in ({"question": "q"}, {"texts": ["a"]}, {"question": "q", "texts": ["a"]}):
         with pytest.raises(InvalidParameterError, match=str(sorted(bad))[1:-1]):
             resolve_user_params(spec, bad)
-    assert resolve_user_params(dc.get_method("gmmr"), {"lambda_mult": 0.3})["lambda_mult"] == 0.3
+    assert resolve_user_params(get_method("gmmr"), {"lambda_mult": 0.3})["lambda_mult"] == 0.3
 
 
 def _lc_store():  # type: ignore[no-untyped-def]

@@ -18,6 +18,7 @@ from diverse_core.errors import (
     UnknownMethodError,
     ZeroVectorError,
 )
+from diverse_core.registry import get_method, register_method
 
 RNG = np.random.default_rng(0)
 Q = RNG.normal(size=4)
@@ -27,12 +28,12 @@ METHODS = ("topk", "mmr", "gmmr", "dartboard", "vendi")
 
 def test_registry_lists_builtin_methods_with_defaults() -> None:
     assert set(METHODS) <= set(dc.available_methods())
-    assert dc.get_method("mmr").param == "lambda_mult"
-    assert dc.get_method("gmmr").param == "lambda_mult"
-    assert dc.get_method("dartboard").param == "sigma"
-    assert dc.get_method("vendi").param == "s"
-    assert dc.get_method("topk").param is None
-    assert dc.get_method("dartboard").defaults["triage_k"] == 100
+    assert get_method("mmr").param == "lambda_mult"
+    assert get_method("gmmr").param == "lambda_mult"
+    assert get_method("dartboard").param == "sigma"
+    assert get_method("vendi").param == "s"
+    assert get_method("topk").param is None
+    assert get_method("dartboard").defaults["triage_k"] == 100
 
 
 def test_selection_result_fields_and_records() -> None:
@@ -221,11 +222,11 @@ def test_sweep_errors_name_the_parameter() -> None:
 
 
 def test_register_method_refuses_silent_overwrite() -> None:
-    spec = dc.get_method("topk")
+    spec = get_method("topk")
     with pytest.raises(ValueError, match="topk"):
-        dc.register_method(spec)
-    dc.register_method(spec, replace=True)
-    assert dc.get_method("topk") is spec
+        register_method(spec)
+    register_method(spec, replace=True)
+    assert get_method("topk") is spec
 
 
 def test_single_candidate() -> None:

@@ -9,10 +9,10 @@ import diverse_core as dc
 import numpy as np
 import pytest
 from diverse_core.errors import ConflictingParametersError, InvalidParameterError
-from diverse_core.registry import DIVERSITY, get_method, with_diversity
+from diverse_core.registry import DIVERSITY, MethodSpec, get_method, with_diversity
 
 ROOT = Path(__file__).resolve().parents[2]
-MAPPED = [m for m in dc.available_methods() if (get_method(m).diversity or dc.MethodSpec("x", print)).param]
+MAPPED = [m for m in dc.available_methods() if (get_method(m).diversity or MethodSpec("x", print)).param]
 UNMAPPED = [m for m in dc.available_methods() if m not in MAPPED]
 GRID = np.linspace(0.0, 1.0, 41)
 
@@ -165,19 +165,19 @@ def test_with_diversity_folds_and_rejects_a_second_different_value() -> None:
         with_diversity({"diversity": 0.3}, 0.4)
 
 
-def test_one_registry_every_builtin_method_registers_in_methods_package() -> None:
-    from diverse_core.methods import BUILTIN
+def test_one_registry_every_builtin_method_registers_in_one_module() -> None:
+    from diverse_core.builtin_methods import BUILTIN
 
     assert sorted(m.SPEC.name for m in BUILTIN) == dc.available_methods()
     for path in (ROOT / "shared" / "diverse_core").rglob("*.py"):
-        if path.parent.name == "methods" and path.name == "__init__.py":
+        if path.name == "builtin_methods.py":
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)
                  and getattr(n.func, "id", getattr(n.func, "attr", None)) == "register_method"
                  and isinstance(n.args[0] if n.args else None, ast.Attribute)
                  and n.args[0].attr == "SPEC"]
-        assert not calls, f"{path} registers a built-in SPEC outside methods/__init__.py"
+        assert not calls, f"{path} registers a built-in SPEC outside builtin_methods.py"
 
 
 def test_methods_index_shows_the_registered_mapping() -> None:

@@ -28,8 +28,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from diverse_core import available_methods, get_method, select, sweep
+from diverse_core import available_methods, select, sweep
 from diverse_core.errors import DiverseRAGError
+from diverse_core.registry import get_method
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -29,6 +29,12 @@ def test_import_diverse_core_loads_no_scipy_stats_and_no_framework() -> None:
     assert not {m for m in loaded if m.startswith(("langchain", "llama_index"))}
 
 
+def test_import_diverse_core_leaves_the_pipelines_for_their_first_use() -> None:
+    loaded = _loaded_after("import diverse_core")
+    assert not {m for m in loaded if m.startswith(("diverse_core.pipelines", "diverse_core.llm"))}
+    assert "diverse_core.pipelines.diva" in _loaded_after("import diverse_core; diverse_core.DIVA")
+
+
 @pytest.mark.parametrize(("package", "framework"), [("langchain_diverse", "langchain_core"),
                                                     ("llamaindex_diverse", "llama_index.core")])
 def test_import_of_a_face_loads_nothing_heavy(package: str, framework: str) -> None:

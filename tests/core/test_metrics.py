@@ -171,7 +171,7 @@ def test_jaccard_matrix_matches_pairwise(sets: list[list[int]]) -> None:
 def test_jaccard_matrix_from_sweep() -> None:
     rng = np.random.default_rng(3)
     sw = dc.sweep("gmmr", rng.normal(size=8), rng.normal(size=(40, 8)), 5, [0.1, 0.5, 1.0])
-    m = dc.jaccard_matrix(sw.indices)
+    m = jaccard_matrix(sw.indices)
     assert m.shape == (3, 3)
     assert m[0, 2] == pytest.approx(jaccard(sw.indices[0], sw.indices[2]))
     with pytest.raises(DimensionMismatchError, match="sets"):

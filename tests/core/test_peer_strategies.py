@@ -22,6 +22,7 @@ import diverse_core as dc
 import numpy as np
 import pytest
 from diverse_core.errors import InvalidParameterError
+from diverse_core.registry import get_method
 from peer_refs import ref_cover, ref_dpp, ref_gist, ref_msd, ref_ssd, unit
 
 NEW = ("dpp", "msd", "cover", "ssd")
@@ -230,7 +231,7 @@ def test_sweep_rows_equal_single_runs(method: str, n: int) -> None:
     rng = np.random.default_rng(n)
     q, x = rng.normal(size=24), rng.normal(size=(n, 24)).astype(np.float32)
     values = [0.0, 0.5, 1.0, 3.0] if method == "gist" else [0.0, 0.3, 0.7, 1.0]
-    param = dc.get_method(method).param
+    param = get_method(method).param
     assert param is not None
     sw = dc.sweep(method, q, x, 8, values)
     for i, v in enumerate(values):

@@ -7,8 +7,9 @@ import warnings
 import numpy as np
 import pytest
 from core_refs import ref_dartboard, ref_gmmr, ref_mmr, ref_topk, unit
-from diverse_core import QUERY, select, sweep
+from diverse_core import select, sweep
 from diverse_core.methods._common import argmax_first, argmax_rows
+from diverse_core.methods.dartboard import QUERY
 from diverse_core.validation import TIE_RTOL_FLOAT32, TIE_RTOL_FLOAT64
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st

@@ -144,6 +144,9 @@ def test_binary_search_single_value_and_errors() -> None:
         binary_search_sample(GRID, lambda v: "high")  # type: ignore[arg-type,return-value]
 
 
-def test_exported_from_package() -> None:
-    assert dc.binary_search_sample is binary_search_sample
-    assert dc.upper_median is upper_median and dc.argmax_upper_median is argmax_upper_median
+def test_the_old_package_names_still_answer_with_a_warning() -> None:
+    with pytest.warns(DeprecationWarning, match="import it from diverse_core.tuning"):
+        assert dc.binary_search_sample is binary_search_sample
+    with pytest.warns(DeprecationWarning):
+        assert dc.upper_median is upper_median and dc.argmax_upper_median is argmax_upper_median
+    assert "upper_median" not in dc.__all__ and "upper_median" not in dir(dc)

@@ -13,6 +13,7 @@ import pytest
 from diverse_core.errors import InvalidParameterError
 from diverse_core.methods._common import TIE_RTOL
 from diverse_core.methods.vendi import vendi_upper_bound
+from diverse_core.registry import get_method
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
@@ -79,7 +80,7 @@ def picks(query: np.ndarray, cand: np.ndarray, k: int, **params: object) -> list
 
 
 def test_registry_defaults() -> None:
-    spec = dc.get_method("vendi")
+    spec = get_method("vendi")
     assert spec.param == "s"
     assert dict(spec.defaults) == {"s": 0.5, "objective": "paper", "order": 1.0}
 

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import diverse_core
 import pytest
-from diverse_core import api, available_methods, get_method
+from diverse_core import api, available_methods
 from diverse_core.pipelines import available_pipelines, get_pipeline
+from diverse_core.registry import get_method
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = [ROOT / "shared" / "diverse_core", ROOT / "langchain_diverse", ROOT / "llamaindex_diverse"]

@@ -6,6 +6,7 @@ import diverse_core as dc
 import numpy as np
 import pytest
 from diverse_core.learned import LearnedSelector
+from diverse_core.registry import get_method
 
 # The shipped model has the text variant: every face must hand it the query text and the
 # candidates' texts (recorded by a spy on LearnedSelector.choose_prepared), sync and async.
@@ -46,7 +47,7 @@ def test_resolve_user_params_rejects_and_hides_the_text_params() -> None:
     from diverse_core.errors import InvalidParameterError
     from diverse_core.registry import resolve_user_params
 
-    spec = dc.get_method("learned")
+    spec = get_method("learned")
     assert spec.reads_text
     assert resolve_user_params(spec, {}) == {"model": None, "variant": "auto"}
     for bad in ({"question": "q"}, {"texts": ["a"]}):

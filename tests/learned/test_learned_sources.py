@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from diverse_core.errors import DimensionMismatchError, InvalidParameterError
 from diverse_core.learned import LearnedSelector, pair_view
+from diverse_core.registry import get_method
 from diverse_core.textfeatures import source_inputs
 
 
@@ -88,7 +89,7 @@ def test_select_passes_sources_and_they_change_the_picks() -> None:
 def test_select_rejects_sources_in_face_params() -> None:
     from diverse_core.registry import resolve_user_params
 
-    spec = dc.get_method("learned")
+    spec = get_method("learned")
     assert spec.reads_sources and "sources" not in spec.setting_defaults
     with pytest.raises(InvalidParameterError, match="source_key"):
         resolve_user_params(spec, {"sources": ["a"]})

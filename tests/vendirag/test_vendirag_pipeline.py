@@ -7,9 +7,10 @@ import asyncio
 
 import numpy as np
 import pytest
-from diverse_core import mean_pairwise_similarity, select, vendi_score
+from diverse_core import select
 from diverse_core.errors import InvalidParameterError
 from diverse_core.llm.errors import LLMError, LLMTimeoutError
+from diverse_core.metrics import mean_pairwise_similarity, vendi_score
 from diverse_core.pipelines import get_pipeline
 from diverse_core.pipelines.vendirag import VendiRAG, VendiRAGResult
 from vendi_fakes import (
