@@ -44,6 +44,7 @@ LEVELS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
         "diverse_core.errors", "diverse_core._version", "diverse_core._lazy",
         "diverse_core.array_checks", "diverse_core.param_checks", "diverse_core.row_norms",
         "diverse_core.validation", "diverse_core.result", "diverse_core.pipeline_names",
+        "diverse_core.candidate_screen", "diverse_core.near_duplicates",
     )),
     (1, "contract", ("diverse_core.registry",)),
     (2, "kernels", ("diverse_core.methods",)),

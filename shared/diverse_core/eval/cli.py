@@ -42,7 +42,7 @@ from .config import (
 )
 from .protocols import PROTOCOLS
 
-__all__ = ["register", "add_arguments", "config_from_args", "run_from_args", "main", "load_plugin", "cli_errors", "OneLineParser", "check_folder", "user_model_dir"]
+__all__ = ["register", "add_arguments", "config_from_args", "run_from_args", "main", "load_plugin", "cli_errors", "OneLineParser", "check_folder"]
 
 _DEFAULT_METHOD_SPECS = " ".join(
     ("cosine" if g.method == "topk" else g.method) + ("=" + ",".join(f"{v:g}" for v in g.values) if g.values else "")
@@ -366,15 +366,6 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     add_arguments(parser)
     parser.set_defaults(func=run_from_args)
     return parser
-
-
-def user_model_dir() -> Path:
-    """Where ``diverse-rag train`` writes models by default: a user-writable folder, never the
-    installed package (``$XDG_DATA_HOME/diverse-rag/models``, else ``~/.local/share/diverse-rag/models``;
-    ``%LOCALAPPDATA%`` on Windows). Pass ``--out``/``--out-dir`` to write elsewhere (maintainers
-    refreshing the shipped models pass the package's ``models`` folder)."""
-    base = os.environ.get("XDG_DATA_HOME") or (os.environ.get("LOCALAPPDATA") if os.name == "nt" else None)
-    return Path(base or Path.home() / ".local" / "share") / "diverse-rag" / "models"
 
 
 def _run_train(args: argparse.Namespace) -> int:

@@ -70,6 +70,15 @@ def default_cache_dir() -> Path:
     return base / "diverse-rag"
 
 
+def user_model_dir() -> Path:
+    """Where ``diverse-rag train`` writes models by default: a user-writable folder, never the
+    installed package (``$XDG_DATA_HOME/diverse-rag/models``, else ``~/.local/share/diverse-rag/models``;
+    ``%LOCALAPPDATA%`` on Windows). Pass ``--out``/``--out-dir`` to write elsewhere (maintainers
+    refreshing the shipped models pass the package's ``models`` folder)."""
+    base = os.environ.get("XDG_DATA_HOME") or (os.environ.get("LOCALAPPDATA") if os.name == "nt" else None)
+    return Path(base or Path.home() / ".local" / "share") / "diverse-rag" / "models"
+
+
 def text_key(text: str) -> str:
     """The cache key of a text: its sha1 hex digest.
 

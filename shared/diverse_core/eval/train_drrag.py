@@ -263,7 +263,7 @@ def train(
 
 def build_parser(prog: str = "python -m diverse_core.eval.train_drrag") -> argparse.ArgumentParser:
     """The command's options (``diverse-rag train drrag`` passes its own ``prog``)."""
-    from .cli import user_model_dir
+    from .disk_cache import user_model_dir
 
     ap = argparse.ArgumentParser(prog=prog, description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--seed", type=int, default=0)

@@ -252,7 +252,7 @@ def train_custom(
 
 def build_parser(prog: str = "python -m diverse_core.eval.train_learned") -> argparse.ArgumentParser:
     """The command's options (``diverse-rag train learned`` passes its own ``prog``)."""
-    from .cli import user_model_dir
+    from .disk_cache import user_model_dir
 
     parser = argparse.ArgumentParser(prog=prog, description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--datasets", nargs="+", default=list(TRAIN_SETS), choices=list(TRAIN_SETS))
