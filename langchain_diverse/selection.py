@@ -27,7 +27,7 @@ from diverse_core import select
 from diverse_core._lazy import deprecated_aliases
 from diverse_core.errors import DimensionMismatchError, InvalidParameterError
 from diverse_core.registry import DIVERSITY, get_method, resolve_user_params, with_diversity
-from diverse_core.textfeatures import source_inputs
+from diverse_core.text import source_inputs
 from diverse_core.validation import check_k
 from langchain_core.documents import Document
 from numpy.typing import ArrayLike

@@ -13,7 +13,7 @@ from diverse_core.embedding_cache import KnownAt
 from diverse_core.errors import DimensionMismatchError, InvalidParameterError
 from diverse_core.registry import resolve_user_params, with_diversity
 from diverse_core.result import Selection
-from diverse_core.textfeatures import source_inputs
+from diverse_core.text import source_inputs
 from diverse_core.validation import check_k
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
