@@ -162,7 +162,7 @@ def pair_view(question: str, texts: Sequence[str], sources: Sequence[object] | N
     words = np.concatenate([both[:, : len(terms)], both[:, name_cols]], axis=1).T.astype(np.float64)
     # the names outside the question's terms
     is_name = pool.kinds == NAME
-    outside = is_name & ~np.isin(pool.words, q_ids[: len(terms)])
+    outside = is_name & ~(pool.words[:, None] == q_ids[None, : len(terms)]).any(axis=1)
     shared = SharedNames.of_entries(pool.rows[outside], pool.words[outside], n)
     # title words get slots; the body words that are some title word are the entries that matter
     is_title = pool.kinds == TITLE

@@ -93,6 +93,9 @@ TEXT_STATE = (
     StateFeature("term_union", "terms", "union"),
 )
 
+#: The pair matrices the state features read, in the order of :meth:`QueryState.pair_rows` (the first two
+#: need only the embeddings).
+MATRICES = ("sim", "qdc", "same_source", "title_in", "title_in_column", "names_shared")
 EMBEDDING_STATE_FEATURES = tuple(f.name for f in EMBEDDING_STATE)
 TEXT_STATE_FEATURES = tuple(f.name for f in TEXT_STATE)
 #: Older model files name ``same_source`` by its former name.
@@ -154,15 +157,15 @@ class QueryState:
         static = self.static[:, : len(EMBEDDING_CANDIDATE_FEATURES)]
         return QueryState(static, self.unit, self.cos_q, self.relevance, self.k, None)
 
-    def pair_rows(self, j: int) -> dict[str, FloatArray]:
-        """Pick ``j``'s row of every pair matrix the state features read."""
-        sim = self.unit @ self.unit[j]
-        rows = {"sim": sim, "qdc": (self.cos_q + sim) / self.norm[j]}
+    def pair_rows(self, j: int) -> FloatArray:
+        """Pick ``j``'s row of every pair matrix the state features read, in :data:`MATRICES` order: (m, n)."""
         pv = self.pairs
+        out = np.empty((2 if pv is None else len(MATRICES), self.n))
+        np.matmul(self.unit, self.unit[j], out=out[0])
+        np.divide(self.cos_q + out[0], self.norm[j], out=out[1])
         if pv is not None:
-            rows.update(same_source=pv.same_source(j), title_in=pv.title_in(j), title_in_column=pv.title_in_column(j),
-                        names_shared=pv.names_shared(j))
-        return rows
+            out[2:] = (pv.same_source(j), pv.title_in(j), pv.title_in_column(j), pv.names_shared(j))
+        return out
 
     def rows(self, picks: Sequence[int]) -> FloatArray:
         """Feature rows (n, F) of every candidate given the picks so far (in pick order): a new array."""
@@ -174,6 +177,9 @@ class QueryState:
 
 class PickedSet:
     """A growing set of picks: the running reductions of :data:`TEXT_STATE` and the feature rows they give.
+
+    Each pick updates the running maxima and sums of every pair matrix (one (m, n) block each) and
+    which of the question's words some pick holds; then every state column is rewritten from the table.
 
     Example:
         >>> import numpy as np
@@ -188,54 +194,59 @@ class PickedSet:
         self.state = state
         self.picks: list[int] = []
         n, s = state.n, state.static.shape[1]
-        self._x = np.empty((n, s + len(state.table)))
+        table = state.table
+        self._x = np.zeros((n, s + len(table)))
         self._x[:, :s] = state.static
-        self._s = s
-        self.maxima: dict[str, FloatArray] = {}
-        self._sums: dict[str, FloatArray] = {}
+        self._maxima = np.zeros((2 if state.pairs is None else len(MATRICES), n))
+        self._sums = np.zeros_like(self._maxima)
+        # the table's columns by reduction: where each goes in the rows, and what it reads
+        self._max_cols = [s + c for c, f in enumerate(table) if f.reduce in ("max", "max_minus_rel")]
+        self._max_rows = [MATRICES.index(f.reads) for f in table if f.reduce in ("max", "max_minus_rel")]
+        self._less_rel = [s + c for c, f in enumerate(table) if f.reduce == "max_minus_rel"]
+        self._other = [(s + c, f) for c, f in enumerate(table) if f.reduce not in ("max", "max_minus_rel")]
         pv = state.pairs
         self._hits: dict[str, NDArray[np.bool_]] = {}
         if pv is not None:  # (n, words) who holds each of the group's words
             held = pv.words.T > 0
             self._hits = {"terms": held[:, : len(pv.terms)], "names": held[:, len(pv.terms):]}
         self._held = {g: np.zeros(h.shape[1], dtype=bool) for g, h in self._hits.items()}
+        self._write()
 
     def add(self, j: int) -> None:
         """Add candidate ``j`` to the picks."""
-        for name, row in self.state.pair_rows(j).items():
-            if self.picks:
-                np.maximum(self.maxima[name], row, out=self.maxima[name])
-                self._sums[name] += row
-            else:
-                self.maxima[name], self._sums[name] = row.copy(), row.copy()
+        rows = self.state.pair_rows(j)
+        if self.picks:
+            np.maximum(self._maxima, rows, out=self._maxima)
+        else:
+            self._maxima[:] = rows
+        self._sums += rows
         for g, held in self._held.items():
             held |= self._hits[g][j]
         self.picks.append(j)
+        self._write()
 
     def sim_max(self) -> FloatArray:
         """Each candidate's highest cosine to a pick (0 before the first pick)."""
-        return self.maxima["sim"] if self.picks else np.zeros(self.state.n)
+        return self._maxima[0]
 
-    def _column(self, f: StateFeature) -> FloatArray | float:
-        t, st = len(self.picks), self.state
-        if f.reduce == "any":
-            return float(t > 0)
-        if f.reduce == "step":
-            return t / max(st.k, 1)
-        if f.reduce in ("gain", "union"):
-            hits, held = self._hits[f.reads], self._held[f.reads]
-            mark = hits & ~held if f.reduce == "gain" else hits | held
-            return np.asarray(mark.sum(axis=1) / max(hits.shape[1], 1), dtype=np.float64)
-        if not t:
-            return 0.0
-        if f.reduce == "mean":
-            return self._sums[f.reads] / t
-        if f.reduce == "max_minus_rel":
-            return self.maxima[f.reads] - st.relevance
-        return self.maxima[f.reads]
+    def _write(self) -> None:
+        """Rewrite every state column from the running reductions (see :class:`StateFeature`)."""
+        x, t = self._x, len(self.picks)
+        x[:, self._max_cols] = self._maxima[self._max_rows].T
+        if t:
+            x[:, self._less_rel] -= self.state.relevance[:, None]
+        for c, f in self._other:
+            if f.reduce == "any":
+                x[:, c] = float(t > 0)
+            elif f.reduce == "step":
+                x[:, c] = t / max(self.state.k, 1)
+            elif f.reduce == "mean":
+                x[:, c] = self._sums[MATRICES.index(f.reads)] / max(t, 1)
+            else:  # "gain", "union": the share of the group's words
+                hits, held = self._hits[f.reads], self._held[f.reads]
+                mark = hits & ~held if f.reduce == "gain" else hits | held
+                x[:, c] = mark.sum(axis=1) / max(hits.shape[1], 1)
 
     def rows(self) -> FloatArray:
-        """The (n, F) feature rows given the picks so far (a buffer rewritten on the next call: copy it to keep)."""
-        for c, f in enumerate(self.state.table, start=self._s):
-            self._x[:, c] = self._column(f)
+        """The (n, F) feature rows given the picks so far (a buffer rewritten by :meth:`add`: copy it to keep)."""
         return self._x

@@ -111,8 +111,10 @@ class SharedNames:
     def counts(self, picks: Sequence[int] | IntArray) -> FloatArray:
         """(n,) how many of the names the ``picks`` mention each candidate mentions too (a pick itself: its total)."""
         at = np.asarray(picks, dtype=np.int64)
+        picked = np.zeros(self.totals.shape[0], dtype=bool)
+        picked[at] = True
         has = np.zeros(self.size, dtype=bool)
-        has[self.cols[np.isin(self.rows, at)]] = True
+        has[self.cols[picked[self.rows]]] = True
         out = np.bincount(self.rows[has[self.cols]], minlength=self.totals.shape[0]).astype(np.float64)
         out[at] = self.totals[at]
         return out
