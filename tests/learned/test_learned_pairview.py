@@ -36,8 +36,8 @@ def _texts(rng: np.random.Generator, n: int) -> list[str]:
 
 
 def _dense(pv: PairView, row: str) -> np.ndarray:
-    """The (n, n) matrix whose row ``j`` is ``getattr(pv, row)(j)`` (``[pick, candidate]``)."""
-    return np.array([getattr(pv, row)(j) for j in range(pv.n)]).reshape(pv.n, pv.n)
+    """The (n, n) matrix whose row ``j`` is ``pv.row(row, j)`` (``[pick, candidate]``)."""
+    return np.array([pv.row(row, j) for j in range(pv.n)]).reshape(pv.n, pv.n)
 
 
 def _slow_pair_view(question: str, texts: list[str], sources: list[object] | None,
@@ -109,14 +109,14 @@ def test_pair_view_hand_built_shared_names() -> None:
     # names outside the question's terms ("alien", "director", "born"): ridley, scott, tacoma | ridley, scott,
     # south, shields | south, shields, tacoma | none
     assert pv.shared.totals.tolist() == [3.0, 4.0, 3.0, 0.0]
-    assert pv.names_shared(0)[1] == np.log1p(2.0) and pv.names_shared(1)[2] == np.log1p(2.0)
-    assert pv.names_shared(0)[2] == np.log1p(1.0) and pv.names_shared(3)[0] == 0.0
-    assert pv.names_shared(1)[1] == np.log1p(4.0)
+    assert pv.row("names_shared", 0)[1] == np.log1p(2.0) and pv.row("names_shared", 1)[2] == np.log1p(2.0)
+    assert pv.row("names_shared", 0)[2] == np.log1p(1.0) and pv.row("names_shared", 3)[0] == 0.0
+    assert pv.row("names_shared", 1)[1] == np.log1p(4.0)
     assert pv.shared.size == 5  # ridley, scott, tacoma, south, shields: each held twice
     # [pick j, i]: the share of i's title words j's body holds
-    assert pv.title_in(0)[1] == 1.0 and pv.title_in(2)[0] == 0.0 and pv.title_in(1)[2] == 1.0
-    assert math.isclose(pv.title_in(2)[1], 0.0)
-    assert pv.title_in_column(1)[0] == 1.0  # text 0's body holds text 1's title
+    assert pv.row("title_in", 0)[1] == 1.0 and pv.row("title_in", 2)[0] == 0.0 and pv.row("title_in", 1)[2] == 1.0
+    assert math.isclose(pv.row("title_in", 2)[1], 0.0)
+    assert pv.row("title_in_column", 1)[0] == 1.0  # text 0's body holds text 1's title
 
 
 def test_pair_view_empty_pool_and_no_names() -> None:

@@ -100,7 +100,7 @@ def test_text_columns_equal_counts_over_dense_tables(seed: int, n: int, k: int) 
 
 
 def _dense(pv: PairView, row: str) -> np.ndarray:
-    return np.array([getattr(pv, row)(j) for j in range(pv.n)]).reshape(pv.n, pv.n)
+    return np.array([pv.row(row, j) for j in range(pv.n)]).reshape(pv.n, pv.n)
 
 
 def _reference_rows(state: QueryState, picks: list[int]) -> np.ndarray:

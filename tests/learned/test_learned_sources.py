@@ -31,7 +31,7 @@ def spy(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, object]]:
 
 
 def _same(pv: PairView) -> list[list[int]]:
-    return [pv.same_source(j).astype(int).tolist() for j in range(pv.n)]
+    return [pv.row("same_source", j).astype(int).tolist() for j in range(pv.n)]
 
 def test_sources_decide_same_source_without_title_prefixes() -> None:
     texts = ["Dune is a novel by Frank Herbert.", "It was published in 1965.", "Herbert lived in Tacoma."]
@@ -46,19 +46,19 @@ def test_sources_decide_same_source_without_title_prefixes() -> None:
 
 def test_sources_override_the_title_prefix() -> None:
     texts = ["Paris: the capital.", "Paris: a city of lights.", "Lyon: a city."]
-    assert pair_view("q?", texts).same_source(0)[1]
+    assert pair_view("q?", texts).row("same_source", 0)[1]
     # the ids say the two "Paris" windows come from different files: the ids win
-    assert not pair_view("q?", texts, sources=["a", "b", "c"]).same_source(0)[1]
+    assert not pair_view("q?", texts, sources=["a", "b", "c"]).row("same_source", 0)[1]
 
 
 def test_names_give_the_titles_a_pick_may_mention() -> None:
     texts = ["The film was directed by Ridley Scott.", "He was born in South Shields.", "A cat."]
     without = pair_view("Who directed Alien?", texts)
-    assert all(without.title_in(j).max() == 0.0 for j in range(3))  # no prefix: no title to find
+    assert all(without.row("title_in", j).max() == 0.0 for j in range(3))  # no prefix: no title to find
     named = pair_view("Who directed Alien?", texts, names=["Alien", "Ridley Scott", None])
     # text 0's body names text 1's title ("Ridley Scott"): 2/2 title words found
-    assert named.title_in(0)[1] == pytest.approx(1.0)
-    assert named.title_in(1)[0] == 0.0
+    assert named.row("title_in", 0)[1] == pytest.approx(1.0)
+    assert named.row("title_in", 1)[0] == 0.0
 
 
 def test_pair_view_rejects_bad_sources() -> None:

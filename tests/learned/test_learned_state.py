@@ -29,16 +29,16 @@ QUESTION = "Where was the director of Alien born?"
 def test_pair_view_known_answers() -> None:
     pv = pair_view(QUESTION, TEXTS)
     # same non-empty title: the two Alien windows; an untitled text matches nothing but itself
-    assert pv.same_source(0)[2] and pv.same_source(2)[0]
-    assert not pv.same_source(0)[1] and not pv.same_source(4)[0]
+    assert pv.row("same_source", 0)[2] and pv.row("same_source", 2)[0]
+    assert not pv.row("same_source", 0)[1] and not pv.row("same_source", 4)[0]
     # text 0 names "Ridley Scott" (the whole title of text 1); text 1 names "South Shields" (text 3's title)
-    assert pv.title_in(0)[1] == 1.0
-    assert pv.title_in(1)[3] == 1.0
-    assert pv.title_in(3)[1] == 0.0
+    assert pv.row("title_in", 0)[1] == 1.0
+    assert pv.row("title_in", 1)[3] == 1.0
+    assert pv.row("title_in", 3)[1] == 0.0
     # text 4 has no title: nobody can name it
-    assert np.all(pv.title_in_column(4) == 0.0)
+    assert np.all(pv.row("title_in_column", 4) == 0.0)
     # names outside the question both mention: text 0 and 1 share "ridley", "scott"
-    assert pv.names_shared(0)[1] == pytest.approx(np.log1p(2))
+    assert pv.row("names_shared", 0)[1] == pytest.approx(np.log1p(2))
 
 
 def test_rows_before_and_after_picks() -> None:

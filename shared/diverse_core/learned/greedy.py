@@ -23,6 +23,9 @@ Example:
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -65,13 +68,13 @@ def greedy_picks(
     picked = PickedSet(state)
     taken = np.zeros(n, dtype=bool)
     probs = np.empty(k)
+    logits = [_logits(picked, model), None if first_model is None else _logits(picked, first_model)]
     for t in range(k):
-        m = first_model if (t == 0 and first_model is not None) else model
-        z = m.logits_of_checked(picked.rows())
-        p = sigmoid(z)
-        if not np.all(np.isfinite(p)):
-            raise NonFiniteInputError(f"the step model gave {int(np.sum(~np.isfinite(p)))} non-finite probabilities "
+        z = (logits[1] if t == 0 and logits[1] is not None else logits[0])()
+        if not math.isfinite(z.sum()):  # NaN or inf among them
+            raise NonFiniteInputError(f"the step model gave {int(np.sum(~np.isfinite(z)))} non-finite logits "
                                       "(NaN/inf weights?); retrain or reload it")
+        p = sigmoid(z)
         p[taken] = -np.inf
         if weight == 0.0:
             j = _best(p, state.relevance)
@@ -85,6 +88,16 @@ def greedy_picks(
         taken[j] = True
         picked.add(j)
     return np.asarray(picked.picks, dtype=np.int64), probs
+
+
+def _logits(picked: PickedSet, model: GoldModel) -> Callable[[], FloatArray]:
+    """The model's logits given the picks at each call: the linear update of the running state with the
+    standardisation folded in (:attr:`~diverse_core.trained.gold.GoldModel.folded`), or, for a model of
+    extreme size, the unfolded form over the feature rows."""
+    folded = model.folded
+    if folded is None:
+        return lambda: model.logits_of_checked(picked.rows())
+    return picked.linear(*folded)
 
 
 def _best(score: FloatArray, relevance: FloatArray, index: NDArray[np.int64] | None = None) -> int:

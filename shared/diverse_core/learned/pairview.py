@@ -8,7 +8,7 @@ only: no (n, n) matrix is built, so a pool's memory grows with its words, not wi
 
 Example:
     >>> pv = pair_view("Who wrote Dune?", ["Dune: a novel by Frank Herbert.", "Herbert: he wrote Dune."])
-    >>> pv.title_in(0).tolist(), pv.title_in_column(0).tolist()  # 0's body holds 1's title; 1's body holds 0's
+    >>> pv.row("title_in", 0).tolist(), pv.row("title_in_column", 0).tolist()  # 0's body: 1's title, and back
     ([0.0, 1.0], [0.0, 1.0])
     >>> pv.words.tolist()  # who holds each of the question's words ("dune", "wrote")
     [[1.0, 1.0], [0.0, 1.0]]
@@ -28,10 +28,46 @@ from ..text.cache import BODY, NAME, TERM, TITLE, facts_cache
 from ..text.view import pool_words, question_columns, question_words
 from ..trained.candidates import CandidateText, SharedNames
 
-__all__ = ["PairView", "pair_view"]
+__all__ = ["TEXT_PAIRS", "Entries", "PairView", "pair_view"]
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
+
+
+#: The text pair matrices, in the order of :meth:`PairView.rows`.
+TEXT_PAIRS = ("same_source", "title_in", "title_in_column", "names_shared")
+
+
+@dataclass(frozen=True)
+class Entries:
+    """Who holds what, as one list of (candidate, word) entries sorted by candidate, for three counts at once.
+
+    Three kinds of entry: a title word of a candidate, a body word that is some candidate's title
+    word, a name outside the question. When candidate ``j`` is picked, its entries raise flags
+    (``raises``): its body words flag the title words they match, its title words flag the body
+    words that match them, its names flag themselves; every entry whose flag (``reads``) is up then
+    counts for its candidate in one of three blocks (``out``: kind * n + candidate).
+
+    Attributes:
+        starts: (n + 1,) where each candidate's entries start.
+        raises, reads: the flag each entry raises (as the pick's) and the flag it reads.
+        out: where each entry counts.
+        flags: how many flags there are.
+    """
+
+    starts: IntArray
+    raises: IntArray
+    reads: IntArray
+    out: IntArray
+    flags: int
+
+    def counts(self, j: int) -> IntArray:
+        """(3, n): per candidate, its title words pick ``j``'s body holds, ``j``'s title words its body holds,
+        and the names it shares with ``j``."""
+        n = self.starts.shape[0] - 1
+        up = np.zeros(self.flags, dtype=bool)
+        up[self.raises[self.starts[j] : self.starts[j + 1]]] = True
+        return np.bincount(self.out[up[self.reads]], minlength=3 * n).reshape(3, n)
 
 
 @dataclass(frozen=True)
@@ -42,9 +78,8 @@ class PairView:
         terms, names: the question's content words and names.
         words: (terms + names, n) 0/1: which candidates hold each of the question's terms, then each name.
         source: (n,) source id per candidate; equal ids: the same source.
-        title_rows, title_slots: one entry per title word of a candidate (its candidate, its word's slot).
         title_sizes: (n,) title words per candidate.
-        body_rows, body_slots: one entry per body word that is some candidate's title word.
+        entries: who holds which title words, body words and names (:class:`Entries`).
         shared: the names outside the question two candidates or more mention.
     """
 
@@ -52,11 +87,8 @@ class PairView:
     names: tuple[str, ...]
     words: FloatArray
     source: IntArray
-    title_rows: IntArray
-    title_slots: IntArray
     title_sizes: IntArray
-    body_rows: IntArray
-    body_slots: IntArray
+    entries: Entries
     shared: SharedNames
 
     @property
@@ -69,27 +101,24 @@ class PairView:
         """What the candidate features read of this query."""
         return CandidateText(self.words, len(self.terms), self.shared)
 
-    def same_source(self, j: int) -> FloatArray:
-        """1 where a candidate has pick ``j``'s source."""
-        return (self.source == self.source[j]).astype(np.float64)
+    def rows(self, j: int, out: FloatArray | None = None) -> FloatArray:
+        """(4, n): pick ``j``'s row of each of :data:`TEXT_PAIRS` (into ``out`` when given): 1 where a candidate
+        has ``j``'s source; the share of its title words ``j``'s body holds; the share of ``j``'s title words
+        its body holds; log(1 + the names outside the question it shares with ``j``; ``j`` itself: all of its
+        own)."""
+        counts = self.entries.counts(j)
+        out = np.empty((4, self.n)) if out is None else out
+        np.equal(self.source, self.source[j], out=out[0], casting="unsafe")
+        np.divide(counts[0], np.maximum(self.title_sizes, 1), out=out[1])
+        np.divide(counts[1], max(int(self.title_sizes[j]), 1), out=out[2])
+        out[3] = counts[2]
+        out[3, j] = self.shared.totals[j]
+        np.log1p(out[3], out=out[3])
+        return out
 
-    def title_in(self, j: int) -> FloatArray:
-        """The share of each candidate's title words that pick ``j``'s body holds."""
-        in_body = np.zeros(int(self.title_slots.max(initial=-1)) + 1, dtype=bool)
-        in_body[self.body_slots[self.body_rows == j]] = True
-        counts = np.bincount(self.title_rows[in_body[self.title_slots]], minlength=self.n)
-        return counts / np.maximum(self.title_sizes, 1)
-
-    def title_in_column(self, j: int) -> FloatArray:
-        """The share of pick ``j``'s title words that each candidate's body holds."""
-        mine = np.zeros(int(self.title_slots.max(initial=-1)) + 1, dtype=bool)
-        mine[self.title_slots[self.title_rows == j]] = True
-        counts = np.bincount(self.body_rows[mine[self.body_slots]], minlength=self.n)
-        return counts / max(int(self.title_sizes[j]), 1)
-
-    def names_shared(self, j: int) -> FloatArray:
-        """log(1 + names outside the question each candidate shares with pick ``j``; ``j`` itself: all of its own)."""
-        return np.log1p(self.shared.counts([j]))
+    def row(self, name: str, j: int) -> FloatArray:
+        """Pick ``j``'s row of the pair matrix ``name`` (one of :data:`TEXT_PAIRS`)."""
+        return self.rows(j)[TEXT_PAIRS.index(name)]
 
 
 def _check_per_candidate(values: Sequence[object] | None, n: int, what: str) -> list[object] | None:
@@ -138,7 +167,7 @@ def pair_view(question: str, texts: Sequence[str], sources: Sequence[object] | N
     Example:
         >>> pv = pair_view("Who wrote Dune?", ["Dune is a novel.", "It was written by Herbert.",
         ...                "Herbert was born in Tacoma."], sources=["a.txt", "a.txt", "b.txt"])
-        >>> pv.same_source(0).tolist()
+        >>> pv.row("same_source", 0).tolist()
         [1.0, 1.0, 0.0]
     """
     n = len(texts)
@@ -161,9 +190,10 @@ def pair_view(question: str, texts: Sequence[str], sources: Sequence[object] | N
     both = pool.holds(q_ids, TERM)
     words = np.concatenate([both[:, : len(terms)], both[:, name_cols]], axis=1).T.astype(np.float64)
     # the names outside the question's terms
-    is_name = pool.kinds == NAME
-    outside = is_name & ~(pool.words[:, None] == q_ids[None, : len(terms)]).any(axis=1)
-    shared = SharedNames.of_entries(pool.rows[outside], pool.words[outside], n)
+    outside = (pool.kinds == NAME) & (pool.lookup(q_ids[: len(terms)]) == 0)
+    name_rows = pool.rows[outside]
+    name_cols = np.unique(pool.words[outside], return_inverse=True)[1].reshape(-1)
+    shared = SharedNames.of_entries(name_rows, name_cols, n)
     # title words get slots; the body words that are some title word are the entries that matter
     is_title = pool.kinds == TITLE
     title_rows = pool.rows[is_title]
@@ -173,5 +203,20 @@ def pair_view(question: str, texts: Sequence[str], sources: Sequence[object] | N
     at = np.minimum(np.searchsorted(slot_ids, body_ids), max(slot_ids.shape[0] - 1, 0))
     hit = slot_ids[at] == body_ids if slot_ids.shape[0] else np.zeros(body_ids.shape[0], dtype=bool)
     keys = np.array([f.key for f in facts], dtype=np.int64)
-    return PairView(terms, q_names, words, _source_ids(keys, src), title_rows, title_slots.reshape(-1).astype(np.int64),
-                    np.bincount(title_rows, minlength=n), pool.rows[body][hit], at[hit].astype(np.int64), shared)
+    return PairView(terms, q_names, words, _source_ids(keys, src), np.bincount(title_rows, minlength=n),
+                    _entries(n, slot_ids.shape[0], title_rows, title_slots.reshape(-1), pool.rows[body][hit], at[hit],
+                             name_rows, name_cols), shared)
+
+
+def _entries(n: int, d: int, title_rows: IntArray, title_slots: IntArray, body_rows: IntArray, body_slots: IntArray,
+             name_rows: IntArray, name_cols: IntArray) -> Entries:
+    """The :class:`Entries` of ``d`` title-word slots (flags ``0 .. d-1``: a pick's body holds the title word;
+    ``d .. 2d-1``: it is a pick's title word; then one flag per name)."""
+    rows = np.concatenate([title_rows, body_rows, name_rows])
+    raises = np.concatenate([title_slots + d, body_slots, name_cols + 2 * d])
+    reads = np.concatenate([title_slots, body_slots + d, name_cols + 2 * d])
+    kind = np.repeat(np.arange(3), [title_rows.shape[0], body_rows.shape[0], name_rows.shape[0]])
+    order = np.argsort(rows, kind="stable")
+    starts = np.searchsorted(rows[order], np.arange(n + 1))
+    flags = 2 * d + (int(name_cols.max()) + 1 if name_cols.shape[0] else 0)
+    return Entries(starts, raises[order], reads[order], (kind * n + rows)[order], flags)

@@ -28,7 +28,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,7 +36,7 @@ from numpy.typing import NDArray
 
 from ..trained.candidates import EMBEDDING_CANDIDATE_FEATURES, TEXT_CANDIDATE_FEATURES, static_features
 from ..validation import PreparedInputs
-from .pairview import PairView
+from .pairview import TEXT_PAIRS, PairView
 
 __all__ = [
     "EMBEDDING_STATE_FEATURES",
@@ -95,7 +95,9 @@ TEXT_STATE = (
 
 #: The pair matrices the state features read, in the order of :meth:`QueryState.pair_rows` (the first two
 #: need only the embeddings).
-MATRICES = ("sim", "qdc", "same_source", "title_in", "title_in_column", "names_shared")
+MATRICES = ("sim", "qdc", *TEXT_PAIRS)
+#: The question's word groups the gain and union features read.
+GROUPS = ("terms", "names")
 EMBEDDING_STATE_FEATURES = tuple(f.name for f in EMBEDDING_STATE)
 TEXT_STATE_FEATURES = tuple(f.name for f in TEXT_STATE)
 #: Older model files name ``same_source`` by its former name.
@@ -164,7 +166,7 @@ class QueryState:
         np.matmul(self.unit, self.unit[j], out=out[0])
         np.divide(self.cos_q + out[0], self.norm[j], out=out[1])
         if pv is not None:
-            out[2:] = (pv.same_source(j), pv.title_in(j), pv.title_in_column(j), pv.names_shared(j))
+            pv.rows(j, out=out[2:])
         return out
 
     def rows(self, picks: Sequence[int]) -> FloatArray:
@@ -172,14 +174,16 @@ class QueryState:
         picked = PickedSet(self)
         for j in picks:
             picked.add(int(j))
-        return picked.rows().copy()
+        return picked.rows()
 
 
 class PickedSet:
-    """A growing set of picks: the running reductions of :data:`TEXT_STATE` and the feature rows they give.
+    """A growing set of picks: the running reductions of :data:`TEXT_STATE`, and what they give.
 
     Each pick updates the running maxima and sums of every pair matrix (one (m, n) block each) and
-    which of the question's words some pick holds; then every state column is rewritten from the table.
+    which of the question's words some pick holds. From them and the table, :meth:`rows` writes the
+    feature rows, and :meth:`linear` the logit of a linear model over those rows without writing them
+    (every state feature is linear in the running reductions).
 
     Example:
         >>> import numpy as np
@@ -188,29 +192,28 @@ class PickedSet:
         >>> s = PickedSet(st); s.add(0)
         >>> bool(np.allclose(s.rows()[:, feature_names(False).index("sim_max")], st.unit @ st.unit[0]))
         True
+        >>> coef = np.arange(s.rows().shape[1], dtype=float)
+        >>> bool(np.allclose(s.linear(coef, 0.5)(), s.rows() @ coef + 0.5))
+        True
     """
 
     def __init__(self, state: QueryState) -> None:
         self.state = state
         self.picks: list[int] = []
-        n, s = state.n, state.static.shape[1]
-        table = state.table
-        self._x = np.zeros((n, s + len(table)))
-        self._x[:, :s] = state.static
+        n = state.n
         self._maxima = np.zeros((2 if state.pairs is None else len(MATRICES), n))
         self._sums = np.zeros_like(self._maxima)
-        # the table's columns by reduction: where each goes in the rows, and what it reads
-        self._max_cols = [s + c for c, f in enumerate(table) if f.reduce in ("max", "max_minus_rel")]
-        self._max_rows = [MATRICES.index(f.reads) for f in table if f.reduce in ("max", "max_minus_rel")]
-        self._less_rel = [s + c for c, f in enumerate(table) if f.reduce == "max_minus_rel"]
-        self._other = [(s + c, f) for c, f in enumerate(table) if f.reduce not in ("max", "max_minus_rel")]
         pv = state.pairs
-        self._hits: dict[str, NDArray[np.bool_]] = {}
-        if pv is not None:  # (n, words) who holds each of the group's words
-            held = pv.words.T > 0
-            self._hits = {"terms": held[:, : len(pv.terms)], "names": held[:, len(pv.terms):]}
-        self._held = {g: np.zeros(h.shape[1], dtype=bool) for g, h in self._hits.items()}
-        self._write()
+        # the question's word groups: (n, Q) who holds each word, (Q, G) which group each word is in
+        q = 0 if pv is None else pv.words.shape[0]
+        self._words = np.zeros((n, q)) if pv is None else pv.words.T
+        self._member = np.zeros((q, len(GROUPS)))
+        if pv is not None:
+            self._member[: len(pv.terms), GROUPS.index("terms")] = 1.0
+            self._member[len(pv.terms):, GROUPS.index("names")] = 1.0
+        self._held = np.zeros(q)  # 1 where some pick holds the word
+        self._counts = self._words @ self._member  # (n, G): the words of each group each candidate holds
+        self._sizes = np.maximum(self._member.sum(axis=0), 1.0)
 
     def add(self, j: int) -> None:
         """Add candidate ``j`` to the picks."""
@@ -220,33 +223,69 @@ class PickedSet:
         else:
             self._maxima[:] = rows
         self._sums += rows
-        for g, held in self._held.items():
-            held |= self._hits[g][j]
+        np.maximum(self._held, self._words[j], out=self._held)
         self.picks.append(j)
-        self._write()
 
     def sim_max(self) -> FloatArray:
         """Each candidate's highest cosine to a pick (0 before the first pick)."""
         return self._maxima[0]
 
-    def _write(self) -> None:
-        """Rewrite every state column from the running reductions (see :class:`StateFeature`)."""
-        x, t = self._x, len(self.picks)
-        x[:, self._max_cols] = self._maxima[self._max_rows].T
-        if t:
-            x[:, self._less_rel] -= self.state.relevance[:, None]
-        for c, f in self._other:
-            if f.reduce == "any":
-                x[:, c] = float(t > 0)
-            elif f.reduce == "step":
-                x[:, c] = t / max(self.state.k, 1)
-            elif f.reduce == "mean":
-                x[:, c] = self._sums[MATRICES.index(f.reads)] / max(t, 1)
-            else:  # "gain", "union": the share of the group's words
-                hits, held = self._hits[f.reads], self._held[f.reads]
-                mark = hits & ~held if f.reduce == "gain" else hits | held
-                x[:, c] = mark.sum(axis=1) / max(hits.shape[1], 1)
-
     def rows(self) -> FloatArray:
-        """The (n, F) feature rows given the picks so far (a buffer rewritten by :meth:`add`: copy it to keep)."""
-        return self._x
+        """The (n, F) feature rows given the picks so far: the static columns, then one per state feature."""
+        st, t = self.state, len(self.picks)
+        held = self._held[:, None] * self._member  # (Q, G)
+        both = self._words @ held  # (n, G): the words of each group a candidate and some pick hold
+        cols = []
+        for f in st.table:
+            if f.reduce in ("max", "max_minus_rel"):
+                col = self._maxima[MATRICES.index(f.reads)]
+                cols.append(col - st.relevance if f.reduce == "max_minus_rel" and t else col)
+            elif f.reduce == "mean":
+                cols.append(self._sums[MATRICES.index(f.reads)] / max(t, 1))
+            elif f.reduce in ("any", "step"):
+                cols.append(np.full(st.n, float(t > 0) if f.reduce == "any" else t / max(st.k, 1)))
+            else:  # "gain", "union": the share of the group's words it holds and no pick does, or it or a pick does
+                g = GROUPS.index(f.reads)
+                count = self._counts[:, g] - both[:, g]
+                cols.append((count + held[:, g].sum() if f.reduce == "union" else count) / self._sizes[g])
+        return np.column_stack([st.static, *cols])
+
+    def linear(self, coef: FloatArray, intercept: float) -> Callable[[], FloatArray]:
+        """``rows() @ coef + intercept`` given the picks at the time of each call, from the running reductions.
+
+        The weights of each reduction follow from the table once: a maximum or a mean weighs its
+        matrix's running maximum or sum, ``max_minus_rel`` also the relevance, a gain or a union the
+        group's words a candidate holds, minus those it shares with the picks (and a union the
+        group's words the picks hold).
+        """
+        st = self.state
+        s = st.static.shape[1]
+        w_max, w_mean = np.zeros(self._maxima.shape[0]), np.zeros(self._maxima.shape[0])
+        per_group, held_group = np.zeros(len(GROUPS)), np.zeros(len(GROUPS))
+        w_rel = w_any = w_step = 0.0
+        for c, f in zip(coef[s:].tolist(), st.table, strict=True):
+            if f.reduce in ("max", "max_minus_rel"):
+                w_max[MATRICES.index(f.reads)] += c
+                w_rel += c if f.reduce == "max_minus_rel" else 0.0
+            elif f.reduce == "mean":
+                w_mean[MATRICES.index(f.reads)] += c
+            elif f.reduce == "any":
+                w_any += c
+            elif f.reduce == "step":
+                w_step += c / max(st.k, 1)
+            else:
+                g = GROUPS.index(f.reads)
+                per_group[g] += c / self._sizes[g]
+                held_group[g] += c / self._sizes[g] if f.reduce == "union" else 0.0
+        base = st.static @ coef[:s] + intercept + self._counts @ per_group
+        per_word, held_word = self._member @ per_group, self._member @ held_group
+        rel = w_rel * st.relevance
+
+        def logits() -> FloatArray:
+            t = len(self.picks)
+            z = base - self._words @ (self._held * per_word) + self._held @ held_word
+            if t:
+                z += w_max @ self._maxima + (w_mean / t) @ self._sums - rel + (w_any + w_step * t)
+            return np.asarray(z, dtype=np.float64)
+
+        return logits

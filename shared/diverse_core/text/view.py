@@ -110,15 +110,26 @@ class PoolWords:
         out[self.rows[mine], col.reshape(-1)] = True
         return words, out
 
-    def holds(self, words: IntArray, kind: int) -> NDArray[np.bool_]:
-        """(n, len(words)) whether each candidate holds each of the distinct ``words`` as ``kind`` (-1: never).
+    def lookup(self, words: IntArray) -> IntArray:
+        """For each of the pool's words, ``1 +`` its position among the distinct ``words`` (0: not among them;
+        a word -1 is never found). One gather through a marker array indexed by word id (no sort)."""
+        wanted = words[words >= 0]
+        if not wanted.shape[0] or not self.words.shape[0]:
+            return np.zeros(self.words.shape[0], dtype=np.int64)
+        mark = _marker_array(max(int(wanted.max()), int(self.words.max())) + 1)
+        mark[wanted] = np.flatnonzero(words >= 0) + 1
+        try:
+            return mark[self.words]
+        finally:
+            mark[wanted] = 0
 
-        One gather over the pool's words through a marker array indexed by word id (no sort).
-        """
+    def holds(self, words: IntArray, kind: int) -> NDArray[np.bool_]:
+        """(n, len(words)) whether each candidate holds each of the distinct ``words`` as ``kind`` (-1: never)."""
         out = np.zeros((self.n, words.shape[0]), dtype=bool)
-        cols = np.flatnonzero(words >= 0)
-        if not cols.shape[0] or not self.words.shape[0]:
-            return out
+        col = self.lookup(words)
+        match = (col > 0) & (self.kinds == kind)
+        out[self.rows[match], col[match] - 1] = True
+        return out
         wanted = words[cols]
         mark = _marker_array(max(int(wanted.max()), int(self.words.max())) + 1)
         mark[wanted] = cols + 1

@@ -81,7 +81,7 @@ class SharedNames:
         size: how many names two candidates or more mention.
 
     Example:
-        >>> sn = SharedNames.of_entries(np.array([0, 0, 1, 2]), np.array([7, 8, 7, 9]), 3)
+        >>> sn = SharedNames.of_entries(np.array([0, 0, 1, 2]), np.array([0, 1, 0, 2]), 3)
         >>> sn.counts([0]).tolist()  # names each candidate shares with candidate 0 (0 itself: its total)
         [2.0, 1.0, 0.0]
     """
@@ -92,15 +92,14 @@ class SharedNames:
     size: int
 
     @classmethod
-    def of_entries(cls, rows: IntArray, names: IntArray, n: int) -> SharedNames:
-        """From ``(candidate, name id)`` entries, each candidate's names distinct (``n``: the candidates)."""
-        ids, col = np.unique(names, return_inverse=True)
-        col = col.reshape(-1)
-        held = np.bincount(col, minlength=ids.shape[0])
-        keep = held[col] >= 2
-        renumber = np.cumsum(held >= 2) - 1  # the kept names numbered 0 .. size - 1
+    def of_entries(cls, rows: IntArray, cols: IntArray, n: int) -> SharedNames:
+        """From ``(candidate, name)`` entries (names numbered ``0, 1, ..``; each candidate's names distinct) of
+        ``n`` candidates."""
+        held = np.bincount(cols)
+        keep = held[cols] >= 2
+        renumber = np.cumsum(held >= 2) - 1  # the names held twice or more, numbered 0 .. size - 1
         totals = np.bincount(rows, minlength=n).astype(np.float64)
-        return cls(rows[keep], renumber[col[keep]], totals, int(np.count_nonzero(held >= 2)))
+        return cls(rows[keep], renumber[cols[keep]], totals, int(np.count_nonzero(held >= 2)))
 
     @classmethod
     def of_holders(cls, held: NDArray[np.bool_]) -> SharedNames:
