@@ -40,13 +40,14 @@ TEXT_PAIRS = ("same_source", "title_in", "title_in_column", "names_shared")
 
 @dataclass(frozen=True)
 class Entries:
-    """Who holds what, as one list of (candidate, word) entries sorted by candidate, for three counts at once.
+    """Who holds what, as one list of (candidate, item) entries sorted by candidate: four counts at once.
 
-    Three kinds of entry: a title word of a candidate, a body word that is some candidate's title
-    word, a name outside the question. When candidate ``j`` is picked, its entries raise flags
-    (``raises``): its body words flag the title words they match, its title words flag the body
-    words that match them, its names flag themselves; every entry whose flag (``reads``) is up then
-    counts for its candidate in one of three blocks (``out``: kind * n + candidate).
+    Four kinds of entry, one per row of :data:`TEXT_PAIRS`: a candidate's source, a title word of a
+    candidate, a body word that is some candidate's title word, a name outside the question. When
+    candidate ``j`` is picked, its entries raise flags (``raises``): its source flags itself, its body
+    words flag the title words they match, its title words the body words that match them, its names
+    themselves; every entry whose flag (``reads``) is up then counts 1 for its candidate in its row
+    (``out``: row * n + candidate).
 
     Attributes:
         starts: (n + 1,) where each candidate's entries start.
@@ -61,13 +62,13 @@ class Entries:
     out: IntArray
     flags: int
 
-    def counts(self, j: int) -> IntArray:
-        """(3, n): per candidate, its title words pick ``j``'s body holds, ``j``'s title words its body holds,
-        and the names it shares with ``j``."""
+    def counts(self, j: int) -> FloatArray:
+        """(4, n): per candidate, 1 for pick ``j``'s source, its title words ``j``'s body holds, ``j``'s title
+        words its body holds, and the names it shares with ``j`` (exact integers, as floats)."""
         n = self.starts.shape[0] - 1
-        up = np.zeros(self.flags, dtype=bool)
-        up[self.raises[self.starts[j] : self.starts[j + 1]]] = True
-        return np.bincount(self.out[up[self.reads]], minlength=3 * n).reshape(3, n)
+        up = np.zeros(self.flags)
+        up[self.raises[self.starts[j] : self.starts[j + 1]]] = 1.0
+        return np.bincount(self.out, weights=up[self.reads], minlength=4 * n).reshape(4, n)
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,7 @@ class PairView:
         terms, names: the question's content words and names.
         words: (terms + names, n) 0/1: which candidates hold each of the question's terms, then each name.
         source: (n,) source id per candidate; equal ids: the same source.
-        title_sizes: (n,) title words per candidate.
+        title_norm: (n,) title words per candidate, at least 1 (what the title shares are over).
         entries: who holds which title words, body words and names (:class:`Entries`).
         shared: the names outside the question two candidates or more mention.
     """
@@ -87,7 +88,7 @@ class PairView:
     names: tuple[str, ...]
     words: FloatArray
     source: IntArray
-    title_sizes: IntArray
+    title_norm: FloatArray
     entries: Entries
     shared: SharedNames
 
@@ -101,17 +102,13 @@ class PairView:
         """What the candidate features read of this query."""
         return CandidateText(self.words, len(self.terms), self.shared)
 
-    def rows(self, j: int, out: FloatArray | None = None) -> FloatArray:
-        """(4, n): pick ``j``'s row of each of :data:`TEXT_PAIRS` (into ``out`` when given): 1 where a candidate
-        has ``j``'s source; the share of its title words ``j``'s body holds; the share of ``j``'s title words
-        its body holds; log(1 + the names outside the question it shares with ``j``; ``j`` itself: all of its
-        own)."""
-        counts = self.entries.counts(j)
-        out = np.empty((4, self.n)) if out is None else out
-        np.equal(self.source, self.source[j], out=out[0], casting="unsafe")
-        np.divide(counts[0], np.maximum(self.title_sizes, 1), out=out[1])
-        np.divide(counts[1], max(int(self.title_sizes[j]), 1), out=out[2])
-        out[3] = counts[2]
+    def rows(self, j: int) -> FloatArray:
+        """(4, n): pick ``j``'s row of each of :data:`TEXT_PAIRS`: 1 where a candidate has ``j``'s source; the
+        share of its title words ``j``'s body holds; the share of ``j``'s title words its body holds;
+        log(1 + the names outside the question it shares with ``j``; ``j`` itself: all of its own)."""
+        out = self.entries.counts(j)
+        out[1] /= self.title_norm
+        out[2] /= self.title_norm[j]
         out[3, j] = self.shared.totals[j]
         np.log1p(out[3], out=out[3])
         return out
@@ -203,20 +200,23 @@ def pair_view(question: str, texts: Sequence[str], sources: Sequence[object] | N
     at = np.minimum(np.searchsorted(slot_ids, body_ids), max(slot_ids.shape[0] - 1, 0))
     hit = slot_ids[at] == body_ids if slot_ids.shape[0] else np.zeros(body_ids.shape[0], dtype=bool)
     keys = np.array([f.key for f in facts], dtype=np.int64)
-    return PairView(terms, q_names, words, _source_ids(keys, src), np.bincount(title_rows, minlength=n),
-                    _entries(n, slot_ids.shape[0], title_rows, title_slots.reshape(-1), pool.rows[body][hit], at[hit],
-                             name_rows, name_cols), shared)
+    source = _source_ids(keys, src)
+    source_cols = np.unique(source, return_inverse=True)[1].reshape(-1)
+    entries = _entries(n, slot_ids.shape[0], source_cols, title_rows, title_slots.reshape(-1), pool.rows[body][hit],
+                       at[hit], name_rows, name_cols)
+    title_norm = np.maximum(np.bincount(title_rows, minlength=n), 1).astype(np.float64)
+    return PairView(terms, q_names, words, source, title_norm, entries, shared)
 
 
-def _entries(n: int, d: int, title_rows: IntArray, title_slots: IntArray, body_rows: IntArray, body_slots: IntArray,
-             name_rows: IntArray, name_cols: IntArray) -> Entries:
-    """The :class:`Entries` of ``d`` title-word slots (flags ``0 .. d-1``: a pick's body holds the title word;
-    ``d .. 2d-1``: it is a pick's title word; then one flag per name)."""
-    rows = np.concatenate([title_rows, body_rows, name_rows])
-    raises = np.concatenate([title_slots + d, body_slots, name_cols + 2 * d])
-    reads = np.concatenate([title_slots, body_slots + d, name_cols + 2 * d])
-    kind = np.repeat(np.arange(3), [title_rows.shape[0], body_rows.shape[0], name_rows.shape[0]])
+def _entries(n: int, d: int, source_cols: IntArray, title_rows: IntArray, title_slots: IntArray, body_rows: IntArray,
+             body_slots: IntArray, name_rows: IntArray, name_cols: IntArray) -> Entries:
+    """The :class:`Entries` of ``n`` candidates and ``d`` title-word slots. Flags ``0 .. d-1``: a pick's body
+    holds the title word; ``d .. 2d-1``: it is a pick's title word; then one per name, one per source."""
+    v = int(name_cols.max()) + 1 if name_cols.shape[0] else 0
+    rows = np.concatenate([np.arange(n), title_rows, body_rows, name_rows])
+    raises = np.concatenate([source_cols + 2 * d + v, title_slots + d, body_slots, name_cols + 2 * d])
+    reads = np.concatenate([source_cols + 2 * d + v, title_slots, body_slots + d, name_cols + 2 * d])
+    kind = np.repeat(np.arange(4), [n, title_rows.shape[0], body_rows.shape[0], name_rows.shape[0]])
     order = np.argsort(rows, kind="stable")
     starts = np.searchsorted(rows[order], np.arange(n + 1))
-    flags = 2 * d + (int(name_cols.max()) + 1 if name_cols.shape[0] else 0)
-    return Entries(starts, raises[order], reads[order], (kind * n + rows)[order], flags)
+    return Entries(starts, raises[order], reads[order], (kind * n + rows)[order], 2 * d + v + n)

@@ -166,7 +166,7 @@ class QueryState:
         np.matmul(self.unit, self.unit[j], out=out[0])
         np.divide(self.cos_q + out[0], self.norm[j], out=out[1])
         if pv is not None:
-            pv.rows(j, out=out[2:])
+            out[2:] = pv.rows(j)
         return out
 
     def rows(self, picks: Sequence[int]) -> FloatArray:

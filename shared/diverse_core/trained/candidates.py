@@ -213,7 +213,7 @@ def static_features(unit: FloatArray, rel: FloatArray, k: int, text: CandidateTe
         # highest cosine to a better-ranked candidate ([i, j]: j ranks above i; -1 when none, 0 for the best)
         out[rows, 5] = np.where(rank[None, :] < rank[rows, None], sim, -1.0).max(axis=1)
         out[rows, 6] = sim[:, top]
-        out[rows, 7] = sim[:, top_k].mean(axis=1)
+        out[rows, 7] = np.add.reduce(sim[:, top_k], axis=1) / top_k.shape[0]  # the mean over the k most relevant
         out[rows, 8] = sim.sum(axis=1) / n
     out[top, 5] = 0.0
     out[:, 9] = rel[top]

@@ -35,7 +35,7 @@ FloatArray = NDArray[np.float64]
 
 def sigmoid(z: FloatArray) -> FloatArray:
     """``1 / (1 + exp(-z))`` with ``z`` clipped to [-50, 50] (no overflow)."""
-    return np.asarray(1.0 / (1.0 + np.exp(-np.clip(z, -50.0, 50.0))), dtype=np.float64)
+    return np.asarray(1.0 / (1.0 + np.exp(-np.minimum(np.maximum(z, -50.0), 50.0))), dtype=np.float64)
 
 
 @dataclass(frozen=True)
