@@ -184,26 +184,29 @@ def pair_view(question: str, texts: Sequence[str], sources: Sequence[object] | N
     words_q, name_cols = question_columns(terms, q_names)
     q_ids = cache.word_ids(words_q, generation)
     # a question word or name counts when the text holds the word as a term (capitalised or not)
-    both = pool.holds(q_ids, TERM)
-    words = np.concatenate([both[:, : len(terms)], both[:, name_cols]], axis=1).T.astype(np.float64)
+    at = pool.lookup(q_ids)  # 1 + which of the question's words each word of the pool is (0: none)
+    is_term = pool.kinds == TERM
+    held = np.zeros((n, q_ids.shape[0] + 1))
+    held[pool.rows[is_term], at[is_term]] = 1.0
+    words = np.concatenate([held[:, 1: len(terms) + 1], held[:, 1 + name_cols]], axis=1).T
     # the names outside the question's terms
-    outside = (pool.kinds == NAME) & (pool.lookup(q_ids[: len(terms)]) == 0)
+    outside = (pool.kinds == NAME) & ((at == 0) | (at > len(terms)))
     name_rows = pool.rows[outside]
-    name_cols = np.unique(pool.words[outside], return_inverse=True)[1].reshape(-1)
-    shared = SharedNames.of_entries(name_rows, name_cols, n)
+    name_ids = np.unique(pool.words[outside], return_inverse=True)[1].reshape(-1)
+    shared = SharedNames.of_entries(name_rows, name_ids, n)
     # title words get slots; the body words that are some title word are the entries that matter
     is_title = pool.kinds == TITLE
     title_rows = pool.rows[is_title]
     slot_ids, title_slots = np.unique(pool.words[is_title], return_inverse=True)
     body = pool.kinds == BODY
     body_ids = pool.words[body]
-    at = np.minimum(np.searchsorted(slot_ids, body_ids), max(slot_ids.shape[0] - 1, 0))
-    hit = slot_ids[at] == body_ids if slot_ids.shape[0] else np.zeros(body_ids.shape[0], dtype=bool)
+    slot = np.minimum(np.searchsorted(slot_ids, body_ids), max(slot_ids.shape[0] - 1, 0))
+    hit = slot_ids[slot] == body_ids if slot_ids.shape[0] else np.zeros(body_ids.shape[0], dtype=bool)
     keys = np.array([f.key for f in facts], dtype=np.int64)
     source = _source_ids(keys, src)
     source_cols = np.unique(source, return_inverse=True)[1].reshape(-1)
     entries = _entries(n, slot_ids.shape[0], source_cols, title_rows, title_slots.reshape(-1), pool.rows[body][hit],
-                       at[hit], name_rows, name_cols)
+                       slot[hit], name_rows, name_ids)
     title_norm = np.maximum(np.bincount(title_rows, minlength=n), 1).astype(np.float64)
     return PairView(terms, q_names, words, source, title_norm, entries, shared)
 

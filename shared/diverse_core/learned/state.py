@@ -200,13 +200,17 @@ class PickedSet:
     def __init__(self, state: QueryState) -> None:
         self.state = state
         self.picks: list[int] = []
-        n = state.n
-        self._maxima = np.zeros((2 if state.pairs is None else len(MATRICES), n))
-        self._sums = np.zeros_like(self._maxima)
-        pv = state.pairs
-        # the question's word groups: (n, Q) who holds each word, (Q, G) which group each word is in
+        n, pv = state.n, state.pairs
+        m = 2 if pv is None else len(MATRICES)
         q = 0 if pv is None else pv.words.shape[0]
-        self._words = np.zeros((n, q)) if pv is None else pv.words.T
+        # one (2m + Q + 1, n) block: the running maxima and sums of the pair matrices, who holds each of the
+        # question's words, the relevance (what a linear model's logit is a product with, see linear())
+        self._h = np.zeros((2 * m + q + 1, n))
+        self._maxima, self._sums = self._h[:m], self._h[m: 2 * m]
+        self._h[2 * m: 2 * m + q] = 0.0 if pv is None else pv.words
+        self._h[-1] = state.relevance
+        self._words = self._h[2 * m: 2 * m + q].T  # (n, Q)
+        # the question's word groups: (Q, G) which group each word is in
         self._member = np.zeros((q, len(GROUPS)))
         if pv is not None:
             self._member[: len(pv.terms), GROUPS.index("terms")] = 1.0
@@ -279,13 +283,17 @@ class PickedSet:
                 held_group[g] += c / self._sizes[g] if f.reduce == "union" else 0.0
         base = st.static @ coef[:s] + intercept + self._counts @ per_group
         per_word, held_word = self._member @ per_group, self._member @ held_group
-        rel = w_rel * st.relevance
+        m, q = self._maxima.shape[0], self._held.shape[0]
+        u = np.zeros(self._h.shape[0])  # the weights of the rows of the block
 
         def logits() -> FloatArray:
             t = len(self.picks)
-            z = base - self._words @ (self._held * per_word) + self._held @ held_word
             if t:
-                z += w_max @ self._maxima + (w_mean / t) @ self._sums - rel + (w_any + w_step * t)
-            return np.asarray(z, dtype=np.float64)
+                u[:m] = w_max
+                np.divide(w_mean, t, out=u[m: 2 * m])
+                u[-1] = -w_rel
+            np.multiply(self._held, -per_word, out=u[2 * m: 2 * m + q])
+            shift = float(self._held @ held_word) + (w_any + w_step * t if t else 0.0)
+            return np.asarray(u @ self._h + base + shift, dtype=np.float64)
 
         return logits
