@@ -67,7 +67,7 @@ def greedy_picks(
     n, k = state.n, min(state.k, state.n)
     picked = PickedSet(state)
     taken = np.zeros(n, dtype=bool)
-    probs = np.empty(k)
+    picks, probs = np.empty(k, dtype=np.int64), np.empty(k)
     logits = [_logits(picked, model), None if first_model is None else _logits(picked, first_model)]
     for t in range(k):
         z = (logits[1] if t == 0 and logits[1] is not None else logits[0])()
@@ -84,10 +84,10 @@ def greedy_picks(
             # (1 - weight) * the standardised logit + weight * the standardised target
             score = weight * _standard(target) + (1.0 - weight) * _standard(np.clip(z[free], -50.0, 50.0))
             j = int(free[_best(score, state.relevance, free)])
-        probs[t] = p[j]
-        taken[j] = True
-        picked.add(j)
-    return np.asarray(picked.picks, dtype=np.int64), probs
+        picks[t], probs[t], taken[j] = j, p[j], True
+        if t + 1 < k:  # (the last pick changes no later step)
+            picked.add(j)
+    return picks, probs
 
 
 def _logits(picked: PickedSet, model: GoldModel) -> Callable[[], FloatArray]:

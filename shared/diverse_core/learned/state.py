@@ -30,6 +30,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -177,6 +179,30 @@ class QueryState:
         return picked.rows()
 
 
+@lru_cache(maxsize=64)
+def _reduction_weights(table: tuple[StateFeature, ...], coef: bytes) -> tuple[Any, ...]:
+    """What each running reduction weighs in a linear model over the state columns ``coef`` (float64 bytes):
+    ``(per matrix maximum, per matrix sum, relevance, any, step, per word group, per group of held words)``
+    (see :meth:`PickedSet.linear`; the word groups' weights still to be divided by the groups' sizes)."""
+    w_max, w_mean = np.zeros(len(MATRICES)), np.zeros(len(MATRICES))
+    word_c, held_c = np.zeros(len(GROUPS)), np.zeros(len(GROUPS))
+    w_rel = w_any = w_step = 0.0
+    for c, f in zip(np.frombuffer(coef).tolist(), table, strict=True):
+        if f.reduce in ("max", "max_minus_rel"):
+            w_max[MATRICES.index(f.reads)] += c
+            w_rel += c if f.reduce == "max_minus_rel" else 0.0
+        elif f.reduce == "mean":
+            w_mean[MATRICES.index(f.reads)] += c
+        elif f.reduce == "any":
+            w_any += c
+        elif f.reduce == "step":
+            w_step += c
+        else:  # "gain", "union": the group's words it holds, less those the picks hold; a union adds the latter
+            word_c[GROUPS.index(f.reads)] += c
+            held_c[GROUPS.index(f.reads)] += c if f.reduce == "union" else 0.0
+    return w_max, w_mean, w_rel, w_any, w_step, word_c, held_c
+
+
 class PickedSet:
     """A growing set of picks: the running reductions of :data:`TEXT_STATE`, and what they give.
 
@@ -264,26 +290,12 @@ class PickedSet:
         """
         st = self.state
         s = st.static.shape[1]
-        w_max, w_mean = np.zeros(self._maxima.shape[0]), np.zeros(self._maxima.shape[0])
-        per_group, held_group = np.zeros(len(GROUPS)), np.zeros(len(GROUPS))
-        w_rel = w_any = w_step = 0.0
-        for c, f in zip(coef[s:].tolist(), st.table, strict=True):
-            if f.reduce in ("max", "max_minus_rel"):
-                w_max[MATRICES.index(f.reads)] += c
-                w_rel += c if f.reduce == "max_minus_rel" else 0.0
-            elif f.reduce == "mean":
-                w_mean[MATRICES.index(f.reads)] += c
-            elif f.reduce == "any":
-                w_any += c
-            elif f.reduce == "step":
-                w_step += c / max(st.k, 1)
-            else:
-                g = GROUPS.index(f.reads)
-                per_group[g] += c / self._sizes[g]
-                held_group[g] += c / self._sizes[g] if f.reduce == "union" else 0.0
+        m, q = self._maxima.shape[0], self._held.shape[0]
+        w_max, w_mean, w_rel, w_any, w_step, word_c, held_c = _reduction_weights(st.table, coef[s:].tobytes())
+        w_max, w_mean, w_step = w_max[:m], w_mean[:m], w_step / max(st.k, 1)
+        per_group, held_group = word_c / self._sizes, held_c / self._sizes
         base = st.static @ coef[:s] + intercept + self._counts @ per_group
         per_word, held_word = self._member @ per_group, self._member @ held_group
-        m, q = self._maxima.shape[0], self._held.shape[0]
         u = np.zeros(self._h.shape[0])  # the weights of the rows of the block
 
         def logits() -> FloatArray:
