@@ -16,8 +16,8 @@ from diverse_core.adaptive import (
     gold_set_features,
 )
 from diverse_core.adaptive.candidates import GOLD_SET_FEATURES
-from diverse_core.trained.candidates import EMBEDDING_CANDIDATE_FEATURES, TEXT_CANDIDATE_FEATURES
 from diverse_core.errors import DimensionMismatchError, InvalidParameterError, NonFiniteInputError
+from diverse_core.trained.candidates import EMBEDDING_CANDIDATE_FEATURES, TEXT_CANDIDATE_FEATURES
 from hypothesis import given
 from hypothesis import strategies as st
 

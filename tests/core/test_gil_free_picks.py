@@ -3,8 +3,6 @@ with ``argmax``, and gMMR's select against its sweep."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pytest
 from diverse_core import select, sweep

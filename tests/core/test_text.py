@@ -15,7 +15,6 @@ from diverse_core.text import (
     content_terms,
     name_terms,
     read_text,
-    split_title,
     view_from_facts,
 )
 from hypothesis import given, settings

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from diverse_core.text import content_terms
 from diverse_core.learned import (
     EMBEDDING_STATE_FEATURES,
     TEXT_STATE_FEATURES,
@@ -12,6 +11,7 @@ from diverse_core.learned import (
     feature_names,
     pair_view,
 )
+from diverse_core.text import content_terms
 from diverse_core.validation import prepare_inputs
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -70,8 +70,7 @@ def _reference_state(prep, texts: list[str], question: str, picks: list[int]) ->
     q = np.asarray(prep.query, dtype=float)
     n, k = unit.shape[0], prep.k
     qterms = sorted(content_terms(question))
-    from diverse_core.text import name_terms
-    from diverse_core.text import split_title
+    from diverse_core.text import name_terms, split_title
 
     qnames = sorted(name_terms(question, skip_first=True))
     bags = [content_terms(t) for t in texts]

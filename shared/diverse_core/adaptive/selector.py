@@ -37,11 +37,11 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..errors import InvalidParameterError
-from ..tuning import argmax_upper_median
 from ..text.view import text_view
 from ..trained.candidates import candidate_features
 from ..trained.gold import read_model_file
 from ..trained.inputs import check_per_question, pick_variant, text_inputs
+from ..tuning import argmax_upper_median
 from ..validation import PreparedInputs, check_values, prepare_inputs
 from .features import set_features
 from .model import DEFAULT_ALPHAS

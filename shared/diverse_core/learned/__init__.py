@@ -26,6 +26,7 @@ from ..registry import DiversityMap, MethodSpec
 from ..trained.inputs import TrainedMethod
 from .card import ModelCard, card_path
 from .greedy import greedy_picks
+from .pairview import PairView, pair_view
 from .selector import (
     DEFAULT_MODELS,
     FORMAT_VERSION,
@@ -34,7 +35,6 @@ from .selector import (
     LearnedSelector,
     load_learned,
 )
-from .pairview import PairView, pair_view
 from .state import (
     EMBEDDING_STATE_FEATURES,
     TEXT_STATE,

@@ -68,9 +68,10 @@ def greedy_picks(
     picked = PickedSet(state)
     taken = np.zeros(n, dtype=bool)
     picks, probs = np.empty(k, dtype=np.int64), np.empty(k)
-    logits = [_logits(picked, model), None if first_model is None else _logits(picked, first_model)]
+    later = _logits(picked, model)
+    first = later if first_model is None else _logits(picked, first_model)
     for t in range(k):
-        z = (logits[1] if t == 0 and logits[1] is not None else logits[0])()
+        z = (first if t == 0 else later)()
         if not math.isfinite(z.sum()):  # NaN or inf among them
             raise NonFiniteInputError(f"the step model gave {int(np.sum(~np.isfinite(z)))} non-finite logits "
                                       "(NaN/inf weights?); retrain or reload it")

@@ -68,7 +68,8 @@ class Entries:
         n = self.starts.shape[0] - 1
         up = np.zeros(self.flags)
         up[self.raises[self.starts[j] : self.starts[j + 1]]] = 1.0
-        return np.bincount(self.out, weights=up[self.reads], minlength=4 * n).reshape(4, n)
+        counts = np.bincount(self.out, weights=up[self.reads], minlength=4 * n)  # float64: weighted
+        return np.asarray(counts, dtype=np.float64).reshape(4, n)
 
 
 @dataclass(frozen=True)
@@ -115,7 +116,8 @@ class PairView:
 
     def row(self, name: str, j: int) -> FloatArray:
         """Pick ``j``'s row of the pair matrix ``name`` (one of :data:`TEXT_PAIRS`)."""
-        return self.rows(j)[TEXT_PAIRS.index(name)]
+        row: FloatArray = self.rows(j)[TEXT_PAIRS.index(name)]
+        return row
 
 
 def _check_per_candidate(values: Sequence[object] | None, n: int, what: str) -> list[object] | None:

@@ -36,7 +36,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..trained.candidates import EMBEDDING_CANDIDATE_FEATURES, TEXT_CANDIDATE_FEATURES, static_features
+from ..trained.candidates import (
+    EMBEDDING_CANDIDATE_FEATURES,
+    TEXT_CANDIDATE_FEATURES,
+    static_features,
+)
 from ..validation import PreparedInputs
 from .pairview import TEXT_PAIRS, PairView
 
@@ -258,7 +262,8 @@ class PickedSet:
 
     def sim_max(self) -> FloatArray:
         """Each candidate's highest cosine to a pick (0 before the first pick)."""
-        return self._maxima[0]
+        sim_max: FloatArray = self._maxima[0]
+        return sim_max
 
     def rows(self) -> FloatArray:
         """The (n, F) feature rows given the picks so far: the static columns, then one per state feature."""

@@ -15,7 +15,17 @@ Example:
 
 from __future__ import annotations
 
-from .cache import BODY, NAME, TERM, TITLE, TextFacts, TextFactsCache, facts_cache, read_text, text_facts
+from .cache import (
+    BODY,
+    NAME,
+    TERM,
+    TITLE,
+    TextFacts,
+    TextFactsCache,
+    facts_cache,
+    read_text,
+    text_facts,
+)
 from .tokens import STOPWORDS, content_terms, name_terms, split_title, terms_and_names
 from .view import PoolWords, TextView, pool_words, source_inputs, text_view, view_from_facts
 

@@ -130,16 +130,6 @@ class PoolWords:
         match = (col > 0) & (self.kinds == kind)
         out[self.rows[match], col[match] - 1] = True
         return out
-        wanted = words[cols]
-        mark = _marker_array(max(int(wanted.max()), int(self.words.max())) + 1)
-        mark[wanted] = cols + 1
-        try:
-            col = mark[self.words]
-        finally:
-            mark[wanted] = 0
-        match = (col > 0) & (self.kinds == kind)
-        out[self.rows[match], col[match] - 1] = True
-        return out
 
 
 def pool_words(facts: Sequence[TextFacts], titles: dict[int, IntArray] | None = None) -> PoolWords:
