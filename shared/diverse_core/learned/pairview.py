@@ -10,8 +10,8 @@ Example:
     >>> pv = pair_view("Who wrote Dune?", ["Dune: a novel by Frank Herbert.", "Herbert: he wrote Dune."])
     >>> pv.row("title_in", 0).tolist(), pv.row("title_in_column", 0).tolist()  # 0's body: 1's title, and back
     ([0.0, 1.0], [0.0, 1.0])
-    >>> pv.words.tolist()  # who holds each of the question's words ("dune", "wrote")
-    [[1.0, 1.0], [0.0, 1.0]]
+    >>> pv.terms, pv.names, pv.words.tolist()  # who holds each of the question's words, then names
+    (('dune', 'wrote'), ('dune',), [[1.0, 1.0], [0.0, 1.0], [1.0, 1.0]])
 """
 
 from __future__ import annotations
