@@ -191,24 +191,22 @@ def pair_view(question: str, texts: Sequence[str], sources: Sequence[object] | N
     held = np.zeros((n, q_ids.shape[0] + 1))
     held[pool.rows[is_term], at[is_term]] = 1.0
     words = np.concatenate([held[:, 1: len(terms) + 1], held[:, 1 + name_cols]], axis=1).T
-    # the names outside the question's terms
+    # the names outside the question's terms, numbered (equal words, equal numbers)
     outside = (pool.kinds == NAME) & ((at == 0) | (at > len(terms)))
     name_rows = pool.rows[outside]
-    name_ids = np.unique(pool.words[outside], return_inverse=True)[1].reshape(-1)
-    shared = SharedNames.of_entries(name_rows, name_ids, n)
+    name_ids = pool.words[outside]
+    name_cols = pool.lookup(name_ids)[outside] - 1
+    shared = SharedNames.of_entries(name_rows, name_cols, n)
     # title words get slots; the body words that are some title word are the entries that matter
-    is_title = pool.kinds == TITLE
+    is_title, body = pool.kinds == TITLE, pool.kinds == BODY
     title_rows = pool.rows[is_title]
-    slot_ids, title_slots = np.unique(pool.words[is_title], return_inverse=True)
-    body = pool.kinds == BODY
-    body_ids = pool.words[body]
-    slot = np.minimum(np.searchsorted(slot_ids, body_ids), max(slot_ids.shape[0] - 1, 0))
-    hit = slot_ids[slot] == body_ids if slot_ids.shape[0] else np.zeros(body_ids.shape[0], dtype=bool)
+    slot = pool.lookup(pool.words[is_title])  # 1 + a title word's slot (0: no title word)
+    hit = body & (slot > 0)
     keys = np.array([f.key for f in facts], dtype=np.int64)
     source = _source_ids(keys, src)
     source_cols = np.unique(source, return_inverse=True)[1].reshape(-1)
-    entries = _entries(n, slot_ids.shape[0], source_cols, title_rows, title_slots.reshape(-1), pool.rows[body][hit],
-                       slot[hit], name_rows, name_ids)
+    entries = _entries(n, int(is_title.sum()), source_cols, title_rows, slot[is_title] - 1, pool.rows[hit],
+                       slot[hit] - 1, name_rows, name_cols)
     title_norm = np.maximum(np.bincount(title_rows, minlength=n), 1).astype(np.float64)
     return PairView(terms, q_names, words, source, title_norm, entries, shared)
 
