@@ -188,7 +188,7 @@ def read_model_file(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """
     p = Path(path)
     if not p.is_file():
-        raise FileNotFoundError(f"adaptive model file not found: {p}")
+        raise FileNotFoundError(f"model file not found: {p}")
     try:
         with np.load(p, allow_pickle=False) as npz:
             data = {key: npz[key] for key in npz.files}
