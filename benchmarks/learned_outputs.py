@@ -58,7 +58,7 @@ def run_all(cache_dir: str | None, n_questions: int) -> dict[tuple[Any, ...], tu
     """Every choice, keyed by (protocol, qid, model, variant, diversity, warm)."""
     from diverse_core.adaptive import AdaptiveSelector
     from diverse_core.learned import LearnedSelector
-    from diverse_core.textfeatures import facts_cache
+    from diverse_core.text import facts_cache
 
     out: dict[tuple[Any, ...], tuple[list[int], list[float]]] = {}
     adaptive = AdaptiveSelector.default()

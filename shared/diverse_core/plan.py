@@ -28,7 +28,7 @@ from .errors import InvalidParameterError
 from .near_duplicates import DEFAULT_THRESHOLD, check_threshold, guard
 from .registry import MethodSpec, get_method, with_diversity
 from .result import Selection
-from .textfeatures import source_inputs
+from .text import source_inputs
 from .validation import PreparedInputs, prepare_inputs
 
 __all__ = ["Plan", "make_plan", "prepared", "shown_params"]
@@ -109,7 +109,7 @@ class Plan:
     ) -> dict[str, Any]:
         """The per-call inputs the method reads besides the vectors: ``question`` and ``texts``
         for a method that reads text, and the candidates' ``sources`` and display ``names``
-        (metadata values, see :func:`~diverse_core.textfeatures.source_inputs`) for one that reads
+        (metadata values, see :func:`~diverse_core.text.source_inputs`) for one that reads
         sources; nothing for the others or without a question."""
         if question is None or not self.spec.reads_text:
             return {}

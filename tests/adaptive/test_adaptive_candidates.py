@@ -15,12 +15,9 @@ from diverse_core.adaptive import (
     fit_gold_model,
     gold_set_features,
 )
-from diverse_core.adaptive.candidates import (
-    EMBEDDING_CANDIDATE_FEATURES,
-    GOLD_SET_FEATURES,
-    TEXT_CANDIDATE_FEATURES,
-)
+from diverse_core.adaptive.candidates import GOLD_SET_FEATURES
 from diverse_core.errors import DimensionMismatchError, InvalidParameterError, NonFiniteInputError
+from diverse_core.trained.candidates import EMBEDDING_CANDIDATE_FEATURES, TEXT_CANDIDATE_FEATURES
 from hypothesis import given
 from hypothesis import strategies as st
 

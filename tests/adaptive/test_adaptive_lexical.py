@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from adaptive_testdata import random_view
 from diverse_core.adaptive import LEXICAL_SET_FEATURES, TextView, lexical_set_features, text_view
-from diverse_core.adaptive.lexical import STOPWORDS, content_terms, name_terms
+from diverse_core.text import STOPWORDS, content_terms, name_terms
 from hypothesis import given
 from hypothesis import strategies as st
 

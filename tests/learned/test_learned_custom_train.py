@@ -64,7 +64,7 @@ def test_custom_train_writes_a_model_and_a_card_that_round_trips(trained: Path) 
     assert card.train_data["sources_given"] and card.train_data["titles_given"]
     assert set(card.oof_recall) == {"cosine", "gmmr", "learned"}
     assert all(0.0 <= v <= 1.0 for v in card.oof_recall.values())
-    assert card.features["text"][-7] == "same_title" and set(card.weights) == {"text", "embedding"}
+    assert card.features["text"][-7] == "same_source" and set(card.weights) == {"text", "embedding"}
     assert "| learned |" in card.markdown().replace("| cosine | gmmr | learned |", "| learned |")
 
 
@@ -77,16 +77,34 @@ def test_custom_model_selects_with_sources(trained: Path) -> None:
     assert sel.details["variant"] == "text" and len(set(sel.indices.tolist())) == 3
 
 
-def test_loading_a_model_with_other_features_is_a_typed_error(trained: Path, tmp_path: Path) -> None:
+def _with_feature_renamed(trained: Path, path: Path, old: str, new: str) -> Path:
     data = dict(np.load(trained))
-    meta = json.loads(str(data["text__step_meta"]))
-    meta["feature_names"] = [("same_source" if f == "same_title" else f) for f in meta["feature_names"]]
-    data["text__step_meta"] = np.array(json.dumps(meta))
-    bad = tmp_path / "bad.npz"
-    with bad.open("wb") as fh:
+    for key in ("text__step_meta", "text__first_meta"):
+        if key in data:
+            meta = json.loads(str(data[key]))
+            meta["feature_names"] = [(new if f == old else f) for f in meta["feature_names"]]
+            data[key] = np.array(json.dumps(meta))
+    with path.open("wb") as fh:
         np.savez(fh, **data)
-    with pytest.raises(ModelFeatureMismatchError, match=r"missing: \['same_title'\].*unknown: \['same_source'\]"):
+    return path
+
+
+def test_loading_a_model_with_other_features_is_a_typed_error(trained: Path, tmp_path: Path) -> None:
+    bad = _with_feature_renamed(trained, tmp_path / "bad.npz", "same_source", "same_page")
+    with pytest.raises(ModelFeatureMismatchError, match=r"missing: \['same_source'\].*unknown: \['same_page'\]"):
         LearnedSelector.load(bad)
+
+
+def test_a_model_file_with_the_former_same_title_name_loads_and_picks_the_same(trained: Path, tmp_path: Path) -> None:
+    older = _with_feature_renamed(trained, tmp_path / "older.npz", "same_source", "same_title")
+    assert "same_title" in str(np.load(older)["text__step_meta"])
+    rng = np.random.default_rng(3)
+    q, cands = rng.normal(size=64), rng.normal(size=(12, 64))
+    kw = {"question": "q?", "texts": [f"T{i % 4}: chunk {i}" for i in range(12)]}
+    got = LearnedSelector.load(older).choose(q, cands, 4, **kw)
+    want = LearnedSelector.load(trained).choose(q, cands, 4, **kw)
+    assert LearnedSelector.load(older).variants["text"].step.feature_names[-7] == "same_source"
+    assert got.indices.tolist() == want.indices.tolist() and np.array_equal(got.scores, want.scores)
 
 
 def test_custom_format_errors_name_file_and_line(tmp_path: Path) -> None:

@@ -1,8 +1,8 @@
-"""The learned selector's pair view from per-text word marks (issue 35 warm path).
+"""The learned selector's pair view: rows of the pair matrices on demand, against a set-based reference.
 
-Hand-built answers for the new cached structure (:attr:`TextFacts.marks`) and the local word
-columns, the pair view against a plain set-based reference, the candidate features from the
-pair view's shared names against the ones counted from the view, and many threads at once.
+Hand-built answers, every row of the pair view against a plain set-based reference (pair by
+pair, from Python word sets), the candidate features from the pair view's shared names against
+the ones counted from the lexical view, and many threads at once.
 """
 
 from __future__ import annotations
@@ -12,21 +12,9 @@ import threading
 
 import numpy as np
 import pytest
-from diverse_core.adaptive.candidates import candidate_features
-from diverse_core.learned import QueryState, pair_view
-from diverse_core.textfeatures import (
-    BODY,
-    MARK_BITS,
-    NAME,
-    TERM,
-    TITLE,
-    TextFactsCache,
-    content_terms,
-    facts_cache,
-    name_terms,
-    split_title,
-    text_view,
-)
+from diverse_core.learned import PairView, QueryState, pair_view
+from diverse_core.text import content_terms, facts_cache, name_terms, split_title, text_view
+from diverse_core.trained.candidates import candidate_features
 from diverse_core.validation import prepare_inputs
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -47,26 +35,9 @@ def _texts(rng: np.random.Generator, n: int) -> list[str]:
     return out
 
 
-def test_marks_hold_each_word_once_with_a_bit_per_kind() -> None:
-    cache = TextFactsCache()
-    assert cache.get("Dune: Herbert wrote Dune in Tacoma, part X.").marks is None  # only when asked for
-    f = cache.get_many(["Dune: Herbert wrote Dune in Tacoma, part X."], marks=True)[0]
-    assert f.marks is not None
-    marks = dict(zip(cache.words_of(f.marks >> 4, f.generation), (f.marks & 15).tolist(), strict=True))
-    term, name, title, body = (MARK_BITS[k] for k in (TERM, NAME, TITLE, BODY))
-    assert marks == {
-        "dune": term | name | title | body,  # the title word, also in the body, capitalised
-        "herbert": term | name | body,
-        "wrote": term | body,
-        "tacoma": term | name | body,
-        "part": term | body,
-        "x": name,  # a one-letter name is not a content word
-    }
-    assert len(f.marks) == len(set((f.marks >> 4).tolist()))  # one entry per distinct word
-    plain = cache.get_many(["no title here"], marks=True)[0]
-    assert plain.marks is not None
-    assert dict(zip(cache.words_of(plain.marks >> 4, plain.generation), (plain.marks & 15).tolist(),
-                    strict=True)) == {"title": term | body, "here": term | body}  # "no" is a stop word
+def _dense(pv: PairView, row: str) -> np.ndarray:
+    """The (n, n) matrix whose row ``j`` is ``pv.row(row, j)`` (``[pick, candidate]``)."""
+    return np.array([pv.row(row, j) for j in range(pv.n)]).reshape(pv.n, pv.n)
 
 
 def _slow_pair_view(question: str, texts: list[str], sources: list[object] | None,
@@ -90,7 +61,7 @@ def _slow_pair_view(question: str, texts: list[str], sources: list[object] | Non
         "pairs": np.array([[float(len(others[i] & others[j])) for j in range(n)] for i in range(n)]),
         "title_in": np.array([[len(bodies[i] & titles[j]) / max(len(titles[j]), 1) for j in range(n)]
                               for i in range(n)]),
-        "same_title": np.array([[i == j or (keys[i] is not None and keys[i] == keys[j]) for j in range(n)]
+        "same_source": np.array([[i == j or (keys[i] is not None and keys[i] == keys[j]) for j in range(n)]
                                 for i in range(n)]),
     }
 
@@ -106,20 +77,15 @@ def test_pair_view_equals_a_set_based_reference(seed: int, n: int, question: str
         if with_names else None
     pv = pair_view(question, texts, sources=sources, names=names)
     ref = _slow_pair_view(question, texts, sources, names)
-    view = pv.view
-    assert np.array_equal(view.term_hits, ref["term_hits"]) and np.array_equal(view.name_hits, ref["name_hits"])
-    other = view.other_names.astype(float)
-    assert np.array_equal(other.sum(axis=1), ref["totals"])
-    assert np.array_equal(other @ other.T, ref["pairs"])  # the columns: the names, once each (any order)
-    assert np.array_equal(pv.title_in, ref["title_in"])
-    assert np.array_equal(pv.same_title, ref["same_title"])
-    assert np.array_equal(pv.names_shared, np.log1p(ref["pairs"]))
-    assert pv.shared is not None
+    n_terms = len(pv.terms)
+    assert np.array_equal(pv.words[:n_terms].T, ref["term_hits"]) and np.array_equal(pv.words[n_terms:].T,
+                                                                                      ref["name_hits"])
     assert np.array_equal(pv.shared.totals, ref["totals"])
-    cols = pv.shared.columns.astype(float)
-    off = ~np.eye(n, dtype=bool)
-    assert np.array_equal((cols @ cols.T)[off], ref["pairs"][off])
-    assert np.all(cols.sum(axis=0) >= 2)  # only names two or more candidates mention
+    assert np.array_equal(_dense(pv, "title_in"), ref["title_in"])  # [pick j, i]: j's body holds i's title
+    assert np.array_equal(_dense(pv, "title_in_column"), ref["title_in"].T)  # [pick j, i]: i's body holds j's title
+    assert np.array_equal(_dense(pv, "same_source"), ref["same_source"])
+    assert np.array_equal(_dense(pv, "names_shared"), np.log1p(ref["pairs"]))
+    assert np.all(np.bincount(pv.shared.cols, minlength=pv.shared.size) >= 2)  # only names two or more mention
 
 
 @settings(max_examples=40, deadline=None)
@@ -132,7 +98,7 @@ def test_candidate_features_from_shared_names_equal_the_counted_ones(seed: int, 
     pv = pair_view(question, texts)
     state = QueryState.build(prep, pv)
     unit = prep.candidates
-    counted = candidate_features(unit, prep.relevance, prep.k, pv.view, sim=unit @ unit.T)
+    counted = candidate_features(unit, prep.relevance, prep.k, text_view(question, texts))
     assert np.array_equal(state.static, counted)  # bit for bit: every count is an exact integer
 
 
@@ -140,24 +106,25 @@ def test_pair_view_hand_built_shared_names() -> None:
     texts = ["Alien: Ridley Scott directed Alien in Tacoma.", "Ridley Scott: Scott was born in South Shields.",
              "South Shields: a town near Tacoma.", "a river"]
     pv = pair_view("Where was the director of Alien born?", texts)
-    assert pv.shared is not None
     # names outside the question's terms ("alien", "director", "born"): ridley, scott, tacoma | ridley, scott,
     # south, shields | south, shields, tacoma | none
     assert pv.shared.totals.tolist() == [3.0, 4.0, 3.0, 0.0]
-    assert pv.names_shared[0, 1] == np.log1p(2.0) and pv.names_shared[1, 2] == np.log1p(2.0)
-    assert pv.names_shared[0, 2] == np.log1p(1.0) and pv.names_shared[3, 0] == 0.0
-    assert pv.names_shared[1, 1] == np.log1p(4.0)
-    assert pv.shared.columns.shape == (4, 5)  # ridley, scott, tacoma, south, shields: each held twice
-    assert pv.title_in[0, 1] == 1.0 and pv.title_in[2, 0] == 0.0 and pv.title_in[1, 2] == 1.0
-    assert math.isclose(pv.title_in[2, 1], 0.0)
+    assert pv.row("names_shared", 0)[1] == np.log1p(2.0) and pv.row("names_shared", 1)[2] == np.log1p(2.0)
+    assert pv.row("names_shared", 0)[2] == np.log1p(1.0) and pv.row("names_shared", 3)[0] == 0.0
+    assert pv.row("names_shared", 1)[1] == np.log1p(4.0)
+    assert pv.shared.size == 5  # ridley, scott, tacoma, south, shields: each held twice
+    # [pick j, i]: the share of i's title words j's body holds
+    assert pv.row("title_in", 0)[1] == 1.0 and pv.row("title_in", 2)[0] == 0.0 and pv.row("title_in", 1)[2] == 1.0
+    assert math.isclose(pv.row("title_in", 2)[1], 0.0)
+    assert pv.row("title_in_column", 1)[0] == 1.0  # text 0's body holds text 1's title
 
 
 def test_pair_view_empty_pool_and_no_names() -> None:
     pv = pair_view("Who?", [])
-    assert pv.title_in.shape == (0, 0) and pv.view.other_names.shape == (0, 1)
+    assert pv.n == 0 and pv.words.shape == (0, 0) and pv.shared.size == 0
     pv = pair_view("Where was the director of Alien born?", ["alien film", "born twice"])
-    assert pv.view.other_names.tolist() == [[False], [False]]
-    assert pv.names_shared.tolist() == [[0.0, 0.0], [0.0, 0.0]]
+    assert pv.shared.size == 0 and pv.shared.totals.tolist() == [0.0, 0.0]
+    assert _dense(pv, "names_shared").tolist() == [[0.0, 0.0], [0.0, 0.0]]
 
 
 @pytest.mark.parametrize("n_threads", [8])
@@ -171,13 +138,13 @@ def test_pair_view_under_many_threads_equals_one_thread(n_threads: int) -> None:
     def work(t: int) -> None:
         for r in range(20):
             k = (t * 7 + r) % len(pools)
-            if t % 2:  # the adaptive selector's readers: the same texts, without marks
+            if t % 2:  # the adaptive selector's readers: the same texts
                 text_view(*pools[(k + 1) % len(pools)])
             got = pair_view(*pools[k])
             want = expected[k]
-            if not (np.array_equal(got.title_in, want.title_in) and np.array_equal(got.names_shared, want.names_shared)
-                    and np.array_equal(got.view.term_hits, want.view.term_hits)
-                    and np.array_equal(got.same_title, want.same_title)):
+            if not all(np.array_equal(_dense(got, row), _dense(want, row))
+                       for row in ("title_in", "title_in_column", "names_shared", "same_source")) \
+                    or not np.array_equal(got.words, want.words):
                 failures.append(f"thread {t} pool {k}")
 
     threads = [threading.Thread(target=work, args=(t,)) for t in range(n_threads)]

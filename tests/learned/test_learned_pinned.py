@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from diverse_core.learned import LearnedSelector, QueryState, SetTracker, pair_view
-from diverse_core.textfeatures import facts_cache
-from diverse_core.validation import prepare_inputs
+from diverse_core.learned import LearnedSelector
+from diverse_core.text import facts_cache
 
 WORDS = ["river", "bridge", "Paris", "Lyon", "novel", "author", "born", "1921", "France", "Seine", "film", "Dune",
          "Herbert", "Tacoma", "desert", "planet", "spice", "museum", "Louvre", "painting"]
@@ -63,18 +62,3 @@ def test_shipped_models_give_the_pinned_picks(key: tuple[int, str, str], warm: b
     indices, scores = PINNED[key]
     assert choice.indices.tolist() == indices
     np.testing.assert_allclose(choice.scores, scores, rtol=0, atol=1e-12)
-
-
-@pytest.mark.parametrize("text", [False, True])
-def test_set_tracker_rows_equal_query_state_rows_bit_for_bit(text: bool) -> None:
-    rng = np.random.default_rng(35)
-    for seed in range(6):
-        q, c, texts = _pool(seed)
-        prep = prepare_inputs(q, c, 8, None)
-        state = QueryState.build(prep, pair_view(QUESTION, texts) if text else None)
-        picks = rng.permutation(40)[:8].tolist()
-        tracker = SetTracker(state)
-        assert np.array_equal(tracker.rows(), state.rows([]))
-        for t, j in enumerate(picks):
-            tracker.add(j)
-            assert np.array_equal(tracker.rows(), state.rows(picks[: t + 1])), (seed, t)

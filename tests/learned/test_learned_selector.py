@@ -7,7 +7,6 @@ from pathlib import Path
 import diverse_core as dc
 import numpy as np
 import pytest
-from diverse_core.adaptive.candidates import GoldModel
 from diverse_core.errors import DimensionMismatchError, InvalidParameterError
 from diverse_core.learned import (
     LearnedExample,
@@ -19,9 +18,11 @@ from diverse_core.learned import (
     feature_names,
     fit_step_models,
     greedy_picks,
+    load_learned,
     pair_view,
     step_rows,
 )
+from diverse_core.trained.gold import GoldModel
 from diverse_core.validation import prepare_inputs
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -50,7 +51,7 @@ def test_relevance_only_model_is_top_k() -> None:
     assert np.all(np.diff(probs) <= 0)
 
 
-def test_same_title_penalty_skips_a_second_window_of_a_picked_passage() -> None:
+def test_same_source_penalty_skips_a_second_window_of_a_picked_passage() -> None:
     # three candidates, 0 and 1 are windows of one passage, both more relevant than 2
     q = np.array([1.0, 0.0, 0.0])
     c = np.array([[1.0, 0.1, 0.0], [1.0, 0.0, 0.1], [0.6, 0.8, 0.0]])
@@ -58,7 +59,7 @@ def test_same_title_penalty_skips_a_second_window_of_a_picked_passage() -> None:
     prep = prepare_inputs(q, c, 2, None)
     state = QueryState.build(prep, pair_view("Who directed Alien?", texts))
     assert greedy_picks(state, _model(True, rel=5.0))[0].tolist() == [0, 1]
-    assert greedy_picks(state, _model(True, rel=5.0, same_title=-20.0))[0].tolist() == [0, 2]
+    assert greedy_picks(state, _model(True, rel=5.0, same_source=-20.0))[0].tolist() == [0, 2]
 
 
 def test_k_at_least_n_returns_every_candidate_once() -> None:
@@ -231,8 +232,13 @@ def test_typed_errors(tmp_path: Path) -> None:
         sel.choose_prepared(prep, variant="text")
     with pytest.raises(InvalidParameterError, match="protocol"):
         LearnedSelector.default("windows")
-    with pytest.raises(InvalidParameterError, match="model file not found"):
+    with pytest.raises(InvalidParameterError, match="no such file"):
         dc.select("learned", np.ones(3), np.eye(3), 2, model=str(tmp_path / "none.npz"))
+    # a mistyped shipped name: the error lists the shipped names (the registry check and the selector's loader)
+    for call in (lambda: dc.select("learned", np.ones(3), np.eye(3), 2, model="chunk"),
+                 lambda: load_learned("chunk")):
+        with pytest.raises(InvalidParameterError, match=r"'chunks', 'paragraphs', 'chunks-notitle'.*model='chunk'"):
+            call()
     with pytest.raises(InvalidParameterError, match="model must be"):
         dc.select("learned", np.ones(3), np.eye(3), 2, model=3)
     # an adaptive model file is not a learned one

@@ -8,9 +8,9 @@ import diverse_core as dc
 import numpy as np
 import pytest
 from diverse_core.errors import DimensionMismatchError, InvalidParameterError
-from diverse_core.learned import LearnedSelector, pair_view
+from diverse_core.learned import LearnedSelector, PairView, pair_view
 from diverse_core.registry import get_method
-from diverse_core.textfeatures import source_inputs
+from diverse_core.text import source_inputs
 
 
 @pytest.fixture
@@ -30,32 +30,36 @@ def spy(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, object]]:
 # -- core ----------------------------------------------------------------------------------
 
 
+
+def _same(pv: PairView) -> list[list[int]]:
+    return [pv.row("same_source", j).astype(int).tolist() for j in range(pv.n)]
+
 def test_sources_decide_same_source_without_title_prefixes() -> None:
     texts = ["Dune is a novel by Frank Herbert.", "It was published in 1965.", "Herbert lived in Tacoma."]
     plain = pair_view("Who wrote Dune?", texts)
-    assert plain.same_title.astype(int).tolist() == np.eye(3, dtype=int).tolist()  # no prefix, no ids: unknown
+    assert _same(plain) == np.eye(3, dtype=int).tolist()  # no prefix, no ids: unknown
     ids = pair_view("Who wrote Dune?", texts, sources=["dune.md", "dune.md", "herbert.md"])
-    assert ids.same_title.astype(int).tolist() == [[1, 1, 0], [1, 1, 0], [0, 0, 1]]
+    assert _same(ids) == [[1, 1, 0], [1, 1, 0], [0, 0, 1]]
     # a missing id (None / "") is a source of its own, never "the same" as another missing one
     part = pair_view("q?", texts, sources=[None, "", "x"])
-    assert part.same_title.astype(int).tolist() == np.eye(3, dtype=int).tolist()
+    assert _same(part) == np.eye(3, dtype=int).tolist()
 
 
 def test_sources_override_the_title_prefix() -> None:
     texts = ["Paris: the capital.", "Paris: a city of lights.", "Lyon: a city."]
-    assert pair_view("q?", texts).same_title[0, 1]
+    assert pair_view("q?", texts).row("same_source", 0)[1]
     # the ids say the two "Paris" windows come from different files: the ids win
-    assert not pair_view("q?", texts, sources=["a", "b", "c"]).same_title[0, 1]
+    assert not pair_view("q?", texts, sources=["a", "b", "c"]).row("same_source", 0)[1]
 
 
 def test_names_give_the_titles_a_pick_may_mention() -> None:
     texts = ["The film was directed by Ridley Scott.", "He was born in South Shields.", "A cat."]
     without = pair_view("Who directed Alien?", texts)
-    assert without.title_in.max() == 0.0  # no prefix: no title to find
+    assert all(without.row("title_in", j).max() == 0.0 for j in range(3))  # no prefix: no title to find
     named = pair_view("Who directed Alien?", texts, names=["Alien", "Ridley Scott", None])
-    # text 0's body names text 1's title ("Ridley Scott"): title_in[0, 1] = 2/2 title words found
-    assert named.title_in[0, 1] == pytest.approx(1.0)
-    assert named.title_in[1, 0] == 0.0
+    # text 0's body names text 1's title ("Ridley Scott"): 2/2 title words found
+    assert named.row("title_in", 0)[1] == pytest.approx(1.0)
+    assert named.row("title_in", 1)[0] == 0.0
 
 
 def test_pair_view_rejects_bad_sources() -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from diverse_core.adaptive.lexical import content_terms
 from diverse_core.learned import (
     EMBEDDING_STATE_FEATURES,
     TEXT_STATE_FEATURES,
@@ -12,6 +11,7 @@ from diverse_core.learned import (
     feature_names,
     pair_view,
 )
+from diverse_core.text import content_terms
 from diverse_core.validation import prepare_inputs
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -29,16 +29,16 @@ QUESTION = "Where was the director of Alien born?"
 def test_pair_view_known_answers() -> None:
     pv = pair_view(QUESTION, TEXTS)
     # same non-empty title: the two Alien windows; an untitled text matches nothing but itself
-    assert pv.same_title[0, 2] and pv.same_title[2, 0]
-    assert not pv.same_title[0, 1] and not pv.same_title[4, 0]
+    assert pv.row("same_source", 0)[2] and pv.row("same_source", 2)[0]
+    assert not pv.row("same_source", 0)[1] and not pv.row("same_source", 4)[0]
     # text 0 names "Ridley Scott" (the whole title of text 1); text 1 names "South Shields" (text 3's title)
-    assert pv.title_in[0, 1] == 1.0
-    assert pv.title_in[1, 3] == 1.0
-    assert pv.title_in[3, 1] == 0.0
+    assert pv.row("title_in", 0)[1] == 1.0
+    assert pv.row("title_in", 1)[3] == 1.0
+    assert pv.row("title_in", 3)[1] == 0.0
     # text 4 has no title: nobody can name it
-    assert np.all(pv.title_in[:, 4] == 0.0)
+    assert np.all(pv.row("title_in_column", 4) == 0.0)
     # names outside the question both mention: text 0 and 1 share "ridley", "scott"
-    assert pv.names_shared[0, 1] == pytest.approx(np.log1p(2))
+    assert pv.row("names_shared", 0)[1] == pytest.approx(np.log1p(2))
 
 
 def test_rows_before_and_after_picks() -> None:
@@ -52,7 +52,7 @@ def test_rows_before_and_after_picks() -> None:
     assert np.all(r0[:, col["has_picks"]] == 0) and np.all(r0[:, col["sim_max"]] == 0)
     r1 = st_.rows([0])
     assert np.all(r1[:, col["has_picks"]] == 1)
-    assert r1[2, col["same_title"]] == 1.0 and r1[1, col["same_title"]] == 0.0
+    assert r1[2, col["same_source"]] == 1.0 and r1[1, col["same_source"]] == 0.0
     assert r1[1, col["title_in_pick"]] == 1.0  # the pick (Alien) names Ridley Scott
     unit = prep.candidates / np.linalg.norm(prep.candidates, axis=1, keepdims=True)
     assert r1[3, col["sim_max"]] == pytest.approx(float(unit[3] @ unit[0]))
@@ -70,8 +70,7 @@ def _reference_state(prep, texts: list[str], question: str, picks: list[int]) ->
     q = np.asarray(prep.query, dtype=float)
     n, k = unit.shape[0], prep.k
     qterms = sorted(content_terms(question))
-    from diverse_core.adaptive.lexical import name_terms
-    from diverse_core.pipelines.drrag.features import split_title
+    from diverse_core.text import name_terms, split_title
 
     qnames = sorted(name_terms(question, skip_first=True))
     bags = [content_terms(t) for t in texts]

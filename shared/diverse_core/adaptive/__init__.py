@@ -22,17 +22,18 @@ from __future__ import annotations
 from typing import Any
 
 from ..registry import DiversityMap, MethodSpec
-from .candidates import GoldModel, candidate_features, fit_gold_model, gold_set_features
+from ..text.view import TextView, text_view
+from ..trained.candidates import candidate_features
+from ..trained.gold import GoldModel, coverage_labels, fit_gold_model
+from ..trained.inputs import TrainedMethod
+from .candidates import gold_set_features
 from .features import FEATURE_NAMES, LEXICAL_SET_FEATURES, lexical_set_features, set_features
-from .inputs import TrainedMethod
-from .lexical import TextView, text_view
 from .model import SetScorer, fit_set_scorer
 from .selector import (
     DEFAULT_LAMBDAS,
     DEFAULT_MODEL,
     AdaptiveChoice,
     AdaptiveSelector,
-    coverage_labels,
     diversity_lambda,
     lambda_sets,
     load_selector,

@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .lexical import TextView
+from ..text.view import TextView
 
 __all__ = [
     "FEATURE_NAMES",
@@ -110,7 +110,7 @@ def pool_features(unit: FloatArray, relevance: FloatArray, k: int) -> FloatArray
 
 
 def set_features(
-    lambdas: ArrayLike, sets: ArrayLike, unit: ArrayLike, relevance: ArrayLike
+    lambdas: ArrayLike, sets: ArrayLike, unit: ArrayLike, relevance: ArrayLike, *, sim: FloatArray | None = None
 ) -> FloatArray:
     """One row of :data:`FEATURE_NAMES` per set.
 
@@ -120,6 +120,7 @@ def set_features(
         unit: unit-length candidate embeddings, shape (n, d).
         relevance: relevance of each candidate to the query, shape (n,) (cosine by default;
             scores beyond [-1, 1] are divided by their largest magnitude first).
+        sim: ``unit @ unit.T`` when the caller has it (one (n, n) matrix per query, not two).
 
     Returns:
         Array of shape (L, len(FEATURE_NAMES)), float64.
@@ -133,7 +134,7 @@ def set_features(
         rel = rel / top
     n_sets, k = idx.shape
     n = u.shape[0]
-    sim = u @ u.T  # (n, n)
+    sim = u @ u.T if sim is None else sim  # (n, n)
     order = np.argsort(-rel, kind="stable")
     rank = np.empty(n, dtype=np.float64)
     rank[order] = np.arange(n, dtype=np.float64)
@@ -187,7 +188,7 @@ def set_features(
     )
 
 
-#: Per-set features from the question's words (:mod:`~diverse_core.adaptive.lexical`); the selector
+#: Per-set features from the question's words (:mod:`~diverse_core.text.view`); the selector
 #: also uses each crossed with lambda_mult.
 LEXICAL_SET_FEATURES = (
     "term_union",  # share of the question's content words some pick contains
@@ -214,7 +215,7 @@ def lexical_set_features(view: TextView, sets: ArrayLike, relevance: ArrayLike) 
     """One row of :data:`LEXICAL_SET_FEATURES` per set.
 
     Args:
-        view: the query's :class:`~diverse_core.adaptive.lexical.TextView`.
+        view: the query's :class:`~diverse_core.text.view.TextView`.
         sets: candidate indices of each set in pick order, shape (L, k).
         relevance: relevance of each candidate (defines the cosine top-k set), shape (n,).
     """

@@ -29,8 +29,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..errors import DimensionMismatchError, InvalidParameterError, NonFiniteInputError
+from ..trained.gold import read_model_file
 
-__all__ = ["SetScorer", "fit_set_scorer", "cv_pick_quality", "read_model_file", "FORMAT_VERSION"]
+__all__ = ["SetScorer", "fit_set_scorer", "cv_pick_quality", "FORMAT_VERSION"]
 
 FloatArray = NDArray[np.float64]
 
@@ -102,23 +103,6 @@ class SetScorer:
                 f"{p}: model format {meta.get('format')!r}; this version reads format {FORMAT_VERSION}"
             )
         return cls(weights, scale, float(meta["alpha"]), tuple(meta["feature_names"]), dict(meta["info"]))
-
-
-def read_model_file(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Every array of a saved model file and its parsed ``meta`` record.
-
-    Raises:
-        FileNotFoundError: no such file. InvalidParameterError: not a model file (.npz with a meta record).
-    """
-    p = Path(path)
-    if not p.is_file():
-        raise FileNotFoundError(f"adaptive model file not found: {p}")
-    try:
-        with np.load(p, allow_pickle=False) as npz:
-            data = {key: npz[key] for key in npz.files}
-        return data, dict(json.loads(str(data["meta"])))
-    except (OSError, ValueError, KeyError) as exc:
-        raise InvalidParameterError(f"{p} is not an adaptive model file (.npz from save()): {exc}") from exc
 
 
 def _check_xy(features: ArrayLike, labels: ArrayLike) -> tuple[FloatArray, FloatArray]:

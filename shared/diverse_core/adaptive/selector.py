@@ -4,7 +4,7 @@ DF-RAG asks an LLM Evaluator which of the gMMR sets (one per ``lambda_mult``) be
 supports the question. :class:`AdaptiveSelector` replaces the judge with small
 models trained on questions with known gold passages: it computes every set of the
 grid in one batched sweep, estimates how likely each candidate is gold evidence
-(:mod:`~diverse_core.adaptive.candidates`), describes each set (relevance,
+(:mod:`~diverse_core.trained.gold`), describes each set (relevance,
 redundancy, coverage, agreement across λ, expected gold picks and, when the texts
 are given, which of the question's words and names the set contains) and keeps the
 set the :class:`~diverse_core.adaptive.model.SetScorer` scores highest (ties: upper
@@ -37,14 +37,15 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..errors import InvalidParameterError
+from ..text.view import text_view
+from ..trained.candidates import candidate_features
+from ..trained.gold import read_model_file
+from ..trained.inputs import check_per_question, pick_variant, text_inputs
 from ..tuning import argmax_upper_median
 from ..validation import PreparedInputs, check_values, prepare_inputs
-from .candidates import candidate_features
 from .features import set_features
-from .inputs import check_per_question, pick_variant, text_inputs
-from .lexical import text_view
-from .model import DEFAULT_ALPHAS, read_model_file
-from .training import QueryExample, coverage_labels, fit_variants, lambda_sets, query_example
+from .model import DEFAULT_ALPHAS
+from .training import QueryExample, fit_variants, lambda_sets, query_example
 from .variant import VARIANTS, SelectorVariant, variant_features
 
 __all__ = [
@@ -56,7 +57,6 @@ __all__ = [
     "diversity_lambda",
     "lambda_sets",
     "query_features",
-    "coverage_labels",
     "load_selector",
 ]
 
@@ -208,10 +208,10 @@ class AdaptiveSelector:
         chosen = self.variants[name]
         sets, scores = lambda_sets(prep, self.lambdas)
         unit, rel = prep.candidates, prep.relevance
-        base = set_features(self.lambdas, sets, unit, rel)
         used_view = view if name == "text" else None
-        sim = unit @ unit.T
-        prob = chosen.gold.probabilities(candidate_features(unit, rel, prep.k, used_view, sim=sim))
+        prob = chosen.gold.probabilities(candidate_features(unit, rel, prep.k, used_view))  # cosines in row blocks
+        sim = unit @ unit.T  # the one (n, n) matrix of the call: 8 n^2 bytes
+        base = set_features(self.lambdas, sets, unit, rel, sim=sim)
         feats = variant_features(base, self.lambdas, sets, rel, sim, prob, used_view)
         predicted = chosen.scorer.scores(feats)
         lam = argmax_upper_median(self.lambdas, predicted)

@@ -30,10 +30,12 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..errors import DimensionMismatchError, InvalidParameterError
-from ..validation import PreparedInputs
-from .candidates import GoldModel, candidate_features, fit_gold_model
+from ..methods.gmmr import gmmr_sweep
+from ..text.view import TextView, text_view
+from ..trained.candidates import candidate_features
+from ..trained.gold import GoldModel, coverage_labels, fit_gold_model
+from ..validation import PreparedInputs, check_values
 from .features import set_features
-from .lexical import TextView, text_view
 from .model import DEFAULT_ALPHAS, fit_set_scorer
 from .variant import (
     SelectorVariant,
@@ -47,7 +49,6 @@ __all__ = [
     "query_example",
     "fit_variants",
     "cross_fitted_probabilities",
-    "coverage_labels",
     "lambda_sets",
 ]
 
@@ -56,37 +57,9 @@ FloatArray = NDArray[np.float64]
 
 def lambda_sets(prep: PreparedInputs, lambdas: ArrayLike) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
     """gMMR's set for every ``lambda_mult`` of the grid (one batched sweep): (L, k) picks and scores."""
-    from ..methods.gmmr import gmmr_sweep
-    from ..validation import check_values
-
     grid = check_values(lambdas, "lambdas")
     picks, scores = gmmr_sweep(prep, grid)
     return np.asarray(picks, dtype=np.int64), np.asarray(scores, dtype=np.float64)
-
-
-def coverage_labels(sets: ArrayLike, gold_groups: ArrayLike, n_gold: int | None = None) -> NDArray[np.float64]:
-    """Gold recall of each set, shape (L,).
-
-    Args:
-        sets: candidate indices per set, shape (L, k).
-        gold_groups: per candidate, the id (>= 0) of the gold passage it belongs to, or
-            -1 when it belongs to none, shape (n,). With one candidate per passage this
-            is plain gold recall; with chunks it is gold-document coverage.
-        n_gold: how many gold passages the question has in all (some may be missing from
-            the candidates); default: the number of distinct gold ids among the candidates.
-    """
-    idx = np.asarray(sets, dtype=np.int64)
-    groups = np.asarray(gold_groups, dtype=np.int64).reshape(-1)
-    golds = np.unique(groups[groups >= 0])
-    if n_gold is not None and (isinstance(n_gold, bool) or int(n_gold) < golds.size):
-        raise InvalidParameterError(
-            f"n_gold must be at least the {golds.size} gold passages among the candidates; got n_gold={n_gold!r}"
-        )
-    total = golds.size if n_gold is None else int(n_gold)
-    if golds.size == 0 or total == 0:
-        return np.zeros(idx.shape[0])
-    hit = (groups[idx][:, :, None] == golds[None, None, :]).any(axis=1)  # (L, G)
-    return np.asarray(hit.sum(axis=1) / total, dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -143,8 +116,8 @@ def query_example(
         base=set_features(lam, sets, unit, rel),
         relevance=np.asarray(rel, dtype=np.float64),
         sim=sim,
-        embedding=candidate_features(unit, rel, prep.k, sim=sim),
-        text=None if view is None else candidate_features(unit, rel, prep.k, view, sim=sim),
+        embedding=candidate_features(unit, rel, prep.k),
+        text=None if view is None else candidate_features(unit, rel, prep.k, view),
         view=view,
     )
 

@@ -23,15 +23,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import InvalidParameterError
-from .candidates import (
-    EMBEDDING_CANDIDATE_FEATURES,
-    GOLD_SET_FEATURES,
-    TEXT_CANDIDATE_FEATURES,
-    GoldModel,
-    gold_set_features,
-)
+from ..text.view import TextView
+from ..trained.candidates import EMBEDDING_CANDIDATE_FEATURES, TEXT_CANDIDATE_FEATURES
+from ..trained.gold import GoldModel
+from .candidates import GOLD_SET_FEATURES, gold_set_features
 from .features import FEATURE_NAMES, LEXICAL_SET_FEATURES, lexical_set_features
-from .lexical import TextView
 from .model import SetScorer
 
 __all__ = ["VARIANTS", "SelectorVariant", "variant_feature_names", "candidate_feature_names", "variant_features"]
@@ -84,7 +80,7 @@ class SelectorVariant:
 
     Attributes:
         name: ``"text"`` or ``"embedding"``.
-        gold: the candidate-level :class:`~diverse_core.adaptive.candidates.GoldModel`.
+        gold: the candidate-level :class:`~diverse_core.trained.gold.GoldModel`.
         scorer: the set-level :class:`~diverse_core.adaptive.model.SetScorer`.
     """
 

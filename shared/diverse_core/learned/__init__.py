@@ -22,10 +22,11 @@ Example:
 
 from __future__ import annotations
 
-from ..adaptive.inputs import TrainedMethod
 from ..registry import DiversityMap, MethodSpec
+from ..trained.inputs import TrainedMethod
 from .card import ModelCard, card_path
 from .greedy import greedy_picks
+from .pairview import PairView, pair_view
 from .selector import (
     DEFAULT_MODELS,
     FORMAT_VERSION,
@@ -36,12 +37,12 @@ from .selector import (
 )
 from .state import (
     EMBEDDING_STATE_FEATURES,
+    TEXT_STATE,
     TEXT_STATE_FEATURES,
-    PairView,
+    PickedSet,
     QueryState,
-    SetTracker,
+    StateFeature,
     feature_names,
-    pair_view,
 )
 from .training import (
     DEFAULT_TRAIN_CONFIG,
@@ -65,7 +66,9 @@ __all__ = [
     "CVResult",
     "DEFAULT_TRAIN_CONFIG",
     "QueryState",
-    "SetTracker",
+    "PickedSet",
+    "StateFeature",
+    "TEXT_STATE",
     "PairView",
     "pair_view",
     "feature_names",

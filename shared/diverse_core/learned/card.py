@@ -10,7 +10,7 @@ out-of-fold recall@k of the model beside cosine top-k and fixed gMMR on the same
 Example:
     >>> from diverse_core.learned import LearnedSelector
     >>> card = ModelCard.from_selector(LearnedSelector.default())
-    >>> card.k, card.fetch_k, "same_title" in card.features["text"]
+    >>> card.k, card.fetch_k, "same_source" in card.features["text"]
     (5, 50, True)
     >>> ModelCard.from_dict(card.to_dict()) == card
     True

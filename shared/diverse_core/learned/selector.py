@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -34,12 +34,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ..adaptive.candidates import GoldModel
-from ..adaptive.inputs import VARIANTS, check_per_question, pick_variant, text_inputs
-from ..adaptive.model import read_model_file
 from ..errors import InvalidParameterError, ModelFeatureMismatchError
+from ..trained.gold import GoldModel, read_model_file
+from ..trained.inputs import VARIANTS, check_per_question, pick_variant, text_inputs
 from ..validation import PreparedInputs, prepare_inputs
-from .state import QueryState, feature_names, pair_view
+from .pairview import pair_view
+from .state import RENAMED, QueryState, feature_names
 from .training import DEFAULT_TRAIN_CONFIG, LearnedExample, StepModels, TrainConfig, fit_step_models
 
 __all__ = [
@@ -151,8 +151,9 @@ class LearnedSelector:
             )
         try:
             variants = {
-                name: StepModels(GoldModel.from_arrays(data, f"{name}__step_"),
-                                 GoldModel.from_arrays(data, f"{name}__first_") if f"{name}__first_meta" in data else None)
+                name: StepModels(_renamed(GoldModel.from_arrays(data, f"{name}__step_")),
+                                 _renamed(GoldModel.from_arrays(data, f"{name}__first_"))
+                                 if f"{name}__first_meta" in data else None)
                 for name in meta["variants"]
             }
             config = TrainConfig(**meta["config"])
@@ -195,7 +196,7 @@ class LearnedSelector:
         given = text_inputs(question, texts, prep.n)
         name = pick_variant(self.variants, given is not None, variant)
         pairs = pair_view(*given, sources=sources, names=names) if given is not None and name == "text" else None
-        state = QueryState.build(prep, pairs, stacked=True)
+        state = QueryState.build(prep, pairs)
         return [LearnedChoice(*self.variants[name].picks(state, d), name) for d in diversities]
 
     def choose(
@@ -311,6 +312,12 @@ class LearnedSelector:
         return cls(variants, TrainConfig(**{**asdict(config), "text": with_text}), record)
 
 
+def _renamed(model: GoldModel) -> GoldModel:
+    """``model`` with the features of an older file under their current names (:data:`~.state.RENAMED`)."""
+    names = tuple(RENAMED.get(f, f) for f in model.feature_names)
+    return model if names == tuple(model.feature_names) else replace(model, feature_names=names)
+
+
 @lru_cache(maxsize=8)
 def _default_cached(protocol: str, path: Path) -> LearnedSelector:
     """The shipped model of ``protocol`` at ``path``, the file looked up once (a missing file raises, uncached)."""
@@ -337,4 +344,8 @@ def load_learned(model: str | Path | LearnedSelector | None) -> LearnedSelector:
         return LearnedSelector.default()
     if isinstance(model, str) and model in DEFAULT_MODELS:
         return LearnedSelector.default(model)
-    return _load_cached(str(Path(model).resolve()))
+    path = Path(model)
+    if not path.is_file():
+        raise InvalidParameterError(f"model must be a shipped model ({', '.join(map(repr, DEFAULT_MODELS))}) or an "
+                                    f"existing model file; got model={str(model)!r} (no such file)")
+    return _load_cached(str(path.resolve()))

@@ -3,19 +3,18 @@
 The learned selector builds its set one pick at a time. At every step each remaining
 candidate is described by two groups of features:
 
-* **static** (computed once per query): the adaptive selector's per-candidate features
-  (:func:`~diverse_core.adaptive.candidates.candidate_features`: relevance, rank,
-  redundancy, and with texts which question words and names it holds);
-* **state** (:data:`EMBEDDING_STATE_FEATURES` / :data:`TEXT_STATE_FEATURES`, updated
-  after each pick in O(n)): how close it is to what was already picked (cosine, same
-  source title), how strongly the picks point at it (DR-RAG's query-document
-  concatenation direction ``cos(q + d, c)`` computed in embedding space, a picked text
-  that names its title or the reverse: the bridge of a multi-hop question, names
-  shared with a pick) and which of the question's words and names it adds to the picks.
+* **static** (computed once per query): the candidate features both trained selectors share
+  (:func:`~diverse_core.trained.candidates.static_features`: relevance, rank, redundancy and,
+  with texts, which of the question's words and names it holds);
+* **state**: how the picks so far relate to it. Each state feature is declared once, as data, in
+  :data:`TEXT_STATE` (a :class:`StateFeature`: its name, the pair matrix or word group it reads,
+  the reduction over the picks); :class:`PickedSet` keeps the running reductions of a growing set
+  and writes every feature row from that table, for the greedy loop and for training alike.
 
-:class:`QueryState` holds the ``(n, n)`` pair matrices of one query, built once with
-array operations; :meth:`QueryState.rows` returns the ``(n, F)`` feature rows for a
-partial set.
+The pair matrices are never built: pick ``j``'s row of each (cosine, ``cos(unit(q + pick), c)``:
+DR-RAG's concatenated-query direction, same source, title mentions both ways, shared names) is
+computed when ``j`` is picked (:meth:`QueryState.pair_rows`), so one query takes O(n·d + n·F)
+memory, plus O(n·B) for the blocked cosines of the static rows.
 
 Example:
     >>> import numpy as np
@@ -29,54 +28,86 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ..adaptive.candidates import (
+from ..trained.candidates import (
     EMBEDDING_CANDIDATE_FEATURES,
     TEXT_CANDIDATE_FEATURES,
     static_features,
-    word_rows,
 )
 from ..validation import PreparedInputs
-from .pairview import PairView, pair_view
-from .planes import fill_stack, qdc_into
+from .pairview import TEXT_PAIRS, PairView
 
 __all__ = [
     "EMBEDDING_STATE_FEATURES",
+    "TEXT_STATE",
     "TEXT_STATE_FEATURES",
-    "PairView",
+    "PickedSet",
     "QueryState",
-    "SetTracker",
+    "StateFeature",
     "feature_names",
-    "pair_view",
 ]
 
 FloatArray = NDArray[np.float64]
 
-#: State features that need only the embeddings.
-EMBEDDING_STATE_FEATURES = (
-    "has_picks",  # 1 after the first pick
-    "step",  # picks made / k
-    "sim_max",  # highest cosine to a pick (0 before the first)
-    "sim_mean",  # mean cosine to the picks
-    "qdc_max",  # highest cos(unit(q + pick), candidate): DR-RAG's concatenated-search direction
-    "qdc_over_rel",  # qdc_max minus the candidate's relevance (what the picks add to the query)
+
+@dataclass(frozen=True)
+class StateFeature:
+    """One state feature: what it reads and how it reduces over the picks.
+
+    Attributes:
+        name: the model's column name.
+        reads: the pair matrix (``"sim"``, ``"qdc"``, ``"same_source"``, ``"title_in"``,
+            ``"title_in_column"``, ``"names_shared"``: row ``j`` for pick ``j``), the question's word
+            group (``"terms"``, ``"names"``) or ``""`` (the count of picks).
+        reduce: ``"max"`` / ``"mean"`` over the picks' rows (0 before the first pick); ``"max_minus_rel"``:
+            the maximum minus the candidate's relevance; ``"gain"``: the share of the group's words the
+            candidate holds and no pick holds; ``"union"``: the share the picks and it hold together;
+            ``"any"``: 1 after the first pick; ``"step"``: picks / k.
+    """
+
+    name: str
+    reads: str
+    reduce: str
+
+
+#: The state features that need only the embeddings.
+EMBEDDING_STATE = (
+    StateFeature("has_picks", "", "any"),
+    StateFeature("step", "", "step"),
+    StateFeature("sim_max", "sim", "max"),  # highest cosine to a pick
+    StateFeature("sim_mean", "sim", "mean"),
+    StateFeature("qdc_max", "qdc", "max"),  # highest cos(unit(q + pick), candidate)
+    StateFeature("qdc_over_rel", "qdc", "max_minus_rel"),  # what the picks add to the query
 )
 
-#: State features that also need the question and the candidate texts.
-TEXT_STATE_FEATURES = (
-    *EMBEDDING_STATE_FEATURES,
-    "same_title",  # a pick has the same source: the ids given as ``sources``, else the same "title: " prefix
-    "title_in_pick",  # share of its title's words (display name, else prefix) a pick's body contains
-    "pick_title_in_it",  # share of a pick's title words its body contains (it names a pick)
-    "names_shared",  # log(1 + most names (outside the question) shared with one pick)
-    "term_gain",  # share of the question's words it holds that no pick holds
-    "name_gain",  # same for the question's names
-    "term_union",  # share of the question's words the picks and it hold together
+#: Every state feature, the text ones after the embedding ones.
+TEXT_STATE = (
+    *EMBEDDING_STATE,
+    StateFeature("same_source", "same_source", "max"),  # a pick has its source (``sources``, else the title prefix)
+    StateFeature("title_in_pick", "title_in", "max"),  # share of its title words a pick's body holds
+    StateFeature("pick_title_in_it", "title_in_column", "max"),  # share of a pick's title words its body holds
+    StateFeature("names_shared", "names_shared", "max"),  # log(1 + most names shared with one pick)
+    StateFeature("term_gain", "terms", "gain"),
+    StateFeature("name_gain", "names", "gain"),
+    StateFeature("term_union", "terms", "union"),
 )
+
+#: The pair matrices the state features read, in the order of :meth:`QueryState.pair_rows` (the first two
+#: need only the embeddings).
+MATRICES = ("sim", "qdc", *TEXT_PAIRS)
+#: The question's word groups the gain and union features read.
+GROUPS = ("terms", "names")
+EMBEDDING_STATE_FEATURES = tuple(f.name for f in EMBEDDING_STATE)
+TEXT_STATE_FEATURES = tuple(f.name for f in TEXT_STATE)
+#: Older model files name ``same_source`` by its former name.
+RENAMED = {"same_title": "same_source"}
 
 
 def feature_names(text: bool) -> tuple[str, ...]:
@@ -87,231 +118,199 @@ def feature_names(text: bool) -> tuple[str, ...]:
 
 
 class QueryState:
-    """The static rows and pair matrices of one query; :meth:`rows` describes a partial set.
+    """The static rows of one query and what its picks read (read-only after :meth:`build`: safe to share).
 
-    Build it with :meth:`build`; it is read-only afterwards (safe to share across threads).
+    Attributes:
+        static: (n, S) the static feature rows.
+        relevance: (n,) each candidate's relevance.
+        k: the set size.
+        pairs: the query's :class:`~diverse_core.learned.pairview.PairView` (``None``: no texts).
     """
 
-    def __init__(self, static: FloatArray, sim: FloatArray, qdc: FloatArray, relevance: FloatArray, k: int,
+    def __init__(self, static: FloatArray, unit: FloatArray, cos_q: FloatArray, relevance: FloatArray, k: int,
                  pairs: PairView | None) -> None:
         self.static = static
-        self.sim = sim
-        self.qdc = qdc
+        self.unit = unit
+        self.cos_q = cos_q
         self.relevance = relevance
         self.k = k
         self.pairs = pairs
         self.n = static.shape[0]
-        self._stack: FloatArray | None = None
-        self._words: FloatArray | None = None
-        self._marks: FloatArray | None = None
+        # |q + u_j| with |q| = |u_j| = 1: cos(unit(q + u_j), u_i) = (cos_q_i + sim_ji) / norm_j
+        self.norm = np.sqrt(np.maximum(cos_q * 2.0 + 2.0, 1e-12))
 
     @classmethod
-    def build(cls, prep: PreparedInputs, pairs: PairView | None = None, *, stacked: bool = False) -> QueryState:
-        """The state of one prepared query (``pairs``: its :class:`PairView`, for the text features).
-
-        ``stacked``: also keep what the picks read per pick (:meth:`pair_stack`, :meth:`word_rows`,
-        :meth:`word_marks`; about ``6 n^2`` floats with texts), built once here instead of once per
-        :func:`~diverse_core.learned.greedy.greedy_picks` call. For a state used right away (a
-        selector call); leave it off for states kept in bulk (training examples).
-        """
-        unit = prep.candidates_unkept()
+    def build(cls, prep: PreparedInputs, pairs: PairView | None = None) -> QueryState:
+        """The state of one prepared query (``pairs``: its :class:`PairView`, for the text features)."""
+        unit = prep.candidates
         rel = np.asarray(prep.relevance, dtype=np.float64)
-        n = unit.shape[0]
-        sim = unit @ unit.T
-        cos_qi = unit @ np.asarray(prep.query, dtype=np.float64)
-        del unit  # (n, d): freed before the stack below takes its place (no heap growth, no page faults)
-        # cos(unit(q + u_i), u_j) = (rel_j + sim_ij) / |q + u_i|, with |q| = |u_i| = 1
-        norm = np.multiply(cos_qi, 2.0)
-        norm += 2.0
-        np.sqrt(np.maximum(norm, 1e-12, out=norm), out=norm)
-        view = None if pairs is None else pairs.view
-        if stacked:  # the pair matrices whose maxima over the picks the step model reads, per pick ([j, m, i])
-            stack = np.empty((n, 2 if pairs is None else 6, n))
-            qdc = stack[:, 1, :]  # a view of the stack
-        else:
-            qdc = np.empty((n, n))
-        qdc_into(sim, cos_qi, norm, qdc)
-        words = None if view is None else word_rows(view)
-        static = static_features(sim, rel, prep.k, view, None if pairs is None else pairs.shared, words)
-        state = cls(static, sim, qdc, rel, prep.k, pairs)
-        if stacked:
-            planes = {0: sim} if pairs is None else {0: sim, 2: pairs.same_title, 3: pairs.title_in,
-                                                     4: pairs.title_in.T, 5: pairs.names_shared}
-            fill_stack(stack, planes)
-            stack.setflags(write=False)  # read by every caller of the state
-            state._stack = stack
-            state._words = state.word_rows(words)
-            state._marks = state.word_marks(state._words)
-        return state
-
-    def pair_stack(self) -> FloatArray:
-        """``(n, b, n)``: per pick ``j``, the rows ``j`` of sim, qdc and, with texts, same_title, title_in,
-        title_in.T and names_shared (the one built with the state, read-only; else a new one each call)."""
-        if self._stack is not None:
-            return self._stack
-        pv = self.pairs
-        blocks = [self.sim, self.qdc] if pv is None else [self.sim, self.qdc, pv.same_title, pv.title_in,
-                                                           pv.title_in.T, pv.names_shared]
-        return np.concatenate(blocks, axis=1, dtype=np.float64).reshape(self.n, len(blocks), self.n)
-
-    def word_rows(self, words: FloatArray | None = None) -> FloatArray:
-        """``(W, n)`` 0/1: which candidates hold each of the question's terms, then names (W = 0 without texts);
-        ``words``: these rows when the caller has them."""
-        if self._words is not None:
-            return self._words
-        if words is not None:
-            return words
-        return np.zeros((0, self.n)) if self.pairs is None else word_rows(self.pairs.view)
-
-    def word_marks(self, words: FloatArray | None = None) -> FloatArray:
-        """``(n, W)``: 0 where a candidate holds the word, -1 where not (:meth:`word_rows` - 1, one row per
-        candidate); ``words``: the :meth:`word_rows` when the caller has them."""
-        if self._marks is not None:
-            return self._marks
-        marks: FloatArray = np.subtract(self.word_rows(words).T, 1.0, order="C")
-        return marks
+        cos_q = unit @ np.asarray(prep.query, dtype=np.float64)
+        static = static_features(unit, rel, prep.k, None if pairs is None else pairs.text)
+        return cls(static, unit, cos_q, rel, prep.k, pairs)
 
     @property
     def uses_text(self) -> bool:
         """Whether the rows carry the text features."""
         return self.pairs is not None
 
+    @property
+    def table(self) -> tuple[StateFeature, ...]:
+        """The state features of its rows."""
+        return TEXT_STATE if self.pairs is not None else EMBEDDING_STATE
+
     def without_text(self) -> QueryState:
         """The same query without its text features (what the embedding variant sees)."""
         if self.pairs is None:
             return self
         static = self.static[:, : len(EMBEDDING_CANDIDATE_FEATURES)]
-        state = QueryState(static, self.sim, self.qdc, self.relevance, self.k, None)
-        if self._stack is not None:
-            state._stack = self._stack[:, :2, :]
-        return state
+        return QueryState(static, self.unit, self.cos_q, self.relevance, self.k, None)
+
+    def pair_rows(self, j: int) -> FloatArray:
+        """Pick ``j``'s row of every pair matrix the state features read, in :data:`MATRICES` order: (m, n)."""
+        pv = self.pairs
+        out = np.empty((2 if pv is None else len(MATRICES), self.n))
+        np.matmul(self.unit, self.unit[j], out=out[0])
+        np.divide(self.cos_q + out[0], self.norm[j], out=out[1])
+        if pv is not None:
+            out[2:] = pv.rows(j)
+        return out
 
     def rows(self, picks: Sequence[int]) -> FloatArray:
-        """Feature rows (n, F) of every candidate given the picks so far (in pick order)."""
-        idx = np.asarray(list(picks), dtype=np.int64)
-        n, t = self.n, idx.shape[0]
-        step = np.full(n, t / max(self.k, 1))
-        if t == 0:
-            zeros = np.zeros(n)
-            state = [zeros, step, zeros, zeros, zeros, zeros]
-        else:
-            s = self.sim[idx]
-            qdc = self.qdc[idx].max(axis=0)
-            state = [np.ones(n), step, s.max(axis=0), s.mean(axis=0), qdc, qdc - self.relevance]
-        cols = [self.static, np.column_stack(state)]
-        if self.pairs is not None:
-            cols.append(self._text_state(idx))
-        return np.column_stack(cols)
-
-    def _text_state(self, idx: NDArray[np.int64]) -> FloatArray:
-        assert self.pairs is not None
-        pv, n = self.pairs, self.n
-        view = pv.view
-        terms, names = view.term_hits, view.name_hits
-        n_terms, n_names = max(terms.shape[1], 1), max(names.shape[1], 1)
-        if idx.shape[0] == 0:
-            zeros = np.zeros(n)
-            gain_t = terms.sum(axis=1) / n_terms
-            gain_n = names.sum(axis=1) / n_names
-            return np.column_stack([zeros, zeros, zeros, zeros, gain_t, gain_n, gain_t])
-        have_t = terms[idx].any(axis=0)
-        have_n = names[idx].any(axis=0)
-        return np.column_stack([
-            pv.same_title[idx].any(axis=0).astype(np.float64),
-            pv.title_in[idx].max(axis=0),
-            pv.title_in[:, idx].max(axis=1),
-            pv.names_shared[idx].max(axis=0),
-            (terms & ~have_t).sum(axis=1) / n_terms,
-            (names & ~have_n).sum(axis=1) / n_names,
-            (terms | have_t).sum(axis=1) / n_terms,
-        ])
+        """Feature rows (n, F) of every candidate given the picks so far (in pick order): a new array."""
+        picked = PickedSet(self)
+        for j in picks:
+            picked.add(int(j))
+        return picked.rows()
 
 
-class SetTracker:
-    """The feature rows of a growing set, updated pick by pick in O(n) array operations.
+@lru_cache(maxsize=64)
+def _reduction_weights(table: tuple[StateFeature, ...], coef: bytes) -> tuple[Any, ...]:
+    """What each running reduction weighs in a linear model over the state columns ``coef`` (float64 bytes):
+    ``(per matrix maximum, per matrix sum, relevance, any, step, per word group, per group of held words)``
+    (see :meth:`PickedSet.linear`; the word groups' weights still to be divided by the groups' sizes)."""
+    w_max, w_mean = np.zeros(len(MATRICES)), np.zeros(len(MATRICES))
+    word_c, held_c = np.zeros(len(GROUPS)), np.zeros(len(GROUPS))
+    w_rel = w_any = w_step = 0.0
+    for c, f in zip(np.frombuffer(coef).tolist(), table, strict=True):
+        if f.reduce in ("max", "max_minus_rel"):
+            w_max[MATRICES.index(f.reads)] += c
+            w_rel += c if f.reduce == "max_minus_rel" else 0.0
+        elif f.reduce == "mean":
+            w_mean[MATRICES.index(f.reads)] += c
+        elif f.reduce == "any":
+            w_any += c
+        elif f.reduce == "step":
+            w_step += c
+        else:  # "gain", "union": the group's words it holds, less those the picks hold; a union adds the latter
+            word_c[GROUPS.index(f.reads)] += c
+            held_c[GROUPS.index(f.reads)] += c if f.reduce == "union" else 0.0
+    return w_max, w_mean, w_rel, w_any, w_step, word_c, held_c
 
-    :meth:`QueryState.rows` recomputes every state feature from the whole pick list; the
-    greedy loop only ever adds one pick, so this keeps running maxima, sums and "some pick
-    holds this word" masks instead. The rows it returns equal ``state.rows(picks)`` bit for
-    bit (maxima and ORs do not depend on the order; sums are added in pick order, as
-    numpy's reduction over the picks' rows adds them).
+
+class PickedSet:
+    """A growing set of picks: the running reductions of :data:`TEXT_STATE`, and what they give.
+
+    Each pick updates the running maxima and sums of every pair matrix (one (m, n) block each) and
+    which of the question's words some pick holds. From them and the table, :meth:`rows` writes the
+    feature rows, and :meth:`linear` the logit of a linear model over those rows without writing them
+    (every state feature is linear in the running reductions).
 
     Example:
         >>> import numpy as np
         >>> from diverse_core.validation import prepare_inputs
-        >>> rng = np.random.default_rng(0)
-        >>> st = QueryState.build(prepare_inputs(rng.normal(size=8), rng.normal(size=(6, 8)), 3, None))
-        >>> tr = SetTracker(st); tr.add(4); tr.add(1)
-        >>> bool(np.array_equal(tr.rows(), st.rows([4, 1])))
+        >>> st = QueryState.build(prepare_inputs(np.ones(3), np.eye(3) + 0.1, 2, None))
+        >>> s = PickedSet(st); s.add(0)
+        >>> bool(np.allclose(s.rows()[:, feature_names(False).index("sim_max")], st.unit @ st.unit[0]))
+        True
+        >>> coef = np.arange(s.rows().shape[1], dtype=float)
+        >>> bool(np.allclose(s.linear(coef, 0.5)(), s.rows() @ coef + 0.5))
         True
     """
 
     def __init__(self, state: QueryState) -> None:
         self.state = state
-        n, width = state.n, state.static.shape[1]
-        n_state = len(TEXT_STATE_FEATURES if state.pairs is not None else EMBEDDING_STATE_FEATURES)
-        self._x = np.zeros((n, width + n_state))
-        self._x[:, :width] = state.static
-        s = self._s = width  # first state column
-        self._t = 0
-        self._sim_sum = np.zeros(n)
-        # the features that are a maximum over the picks, one (n, m) block per pick j: [j, i, :]
-        blocks = [state.sim, state.qdc]
-        self._max_cols = [s + 2, s + 4]
-        if state.pairs is not None:
-            pv, view, e = state.pairs, state.pairs.view, s + len(EMBEDDING_STATE_FEATURES)
-            blocks += [pv.same_title.astype(np.float64), pv.title_in, pv.title_in.T, pv.names_shared]
-            self._max_cols += [e, e + 1, e + 2, e + 3]
-            n_t, n_n = view.term_hits.shape[1], view.name_hits.shape[1]
-            # the question's words and names side by side; (words, 2) marks of what the picks hold, per kind
-            self._words = np.concatenate([view.term_hits, view.name_hits], axis=1).astype(np.float64)
-            self._held = np.zeros((n_t + n_n, 2))
-            self._spread = np.zeros((n, n_t + n_n, 2))  # [j, w, kind]: pick j holds word w of that kind
-            self._spread[:, :n_t, 0] = self._words[:, :n_t]
-            self._spread[:, n_t:, 1] = self._words[:, n_t:]
-            self._counts = np.column_stack([view.term_hits.sum(axis=1), view.name_hits.sum(axis=1)]).astype(np.float64)
-            self._sizes = np.array([max(n_t, 1), max(n_n, 1)], dtype=np.float64)
-            self._e = e
-        self._pairs = np.stack(blocks, axis=-1)
-        self._max = np.zeros((n, len(blocks)))
-        self._fill_empty()
-
-    def _fill_empty(self) -> None:
-        x, s = self._x, self._s
-        x[:, s:] = 0.0
-        if self.state.pairs is not None:  # nothing picked: every word of the question is a gain
-            e = self._e
-            x[:, e + 4: e + 6] = self._counts / self._sizes
-            x[:, e + 6] = x[:, e + 4]
+        self.picks: list[int] = []
+        n, pv = state.n, state.pairs
+        m = 2 if pv is None else len(MATRICES)
+        q = 0 if pv is None else pv.words.shape[0]
+        # one (2m + Q + 1, n) block: the running maxima and sums of the pair matrices, who holds each of the
+        # question's words, the relevance (what a linear model's logit is a product with, see linear())
+        self._h = np.zeros((2 * m + q + 1, n))
+        self._maxima, self._sums = self._h[:m], self._h[m: 2 * m]
+        self._h[2 * m: 2 * m + q] = 0.0 if pv is None else pv.words
+        self._h[-1] = state.relevance
+        self._words = self._h[2 * m: 2 * m + q].T  # (n, Q)
+        # the question's word groups: (Q, G) which group each word is in
+        self._member = np.zeros((q, len(GROUPS)))
+        if pv is not None:
+            self._member[: len(pv.terms), GROUPS.index("terms")] = 1.0
+            self._member[len(pv.terms):, GROUPS.index("names")] = 1.0
+        self._held = np.zeros(q)  # 1 where some pick holds the word
+        self._counts = self._words @ self._member  # (n, G): the words of each group each candidate holds
+        self._sizes = np.maximum(self._member.sum(axis=0), 1.0)
 
     def add(self, j: int) -> None:
         """Add candidate ``j`` to the picks."""
-        st, x, s = self.state, self._x, self._s
-        self._t += 1
-        if self._t == 1:
-            x[:, s] = 1.0
-            self._max[:] = self._pairs[j]
-            self._sim_sum[:] = st.sim[j]
+        rows = self.state.pair_rows(j)
+        if self.picks:
+            np.maximum(self._maxima, rows, out=self._maxima)
         else:
-            np.maximum(self._max, self._pairs[j], out=self._max)
-            self._sim_sum += st.sim[j]
-        x[:, self._max_cols] = self._max
-        x[:, s + 1] = self._t / max(st.k, 1)
-        x[:, s + 3] = self._sim_sum / self._t
-        np.subtract(x[:, s + 4], st.relevance, out=x[:, s + 5])
-        if st.pairs is None:
-            return
-        e = self._e
-        np.maximum(self._held, self._spread[j], out=self._held)
-        # counts of the question's words (names) each candidate holds that no pick holds: small integers, exact
-        gain = self._counts - self._words @ self._held
-        x[:, e + 4: e + 6] = gain / self._sizes
-        x[:, e + 6] = (gain[:, 0] + self._held[:, 0].sum()) / self._sizes[0]
-
-    def rows(self) -> FloatArray:
-        """The (n, F) feature rows given the picks so far (a view: copy it to keep it)."""
-        return self._x
+            self._maxima[:] = rows
+        self._sums += rows
+        np.maximum(self._held, self._words[j], out=self._held)
+        self.picks.append(j)
 
     def sim_max(self) -> FloatArray:
         """Each candidate's highest cosine to a pick (0 before the first pick)."""
-        return self._x[:, self._s + 2]
+        sim_max: FloatArray = self._maxima[0]
+        return sim_max
+
+    def rows(self) -> FloatArray:
+        """The (n, F) feature rows given the picks so far: the static columns, then one per state feature."""
+        st, t = self.state, len(self.picks)
+        held = self._held[:, None] * self._member  # (Q, G)
+        both = self._words @ held  # (n, G): the words of each group a candidate and some pick hold
+        cols = []
+        for f in st.table:
+            if f.reduce in ("max", "max_minus_rel"):
+                col = self._maxima[MATRICES.index(f.reads)]
+                cols.append(col - st.relevance if f.reduce == "max_minus_rel" and t else col)
+            elif f.reduce == "mean":
+                cols.append(self._sums[MATRICES.index(f.reads)] / max(t, 1))
+            elif f.reduce in ("any", "step"):
+                cols.append(np.full(st.n, float(t > 0) if f.reduce == "any" else t / max(st.k, 1)))
+            else:  # "gain", "union": the share of the group's words it holds and no pick does, or it or a pick does
+                g = GROUPS.index(f.reads)
+                count = self._counts[:, g] - both[:, g]
+                cols.append((count + held[:, g].sum() if f.reduce == "union" else count) / self._sizes[g])
+        return np.column_stack([st.static, *cols])
+
+    def linear(self, coef: FloatArray, intercept: float) -> Callable[[], FloatArray]:
+        """``rows() @ coef + intercept`` given the picks at the time of each call, from the running reductions.
+
+        The weights of each reduction follow from the table once: a maximum or a mean weighs its
+        matrix's running maximum or sum, ``max_minus_rel`` also the relevance, a gain or a union the
+        group's words a candidate holds, minus those it shares with the picks (and a union the
+        group's words the picks hold).
+        """
+        st = self.state
+        s = st.static.shape[1]
+        m, q = self._maxima.shape[0], self._held.shape[0]
+        w_max, w_mean, w_rel, w_any, w_step, word_c, held_c = _reduction_weights(st.table, coef[s:].tobytes())
+        w_max, w_mean, w_step = w_max[:m], w_mean[:m], w_step / max(st.k, 1)
+        per_group, held_group = word_c / self._sizes, held_c / self._sizes
+        base = st.static @ coef[:s] + intercept + self._counts @ per_group
+        per_word, held_word = self._member @ per_group, self._member @ held_group
+        u = np.zeros(self._h.shape[0])  # the weights of the rows of the block
+
+        def logits() -> FloatArray:
+            t = len(self.picks)
+            if t:
+                u[:m] = w_max
+                np.divide(w_mean, t, out=u[m: 2 * m])
+                u[-1] = -w_rel
+            np.multiply(self._held, -per_word, out=u[2 * m: 2 * m + q])
+            shift = float(self._held @ held_word) + (w_any + w_step * t if t else 0.0)
+            return np.asarray(u @ self._h + base + shift, dtype=np.float64)
+
+        return logits

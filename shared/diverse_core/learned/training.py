@@ -8,7 +8,7 @@ the rows of partial sets. Which partial sets? Those the selector itself reaches:
 round rolls out the greedy selector fitted in the round before, and the model of the
 last round is fitted on the rows of all rounds (imitation learning with the
 selector's own states, as in DAgger). The model is a logistic regression fitted by
-Newton's method (:func:`~diverse_core.adaptive.candidates.fit_gold_model`), so
+Newton's method (:func:`~diverse_core.trained.gold.fit_gold_model`), so
 training is deterministic. :func:`cross_validate` gives the mean gold recall of
 held-out folds (question ``i`` in fold ``i mod folds``): how the configuration is
 chosen, on training questions only.
@@ -34,13 +34,13 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from ..adaptive.candidates import GoldModel, fit_gold_model
-from ..adaptive.training import coverage_labels
 from ..errors import DimensionMismatchError, InvalidParameterError
+from ..trained.gold import GoldModel, coverage_labels, fit_gold_model
 from .greedy import greedy_picks
 from .state import QueryState, feature_names
 
-__all__ = ["LearnedExample", "TrainConfig", "DEFAULT_TRAIN_CONFIG", "CVResult", "StepModels", "fit_step_models", "cross_validate", "step_rows"]
+__all__ = ["CVResult", "DEFAULT_TRAIN_CONFIG", "LearnedExample", "StepModels", "TrainConfig", "cross_validate",
+           "fit_step_models", "step_rows"]
 
 FloatArray = NDArray[np.float64]
 

@@ -57,9 +57,8 @@ def argmax_rows(
 
 
 def first_true(mask: NDArray[np.bool_]) -> int:
-    """``int(mask.argmax())`` of a boolean array (the first ``True`` in C order, 0 when none),
-    read from its bytes: numpy's ``argmax`` releases the GIL on every call, whatever the size."""
-    return max(mask.tobytes().find(1), 0)
+    """The first ``True`` of a boolean array in C order (0 when none)."""
+    return int(mask.argmax())
 
 
 def argmax_first(values: NDArray[np.float64], rtol: float = TIE_RTOL) -> int:

@@ -33,7 +33,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ...errors import DimensionMismatchError
-from ...textfeatures import split_title
+from ...text.tokens import split_title
 
 __all__ = ["SCALAR_NAMES", "tokens", "split_title", "pair_features", "n_features"]
 

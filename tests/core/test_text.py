@@ -1,22 +1,26 @@
-"""diverse_core.textfeatures: the per-text cache (bounded, thread-safe, keyed by content) and the array view."""
+"""diverse_core.text: the per-text cache (bounded, thread-safe, keyed by content) and the array view."""
 
 from __future__ import annotations
 
+import ast
 import threading
+from pathlib import Path
 
+import diverse_core
 import numpy as np
 import pytest
 from diverse_core.errors import InvalidParameterError
-from diverse_core.textfeatures import (
+from diverse_core.text import (
     TextFactsCache,
     content_terms,
     name_terms,
     read_text,
-    split_title,
     view_from_facts,
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+ROOT = Path(diverse_core.__file__).parent
 
 
 def _view_by_sets(question: str, texts: list[str]) -> tuple[list[list[bool]], list[list[bool]], list[set[str]]]:
@@ -106,24 +110,46 @@ def test_bad_sizes_are_typed_errors() -> None:
         TextFactsCache(max_words=1.5)  # type: ignore[arg-type]
 
 
-def test_old_import_paths_keep_working() -> None:
-    from diverse_core.adaptive.lexical import text_view as old_view
-    from diverse_core.pipelines.drrag.features import split_title as old_split
+def _imports(path: Path) -> list[tuple[str, bool]]:
+    """``(module, at top level)`` of every ``from .. import`` in a core file, resolved to ``diverse_core.*``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = ".".join(path.relative_to(ROOT.parent).with_suffix("").parts[:-1])
+    # top level: the module's own statements and those of its ``if TYPE_CHECKING:`` blocks
+    top = {id(node) for node in tree.body}
+    top |= {id(inner) for node in tree.body if isinstance(node, ast.If) for inner in node.body}
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+            out.append((f"{base}.{node.module}" if node.module else base, id(node) in top))
+    return out
 
-    assert old_split is split_title
-    assert old_view("Who?", ["Who knows."]).terms == ()
+
+#: What each package of the text stack and the trained selectors may import from the core (besides errors,
+#: validation and registry): the text stack at the bottom, the shared trained base above it, the two
+#: selectors on top, neither importing the other.
+ALLOWED = {
+    "text": ("diverse_core.text",),
+    "trained": ("diverse_core.text", "diverse_core.trained"),
+    "adaptive": ("diverse_core.text", "diverse_core.trained", "diverse_core.adaptive", "diverse_core.methods"),
+    "learned": ("diverse_core.text", "diverse_core.trained", "diverse_core.learned"),
+}
+
+
+@pytest.mark.parametrize("pkg", sorted(ALLOWED))
+def test_text_and_trained_selectors_import_only_downwards_at_top_level(pkg: str) -> None:
+    base = ("diverse_core.errors", "diverse_core.validation", "diverse_core.registry", "diverse_core._version",
+            "diverse_core.tuning")
+    for path in sorted((ROOT / pkg).glob("*.py")):
+        for module, at_top in _imports(path):
+            assert at_top, f"{path.name}: function-level import of {module}"
+            assert module.startswith(ALLOWED[pkg] + base), f"{pkg}/{path.name} imports {module}"
 
 
 def test_learned_does_not_import_a_pipeline() -> None:
     """Every selection method sits below every pipeline: learned/ and adaptive/ import no pipelines module."""
-    import ast
-    from pathlib import Path
-
-    import diverse_core
-
-    root = Path(diverse_core.__file__).parent
     for pkg in ("learned", "adaptive"):
-        for path in (root / pkg).glob("*.py"):
+        for path in (ROOT / pkg).glob("*.py"):
             tree = ast.parse(path.read_text(encoding="utf-8"))
             for node in ast.walk(tree):
                 if isinstance(node, ast.ImportFrom) and node.module and "pipelines" in node.module:

@@ -1,16 +1,9 @@
-"""Text features shared by the selection methods and the pipelines (adaptive, learned, DR-RAG).
+"""The lexical view of one query: which of the question's words and names each candidate text holds.
 
-Everything here is model-free: a regular-expression tokenizer with a small stop-word
-list, the ``"title: body"`` convention, and the lexical view of one query
-(:func:`text_view`). It sits below :mod:`diverse_core.adaptive`,
-:mod:`diverse_core.learned` and :mod:`diverse_core.pipelines`, so no selection method
-imports a pipeline to read a text.
-
-Reading a text (tokenizing it, splitting off its title) is the costly part of the
-text-aware selectors, and in a service the same chunks come back query after query.
-:class:`TextFactsCache` keeps what was read of each text (a bounded, thread-safe LRU
-keyed by the text's content); :func:`text_facts` reads through the process-wide
-cache (:func:`facts_cache`), so a chunk seen before costs one dictionary lookup.
+Everything here is model-free and reads the texts through the process-wide
+:class:`~diverse_core.text.cache.TextFactsCache`, so a chunk seen before costs one dictionary
+lookup. It sits below :mod:`diverse_core.adaptive`, :mod:`diverse_core.learned` and
+:mod:`diverse_core.pipelines`, so no selection method imports a pipeline to read a text.
 
 Example:
     >>> v = text_view("Who directed Alien?", ["Alien was directed by Ridley Scott.", "A cat."])
@@ -18,12 +11,11 @@ Example:
     (('alien', 'directed'), ('alien',))
     >>> v.term_hits.tolist()
     [[True, True], [False, False]]
-    >>> split_title("Paris: the capital of France.")
-    ('Paris', 'the capital of France.')
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -31,47 +23,38 @@ from functools import lru_cache
 import numpy as np
 from numpy.typing import NDArray
 
-from .textcache import (
+from .cache import (
     _KIND_BITS,
     _KINDS,
-    BODY,
     NAME,
     TERM,
     TITLE,
     IntArray,
-    Lineup,
     TextFacts,
     TextFactsCache,
     facts_cache,
-    read_text,
     text_facts,
 )
-from .textmarks import MARK_BITS, marker_array
-from .texttokens import STOPWORDS, content_terms, name_terms, split_title, terms_and_names
+from .tokens import content_terms, name_terms
 
-__all__ = [
-    "BODY",
-    "MARK_BITS",
-    "NAME",
-    "STOPWORDS",
-    "TERM",
-    "TITLE",
-    "Lineup",
-    "PoolWords",
-    "TextFacts",
-    "TextFactsCache",
-    "TextView",
-    "content_terms",
-    "facts_cache",
-    "name_terms",
-    "pool_words",
-    "read_text",
-    "source_inputs",
-    "split_title",
-    "terms_and_names",
-    "text_facts",
-    "text_view",
-]
+__all__ = ["PoolWords", "TextView", "pool_words", "question_columns", "question_words", "source_inputs", "text_view",
+           "view_from_facts"]
+
+_SCRATCH = threading.local()
+
+
+def _marker_array(size: int) -> IntArray:
+    """This thread's all-zero marker array of at least ``size`` slots, indexed by word id.
+
+    Callers mark slots, read them and set them back to zero before returning (in a ``finally``),
+    so a lookup of many ids against a few costs one scatter and one gather, with no sort.
+    """
+    mark: IntArray | None = getattr(_SCRATCH, "mark", None)
+    if mark is None or mark.shape[0] < size:
+        mark = np.zeros(max(size, 2 * (0 if mark is None else mark.shape[0]), 1024), dtype=np.int64)
+        _SCRATCH.mark = mark
+    return mark
+
 
 @dataclass(frozen=True)
 class TextView:
@@ -127,22 +110,23 @@ class PoolWords:
         out[self.rows[mine], col.reshape(-1)] = True
         return words, out
 
-    def holds(self, words: IntArray, kind: int) -> NDArray[np.bool_]:
-        """(n, len(words)) whether each candidate holds each of the distinct ``words`` as ``kind`` (-1: never).
-
-        One gather over the pool's words through a marker array indexed by word id (no sort).
-        """
-        out = np.zeros((self.n, words.shape[0]), dtype=bool)
-        cols = np.flatnonzero(words >= 0)
-        if not cols.shape[0] or not self.words.shape[0]:
-            return out
-        wanted = words[cols]
-        mark = marker_array(max(int(wanted.max()), int(self.words.max())) + 1)
-        mark[wanted] = cols + 1
+    def lookup(self, words: IntArray) -> IntArray:
+        """For each of the pool's words, ``1 +`` its position among the distinct ``words`` (0: not among them;
+        a word -1 is never found). One gather through a marker array indexed by word id (no sort)."""
+        wanted = words[words >= 0]
+        if not wanted.shape[0] or not self.words.shape[0]:
+            return np.zeros(self.words.shape[0], dtype=np.int64)
+        mark = _marker_array(max(int(wanted.max()), int(self.words.max())) + 1)
+        mark[wanted] = np.flatnonzero(words >= 0) + 1
         try:
-            col = mark[self.words]
+            return mark[self.words]
         finally:
             mark[wanted] = 0
+
+    def holds(self, words: IntArray, kind: int) -> NDArray[np.bool_]:
+        """(n, len(words)) whether each candidate holds each of the distinct ``words`` as ``kind`` (-1: never)."""
+        out = np.zeros((self.n, words.shape[0]), dtype=bool)
+        col = self.lookup(words)
         match = (col > 0) & (self.kinds == kind)
         out[self.rows[match], col[match] - 1] = True
         return out
@@ -164,12 +148,13 @@ def pool_words(facts: Sequence[TextFacts], titles: dict[int, IntArray] | None = 
 
 
 @lru_cache(maxsize=4096)
-def _question_words(question: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def question_words(question: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The question's content words and its names (capitalised words but the first, numbers), each sorted."""
     return tuple(sorted(content_terms(question))), tuple(sorted(name_terms(question, skip_first=True)))
 
 
 @lru_cache(maxsize=4096)
-def _question_columns(terms: tuple[str, ...], names: tuple[str, ...]) -> tuple[tuple[str, ...], NDArray[np.intp]]:
+def question_columns(terms: tuple[str, ...], names: tuple[str, ...]) -> tuple[tuple[str, ...], NDArray[np.intp]]:
     """The question's distinct words (its terms first) and the column of each of its names among them
     (a read-only array: ``hits.take(cols, axis=1)`` picks the names' columns)."""
     words = tuple(dict.fromkeys(terms + names))
@@ -188,10 +173,10 @@ def view_from_facts(question: str, facts: Sequence[TextFacts], cache: TextFactsC
     :func:`pool_words` when the caller already has it.
     """
     cache = facts_cache() if cache is None else cache
-    terms, names = _question_words(question)
+    terms, names = question_words(question)
     pool = pool_words(facts) if pool is None else pool
     n = pool.n
-    words_q, name_cols = _question_columns(terms, names)
+    words_q, name_cols = question_columns(terms, names)
     q_terms = cache.word_ids(words_q, pool.generation)
     # one lookup for the question's words; a question name counts when the text holds the word, capitalised or not
     both = pool.holds(q_terms, TERM)

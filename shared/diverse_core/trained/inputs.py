@@ -153,5 +153,7 @@ class TrainedMethod:
         if model is not None and not isinstance(model, (str, Path, self.selector_type)):
             raise InvalidParameterError(f"model must be {self.accepted}; got model={model!r}")
         if isinstance(model, (str, Path)) and str(model) not in self.shipped and not Path(model).is_file():
-            raise InvalidParameterError(f"model file not found: model={str(model)!r}")
+            shipped = f"a shipped model ({', '.join(map(repr, self.shipped))}) or " if self.shipped else ""
+            raise InvalidParameterError(f"model must be {shipped}an existing model file; got model={str(model)!r} "
+                                        "(no such file)")
         return check_choice_params(params)

@@ -4,7 +4,7 @@ Reading a text (tokenizing it, splitting off its title) is the costly part of th
 selectors, and in a service the same chunks come back query after query. The cache keeps what
 was read of each text (a bounded, thread-safe LRU keyed by the text's content) and numbers every
 word it reads, so a query lines its candidates up with array operations over word ids.
-:mod:`diverse_core.textfeatures` re-exports everything here.
+:mod:`diverse_core.text` re-exports the public names.
 
 Example:
     >>> cache = TextFactsCache()
@@ -18,20 +18,16 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict, deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from itertools import repeat
-from operator import attrgetter
-from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
 
-from .errors import InvalidParameterError
-from .textmarks import word_marks
-from .texttokens import content_terms, split_title, terms_and_names
+from ..errors import InvalidParameterError
+from .tokens import content_terms, split_title, terms_and_names
 
-__all__ = ["BODY", "NAME", "TERM", "TITLE", "Lineup", "TextFacts", "TextFactsCache", "facts_cache", "read_text",
-           "text_facts"]
+__all__ = ["BODY", "NAME", "TERM", "TITLE", "TextFacts", "TextFactsCache", "facts_cache", "read_text", "text_facts"]
 
 IntArray = NDArray[np.int64]
 
@@ -64,13 +60,6 @@ class TextFacts:
         codes: every id above in one array, each as ``id * 8 + kind`` (:data:`TERM`, :data:`NAME`,
             :data:`TITLE`, :data:`BODY`): a query stacks its candidates with one call.
         key: the source key (the lower-cased prefix title, numbered like a word; -1 without one).
-        marks: each distinct id once, as ``id * 16 + bits``: one bit of :data:`MARK_BITS` per kind the
-            word has here (what the learned selector's pair view lines up); ``None`` until a reader asks
-            for them (``get_many(..., marks=True)``).
-        lineup: what the pair view stacks of this text, as raw bytes so that a query joins its
-            candidates' with one ``b"".join`` per part (no array call per text): its name ids, title ids
-            and distinct word ids (native ``int64``) and each distinct word's kind bits (``uint8``; the
-            ``marks`` split); ``None`` with ``marks``.
     """
 
     terms: frozenset[str]
@@ -85,8 +74,6 @@ class TextFacts:
     generation: int = field(default=-1, compare=False, repr=False)
     codes: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), compare=False, repr=False)
     key: int = field(default=-1, compare=False, repr=False)
-    marks: IntArray | None = field(default=None, compare=False, repr=False)
-    lineup: Lineup | None = field(default=None, compare=False, repr=False)
 
 
 def read_text(text: str) -> TextFacts:
@@ -97,49 +84,6 @@ def read_text(text: str) -> TextFacts:
         return TextFacts(frozenset(terms), frozenset(names), "", frozenset(), frozenset(terms))
     return TextFacts(frozenset(terms), frozenset(names), title, frozenset(content_terms(title)),
                      frozenset(content_terms(body)))
-
-
-class Lineup(NamedTuple):
-    """One text's :attr:`TextFacts.lineup` (raw native bytes; a tuple, so ``zip(*lineups)`` gives each part's list).
-
-    Attributes:
-        names: its name ids (``int64``).
-        titles: its title word ids (``int64``).
-        words: its distinct word ids (``int64``; the ids of :attr:`TextFacts.marks`).
-        bits: each distinct word's kind bits (``uint8``; the bits of :attr:`TextFacts.marks`).
-        head: four ``int64``: how many names, title words and distinct words it has (:attr:`sizes`), then
-            its source key (:attr:`key`), in one object so that a query reads one per text.
-
-    Example:
-        >>> import numpy as np
-        >>> line = TextFactsCache().get_many(["Dune: a novel by Frank Herbert."], marks=True)[0].lineup
-        >>> sizes = np.frombuffer(line.sizes, dtype=np.int64).tolist()  # names, title words, distinct words
-        >>> sizes[1], sizes[2] == len(np.frombuffer(line.words, dtype=np.int64)) == len(line.bits)
-        (1, True)
-    """
-
-    names: bytes
-    titles: bytes
-    words: bytes
-    bits: bytes
-    head: bytes
-
-    @property
-    def sizes(self) -> bytes:
-        """How many names, title words and distinct words it has (three ``int64``)."""
-        return self.head[:24]
-
-    @property
-    def key(self) -> bytes:
-        """Its source key (one ``int64``, -1 without a prefix title)."""
-        return self.head[24:]
-
-
-def _with_marks(f: TextFacts, marks: IntArray) -> TextFacts:
-    """``f`` with its ``marks`` and the :class:`Lineup` that comes with them."""
-    head = np.array([f.name_ids.shape[0], f.title_ids.shape[0], marks.shape[0], f.key], dtype=np.int64)
-    return replace(f, marks=marks, lineup=Lineup(f.name_ids.tobytes(), f.title_ids.tobytes(), (marks >> 4).tobytes(),
-                                                 (marks & 15).astype(np.uint8).tobytes(), head.tobytes()))
 
 
 class TextFactsCache:
@@ -172,7 +116,7 @@ class TextFactsCache:
         self._words: list[str] = []
         self._generation = 0
         self._id_bound = 0
-        self._shown: dict[str, bytes] = {}
+        self._shown: dict[str, IntArray] = {}
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
@@ -206,39 +150,34 @@ class TextFactsCache:
             spelled = self._words
             return [spelled[i] for i in ids.tolist()]
 
-    def _numbered(self, facts: list[TextFacts], marks: bool) -> list[TextFacts]:
-        """``facts`` with ids in the current vocabulary, with their marks if asked (call with the lock held)."""
-        parts = []
+    def _numbered(self, facts: list[TextFacts]) -> list[TextFacts]:
+        """``facts`` with ids in the current vocabulary (call with the lock held)."""
+        out = []
         for f in facts:
             lists = [self._id_list(words) for words in (f.terms, f.names, f.title_terms, f.body_terms)]
             key = f.prefix_title.strip().lower()
             # the source key is numbered in the same vocabulary, marked so that it never equals a word
             key_id = self._id_list(frozenset({_KEY_MARK + key}))[0] if key else -1
+            flat = np.array(lists[0] + lists[1] + lists[2] + lists[3], dtype=np.int64)
             sizes = [len(ids) for ids in lists]
-            parts.append((f, np.array(lists[0] + lists[1] + lists[2] + lists[3], dtype=np.int64), sizes, key_id))
-        codes = [flat * _KINDS + np.repeat(_KIND_OF, sizes) for _, flat, sizes, _ in parts]
-        out = []
-        for (f, flat, sizes, key_id), code, mark in zip(parts, codes, word_marks(codes) if marks else [None] * len(codes),
-                                                        strict=True):
             a, b, c = sizes[0], sizes[0] + sizes[1], sizes[0] + sizes[1] + sizes[2]
-            read = TextFacts(f.terms, f.names, f.prefix_title, f.title_terms, f.body_terms, flat[:a], flat[a:b],
-                             flat[b:c], flat[c:], self._generation, code, key_id)
-            out.append(read if mark is None else _with_marks(read, mark))
+            out.append(TextFacts(f.terms, f.names, f.prefix_title, f.title_terms, f.body_terms, flat[:a], flat[a:b],
+                                 flat[b:c], flat[c:], self._generation, flat * _KINDS + np.repeat(_KIND_OF, sizes),
+                                 key_id))
         return out
 
     def get(self, text: str) -> TextFacts:
         """The facts of ``text``, read once and kept while it stays among the ``maxsize`` most recent."""
         return self.get_many([text])[0]
 
-    def get_many(self, texts: Sequence[str], *, marks: bool = False) -> list[TextFacts]:
-        """:meth:`get` of each text, in order (one vocabulary generation for all of them; ``marks``: with their marks)."""
+    def get_many(self, texts: Sequence[str]) -> list[TextFacts]:
+        """:meth:`get` of each text, in order (one vocabulary generation for all of them)."""
         with self._lock:  # every entry kept is of the current generation (a new generation empties the cache)
             data = self._data
             out: list[TextFacts | None] = list(map(data.get, texts))
             to_end = data.move_to_end
-            # the warm path: every text seen before (with its marks, if asked): no per-text test in Python
-            if all(out) and (not marks or all(map(_LINEUP, out))):  # a Lineup is a non-empty tuple
-                deque(map(to_end, texts), maxlen=0)  # each one most recent, in order (no Python loop)
+            if all(out):  # the warm path: every text seen before
+                deque(map(to_end, texts), maxlen=0)  # each one most recent, in order
                 self.hits += len(out)
                 return out  # type: ignore[return-value]
             for t, f in zip(texts, out, strict=True):
@@ -254,15 +193,10 @@ class TextFactsCache:
                 self._words.clear()
                 self._data.clear()
                 self._generation += 1
-            numbered = dict(zip(missing, self._numbered(list(missing.values()), marks), strict=True))
+            numbered = dict(zip(missing, self._numbered(list(missing.values())), strict=True))
             if any(f is not None and f.generation != self._generation for f in out):  # renumber what went stale
                 stale = {t: f for t, f in zip(texts, out, strict=True) if f is not None}
-                numbered.update(zip(stale, self._numbered(list(stale.values()), marks), strict=True))
-            elif marks:  # read before without marks: add them
-                bare = {t: f for t, f in zip(texts, out, strict=True) if f is not None and f.marks is None}
-                found = word_marks([f.codes for f in bare.values()])
-                numbered.update(zip(bare, (_with_marks(f, m)
-                                           for f, m in zip(bare.values(), found, strict=True)), strict=True))
+                numbered.update(zip(stale, self._numbered(list(stale.values())), strict=True))
             for t, f in numbered.items():
                 if self.maxsize:
                     self._data[t] = f
@@ -285,26 +219,23 @@ class TextFactsCache:
                 return None
             return self._ids(words)
 
-    def title_words(self, names: Sequence[str | None], own: Sequence[bytes], generation: int) -> list[bytes]:
-        """Each candidate's title word ids as :attr:`Lineup.titles` bytes: its display name's content words,
-        or ``own`` (its text's) where it has no name (``None`` or ``""``).
+    def title_words(self, names: Sequence[str | None], generation: int) -> list[IntArray | None]:
+        """The ids of each display name's content words (``None`` where a candidate has no name, ``None`` or ``""``).
 
         New words are numbered, and each name's ids are kept (a bounded dictionary, emptied with the
-        vocabulary), so names seen before cost one lookup. A name gets no ids when ``generation`` is
-        no longer current.
+        vocabulary), so names seen before cost one lookup. Every name gets no ids (an empty array) when
+        ``generation`` is no longer current.
         """
         with self._lock:
             if generation != self._generation:
-                return [b"" if nm else ids for nm, ids in zip(names, own, strict=True)]
+                return [np.zeros(0, dtype=np.int64) if nm else None for nm in names]
             known = self._shown
-            if not all(map(known.__contains__, filter(None, names))):
-                if len(known) > _SHOWN_MAX:
-                    known.clear()
-                for nm in filter(None, names):
-                    if nm not in known:
-                        known[nm] = self._ids(frozenset(content_terms(nm))).tobytes()
-            # no name (None, ""): not a key, so its own title
-            return list(map(known.get, names, own))  # type: ignore[arg-type]
+            if len(known) > _SHOWN_MAX:
+                known.clear()
+            for nm in filter(None, names):
+                if nm not in known:
+                    known[nm] = self._ids(frozenset(content_terms(nm)))
+            return [known[nm] if nm else None for nm in names]
 
     def clear(self) -> None:
         """Forget every text and word and reset the counters."""
@@ -318,7 +249,6 @@ class TextFactsCache:
             self.misses = 0
 
 
-_LINEUP = attrgetter("lineup")
 _FACTS = TextFactsCache()
 
 

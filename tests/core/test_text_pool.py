@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 import numpy as np
-from diverse_core.textfeatures import BODY, NAME, TERM, TITLE, TextFactsCache, pool_words
+from diverse_core.text import BODY, NAME, TERM, TITLE, TextFactsCache, pool_words
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
