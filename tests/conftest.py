@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 
 import pytest
-
 from hypothesis import settings
 
 settings.register_profile("ci", derandomize=True, print_blob=True)

@@ -10,6 +10,10 @@ import pytest
 from diverse_core.adaptive import AdaptiveSelector
 from diverse_core.registry import get_method
 
+#: MockEmbedding gives every text the same vector, so the faces' near-duplicate guard would leave
+#: the method one candidate; these tests check what the method is handed.
+NO_GUARD = {"duplicate_threshold": None}
+
 
 @pytest.fixture
 def model(tmp_path: Path) -> str:
@@ -244,7 +248,8 @@ def test_llamaindex_retriever_passes_query_and_texts(spy: list[dict[str, object]
     emb = MockEmbedding(embed_dim=8)
     index = VectorStoreIndex.from_documents([Document(text=f"Alien fact {i}") for i in range(8)],
                                             embed_model=emb)
-    retriever = DiverseRetriever.from_index(index, top_n=3, fetch_k=6, method="adaptive")
+    retriever = DiverseRetriever.from_index(index, top_n=3, fetch_k=6, method="adaptive",
+                                            method_params=NO_GUARD)
     base = index.as_retriever(similarity_top_k=6)
     texts = [n.node.get_content(metadata_mode=_embed_mode()) for n in base.retrieve("Alien?")]
     out = retriever.retrieve("Alien?")

@@ -364,11 +364,6 @@ def test_no_import_cycle() -> None:
     assert not groups, f"import cycles: {groups}\n" + house()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="learned/ still imports adaptive/ for its base classes until they move to diverse_core.trained "
-    "(issue 44, the learned branch); once that lands this passes: remove the mark",
-)
 def test_the_trained_selectors_do_not_import_each_other() -> None:
     side = sideways(_ARROWS)
     assert not side, [f"{a.source} -> {a.target}" for a in side]

@@ -12,6 +12,10 @@ from diverse_core.learned import LearnedSelector, PairView, pair_view
 from diverse_core.registry import get_method
 from diverse_core.text import source_inputs
 
+#: MockEmbedding gives every text the same vector, so the faces' near-duplicate guard would leave
+#: the method one candidate; these tests check what the method is handed.
+NO_GUARD = {"duplicate_threshold": None}
+
 
 @pytest.fixture
 def spy(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, object]]:
@@ -196,7 +200,8 @@ def test_llamaindex_retriever_passes_ref_doc_ids(spy: list[dict[str, object]]) -
     docs = [Document(text=long, doc_id="doc-a"), Document(text=long.replace("Alien", "Aliens"), doc_id="doc-b")]
     index = VectorStoreIndex.from_documents(docs, embed_model=emb,
                                             transformations=[SentenceSplitter(chunk_size=64, chunk_overlap=0)])
-    retriever = DiverseRetriever.from_index(index, top_n=3, fetch_k=8, method="learned")
+    retriever = DiverseRetriever.from_index(index, top_n=3, fetch_k=8, method="learned",
+                                            method_params=NO_GUARD)
     base = index.as_retriever(similarity_top_k=8).retrieve("Alien?")
     expected = [n.node.ref_doc_id for n in base]
     assert set(expected) == {"doc-a", "doc-b"}
@@ -244,7 +249,8 @@ def test_llamaindex_retriever_source_key(spy: list[dict[str, object]]) -> None:
     emb = MockEmbedding(embed_dim=8)
     docs = [Document(text=f"Alien fact {i}", metadata={"url": f"u{i % 2}"}) for i in range(6)]
     index = VectorStoreIndex.from_documents(docs, embed_model=emb)
-    retriever = DiverseRetriever.from_index(index, top_n=2, fetch_k=6, method="learned", source_key="url")
+    retriever = DiverseRetriever.from_index(index, top_n=2, fetch_k=6, method="learned", source_key="url",
+                                            method_params=NO_GUARD)
     base = index.as_retriever(similarity_top_k=6).retrieve("Alien?")
     retriever.retrieve("Alien?")
     assert spy[-1]["sources"] == [n.node.metadata["url"] for n in base]
