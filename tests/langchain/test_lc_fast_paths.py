@@ -36,9 +36,9 @@ def test_reassigned_fields_take_effect_after_a_call(store: InMemoryVectorStore) 
 
 def test_method_params_edited_in_place_take_effect(store: InMemoryVectorStore) -> None:
     retriever = DiverseRetriever(vectorstore=store, k=2, fetch_k=5, method="mmr",
-                                 method_params={"lambda_mult": 0.5})
+                                 method_params={"lambda_mult": 0.5, "duplicate_threshold": None})
     assert "bridge" in names(retriever.invoke("q"))
-    retriever.method_params["lambda_mult"] = 1.0  # pure relevance: the bridge goes
+    retriever.method_params["lambda_mult"] = 1.0  # pure relevance, unguarded: the bridge goes
     docs = retriever.invoke("q")
     assert set(names(docs)) <= DUPS
     assert docs[0].metadata["selection_params"] == {"lambda_mult": 1.0}

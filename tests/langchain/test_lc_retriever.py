@@ -102,10 +102,13 @@ def test_k_kwarg_and_per_call_options(store: InMemoryVectorStore) -> None:
     assert len(retriever.invoke("q", k=1)) == 1
     assert len(retriever.invoke("q", k=4)) == 4
     assert set(names(retriever.invoke("q", method="topk"))) <= DUPS
-    # lambda_mult=1 is pure relevance: the bridge disappears.
-    plain = retriever.invoke("q", method_params={"lambda_mult": 1.0})
+    # lambda_mult=1 is pure relevance: without the near-duplicate guard the bridge disappears.
+    plain = retriever.invoke("q", method_params={"lambda_mult": 1.0, "duplicate_threshold": None})
     assert set(names(plain)) <= DUPS
     assert plain[0].metadata["selection_params"] == {"lambda_mult": 1.0}
+    # With it (the faces' default) the second copy gives way to the bridge.
+    guarded = retriever.invoke("q", method_params={"lambda_mult": 1.0})
+    assert "bridge" in names(guarded) and len(set(names(guarded)) & DUPS) == 1
     # fetch_k=3 leaves only duplicates as candidates.
     assert set(names(retriever.invoke("q", fetch_k=3))) <= DUPS
     # The configured fields are unchanged by per-call options.
@@ -275,8 +278,10 @@ async def test_callbacks_see_outer_and_child_runs(table_embeddings: TableEmbeddi
 
 
 def test_cover_through_the_retriever(store: InMemoryVectorStore) -> None:
-    """Cover (facility location) may keep a second copy of a dense cluster: it covers mass."""
+    """Cover (facility location) may keep a second copy of a dense cluster (it covers mass); the
+    faces' near-duplicate guard takes one copy and lists the others it left out."""
     docs = DiverseRetriever(vectorstore=store, k=3, method="cover",
                             method_params={"diversity": 0.9}).invoke("q")
-    assert len(docs) == 3 and names(docs)[0] in DUPS
+    assert len(docs) == 3 and len(set(names(docs)) & DUPS) == 1
+    assert docs[0].metadata["selection_params"]["near_duplicates"]
     assert {d.metadata["selection_method"] for d in docs} == {"cover"}
