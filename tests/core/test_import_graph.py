@@ -34,8 +34,6 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 
 #: (level, name, module prefixes). A prefix covers the module of that name and everything below it.
