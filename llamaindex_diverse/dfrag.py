@@ -1,8 +1,8 @@
 """DF-RAG for LlamaIndex: :class:`DFRAGRetriever` and :class:`DFRAGQueryEngine` (generated from the
-core"s declaration, see :func:`~llamaindex_diverse.pipeline_engine.retriever_class`) and
+core's declaration, see :func:`~llamaindex_diverse.pipeline_engine.retriever_class`) and
 :class:`LlamaIndexLLM` (re-exported).
 
-The retriever returns the nodes of the λ that DF-RAG"s Evaluator chose; the query engine"s
+The retriever returns the nodes of the λ that DF-RAG's Evaluator chose; the query engine's
 ``Response.metadata`` holds λ*, the score per λ, the plan, warnings, cost and trace.
 
 Example:

@@ -1,7 +1,7 @@
 """DIVA for LlamaIndex: :class:`DIVARetriever` and :class:`DIVAQueryEngine` (generated from the
-core"s declaration, see :func:`~llamaindex_diverse.pipeline_engine.retriever_class`).
+core's declaration, see :func:`~llamaindex_diverse.pipeline_engine.retriever_class`).
 
-The retriever keeps the ``k`` nodes DIVA chooses for an ambiguous question (each node"s
+The retriever keeps the ``k`` nodes DIVA chooses for an ambiguous question (each node's
 ``selection_params["interpretations"]`` says which interpretations it serves); the query engine
 verifies them and answers with them, or closed book when they are useless.
 

@@ -1,5 +1,5 @@
 """DR-RAG for LlamaIndex: :class:`DRRAGRetriever` (no LLM needed) and :class:`DRRAGQueryEngine` (one
-LLM call per question), generated from the core"s declaration (see
+LLM call per question), generated from the core's declaration (see
 :func:`~llamaindex_diverse.pipeline_engine.retriever_class`).
 
 Example:

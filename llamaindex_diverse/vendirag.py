@@ -1,9 +1,9 @@
 """Vendi-RAG for LlamaIndex: :class:`VendiRAGRetriever` and :class:`VendiRAGQueryEngine` (generated
-from the core"s declaration, see :func:`~llamaindex_diverse.pipeline_engine.retriever_class`).
+from the core's declaration, see :func:`~llamaindex_diverse.pipeline_engine.retriever_class`).
 
-The retriever returns the final iteration"s nodes (or every node the loop used); the query engine"s
+The retriever returns the final iteration's nodes (or every node the loop used); the query engine's
 ``Response.metadata`` holds the per-iteration trace, s trajectory, quality, warnings and cost. Both
-need an LLM: the judge"s scores decide what later iterations retrieve.
+need an LLM: the judge's scores decide what later iterations retrieve.
 
 Example:
     >>> from llama_index.core import Document, VectorStoreIndex
