@@ -67,7 +67,8 @@ class PipelineRetriever(BaseRetriever):
     Args:
         llm: a LangChain chat model / LLM, or any core text backend (``None`` for pipelines
             whose retrieval needs no LLM).
-        vectorstore / base_retriever: where candidates come from (exactly one).
+        vectorstore: the store searched for candidates (give this or ``base_retriever``).
+        base_retriever: any retriever whose results are the candidates (or ``vectorstore``).
         embeddings: embeds queries and candidates (default: the store's embeddings).
         k: documents to return (per call: ``invoke(q, k=3)``).
         fetch_k: candidates per search.

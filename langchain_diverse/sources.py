@@ -40,7 +40,8 @@ class LangChainSource:
     then only truncates.
 
     Args:
-        vectorstore / base_retriever: where candidates come from (exactly one).
+        vectorstore: the store searched for candidates (give this or ``base_retriever``).
+        base_retriever: any retriever whose results are the candidates (or ``vectorstore``).
         embeddings: embeds queries and candidates (default: the store's embeddings).
         fetch_k: candidates per search when a pipeline asks for ``k=None``.
         search_kwargs: extra arguments for the store search (e.g. ``filter``).

@@ -48,12 +48,6 @@ def select(
             typed error (:class:`~diverse_core.errors.NonFiniteInputError`,
             :class:`~diverse_core.errors.ZeroVectorError`). A bad query, or a pool with no
             usable candidate, is a typed error either way.
-        duplicate_threshold (in ``params``): the near-duplicate guard
-            (:mod:`diverse_core.near_duplicates`): no pick has a cosine similarity above this to an
-            earlier pick, nor the same text (when ``texts=`` is given), while a distinct candidate
-            remains. Off here by default (``None``: the method's own picks, exactly); the framework
-            faces turn it on at 0.95. ``topk`` is never guarded. The candidates it left out are
-            listed in ``details["near_duplicates"]``.
         **params: the method's parameters, e.g. ``lambda_mult=0.5`` for
             ``mmr``/``gmmr``, ``sigma=0.1`` for ``dartboard``, ``s=0.5`` for ``vendi``,
             ``lam=0.5`` for ``gist``; or ``diversity`` in [0, 1] for any method (0: pure
@@ -61,6 +55,11 @@ def select(
             ``dpp``/``msd``/``cover``/``ssd``/``adaptive``/``learned`` it is their own parameter; see
             :class:`~diverse_core.registry.DiversityMap`; the native name wins when both are
             given, and they must agree).
+            ``params`` may also hold ``duplicate_threshold``, the near-duplicate guard
+            (:mod:`diverse_core.near_duplicates`): no pick has a cosine similarity above it to an
+            earlier pick, nor the same text (with ``texts=``), while a distinct candidate remains.
+            Off here by default (the method's own picks, exactly); the faces turn it on at 0.95.
+            ``topk`` is never guarded; the candidates it left out are in ``details["near_duplicates"]``.
 
     Returns:
         A :class:`Selection` with indices in pick order, objective values and relevance.
