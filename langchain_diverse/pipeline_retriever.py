@@ -73,7 +73,9 @@ class PipelineRetriever(BaseRetriever):
         k: documents to return (per call: ``invoke(q, k=3)``).
         fetch_k: candidates per search.
         search_kwargs: extra arguments for the store search.
-        max_concurrency / timeout / max_retries: the LLM call policy.
+        max_concurrency: LLM calls in flight at once.
+        timeout: seconds per LLM call.
+        max_retries: retries of a failed LLM call.
         llm_kwargs: per-role extra arguments for the LLM calls.
 
     Example:

@@ -73,7 +73,10 @@ class PipelineRetriever(BaseRetriever):
         embed_model: embeds queries and nodes lacking an embedding.
         k: nodes to return.
         fetch_k: hits per search of an index.
-        max_concurrency / timeout / max_retries / llm_kwargs: the LLM call policy.
+        max_concurrency: LLM calls in flight at once.
+        timeout: seconds per LLM call.
+        max_retries: retries of a failed LLM call.
+        llm_kwargs: per-role extra arguments for the LLM calls.
         hide_selection_metadata: keep the selection metadata out of LLM/embedding text.
         **options: the pipeline's own options (see the subclass).
 

@@ -65,12 +65,16 @@ class DiverseRetriever(BaseRetriever):
         postprocessor: a configured :class:`DiverseNodePostprocessor`; or leave it out
             and give ``top_n``/``method``/``method_params``/``embed_model``.
         top_n: nodes returned (``k`` is an alias); default 4.
-        method, method_params, embed_model, diversity: see :class:`DiverseNodePostprocessor`.
+        method: the selection method (see :class:`DiverseNodePostprocessor`).
+        method_params: its parameters (see :class:`DiverseNodePostprocessor`).
+        embed_model: embeds the query and nodes lacking an embedding.
+        diversity: the shared knob in [0, 1] (see :class:`DiverseNodePostprocessor`).
         fetch_k: candidates the base retriever returns. Read from the retriever's
             ``similarity_top_k`` when it has one; used to reject ``top_n > fetch_k``.
         callback_manager: defaults to the base retriever's; also given to the postprocessor.
-        source_key, title_key: for ``method="learned"``, where a node's source id and title come
-            from (see :class:`DiverseNodePostprocessor`; default: ``ref_doc_id`` and ``metadata["title"]``).
+        source_key: for ``method="learned"``, the metadata key of a node's source id (default:
+            its ``ref_doc_id``; see :class:`DiverseNodePostprocessor`).
+        title_key: the metadata key of a node's display title (default ``"title"``).
 
     Raises:
         InvalidParameterError: ``top_n > fetch_k``, ``fetch_k`` disagreeing with the
