@@ -177,3 +177,20 @@ def test_the_sample_bench_reads_packaged_vectors_under_a_cache_name_of_its_own()
     assert name == "all-MiniLM-L6-v2+packaged-sample"
     _, name = _as_embedder(BenchConfig(tasks=[("hotpotqa_sample", "paragraphs"), ("hotpotqa", "paragraphs")]))
     assert name == "all-MiniLM-L6-v2"
+
+
+def test_the_bench_line_prints_its_recall(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """A run ends with its headline on stdout (lenient and strict recall per setting), not only
+    with where the files went."""
+    from diverse_core.cli import main
+
+    monkeypatch.setenv("DIVERSE_RAG_DATA", str(tmp_path / "nowhere"))
+    monkeypatch.setenv("DIVERSE_RAG_CACHE", str(tmp_path / "cache"))
+    assert main(["bench", "--datasets", "hotpotqa_sample:paragraphs", "--quick", "4", "--methods", "cosine",
+                 "learned", "--out", str(tmp_path / "bench"), "--no-progress", "--no-plots"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["setting", "recall@5", "support@5"]
+    rows = {line.split()[1]: line.split()[-2:] for line in lines[1:] if line.startswith("hotpotqa_sample")}
+    assert set(rows) == {"cosine", "learned"}
+    assert all(0.0 <= float(v) <= 100.0 for cells in rows.values() for v in cells)

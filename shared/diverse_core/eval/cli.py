@@ -317,6 +317,7 @@ def run_from_args(args: argparse.Namespace) -> int:
         print(f"[bench] no oracle row: the gmmr grid does not run lambda_mult {missing} (pass gmmr=0.1:1:0.1)",
               file=sys.stderr)
     res = run_benchmark(config)
+    _print_recall(res, config.k)
     print(
         f"[bench] done in {res.seconds['total']:.1f} s "
         f"(embedding {res.seconds['embedding']:.1f} s, {res.texts_embedded} new texts); "
@@ -324,6 +325,23 @@ def run_from_args(args: argparse.Namespace) -> int:
         + (f", {config.results_md}" if config.results_md else "")
     )
     return 0
+
+
+def _print_recall(res: Any, k: int) -> None:
+    """The headline of the run on stdout: page-level (lenient) and support-level (strict) recall per
+    setting; every other metric is in the summary files."""
+    from .results import summary_rows
+
+    rows = summary_rows(res)
+    if not rows:
+        return
+    width = max(len(f"{r['dataset']}:{r['protocol']} {r['method']} {r['params']}") for r in rows)
+    print(f"{'setting':<{width}}  recall@{k}  support@{k}")
+    for r in rows:
+        label = f"{r['dataset']}:{r['protocol']} {r['method']} {r['params']}"
+        cells = [f"{100 * v:.1f}" if isinstance(v, float) and v == v else "-"
+                 for v in (r.get("recall"), r.get("support"))]
+        print(f"{label:<{width}}  {cells[0]:>{len('recall@') + len(str(k))}}  {cells[1]:>{len('support@') + len(str(k))}}")
 
 
 #: Exceptions that are the user's input (exit code 2); anything else exits with 1.
