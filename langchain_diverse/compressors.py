@@ -14,7 +14,14 @@ from langchain_core.embeddings import Embeddings
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from .embeddings import DEFAULT_CACHE_SIZE, CachedEmbeddings, cached_embeddings
-from .selection import current_plan, document_texts, face_plan, fold_diversity, select_documents
+from .selection import (
+    current_plan,
+    document_texts,
+    face_plan,
+    fold_diversity,
+    nonblank_documents,
+    select_documents,
+)
 
 __all__ = ["DiverseCompressor"]
 
@@ -79,15 +86,17 @@ class DiverseCompressor(BaseDocumentCompressor):
             self._embedder_memo = memo
         return memo[1]
 
-    def _prepare(self, documents: Sequence[Document]) -> tuple[Plan, int, list[Document], list[str]]:
-        """The plan and ``k`` (checked even when no document came), the documents and their texts."""
-        documents = list(documents)
-        return current_plan(self), check_k(self.k, "k"), documents, document_texts(documents)
+    def _prepare(self, documents: Sequence[Document]) -> tuple[Plan, int, list[Document], list[str], list[int]]:
+        """The plan and ``k`` (checked even when no document came), the documents with text, their
+        texts, and the positions of the blank ones left out."""
+        plan, k = current_plan(self), check_k(self.k, "k")
+        kept, blank = nonblank_documents(list(documents))
+        return plan, k, kept, document_texts(kept), blank
 
     def _select(self, plan: Plan, k: int, documents: list[Document], query: str, query_vector: Any,
-                vectors: Any) -> list[Document]:
+                vectors: Any, blank: list[int]) -> list[Document]:
         return select_documents(query_vector, documents, vectors, plan, k, question=query,
-                                source_key=self.source_key, title_key=self.title_key)
+                                source_key=self.source_key, title_key=self.title_key, blank=blank)
 
     def compress_documents(
         self,
@@ -96,12 +105,12 @@ class DiverseCompressor(BaseDocumentCompressor):
         callbacks: Callbacks | None = None,
     ) -> Sequence[Document]:
         """Return ``k`` of ``documents`` chosen by ``method``, in pick order."""
-        plan, k, documents, texts = self._prepare(documents)
+        plan, k, documents, texts, blank = self._prepare(documents)
         if not documents:
             return []
         embedder = self._embedder()
         return self._select(plan, k, documents, query, embedder.embed_query_array(query),
-                            embedder.embed_documents_array(texts))
+                            embedder.embed_documents_array(texts), blank)
 
     async def acompress_documents(
         self,
@@ -110,10 +119,10 @@ class DiverseCompressor(BaseDocumentCompressor):
         callbacks: Callbacks | None = None,
     ) -> Sequence[Document]:
         """Async :meth:`compress_documents`: awaits the model; selection runs in a worker thread."""
-        plan, k, documents, texts = self._prepare(documents)
+        plan, k, documents, texts, blank = self._prepare(documents)
         if not documents:
             return []
         embedder = self._embedder()
         query_vector = await embedder.aembed_query_array(query)
         vectors = await embedder.aembed_documents_array(texts)
-        return await asyncio.to_thread(self._select, plan, k, documents, query, query_vector, vectors)
+        return await asyncio.to_thread(self._select, plan, k, documents, query, query_vector, vectors, blank)

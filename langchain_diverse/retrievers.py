@@ -33,6 +33,7 @@ from .selection import (
     document_texts,
     face_plan,
     fold_diversity,
+    nonblank_documents,
     plan_for_call,
     select_documents,
 )
@@ -323,11 +324,12 @@ class DiverseRetriever(BaseRetriever):
         plan: Plan,
         k: int,
         query: str,
+        blank: list[int],
     ) -> list[Document]:
         if self.score_threshold is not None:
             documents, vectors = _above_threshold(query_vector, documents, vectors, self.score_threshold)
         return select_documents(query_vector, documents, vectors, plan, k, question=query,
-                                source_key=self.source_key, title_key=self.title_key)
+                                source_key=self.source_key, title_key=self.title_key, blank=blank)
 
     # -- sync ------------------------------------------------------------------
     def _get_relevant_documents(
@@ -345,8 +347,9 @@ class DiverseRetriever(BaseRetriever):
             documents = self._fetch(query, fetch_k, run_manager)
         if not documents:
             return []
+        documents, blank = nonblank_documents(documents)
         vectors = embedder.embed_documents_array(document_texts(documents), known=self._check_known(known))
-        return self._finish(query_vector, documents, vectors, plan, k, query)
+        return self._finish(query_vector, documents, vectors, plan, k, query, blank)
 
     # -- async -----------------------------------------------------------------
     async def _aget_relevant_documents(
@@ -364,10 +367,11 @@ class DiverseRetriever(BaseRetriever):
             documents = await self._afetch(query, fetch_k, run_manager)
         if not documents:
             return []
+        documents, blank = nonblank_documents(documents)
         texts = document_texts(documents)
         vectors = await embedder.aembed_documents_array(texts, known=self._check_known(known))
         # The selection is CPU work: keep it off the event loop.
-        return await asyncio.to_thread(self._finish, query_vector, documents, vectors, plan, k, query)
+        return await asyncio.to_thread(self._finish, query_vector, documents, vectors, plan, k, query, blank)
 
 
 def _store_dimension(store: VectorStore) -> int | None:

@@ -18,6 +18,7 @@ Every document the faces return is a copy of a candidate whose ``metadata`` gain
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
@@ -31,6 +32,8 @@ from numpy.typing import ArrayLike
 
 from .errors import EmptyDocumentError
 
+_log = logging.getLogger("langchain_diverse")
+
 __all__ = [
     "RELEVANCE_SCORE",
     "SELECTION_SCORE",
@@ -43,6 +46,7 @@ __all__ = [
     "check_sizes",
     "plan_for_call",
     "document_texts",
+    "nonblank_documents",
     "select_documents",
     "fold_diversity",
 ]
@@ -164,6 +168,34 @@ def document_texts(documents: Sequence[Document]) -> list[str]:
     return texts
 
 
+#: The ``selection_params`` key listing the fetched documents left out for having no text (their
+#: positions among the documents fetched).
+BLANK_DOCUMENTS = "blank_documents"
+
+
+def nonblank_documents(documents: Sequence[Document]) -> tuple[list[Document], list[int]]:
+    """``documents`` without those whose ``page_content`` is empty or white space, and the positions
+    of the ones left out (logged at WARNING): one blank chunk in a store does not fail every query that
+    fetches it.
+
+    Raises:
+        EmptyDocumentError: every document is blank (nothing is left to select from).
+    """
+    kept: list[Document] = []
+    blank: list[int] = []
+    for i, doc in enumerate(documents):
+        text = getattr(doc, "page_content", None)
+        if isinstance(text, str) and text and not text.isspace():
+            kept.append(doc)
+        else:
+            blank.append(i)
+    if blank and not kept:
+        document_texts(documents)  # raises, naming the first blank document
+    if blank:
+        _log.warning("left out %d fetched document(s) with no text (positions %s)", len(blank), blank[:20])
+    return kept, blank
+
+
 def select_documents(
     query_vector: ArrayLike,
     documents: Sequence[Document],
@@ -174,6 +206,7 @@ def select_documents(
     question: str | None = None,
     source_key: str | None = "source",
     title_key: str | None = "title",
+    blank: Sequence[int] = (),
 ) -> list[Document]:
     """Run ``plan`` on the candidates and return annotated copies in pick order.
 
@@ -190,6 +223,8 @@ def select_documents(
             (``learned``) gets these ids, so windows of one source count as one; ``None`` or no
             document carrying the key: it reads the ``"title: "`` prefix of the texts instead.
         title_key: the metadata key of a document's display title (``None``: not read).
+        blank: positions of fetched documents left out for having no text
+            (:func:`nonblank_documents`), listed in every returned document's ``selection_params``.
 
     Raises:
         DimensionMismatchError: not one vector per document, or query and document vectors
@@ -210,6 +245,8 @@ def select_documents(
     )
     sel = plan.run(query_vector, vectors, k, inputs=inputs)
     shown = {**plan.shown, **shown_params(sel.details)}
+    if blank:
+        shown[BLANK_DOCUMENTS] = list(blank)
     return [
         documents[i].model_copy(update={"metadata": {
             **documents[i].metadata,

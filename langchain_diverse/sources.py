@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 
 from ._stored import StoreSearch
 from .embeddings import CachedEmbeddings, cached_embeddings
-from .selection import document_texts
+from .selection import document_texts, nonblank_documents
 
 __all__ = ["LangChainSource", "document_id"]
 
@@ -117,6 +117,7 @@ class LangChainSource:
         else:
             assert self.base_retriever is not None
             docs = list(self.base_retriever.invoke(query, self._config()))
+        docs = nonblank_documents(docs)[0] if docs else docs
         vecs = self.embedder.embed_documents_array(document_texts(docs), known=known) if docs else None
         return self._build(query, qv, docs, vecs, k)
 
@@ -129,6 +130,7 @@ class LangChainSource:
         else:
             assert self.base_retriever is not None
             docs = list(await self.base_retriever.ainvoke(query, self._config()))
+        docs = nonblank_documents(docs)[0] if docs else docs
         vecs = (
             await self.embedder.aembed_documents_array(document_texts(docs), known=known)
             if docs else None

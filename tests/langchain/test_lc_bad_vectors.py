@@ -47,3 +47,28 @@ def test_bad_embeddings_are_dropped_and_reported(method: str) -> None:
         warnings.simplefilter("ignore", RuntimeWarning)  # warned again: bad vectors are never cached
         again = asyncio.run(retriever.ainvoke("q"))  # same answer, async too
     assert [d.page_content for d in again] == [d.page_content for d in docs]
+
+
+@pytest.mark.parametrize("method", ["mmr", "learned", "topk"])
+def test_blank_documents_are_left_out_not_fatal(method: str) -> None:
+    """Issue 46 item 4: a blank chunk in the store no longer fails every query that fetches it."""
+    emb = TableEmbeddings(VECTORS)
+    texts = ["dup a", "", "bridge", "   ", "noise"]
+    docs = [Document.model_construct(page_content=t, metadata={}) for t in texts]
+    retriever = DiverseRetriever(base_retriever=ListRetriever(docs=docs), embeddings=emb, k=2, method=method)
+    out = retriever.invoke("q")
+    assert len(out) == 2 and all(d.page_content.strip() for d in out)
+    assert out[0].metadata["selection_params"]["blank_documents"] == [1, 3]
+    again = asyncio.run(retriever.ainvoke("q"))
+    assert [d.page_content for d in again] == [d.page_content for d in out]
+
+
+def test_a_compressor_given_only_blank_documents_names_them() -> None:
+    from langchain_diverse import DiverseCompressor, EmptyDocumentError
+
+    compressor = DiverseCompressor(embeddings=TableEmbeddings(VECTORS), k=1)
+    kept = compressor.compress_documents([Document(page_content="dup a"), Document(page_content=" ")], "q")
+    assert [d.page_content for d in kept] == ["dup a"]
+    assert kept[0].metadata["selection_params"]["blank_documents"] == [1]
+    with pytest.raises(EmptyDocumentError, match="document 0"):
+        compressor.compress_documents([Document(page_content=" ")], "q")

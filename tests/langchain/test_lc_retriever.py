@@ -169,11 +169,15 @@ def test_fewer_candidates_than_k(table_embeddings: TableEmbeddings) -> None:
     assert DiverseRetriever(vectorstore=empty, k=4).invoke("q") == []
 
 
-def test_empty_page_content_is_an_error(table_embeddings: TableEmbeddings) -> None:
+def test_empty_page_content_is_left_out_and_all_blank_is_an_error(table_embeddings: TableEmbeddings) -> None:
     docs = [Document(page_content="dup a"), Document(page_content="  ", id="blank")]
     retriever = DiverseRetriever(base_retriever=ListRetriever(docs=docs), embeddings=table_embeddings)
-    with pytest.raises(EmptyDocumentError, match="document 1 .*'blank'"):
-        retriever.invoke("q")
+    out = retriever.invoke("q")
+    assert [d.page_content for d in out] == ["dup a"]
+    assert out[0].metadata["selection_params"]["blank_documents"] == [1]
+    only_blank = DiverseRetriever(base_retriever=ListRetriever(docs=docs[1:]), embeddings=table_embeddings)
+    with pytest.raises(EmptyDocumentError, match="document 0 .*'blank'"):
+        only_blank.invoke("q")
 
 
 def test_dimension_mismatch_is_an_error(corpus_docs: list[Document]) -> None:
