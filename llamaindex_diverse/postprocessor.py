@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
@@ -35,6 +36,8 @@ from ._vectors import (
     query_strings,
     stack_node_vectors,
 )
+
+_log = logging.getLogger("llamaindex_diverse")
 
 __all__ = ["DiverseNodePostprocessor"]
 
@@ -267,6 +270,7 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
         relevance: NDArray[np.float64] | None,
         inputs: dict[str, Any],
         picked: Any,
+        blank: Sequence[int] = (),
     ) -> list[NodeWithScore]:
         """Run ``plan`` on the candidate vectors (the query in their precision: float32 cache rows are
         selected in float32) and return copies of the chosen nodes (``picked(indices)``) carrying the
@@ -275,6 +279,8 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
         sel: Selection = plan.run(np.asarray(query_embedding, dtype=dtype), candidates, self.top_n,
                                   relevance=relevance, inputs=inputs)
         shown = {**plan.shown, **shown_params(sel.details)}
+        if blank:
+            shown[BLANK_NODES] = list(blank)
         return [
             with_selection_metadata(item, method=sel.method, params=shown, rank=rank, score=score, relevance=rel,
                                     hide_from_models=self.hide_selection_metadata)
@@ -300,11 +306,13 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
         )
 
     def _pick_nodes(self, plan: Plan, nodes: list[NodeWithScore], bundle: QueryBundle, query: Sequence[float],
-                    positions: list[int], texts: list[str], embedded: Any, label: str | None) -> list[NodeWithScore]:
+                    positions: list[int], texts: list[str], embedded: Any, label: str | None,
+                    blank: Sequence[int] = ()) -> list[NodeWithScore]:
         candidates = stack_node_vectors(nodes, positions, embedded, label)
         relevance = self._relevance([item.score for item in nodes], nodes)
         inputs = self._node_inputs(plan, nodes, bundle, positions, texts)
-        return self._select(plan, candidates, query, relevance, inputs, lambda picks: [nodes[i] for i in picks])
+        return self._select(plan, candidates, query, relevance, inputs, lambda picks: [nodes[i] for i in picks],
+                            blank)
 
     def _to_embed(self, nodes: list[NodeWithScore]) -> tuple[list[int], list[str], Any, str | None]:
         """The nodes to embed (positions, texts), and the cache and namespace of the model
@@ -357,13 +365,15 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
         bundle, plan = self._start(nodes, query_bundle), self._current_plan()
         if not nodes:
             return _ended(None, [])
+        nodes, blank = nonblank_nodes(nodes, self.metadata_mode)
         with self._reranking(nodes, bundle) as event:
             positions, texts, cache, label = self._to_embed(nodes)
             embedded = None if cache is None else cache.embed(texts, known_for(nodes, positions, self._store_read))
             query = bundle.embedding
             if query is None:
                 query = self._resolve_embed_model().get_agg_embedding_from_queries(query_strings(bundle))
-            return _ended(event, self._pick_nodes(plan, nodes, bundle, query, positions, texts, embedded, label))
+            return _ended(event, self._pick_nodes(plan, nodes, bundle, query, positions, texts, embedded, label,
+                                                  blank))
 
     @dispatcher.span
     async def _apostprocess_nodes(
@@ -374,6 +384,7 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
         bundle, plan = self._start(nodes, query_bundle), self._current_plan()
         if not nodes:
             return _ended(None, [])
+        nodes, blank = nonblank_nodes(nodes, self.metadata_mode)
         with self._reranking(nodes, bundle) as event:
             positions, texts, cache, label = self._to_embed(nodes)
             embedded = None
@@ -383,8 +394,34 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
             if query is None:
                 query = await self._resolve_embed_model().aget_agg_embedding_from_queries(query_strings(bundle))
             picked = await asyncio.to_thread(self._pick_nodes, plan, nodes, bundle, query, positions, texts,
-                                             embedded, label)
+                                             embedded, label, blank)
             return _ended(event, picked)
+
+
+#: The ``selection_params`` key listing the nodes left out for having neither an embedding nor text
+#: (their positions among the nodes given).
+BLANK_NODES = "blank_nodes"
+
+
+def nonblank_nodes(nodes: list[NodeWithScore], metadata_mode: Any) -> tuple[list[NodeWithScore], list[int]]:
+    """``nodes`` without those that carry no embedding and no text to embed, and the positions left
+    out (logged at WARNING): one blank node does not fail every query that fetches it. When every node
+    is blank, ``nodes`` come back whole and embedding them raises the typed error naming the first."""
+    blank = [i for i, item in enumerate(nodes) if item.node.embedding is None and _no_text(item, metadata_mode)]
+    if not blank or len(blank) == len(nodes):
+        return nodes, []
+    _log.warning("left out %d node(s) with no embedding and no text (positions %s)", len(blank), blank[:20])
+    skip = set(blank)
+    return [item for i, item in enumerate(nodes) if i not in skip], blank
+
+
+def _no_text(item: NodeWithScore, metadata_mode: Any) -> bool:
+    """Whether the node's content to embed is empty or white space (content that cannot be rendered
+    is left to the embedding step, which names it)."""
+    try:
+        return not item.node.get_content(metadata_mode=metadata_mode).strip()
+    except ValueError:
+        return False
 
 
 def _ended(event: EventContext | None, nodes: list[NodeWithScore]) -> list[NodeWithScore]:

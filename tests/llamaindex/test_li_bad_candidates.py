@@ -47,3 +47,21 @@ def test_huge_int_metadata(method: str) -> None:
         pp.postprocess_nodes(_nodes(excluded=False), query_bundle=QueryBundle("q"))
     out = pp.postprocess_nodes(_nodes(excluded=True), query_bundle=QueryBundle("q"))
     assert len(out) == 2
+
+
+@pytest.mark.parametrize("method", ["mmr", "learned", "topk"])
+def test_blank_nodes_are_left_out_not_fatal(method: str) -> None:
+    """Issue 46 item 4: a node with no embedding and no text no longer fails the query."""
+    import asyncio
+
+    texts = ["alpha words", "", "beta words", "   ", "gamma words"]
+    nodes = [NodeWithScore(node=TextNode(text=t), score=1.0) for t in texts]
+    pp = DiverseNodePostprocessor(embed_model=MockEmbedding(embed_dim=8), method=method, top_n=2,
+                                  method_params={} if method == "topk" else {"duplicate_threshold": None})
+    out = pp.postprocess_nodes(nodes, query_bundle=QueryBundle("q"))
+    assert len(out) == 2 and all(n.node.get_content().strip() for n in out)
+    assert out[0].node.metadata["selection_params"]["blank_nodes"] == [1, 3]
+    again = asyncio.run(pp.apostprocess_nodes(nodes, query_bundle=QueryBundle("q")))
+    assert [n.node.get_content() for n in again] == [n.node.get_content() for n in out]
+    with pytest.raises(InvalidParameterError, match="no embedding and no text"):
+        pp.postprocess_nodes([nodes[1], nodes[3]], query_bundle=QueryBundle("q"))

@@ -274,8 +274,11 @@ def test_node_without_text_or_embedding() -> None:
         NodeWithScore(node=TextNode(id_="blank", text="   "), score=1.0),
     ]
     pp = DiverseNodePostprocessor(top_n=1, embed_model=KeyedEmbedding())
+    out = pp.postprocess_nodes(nodes, query_str="q")  # the blank node is left out, not fatal
+    assert [n.node.node_id for n in out] == ["ok"]
+    assert out[0].node.metadata["selection_params"]["blank_nodes"] == [1]
     with pytest.raises(InvalidParameterError, match="'blank'.*no embedding and no text"):
-        pp.postprocess_nodes(nodes, query_str="q")
+        pp.postprocess_nodes(nodes[1:], query_str="q")  # nothing left: the typed error names it
 
 
 def test_stored_embeddings_of_different_sizes() -> None:
