@@ -5,14 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
 from .errors import InvalidParameterError
-from .near_duplicates import check_threshold, normalised_text
+from .near_duplicates import check_threshold, near_pairs, text_ids
 from .plan import DROPPED, DUPLICATE_THRESHOLD, guarded_run, make_plan, prepared
 from .registry import DIVERSITY, get_method
 from .result import Selection, Sweep
-from .validation import PreparedInputs, check_values
+from .validation import check_values
 
 __all__ = ["select", "sweep"]
 
@@ -148,7 +148,9 @@ def sweep(
     local = np.array(local, dtype=np.int64)
     scores = np.array(scores, dtype=np.float64)
     if threshold is not None and local.shape[1] > 1:
-        for row in np.flatnonzero(_rows_with_duplicates(prep, local, threshold, narrowed.get("texts"))):
+        ids = text_ids(narrowed.get("texts"), prep.n)
+        pairs = near_pairs(prep.candidates, ids, threshold, local, local)
+        for row in np.flatnonzero(np.triu(pairs, 1).any(axis=(1, 2))):
             redo = guarded_run(spec, prep, {**narrowed, spec.param: float(native_grid[row])}, threshold)
             local[row], scores[row] = redo[0], redo[1]
     return Sweep(
@@ -161,18 +163,6 @@ def sweep(
         params=resolved,
         details={} if prep.screen is None else {DROPPED: prep.screen.details()},
     )
-
-
-def _rows_with_duplicates(
-    prep: PreparedInputs, indices: NDArray[np.int64], threshold: float, texts: Any
-) -> NDArray[np.bool_]:
-    """Which rows of a sweep's ``(L, k)`` picks hold a near-duplicate pair (one batched check)."""
-    unit = prep.vectors[indices] * prep.inv_norms[indices][..., None]
-    pairs = np.einsum("lid,ljd->lij", unit, unit) > threshold
-    if isinstance(texts, (list, tuple)) and len(texts) == prep.n:
-        folded = np.array([normalised_text(t) for t in texts], dtype=object)[indices]
-        pairs |= folded[:, :, None] == folded[:, None, :]
-    return np.triu(pairs, 1).any(axis=(1, 2))  # type: ignore[no-any-return]
 
 
 def _constant_sweep(

@@ -41,12 +41,8 @@ def blank_texts(texts: Sequence[Any] | None) -> NDArray[np.bool_] | None:
     """Which of ``texts`` are empty, blank or not strings; ``None`` when none is (or no texts)."""
     if texts is None:
         return None
-    try:  # the usual case, checked in C: every text is a non-blank string
-        if all(texts) and not any(map(str.isspace, texts)):
-            return None
-    except TypeError:
-        pass
-    return np.fromiter((not isinstance(t, str) or not t.strip() for t in texts), dtype=bool, count=len(texts))
+    blank = np.fromiter((not isinstance(t, str) or not t.strip() for t in texts), dtype=bool, count=len(texts))
+    return blank if blank.any() else None
 
 
 @dataclass(frozen=True)

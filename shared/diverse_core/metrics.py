@@ -27,11 +27,8 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .errors import (
-    DimensionMismatchError,
-    InvalidParameterError,
-    NonFiniteInputError,
-)
+from .array_checks import as_float_array
+from .errors import DimensionMismatchError, InvalidParameterError, NonFiniteInputError
 from .validation import as_real_array, brief_repr, check_renyi_order, unit_rows
 
 __all__ = [
@@ -52,18 +49,13 @@ _EIG_TOL = 1e-12
 
 def _float_rows(embeddings: ArrayLike, name: str, min_rows: int) -> FloatArray:
     """Validated (n, d) float64 copy of ``embeddings`` (real, finite, n >= ``min_rows``, d >= 1)."""
-    arr = np.array(as_real_array(embeddings, name), dtype=np.float64, copy=True)
-    if arr.ndim != 2:
-        raise DimensionMismatchError(f"{name} must have shape (n, d); got shape {arr.shape}")
+    arr = as_float_array(embeddings, name, 2)
     if arr.shape[0] < min_rows:
         raise InvalidParameterError(
             f"{name} needs at least {min_rows} row(s); got {arr.shape[0]} (shape {arr.shape})"
         )
     if arr.shape[1] == 0:
         raise DimensionMismatchError(f"{name} has zero-dimensional rows (shape {arr.shape})")
-    if not np.all(np.isfinite(arr)):
-        bad = np.argwhere(~np.isfinite(arr))[0].tolist()
-        raise NonFiniteInputError(f"{name} contains NaN or inf (first at index {bad})")
     return arr
 
 

@@ -37,7 +37,7 @@ from numpy.typing import NDArray
 
 from .errors import InvalidParameterError
 
-__all__ = ["DEFAULT_THRESHOLD", "check_threshold", "guard", "normalised_text"]
+__all__ = ["DEFAULT_THRESHOLD", "check_threshold", "guard", "near_pairs", "normalised_text", "text_ids"]
 
 #: Cosine similarity above which two candidates count as the same passage (LangChain's
 #: ``EmbeddingsRedundantFilter`` uses the same default).
@@ -74,12 +74,26 @@ def check_threshold(threshold: object) -> float | None:
     return value
 
 
-def _text_ids(texts: Sequence[str] | None, n: int) -> NDArray[np.int64] | None:
-    """One id per candidate, equal for texts that are equal after :func:`normalised_text`."""
-    if texts is None or len(texts) != n:
+def text_ids(texts: object, n: int) -> NDArray[np.int64] | None:
+    """One id per candidate, equal for texts that are equal after :func:`normalised_text`
+    (``None`` unless ``texts`` is a list or tuple of ``n`` texts)."""
+    if not isinstance(texts, (list, tuple)) or len(texts) != n:
         return None
     ids: dict[str, int] = {}
     return np.fromiter((ids.setdefault(normalised_text(t), len(ids)) for t in texts), np.int64, n)
+
+
+def near_pairs(
+    unit: NDArray[np.float64], ids: NDArray[np.int64] | None, threshold: float,
+    rows: NDArray[np.int64], cols: NDArray[np.int64],
+) -> NDArray[np.bool_]:
+    """``out[..., i, j]``: candidates ``rows[..., i]`` and ``cols[..., j]`` are near-duplicates (cosine
+    similarity of their ``unit`` rows above ``threshold``, or the same text id in ``ids``); ``rows`` and
+    ``cols`` are 1-D, or (L, k) for L selections at once."""
+    hit: NDArray[np.bool_] = (unit[rows] @ np.swapaxes(unit[cols], -1, -2)) > threshold
+    if ids is not None:
+        hit |= ids[rows][..., :, None] == ids[cols][..., None, :]
+    return hit
 
 
 def guard(
@@ -109,26 +123,16 @@ def guard(
     n = vectors.shape[0]
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     unit = np.asarray(vectors / np.where(norms > 0, norms, 1.0), dtype=np.float64)
-    text_ids = _text_ids(texts, n)
-
-    def near(rows: NDArray[np.int64], cols: NDArray[np.int64]) -> NDArray[np.bool_]:
-        """``near[i, j]``: candidate ``rows[i]`` and candidate ``cols[j]`` are near-duplicates."""
-        hit: NDArray[np.bool_] = (unit[rows] @ unit[cols].T) > threshold
-        if text_ids is not None:
-            hit |= text_ids[rows][:, None] == text_ids[cols][None, :]
-        return hit
-
+    ids = text_ids(texts, n)
     pool = np.arange(n, dtype=np.int64)
     indices, scores = run_on(pool)
     for _ in range(n):  # each round removes at least one candidate from the pool
         indices = np.asarray(indices, dtype=np.int64)
-        pairs = near(indices, indices)
-        np.fill_diagonal(pairs, False)
-        copies = np.triu(pairs, 1).any(axis=0)  # picks that copy an earlier pick
-        if not copies.any():
+        copied = np.triu(near_pairs(unit, ids, threshold, indices, indices), 1).any(axis=0)
+        if not copied.any():
             break
-        kept = indices[~copies]
-        drop = near(kept, pool).any(axis=0) & ~np.isin(pool, kept)
+        kept = indices[~copied]
+        drop = near_pairs(unit, ids, threshold, kept, pool).any(axis=0) & ~np.isin(pool, kept)
         pool = pool[~drop]
         indices, scores = run_on(pool)
     indices = np.asarray(indices, dtype=np.int64)

@@ -133,7 +133,7 @@ class Plan:
         params = {**self.params, **(inputs or {})}
         prep, params = prepared(self.spec, query, candidates, k, relevance, params, on_bad)
         threshold = self.duplicate_threshold
-        if threshold is None or self.spec.name == "topk" or prep.n < 2:
+        if threshold is None or not self.spec.guarded or prep.n < 2:
             out = self.spec.run(prep, **params)
             local = np.asarray(out[0], dtype=np.int64)
             scores = np.asarray(out[1], dtype=np.float64)

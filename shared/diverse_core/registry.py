@@ -11,7 +11,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .errors import ConflictingParametersError, InvalidParameterError, UnknownMethodError
-from .validation import PreparedInputs, check_unit_interval
+from .validation import check_unit_interval
 
 __all__ = [
     "MethodSpec",
@@ -101,6 +101,8 @@ class MethodSpec:
         reads_sources: whether the method also takes one source id and display name per
             candidate (its ``sources`` and ``names`` parameters, :data:`SOURCE_PARAMS`), filled in
             by the faces from the documents' metadata and by the harness from the page ids.
+        guarded: whether the near-duplicate guard (:mod:`diverse_core.near_duplicates`) applies to
+            the method's picks (``topk``, the plain relevance baseline, is never guarded).
     """
 
     name: str
@@ -112,6 +114,7 @@ class MethodSpec:
     reads_text: bool = False
     diversity: DiversityMap | None = None
     reads_sources: bool = False
+    guarded: bool = True
 
     @property
     def setting_defaults(self) -> dict[str, Any]:
@@ -292,13 +295,3 @@ def get_method(name: str) -> MethodSpec:
 def available_methods() -> list[str]:
     """Names of every registered method, sorted."""
     return sorted(_REGISTRY)
-
-
-def sweep_by_loop(run: RunFn) -> SweepFn:
-    """Fallback sweep: call ``run`` once per value (for methods without a batched sweep)."""
-
-    def _sweep(prep: PreparedInputs, values: NDArray[np.float64], param: str, **params: Any) -> IndexScores:
-        rows = [run(prep, **{**params, param: float(v)}) for v in values]
-        return np.stack([r[0] for r in rows]), np.stack([r[1] for r in rows])
-
-    return _sweep

@@ -9,7 +9,6 @@ live by job in :mod:`~diverse_core.array_checks` (array-like input and its typed
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -46,7 +45,6 @@ __all__ = [
     "ORDER_ONE_ATOL",
     "TIE_RTOL_FLOAT32",
     "product_with_rows",
-    "product_with_vector",
     "row_dots",
     "TIE_RTOL_FLOAT64",
 ]
@@ -125,20 +123,11 @@ class PreparedInputs:
     def candidates(self) -> FloatArray:
         """Unit-normalised candidate rows in float64, shape (n, d) (computed once, on first use)."""
         if self._unit is None:
-            unit = self.candidates_unkept()
+            # one pass: each entry read in float64, times its row's inverse norm
+            unit: FloatArray = np.multiply(self.vectors, self.inv_norms[:, None], dtype=np.float64)
             unit.flags.writeable = False
             self._unit = unit
         return self._unit
-
-    def candidates_unkept(self) -> FloatArray:
-        """:attr:`candidates` without keeping a new copy: the cached rows when computed before, else fresh ones
-        (a large array that is freed as soon as the caller drops it, so that the call's later arrays can
-        take its place in memory instead of growing the heap)."""
-        if self._unit is not None:
-            return self._unit
-        # one pass: each entry read in float64, times its row's inverse norm
-        unit: FloatArray = np.multiply(self.vectors, self.inv_norms[:, None], dtype=np.float64)
-        return unit
 
     def unit_rows(self, indices: NDArray[np.int64]) -> FloatArray:
         """Unit-normalised float64 copies of the rows ``indices``, shape (len(indices), d)."""
@@ -184,10 +173,10 @@ def product_with_rows(
     machine (OpenBLAS handles such small blocks without repacking the tall operand);
     the values are the same up to float rounding. The chunks are sized so that they
     cover ``n`` with fewer than one chunk count of rows left over (a separate small
-    product). A single row is a matrix-vector product (:func:`product_with_vector`).
+    product). A single row is a matrix-vector product.
     """
     if rows.shape[0] == 1:
-        return product_with_vector(matrix, rows[0])[:, None]
+        return np.asarray(matrix @ rows[0])[:, None]
     n, d = matrix.shape
     count = rows.shape[0]
     chunk = min(_CHUNK, _CHUNK_ENTRIES // count, _CHUNK_WORK // (count * d))
@@ -201,61 +190,6 @@ def product_with_rows(
     np.matmul(matrix[:full].reshape(chunks, size, d), rows.T, out=stacked)
     if full < n:
         np.matmul(matrix[full:], rows.T, out=out[full:])
-    return out
-
-
-#: Rows per block of :func:`_squares_and_products`: a block (768 KiB at d = 768,
-#: float32) stays in cache between its two passes.
-_FUSED_ROWS = 256
-#: Candidate matrices larger than this (bytes) take the blocked pass; smaller ones
-#: stay in the CPU cache between two whole passes anyway (no gain was measured at
-#: 1.5 MiB, about 20% at 3 MiB and more).
-_FUSED_MIN_BYTES = 2 * 2**20
-
-
-def _blocked(matrix: NDArray[np.floating[Any]]) -> bool:
-    """Whether ``matrix`` is read block by block (large and C-contiguous)."""
-    return matrix.nbytes > _FUSED_MIN_BYTES and bool(matrix.flags.c_contiguous)
-
-
-def _squares_and_products(
-    cand: NDArray[np.floating[Any]], q: NDArray[np.floating[Any]]
-) -> tuple[NDArray[np.floating[Any]], NDArray[np.floating[Any]]]:
-    """Squared row norms and ``cand @ q`` (both in ``cand``'s dtype), block by block.
-
-    The two are separate passes over the candidates; taking them one row block at
-    a time reads each block from memory once instead of twice, which is most of
-    what the input checks of a large pool cost.
-    """
-    n = cand.shape[0]
-    squares = np.empty(n, dtype=cand.dtype)
-    raw = np.empty(n, dtype=cand.dtype)
-    # NaN/inf input or over/underflow: judged by row_norms afterwards (which raises
-    # or re-measures), so no floating-point warning here.
-    with np.errstate(all="ignore"):
-        for start in range(0, n, _FUSED_ROWS):
-            block = cand[start : start + _FUSED_ROWS]
-            squares[start : start + _FUSED_ROWS] = row_dots(block)
-            np.matmul(block, q, out=raw[start : start + _FUSED_ROWS])
-    return squares, raw
-
-
-def product_with_vector(
-    matrix: NDArray[np.floating[Any]], vector: NDArray[np.floating[Any]]
-) -> NDArray[np.floating[Any]]:
-    """``matrix @ vector`` (shape (n,)), ordered to find the matrix in cache.
-
-    Matrices large enough for the blocked input pass (:func:`prepare_inputs` reads
-    them front to back, block by block) are multiplied block by block from the last
-    block back: the blocks read last are the ones still in the CPU cache. The values
-    are those of one product up to float rounding.
-    """
-    n = matrix.shape[0]
-    if not _blocked(matrix):
-        return np.asarray(matrix @ vector)
-    out = np.empty(n, dtype=np.result_type(matrix, vector))
-    for start in range(((n - 1) // _FUSED_ROWS) * _FUSED_ROWS, -1, -_FUSED_ROWS):
-        np.matmul(matrix[start : start + _FUSED_ROWS], vector, out=out[start : start + _FUSED_ROWS])
     return out
 
 
@@ -304,51 +238,6 @@ def _relevance(value: ArrayLike, n: int) -> FloatArray:
     return rel
 
 
-#: Pools up to this size (bytes of the candidate matrix) try :func:`_prepare_fast` first.
-_FAST_MAX_BYTES = _FUSED_MIN_BYTES
-_FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
-
-
-def _prepare_fast(query: object, candidates: object, k_int: int) -> PreparedInputs | None:
-    """The validated inputs of a well-formed call in a few numpy passes, or ``None``.
-
-    Taken for a float32/float64 candidate ndarray (2-D, not empty, at most
-    :data:`_FAST_MAX_BYTES`) and a float query ndarray of the same dimension, with no
-    caller relevance. The row norms are the check: NaN or inf anywhere in a row makes
-    its squared norm NaN or inf, a zero row makes it 0, and entries whose products would
-    overflow or underflow push it outside :data:`SAFE_NORMS`; any of these (or any other
-    input) returns ``None`` and the full checks of :func:`prepare_inputs` run and raise
-    the same typed errors as before. The values computed are those of the full path,
-    operation for operation (same dtypes, same order), so a call gives the same picks
-    either way.
-    """
-    if type(candidates) is not np.ndarray or type(query) is not np.ndarray:
-        return None
-    if candidates.dtype not in _FLOAT_DTYPES or candidates.ndim != 2 or candidates.nbytes > _FAST_MAX_BYTES:
-        return None
-    n, d = candidates.shape
-    if n == 0 or d == 0 or query.ndim != 1 or query.shape[0] != d or query.dtype.kind != "f":
-        return None
-    q = np.array(query, dtype=np.float64)
-    with np.errstate(all="ignore"):  # NaN/inf/overflow: judged below, then the full checks
-        q_norm = math.sqrt(q @ q)  # BLAS ddot as np.dot, without releasing the GIL; NaN/inf judged below
-        norms = np.sqrt(np.asarray(row_dots(candidates), dtype=np.float64))
-    low, high = SAFE_NORMS[0]
-    if not low < q_norm < high:  # NaN fails too
-        return None
-    low, high = SAFE_NORMS[candidates.dtype == np.float32]
-    if not (low < norms.min() and norms.max() < high):
-        return None
-    q /= q_norm
-    unit_q = q.astype(candidates.dtype, copy=False)
-    view = candidates.view()
-    view.setflags(write=False)  # never write through to the caller's array
-    inv_norms = 1.0 / norms
-    rel = np.asarray(view @ unit_q, dtype=np.float64)
-    rel *= inv_norms
-    return PreparedInputs(query=unit_q, vectors=view, inv_norms=inv_norms, relevance=rel, k=min(k_int, n))
-
-
 def prepare_inputs(
     query: ArrayLike,
     candidates: ArrayLike,
@@ -384,10 +273,6 @@ def prepare_inputs(
     k_int = check_k(k)
     drop = check_on_bad(on_bad) == "drop"
     blank = blank_texts(texts) if drop else None
-    if relevance is None and blank is None:
-        fast = _prepare_fast(query, candidates, k_int)
-        if fast is not None:
-            return fast
     cand = _read_only_matrix(candidates, "candidates")
     if cand.shape[0] == 0:
         raise EmptyCandidatesError("candidates is empty (shape (0, d)); need at least one candidate")
@@ -402,10 +287,7 @@ def prepare_inputs(
             # float32 work arrays cannot hold such relevance: the call works in float64
             cand = _read_only_matrix(cand.astype(np.float64), "candidates")
     q = _unit_query(query, cand)
-    raw: NDArray[np.floating[Any]] | None = None
     squares: NDArray[np.floating[Any]] | None = None
-    if rel is None and _blocked(cand):
-        squares, raw = _squares_and_products(cand, q)
     if blank is not None and blank.shape[0] != cand.shape[0]:
         blank = None  # the method reports the length mismatch
     screen = None
@@ -417,7 +299,6 @@ def prepare_inputs(
     if screen is not None:
         cand = _read_only_matrix(cand[screen.kept], "candidates")
         rel = None if rel is None else rel[screen.kept]
-        raw = None if raw is None else raw[screen.kept]
         squares = None if squares is None else squares[screen.kept]
     norms = row_norms(cand, "candidates", squares)
     limits = SAFE_NORMS[cand.dtype == np.float32]
@@ -427,9 +308,8 @@ def prepare_inputs(
         # Products of such rows would overflow or lose their digits: work on unit rows.
         cand = unit_copy(cand)
         inv_norms = np.ones(cand.shape[0])
-        raw = None
     if rel is None:
-        rel = np.asarray(cand @ q if raw is None else raw, dtype=np.float64)
+        rel = np.asarray(cand @ q, dtype=np.float64)
         rel *= inv_norms
     prep = PreparedInputs(query=q, vectors=cand, inv_norms=inv_norms, relevance=rel, k=min(k_int, cand.shape[0]))
     prep.screen = screen

@@ -1,5 +1,5 @@
 """The tie-tolerant argmax of one row and gMMR's small-pool columns: checked against the rule written out
-with ``argmax``, and gMMR's select against its sweep."""
+with ``argmax``, and gMMR's select (the row of its sweep) against sweeps of several values."""
 
 from __future__ import annotations
 
@@ -92,7 +92,7 @@ def _pool(seed: int, n: int, d: int, kind: int, dtype: type) -> tuple[np.ndarray
 def test_gmmr_select_is_its_sweeps_row_bit_for_bit(
     seed: int, n: int, d: int, kind: int, dtype: type, lam: float, k: int
 ) -> None:
-    """``select`` runs its own one-value loop; it must give the batched sweep's row exactly.
+    """``select`` gives the batched sweep's row exactly.
 
     Exactly: against a sweep of that one value always, and against a row of a sweep of several
     values when the pool's columns come from one Gram product (n * n * d <= 64 * 64 * 384). Above

@@ -72,6 +72,43 @@ def test_topk_is_not_guarded() -> None:
     assert "near_duplicates" not in on.details
 
 
+def test_the_guard_follows_the_method_specs_flag() -> None:
+    # issue 44: whether a method is guarded is its spec's flag (topk's is off), not its name
+    from dataclasses import replace
+
+    from diverse_core.registry import get_method, register_method
+
+    assert get_method("topk").guarded is False and get_method("gmmr").guarded is True
+    query, cands, _, page = _pages(0)
+    register_method(replace(get_method("topk"), name="plain_topk_guarded", guarded=True))
+    register_method(replace(get_method("gmmr"), name="gmmr_unguarded", guarded=False))
+    try:
+        guarded = dc.select("plain_topk_guarded", query, cands, 5, **ON)
+        assert len(set(page[guarded.indices].tolist())) == 5 and "near_duplicates" in guarded.details
+        free = dc.select("gmmr_unguarded", query, cands, 5, lambda_mult=1.0, **ON)
+        assert free.indices.tolist() == dc.select("topk", query, cands, 5).indices.tolist()
+        assert len(set(page[free.indices].tolist())) < 5
+    finally:
+        from diverse_core import registry
+
+        registry._REGISTRY.pop("plain_topk_guarded", None)
+        registry._REGISTRY.pop("gmmr_unguarded", None)
+
+
+def test_sweep_rows_with_equal_texts_are_guarded() -> None:
+    # the sweep's batched check reads the texts as the guard does (one implementation)
+    rng = np.random.default_rng(4)
+    cands = rng.normal(size=(12, 8))
+    texts = [f"text {i % 6}" for i in range(12)]  # rows i and i + 6 say the same thing
+    query = cands[0] + cands[6]
+    kw = {"question": "what does the text say?", "texts": texts, **ON}
+    sw = dc.sweep("learned", query, cands, 4, values=[0.2, 0.8], **kw)
+    for row, value in zip(sw.indices, sw.values, strict=True):
+        assert len({texts[i] for i in row.tolist()}) == 4
+        one = dc.select("learned", query, cands, 4, diversity=float(value), **kw)
+        assert row.tolist() == one.indices.tolist()
+
+
 def test_guard_off_restores_the_old_picks() -> None:
     query, cands, _, page = _pages(0)
     off = dc.select("dartboard", query, cands, 5)

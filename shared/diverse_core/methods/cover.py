@@ -18,8 +18,7 @@ and ``gamma`` exactly: the same input gives the same picks as ``pyversity.cover`
 up to ties (pyversity works in float32). Note that the first pick is the candidate
 with the best combined score, not necessarily the most relevant.
 
-Speed. Pools up to ``GRAM_MAX_N`` score every candidate at every step. For larger
-ones: ``F`` is submodular, so a candidate's gain can only fall as picks are
+Speed. ``F`` is submodular, so a candidate's gain can only fall as picks are
 added and its last computed objective is an upper bound (lazy greedy, Minoux
 1978). After one pass over the ``(n, n)`` similarity matrix for the first pick,
 each step re-evaluates only the candidates whose bound can still reach the best
@@ -39,7 +38,7 @@ from numpy.typing import NDArray
 
 from ..errors import InvalidParameterError
 from ..validation import PreparedInputs, check_unit_interval, product_with_rows
-from ._common import GRAM_MAX_N, argmax_first, clip_in_place
+from ._common import argmax_first
 from ._spec import diversity_method
 from ._sweep import pure_relevance_rows
 from .topk import topk_select
@@ -72,7 +71,7 @@ def _similarity(prep: PreparedInputs) -> NDArray[np.floating[Any]]:
     sim = np.asarray(product_with_rows(vec, vec))
     sim *= inv[:, None]
     sim *= inv[None, :]
-    return clip_in_place(sim, 0.0, 1.0)
+    return np.clip(sim, 0.0, 1.0, out=sim)
 
 
 class _Run(NamedTuple):
@@ -119,35 +118,6 @@ def _lazy_steps(run: _Run, rtol: float) -> None:
         fresh[taken] = True  # picked items stay at -inf
 
 
-def _eager_steps(run: _Run, rtol: float) -> None:
-    """Greedy scoring every candidate at every step (small pools).
-
-    ``F(S)`` of the picks so far is the coverage sum of the last winner, computed in
-    its step (``sim`` is symmetric: row ``j`` = column ``j``); the per-step pass over
-    the ``(n, n)`` block runs in one preallocated buffer.
-    """
-    sim, gamma, diversity, base, obj, picks, scores, covered = run
-    k = picks.shape[0]
-    block = np.empty_like(sim)
-    after = np.empty(obj.shape[0])  # after[c] = F(S + c), S the picks so far
-    for step in range(k):
-        win = argmax_first(obj, rtol)
-        picks[step], scores[step] = win, obj.item(win)
-        if step + 1 == k:
-            break
-        covered += sim[win]
-        # F(S): the row of `block` that scored the last pick holds these very entries
-        # (covered before it + its row), summed the same way
-        before = after.item(win) if step else float(_concave(covered, gamma).sum(dtype=np.float64))
-        base[win] = -np.inf  # picked: -inf in every later objective
-        np.add(sim, covered, out=block)
-        # sums in float64 whatever the working precision
-        np.add.reduce(_concave(block, gamma, out=block), axis=1, dtype=np.float64, out=after)
-        np.subtract(after, before, out=obj)
-        obj *= diversity
-        obj += base
-
-
 def _runner(
     prep: PreparedInputs, gamma: float
 ) -> Callable[[float], tuple[NDArray[np.int64], NDArray[np.float64]]]:
@@ -155,14 +125,13 @@ def _runner(
     the similarity matrix and the first pass (every candidate's gain on the empty selection)."""
     sim = _similarity(prep)
     first_gain = _concave(sim, gamma).sum(axis=0, dtype=np.float64)
-    steps = _eager_steps if prep.n <= GRAM_MAX_N else _lazy_steps
     k, n = prep.k, prep.n
 
     def run(diversity: float) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
         base = (1.0 - diversity) * prep.relevance
         picks, scores = np.empty(k, dtype=np.int64), np.empty(k, dtype=np.float64)
         state = _Run(sim, gamma, diversity, base, base + diversity * first_gain, picks, scores, np.zeros(n, sim.dtype))
-        steps(state, prep.tie_rtol)
+        _lazy_steps(state, prep.tie_rtol)
         return picks, scores
 
     return run

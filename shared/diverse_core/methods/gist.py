@@ -46,7 +46,6 @@ from numpy.typing import NDArray
 from ..errors import InvalidParameterError
 from ..registry import DiversityMap, MethodSpec
 from ..validation import PreparedInputs, check_non_negative, product_with_rows
-from ._common import clip_in_place
 from ._spec import checked
 
 __all__ = ["EPS_MIN", "gist_details", "gist_select", "gist_sweep", "gist_thresholds", "SPEC"]
@@ -112,7 +111,7 @@ def _distances(prep: PreparedInputs) -> NDArray[np.floating[Any]]:
     cos = np.asarray(product_with_rows(vec, vec))
     cos *= inv[:, None]
     cos *= inv[None, :]
-    dist = clip_in_place(np.subtract(1.0, cos, out=cos), 0.0, 2.0)
+    dist = np.clip(np.subtract(1.0, cos, out=cos), 0.0, 2.0, out=cos)
     dist.reshape(-1)[:: dist.shape[0] + 1] = 0.0  # the diagonal
     return dist
 

@@ -17,14 +17,13 @@ If the picks cancel out (centroid of zero length) the distance term is taken as
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ..validation import PreparedInputs, row_dots
-from ._common import PickColumns, argmax_first, argmax_rows, first_true
+from ._common import PickColumns, argmax_rows
 from ._spec import lambda_mult_method
 from ._sweep import GreedySweep
 
@@ -117,8 +116,7 @@ def gmmr_sweep(
     store = PickColumns(prep, capacity=1 + active.size * (k - 2))
     slots = np.full(n_values, PickColumns.NONE, dtype=np.intp)
     slots[active] = store.slots(np.full(active.size, first))
-    # one value (a retriever's call): a row copy; a 2-D gather releases the GIL
-    dot = store.columns[slots[0] : slots[0] + 1].copy() if n_values == 1 else store.columns[slots]
+    dot = store.columns[slots]
     norm2 = np.ones(n_values)
     # base[l, i] = lambda_l * rel_i, or -inf once value l picked candidate i.
     base = (lam[:, None] * rel[None, :]).astype(work)
@@ -128,74 +126,18 @@ def gmmr_sweep(
     minus_two_w2 = -2.0 * w2
     obj = np.empty((n_values, n), dtype=work)
     near = np.empty((n_values, n), dtype=bool)
-    # Each value's pick is read and written through flat views at row * n + pick: a 1-D
-    # gather keeps the GIL, a 2-D one (``obj[rows, best]``) releases it twice, and under
-    # concurrent callers every release can hand the GIL to another thread (a context switch).
-    row_starts = rows * n
-    obj_at, base_at, dot_at = obj.reshape(-1), base.reshape(-1), dot.reshape(-1)
     for step in range(1, k):
         weights = _distance_weights(minus_two_w2, norm2, work)
         best = _step_picks(dot, weights, two_w2, base, rtol, obj, near)
         picks[:, step] = best
-        at = row_starts + best
-        scores[:, step] = obj_at[at]
-        base_at[at] = -np.inf
+        scores[:, step] = obj[rows, best]
+        base[rows, best] = -np.inf
         if step + 1 < k:
             norm2 += 1.0
-            norm2 += 2.0 * dot_at[at]  # in float64
+            norm2 += 2.0 * dot[rows, best]  # in float64
             _exact_norms(prep, picks[:, : step + 1], norm2, active)
             slots[active] = store.slots(best[active])
-            # one value (a retriever's call): a row view, no gather
-            dot += store.columns[slots[0]] if n_values == 1 else store.columns[slots]
-    return picks, scores
-
-
-def _one_value(prep: PreparedInputs, lam: float) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-    """:func:`gmmr_sweep`'s row for the one value ``lam``, bit for bit: the same operations on 1-D
-    arrays, with the per-value numbers (centroid norm, weights, tie floor) as scalars.
-
-    A retriever's call: a row's few dozen numpy calls per step cost more than its arithmetic at
-    a small pool; this path makes about a third of them, and no per-step call releases the GIL
-    (only the small-pool columns up front do: three releases).
-    """
-    rel, k, n = prep.relevance, prep.k, prep.n
-    rtol = prep.tie_rtol
-    picks = np.empty(k, dtype=np.int64)
-    scores = np.empty(k, dtype=np.float64)
-    first = argmax_first(rel, rtol)
-    picks[0], scores[0] = first, rel[first]
-    if k == 1:
-        return picks, scores
-    work = prep.vectors.dtype
-    w2 = (1.0 - lam) * (1.0 - lam)  # numpy's ``x ** 2`` is ``x * x``
-    store = PickColumns(prep, capacity=1 + (k - 2)) if w2 > 0.0 else None
-    dot = np.zeros(n, dtype=work) if store is None else store.columns[store.slot(first)].copy()
-    norm2 = 1.0
-    base = (lam * rel).astype(work)
-    base[first] = -np.inf
-    two_w2 = work.type(2.0 * w2)
-    minus_two_w2 = -2.0 * w2
-    obj = np.empty(n, dtype=work)
-    for step in range(1, k):
-        # _distance_weights and _step_picks of one value
-        coef = 0.0 if norm2 <= _TINY_NORM2 else minus_two_w2 / math.sqrt(max(norm2, _TINY_NORM2))
-        np.multiply(dot, work.type(coef), out=obj)
-        obj += two_w2
-        np.abs(obj, out=obj)
-        np.sqrt(obj, out=obj)
-        obj += base
-        top = np.maximum.reduce(obj)  # argmax_rows' tie floor, in the working precision as there
-        best = first_true(obj >= top - rtol * np.maximum(1.0, np.abs(top)))
-        picks[step], scores[step] = best, obj[best]
-        base[best] = -np.inf
-        if step + 1 < k:
-            norm2 += 1.0
-            norm2 += 2.0 * float(dot[best])
-            if norm2 < _EXACT_BELOW and store is not None:
-                units = prep.unit_rows(picks[: step + 1]).reshape(1, step + 1, -1)  # as _exact_norms
-                norm2 = float(row_dots(units.sum(axis=1))[0])
-            if store is not None:
-                dot += store.columns[store.slot(best)]
+            dot += store.columns[slots]
     return picks, scores
 
 
@@ -203,7 +145,8 @@ def gmmr_select(
     prep: PreparedInputs, *, lambda_mult: float = 0.5, **_: Any
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
     """gMMR picks for one ``lambda_mult`` (see module docstring): the row of :func:`gmmr_sweep`."""
-    return _one_value(prep, float(lambda_mult))
+    picks, scores = gmmr_sweep(prep, np.array([float(lambda_mult)]))
+    return picks[0], scores[0]
 
 
 SPEC = lambda_mult_method("gmmr", gmmr_select, gmmr_sweep)

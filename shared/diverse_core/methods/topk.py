@@ -35,6 +35,7 @@ SPEC = MethodSpec(
     name="topk",
     run=topk_select,
     defaults={},
+    guarded=False,
     diversity=DiversityMap(
         None, formula="no trade-off: the top-k at every diversity (its one setting)", constant=True,
     ),

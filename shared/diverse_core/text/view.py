@@ -15,7 +15,6 @@ Example:
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -39,22 +38,6 @@ from .tokens import content_terms, name_terms
 
 __all__ = ["PoolWords", "TextView", "pool_words", "question_columns", "question_words", "source_inputs", "text_view",
            "view_from_facts"]
-
-_SCRATCH = threading.local()
-
-
-def _marker_array(size: int) -> IntArray:
-    """This thread's all-zero marker array of at least ``size`` slots, indexed by word id.
-
-    Callers mark slots, read them and set them back to zero before returning (in a ``finally``),
-    so a lookup of many ids against a few costs one scatter and one gather, with no sort.
-    """
-    mark: IntArray | None = getattr(_SCRATCH, "mark", None)
-    if mark is None or mark.shape[0] < size:
-        mark = np.zeros(max(size, 2 * (0 if mark is None else mark.shape[0]), 1024), dtype=np.int64)
-        _SCRATCH.mark = mark
-    return mark
-
 
 @dataclass(frozen=True)
 class TextView:
@@ -112,16 +95,12 @@ class PoolWords:
 
     def lookup(self, words: IntArray) -> IntArray:
         """For each of the pool's words, ``1 +`` its position among the distinct ``words`` (0: not among them;
-        a word -1 is never found). One gather through a marker array indexed by word id (no sort)."""
-        wanted = words[words >= 0]
-        if not wanted.shape[0] or not self.words.shape[0]:
+        a word -1 is never found)."""
+        if not words.shape[0] or not self.words.shape[0]:
             return np.zeros(self.words.shape[0], dtype=np.int64)
-        mark = _marker_array(max(int(wanted.max()), int(self.words.max())) + 1)
-        mark[wanted] = np.flatnonzero(words >= 0) + 1
-        try:
-            return mark[self.words]
-        finally:
-            mark[wanted] = 0
+        order = np.argsort(words)
+        at = np.minimum(np.searchsorted(words[order], self.words), words.shape[0] - 1)
+        return np.where(words[order[at]] == self.words, order[at] + 1, 0)
 
     def holds(self, words: IntArray, kind: int) -> NDArray[np.bool_]:
         """(n, len(words)) whether each candidate holds each of the distinct ``words`` as ``kind`` (-1: never)."""
