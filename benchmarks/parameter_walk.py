@@ -1,7 +1,7 @@
 """How far a parameter travels: the library functions between a face and the kernel that reads it.
 
 Two walks (issue 44): ``diversity`` given in a LangChain retriever's ``search_kwargs`` until gMMR's
-kernel (``gmmr._one_value``), and the nodes' sources (``ref_doc_id``) from the LlamaIndex
+kernel (``gmmr.gmmr_sweep``), and the nodes' sources (``ref_doc_id``) from the LlamaIndex
 postprocessor until the learned selector's source feature (``pairview._source_ids``). A profile hook
 records the library call stack when the kernel is entered (the hops of one call), and counts how
 often the method's parameters are resolved (``MethodSpec.resolve_params``) at construction and per
@@ -82,7 +82,7 @@ def main() -> None:
     store.add_texts([f"text {i}" for i in range(30)])
     _report("diversity: LangChain search_kwargs -> gMMR kernel",
             lambda: DiverseRetriever(vectorstore=store, k=3, fetch_k=10, search_kwargs={"diversity": 0.3}),
-            lambda r: r.invoke("text 1"), ("native", "_one_value"))
+            lambda r: r.invoke("text 1"), ("native", "gmmr_sweep"))
 
     rng = np.random.default_rng(0)
     nodes = []
