@@ -30,8 +30,7 @@ all ``diversity`` values.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -41,7 +40,6 @@ from ..validation import PreparedInputs, check_unit_interval, product_with_rows
 from ._common import argmax_first
 from ._spec import diversity_method
 from ._sweep import pure_relevance_rows
-from .topk import topk_select
 
 __all__ = ["cover_select", "cover_sweep", "SPEC"]
 
@@ -74,26 +72,20 @@ def _similarity(prep: PreparedInputs) -> NDArray[np.floating[Any]]:
     return np.clip(sim, 0.0, 1.0, out=sim)
 
 
-class _Run(NamedTuple):
-    """One greedy run (one ``diversity`` > 0): the shared similarity matrix and the run's arrays."""
-
-    sim: NDArray[np.floating[Any]]
-    gamma: float
-    diversity: float
-    base: NDArray[np.float64]  # (1 - diversity) * relevance
-    obj: NDArray[np.float64]  # base + diversity * gain on the empty selection
-    picks: NDArray[np.int64]  # (k,), filled in by the steps
-    scores: NDArray[np.float64]
-    covered: NDArray[np.floating[Any]]  # sum of the picks' rows of sim (zeros)
-
-
-def _lazy_steps(run: _Run, rtol: float) -> None:
-    """Exact greedy, re-evaluating only candidates that can still win."""
-    sim, gamma, diversity, base, obj, picks, scores, covered = run
-    n = obj.shape[0]
+def _greedy(
+    sim: NDArray[np.floating[Any]], first_gain: NDArray[np.float64], prep: PreparedInputs, gamma: float,
+    diversity: float,
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """Exact lazy greedy for one ``diversity`` > 0, re-evaluating only candidates that can still win
+    (``sim``: :func:`_similarity`; ``first_gain``: every candidate's gain on the empty selection)."""
+    rtol, k, n = prep.tie_rtol, prep.k, prep.n
+    base = (1.0 - diversity) * prep.relevance
+    obj = base + diversity * first_gain  # an upper bound on each candidate's objective, exact where fresh
+    picks, scores = np.empty(k, dtype=np.int64), np.empty(k, dtype=np.float64)
+    covered = np.zeros(n, sim.dtype)  # sum of the picks' rows of sim
     taken = np.zeros(n, dtype=bool)
     fresh = np.ones(n, dtype=bool)  # obj[i] is exact for the current picks
-    for step in range(picks.shape[0]):
+    for step in range(k):
         size = _FIRST_BATCH
         while True:
             exact = np.where(fresh, obj, -np.inf)
@@ -116,25 +108,7 @@ def _lazy_steps(run: _Run, rtol: float) -> None:
         covered += sim[win]
         fresh[:] = False
         fresh[taken] = True  # picked items stay at -inf
-
-
-def _runner(
-    prep: PreparedInputs, gamma: float
-) -> Callable[[float], tuple[NDArray[np.int64], NDArray[np.float64]]]:
-    """The greedy for one ``diversity`` > 0 on ``prep``, after the work every value shares:
-    the similarity matrix and the first pass (every candidate's gain on the empty selection)."""
-    sim = _similarity(prep)
-    first_gain = _concave(sim, gamma).sum(axis=0, dtype=np.float64)
-    k, n = prep.k, prep.n
-
-    def run(diversity: float) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-        base = (1.0 - diversity) * prep.relevance
-        picks, scores = np.empty(k, dtype=np.int64), np.empty(k, dtype=np.float64)
-        state = _Run(sim, gamma, diversity, base, base + diversity * first_gain, picks, scores, np.zeros(n, sim.dtype))
-        _lazy_steps(state, prep.tie_rtol)
-        return picks, scores
-
-    return run
+    return picks, scores
 
 
 @pure_relevance_rows
@@ -146,8 +120,9 @@ def cover_sweep(
 
     The similarity matrix and the first pass are computed once for all values.
     """
-    run = _runner(prep, gamma)
-    rows = [run(float(d)) for d in np.asarray(values, dtype=np.float64).reshape(-1)]
+    sim = _similarity(prep)
+    first_gain = _concave(sim, gamma).sum(axis=0, dtype=np.float64)
+    rows = [_greedy(sim, first_gain, prep, gamma, float(d)) for d in np.asarray(values, dtype=np.float64).reshape(-1)]
     return np.stack([r[0] for r in rows]), np.stack([r[1] for r in rows])
 
 
@@ -155,9 +130,8 @@ def cover_select(
     prep: PreparedInputs, *, diversity: float = 0.5, gamma: float = 0.5, **_: Any
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
     """Cover picks for one ``diversity`` (see module docstring): one row of :func:`cover_sweep`."""
-    if diversity == 0.0:  # pure relevance: the top-k
-        return topk_select(prep)
-    return _runner(prep, gamma)(float(diversity))
+    picks, scores = cover_sweep(prep, np.array([float(diversity)]), gamma=gamma)
+    return picks[0], scores[0]
 
 
 def _check_gamma(value: object, name: str) -> float:
@@ -165,7 +139,6 @@ def _check_gamma(value: object, name: str) -> float:
     if gamma == 0.0:
         raise InvalidParameterError(f"{name} must be in (0, 1]; got {name}={value!r}")
     return gamma
-
 
 
 SPEC = diversity_method("cover", cover_select, cover_sweep, gamma=(0.5, _check_gamma))
