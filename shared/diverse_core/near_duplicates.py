@@ -15,7 +15,8 @@ Each round removes at least the first offending pick (a near-duplicate of kept p
 pool without duplicates among the picks pays one ``k × k`` check and keeps its picks bit for
 bit. When fewer than ``k`` distinct candidates are left, the remaining slots are filled with the
 removed candidates, most relevant first (a near-duplicate is then the only thing left to give).
-``topk`` is never guarded: it is the plain relevance baseline.
+A method runs guarded unless its spec says otherwise (:attr:`~diverse_core.registry.MethodSpec.guarded`):
+``topk``, the plain relevance baseline, is never guarded.
 
 Example:
     >>> import numpy as np
