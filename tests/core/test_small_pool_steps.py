@@ -3,11 +3,14 @@ rules they replace, checked against those rules written out plainly."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from diverse_core import select, sweep
 from diverse_core.errors import InvalidParameterError
-from diverse_core.methods import cover, dpp, gist
+from diverse_core.methods import _common, cover, dpp, gist
+from diverse_core.methods._common import StepColumns, clip_in_place
 from diverse_core.methods._spec import checked, optional
 from diverse_core.validation import check_k, check_positive, prepare_inputs
 from hypothesis import HealthCheck, given, settings
@@ -88,6 +91,40 @@ def test_dpp_lazy_path_extends_its_list_and_still_picks_the_eager_set(monkeypatc
     assert one.indices.tolist() == row.indices[0].tolist()
     assert set(one.indices[3:].tolist()) <= set(range(570, 600))  # the clusters once each, then the spread
     np.testing.assert_allclose(one.scores, row.scores[0], rtol=1e-9)
+
+
+# ------------------------------------------------------------------------------ StepColumns
+
+VECS = np.array([[1.0, 0.0], [1.0, 1.0], [0.0, 2.0]])
+WEIGHTS = np.array([1.0, 2.0, 3.0])
+R = math.sqrt(0.5)
+# w * w[1] * cos(., c_1): cos to c_1 is (R, 1, R)
+WANT_COLUMN_1 = [1 * 2 * R, 2 * 2 * 1.0, 3 * 2 * R]
+
+
+@pytest.mark.parametrize("branch", ["gram", "unit rows", "scaled product"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_step_columns_known_answer_in_every_branch(
+    branch: str, dtype: type, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    prep = prepare_inputs(np.ones(2, dtype=dtype), VECS.astype(dtype), k=3)
+    steps = 3 if branch == "gram" else 1  # 2 * 3 >= 3: one (n, n) product pays
+    if branch == "scaled product":
+        monkeypatch.setattr(_common, "GRAM_MAX_N", 0)
+    cols = StepColumns(prep, steps, weights=WEIGHTS)
+    tol = 1e-6 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(cols.column(1), WANT_COLUMN_1, rtol=tol)
+    # post: an elementwise map, applied once to the whole matrix or to each column
+    shifted = StepColumns(prep, steps, weights=WEIGHTS, post=lambda c: np.add(c, 1.0, dtype=np.float64))
+    np.testing.assert_allclose(shifted.column(1), np.add(WANT_COLUMN_1, 1.0), rtol=tol)
+    assert shifted.column(1).dtype == np.float64
+
+
+def test_clip_in_place_is_np_clip() -> None:
+    x = np.array([-3.0, -1.0, -0.5, 0.0, 0.99, 1.0, 1.0 + 1e-7, 7.0], dtype=np.float32)
+    want = np.clip(x, -1.0, 1.0)
+    got = clip_in_place(x, -1.0, 1.0)
+    assert got is x and got.tobytes() == want.tobytes()
 
 
 # ------------------------------------------------------------------------------ sweeps

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -12,12 +13,17 @@ from ..validation import TIE_RTOL_FLOAT64, PreparedInputs, product_with_rows
 __all__ = [
     "argmax_rows",
     "argmax_first",
+    "first_true",
+    "clip_in_place",
     "TIE_RTOL",
     "SimilarityColumns",
+    "StepColumns",
     "PickColumns",
     "cosine_block",
     "GRAM_MAX_N",
     "cosine_column",
+    "gram_pays",
+    "unit_working",
 ]
 
 #: Objective values within this relative distance of a row's maximum count as tied
@@ -25,6 +31,8 @@ __all__ = [
 #: lowest candidate index. This keeps picks stable against last-bit rounding
 #: differences between a batched sweep and a single run.
 TIE_RTOL = TIE_RTOL_FLOAT64
+
+_MAX = np.maximum.reduce  # ``a.max()`` without its Python-level wrapper
 
 
 def argmax_rows(
@@ -34,18 +42,44 @@ def argmax_rows(
 
     Entries equal to ``-inf`` are never chosen unless a whole row is ``-inf``.
     ``scratch``, a boolean array of ``obj``'s shape, saves an allocation per call.
+    The row maxima come from a small reduction, which keeps the GIL, not from ``argmax``
+    and a 2-D gather, which release it three times (under concurrent callers every release
+    can hand the GIL to another thread). Several rows: one release (the ``argmax`` of the
+    tie mask); one row (a single selection): none (:func:`first_true`).
     """
     top = obj.max(axis=1)
     floor = top - rtol * np.maximum(1.0, np.abs(top))
-    picks: NDArray[np.int64] = np.greater_equal(obj, floor[:, None], out=scratch).argmax(axis=1)
+    near = np.greater_equal(obj, floor[:, None], out=scratch)
+    if near.shape[0] == 1:
+        return np.array([first_true(near)], dtype=np.int64)
+    picks: NDArray[np.int64] = near.argmax(axis=1)
     return picks
 
 
+def first_true(mask: NDArray[np.bool_]) -> int:
+    """The first ``True`` of a boolean array in C order (0 when none)."""
+    return int(mask.argmax())
+
+
 def argmax_first(values: NDArray[np.float64], rtol: float = TIE_RTOL) -> int:
-    """:func:`argmax_rows` of one row: the lowest index within ``rtol`` of the maximum
-    (0 when the maximum is NaN)."""
-    top = float(values.max())
-    return int((values >= top - rtol * max(1.0, abs(top))).argmax())
+    """:func:`argmax_rows` of one row: the lowest index within ``rtol`` of the maximum.
+
+    One reduction and one comparison pass, neither releasing the GIL: the first entry at
+    or above the tie floor is the pick (the maximum itself is one, so there always is one
+    at or before it; with a NaN or ``+inf`` maximum none is, and the pick is 0, as
+    ``argmax`` of the comparison gives).
+    """
+    top = float(_MAX(values))
+    floor = top - rtol * (top if top > 1.0 else (-top if top < -1.0 else 1.0))  # rtol * max(1, |top|)
+    return first_true(values >= floor)
+
+
+def clip_in_place(x: NDArray[np.floating[Any]], low: float, high: float) -> NDArray[np.floating[Any]]:
+    """``np.clip(x, low, high, out=x)`` as two ufunc calls (the same values for non-NaN
+    ``x``, without ``np.clip``'s Python-level wrapper, which costs more than both at small sizes)."""
+    np.minimum(x, high, out=x)
+    np.maximum(x, low, out=x)
+    return x
 
 
 def cosine_column(prep: PreparedInputs, i: int) -> NDArray[np.float64]:
@@ -54,6 +88,26 @@ def cosine_column(prep: PreparedInputs, i: int) -> NDArray[np.float64]:
     col: NDArray[np.float64] = np.multiply(vec @ vec[i], prep.inv_norms)
     col *= prep.inv_norms[i]
     return col
+
+
+def unit_working(prep: PreparedInputs) -> NDArray[np.floating[Any]]:
+    """Unit-length copies of the candidates in the working precision, shape (n, d).
+
+    For small pools, where one copy costs less than rescaling every column afterwards:
+    ``unit @ unit[i]`` is then a cosine column in a single product.
+    """
+    vec = prep.vectors
+    unit: NDArray[np.floating[Any]] = vec * prep.inv_norms.astype(vec.dtype)[:, None]
+    return unit
+
+
+def gram_pays(n: int, columns: int) -> bool:
+    """Whether one ``(n, n)`` product up front costs less than ``columns`` single columns.
+
+    Small pools only (:data:`GRAM_MAX_N`), and only when at least half the columns
+    will be needed (a product makes ``n`` columns for about the price of ``n / 2``).
+    """
+    return n <= GRAM_MAX_N and 2 * columns >= n
 
 
 def cosine_block(
@@ -71,6 +125,69 @@ def cosine_block(
 GRAM_MAX_N = 128
 
 
+class StepColumns:
+    """Similarity columns for one greedy run (one parameter value), one column per step.
+
+    ``column(i)`` is ``post(w * w[i] * cos(., c_i))`` for every candidate, shape (n,)
+    (``w`` the optional per-candidate ``weights``, ``post`` an optional elementwise map
+    that may work in place), computed the cheapest way for the pool (:attr:`dtype`: the
+    columns' dtype before ``post``):
+
+    * every pair in one product up front (float64) when :func:`gram_pays` for ``steps``
+      columns, ``post`` applied once to the whole matrix; ``column`` then returns a row
+      of it, which the caller must not write to;
+    * pools up to :data:`GRAM_MAX_N`: (weighted) unit rows in the working precision
+      (:func:`unit_working`), so that a column is one product (``np.dot``: less call
+      overhead than ``@``);
+    * larger pools: one scaled matrix-vector product (:func:`cosine_column`, float64).
+
+    Example:
+        >>> import numpy as np
+        >>> from diverse_core.validation import prepare_inputs
+        >>> prep = prepare_inputs(np.ones(2), np.array([[1.0, 0.0], [1.0, 1.0]]), k=2)
+        >>> np.round(StepColumns(prep, steps=1).column(0), 3).tolist()
+        [1.0, 0.707]
+    """
+
+    def __init__(
+        self,
+        prep: PreparedInputs,
+        steps: int,
+        weights: NDArray[np.float64] | None = None,
+        post: Callable[[NDArray[np.floating[Any]]], NDArray[np.floating[Any]]] | None = None,
+    ) -> None:
+        n = prep.n
+        self.column: Callable[[int], NDArray[np.floating[Any]]]
+        if gram_pays(n, steps):
+            gram: NDArray[np.floating[Any]] = prep.cosine_rows(np.arange(n))
+            if weights is not None:
+                gram *= weights[:, None]
+                gram *= weights[None, :]
+            self.dtype: np.dtype[Any] = gram.dtype
+            gram = gram if post is None else post(gram)
+            self.column = gram.__getitem__
+        elif n <= GRAM_MAX_N:
+            unit = unit_working(prep)
+            if weights is not None:
+                unit *= weights.astype(unit.dtype)[:, None]
+            self.dtype = unit.dtype
+            if post is None:
+                self.column = lambda i: np.dot(unit, unit[i])
+            else:
+                self.column = lambda i: post(np.dot(unit, unit[i]))
+        else:
+            self.dtype = np.dtype(np.float64)
+
+            def column(i: int) -> NDArray[np.floating[Any]]:
+                col = cosine_column(prep, i)
+                if weights is not None:
+                    col *= weights
+                    col *= weights[i]
+                return col if post is None else post(col)
+
+            self.column = column
+
+
 class SimilarityColumns:
     """Cosine similarities of every candidate to one candidate, computed once per candidate.
 
@@ -84,13 +201,11 @@ class SimilarityColumns:
 
     def __init__(self, prep: PreparedInputs, columns: int | None = None) -> None:
         """``columns``: how many distinct columns the caller may need at most (``None``:
-        unknown); small pools get every pair up front when one ``(n, n)`` product costs less than
-        the columns needed (at most :data:`GRAM_MAX_N` candidates, and at least half of the columns:
-        a product makes ``n`` columns for about the price of ``n / 2``)."""
+        unknown); small pools get every pair up front when :func:`gram_pays`."""
         self._prep = prep
         self._slot: dict[int, int] = {}  # candidate -> row of `_mat`
         self._mat: NDArray[np.float64]
-        if prep.n <= GRAM_MAX_N and 2 * (prep.n if columns is None else columns) >= prep.n:
+        if gram_pays(prep.n, prep.n if columns is None else columns):
             # Small pools (e.g. a retriever's fetch_k): every pair at once in one product
             # costs less than the per-call overhead of computing columns step by step.
             self._mat = prep.cosine_rows(np.arange(prep.n))
@@ -159,7 +274,7 @@ class PickColumns:
             # Small pools (a retriever's fetch_k): every column in one product up front
             # costs less than the per-step calls (measured up to about n = 64 at d = 384).
             self._fill(slice(None), 1)
-            self._slot[:] = np.arange(1, n + 1)
+            self._slot[:] = range(1, n + 1)  # (``np.arange`` releases the GIL)
             self._used = 1 + n
 
     def slots(self, picks: NDArray[np.int64] | list[int]) -> NDArray[np.intp]:
@@ -175,10 +290,15 @@ class PickColumns:
             grown[:start] = self.columns[:start]
             self.columns = grown
         self._fill(missing, start)
-        self._slot[missing] = np.arange(start, stop)
+        self._slot[missing] = range(start, stop)  # (``np.arange`` releases the GIL)
         self._used = stop
         out: NDArray[np.intp] = self._slot[idx]
         return out
+
+    def slot(self, pick: int) -> int:
+        """The slot of one candidate (:meth:`slots` of ``[pick]``)."""
+        found = int(self._slot[pick])
+        return found if found else int(self.slots([pick])[0])
 
     def _fill(self, items: NDArray[np.intp] | slice, start: int) -> None:
         """Write the columns of candidates ``items`` (a slice: those rows, without a gather) into

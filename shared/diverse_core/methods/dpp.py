@@ -22,7 +22,7 @@ pick's residual variance.
 
 Speed. Pools up to ``GRAM_MAX_N``: one similarity column per step (all columns in
 one product up front when enough are needed) and one ``(n, t)`` product with the
-Cholesky factor (:func:`dpp_sweep`). Larger pools (:func:`_dpp_lazy`): residual variances only fall as
+Cholesky factor. Larger pools (:func:`_dpp_lazy`): residual variances only fall as
 picks are added, so after the first pick's column the candidates with the highest
 residuals are followed exactly (a short list, one small product per step) and more
 join when one left off could still win; the picks are those of the eager loop (which
@@ -41,9 +41,17 @@ from numpy.typing import NDArray
 
 from ..errors import InvalidParameterError
 from ..validation import PreparedInputs, check_positive
-from ._common import GRAM_MAX_N, SimilarityColumns, argmax_first, argmax_rows, cosine_column
+from ._common import (
+    GRAM_MAX_N,
+    SimilarityColumns,
+    StepColumns,
+    argmax_first,
+    argmax_rows,
+    cosine_column,
+)
 from ._spec import diversity_method
 from ._sweep import pure_relevance_rows
+from .topk import topk_select
 
 __all__ = ["EPS32", "zscore", "dpp_select", "dpp_sweep", "SPEC"]
 
@@ -132,13 +140,46 @@ def dpp_sweep(
 def dpp_select(
     prep: PreparedInputs, *, diversity: float = 0.5, scale: float = 1.0, **_: Any
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-    """Greedy DPP picks for one ``diversity`` (see module docstring): the row of :func:`dpp_sweep`,
-    or (pools larger than ``GRAM_MAX_N``) :func:`_dpp_lazy`."""
-    if diversity == 0.0 or prep.n <= GRAM_MAX_N or prep.k <= 2:
-        picks, scores = dpp_sweep(prep, np.array([float(diversity)]), scale=scale)
-        return picks[0], scores[0]
+    """Greedy DPP picks for one ``diversity`` (see module docstring).
+
+    One row of :func:`dpp_sweep` on 1-D arrays, the kernel columns from
+    :class:`StepColumns` (small pools: the whole weighted kernel in one product up
+    front when enough columns will be needed, or else weighted unit rows). A step writes
+    its Cholesky row in place (``factor[step]``) and keeps picked items at ``-inf``
+    (``floor`` holds ``-inf`` there and 0 elsewhere: one ``maximum`` both clips the
+    residuals at 0 and keeps the picks out).
+    """
+    if diversity == 0.0:
+        return topk_select(prep)
+    k, n, rtol = prep.k, prep.n, prep.tie_rtol
     beta = (1.0 - diversity) * scale
-    return _dpp_lazy(prep, *_quality(prep.relevance, beta, beta, scale))
+    weights, residual = _quality(prep.relevance, beta, beta, scale)
+    if n > GRAM_MAX_N and k > 2:
+        return _dpp_lazy(prep, weights, residual)
+    column = StepColumns(prep, k - 1, weights=weights).column  # kernel columns w * w[i] * cos
+    factor = np.empty((k, n))
+    square = np.empty(n)
+    floor = np.zeros(n)
+    picks = np.empty(k, dtype=np.int64)
+    scores = np.empty(k, dtype=np.float64)
+    for step in range(k):
+        best = argmax_first(residual, rtol)
+        gain = residual.item(best)
+        picks[step], scores[step] = best, gain
+        if step + 1 == k:
+            break
+        residual[best] = floor[best] = -np.inf
+        row = factor[step]
+        col = column(best)
+        den = _denominator(gain, scores[0])
+        if step:
+            np.subtract(col, np.dot(factor[:step, best], factor[:step]), out=row)
+            row /= den
+        else:
+            np.divide(col, den, out=row, dtype=np.float64)
+        residual -= np.multiply(row, row, out=square)
+        np.maximum(residual, floor, out=residual)
+    return picks, scores
 
 
 def _dpp_lazy(
@@ -152,7 +193,7 @@ def _dpp_lazy(
     for good. After the first pick's kernel column (one matrix-vector product for the
     whole pool) the :data:`_SHORT_LIST` candidates with the highest bound are followed
     exactly: per step, the kernel column and Cholesky row of the listed candidates
-    only, the same operations as :func:`dpp_sweep`'s on the whole pool. When the
+    only, the same operations as :func:`dpp_select`'s on the whole pool. When the
     best bound left off the list comes within the tie tolerance of the best exact
     residual, more candidates join (every one that could reach it, and at least twice
     as many as before), their Cholesky rows computed against every pick so far. The

@@ -17,8 +17,8 @@ picks as ``pyversity.msd`` up to ties (pyversity works in float32).
 Speed. The sum of distances to the picks is ``t - <c, sum_s u_s> / |c|`` (``t`` the
 number of picks, ``u_s`` the unit picks), so each step needs one similarity column
 of the new pick; small pools get every column in one product up front when
-enough of them will be needed. :func:`msd_sweep` runs every ``diversity`` value together on
-``(L, n)`` arrays, sharing the columns of items several values pick.
+enough of them will be needed (``gram_pays``). :func:`msd_sweep` runs every ``diversity`` value together on ``(L, n)``
+arrays, sharing the columns of items several values pick.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..validation import PreparedInputs
-from ._common import SimilarityColumns
+from ._common import SimilarityColumns, StepColumns, argmax_first, clip_in_place
 from ._spec import diversity_method
 from ._sweep import GreedySweep
 
@@ -50,7 +50,7 @@ def msd_sweep(
         return run.picks, run.scores
     sims = SimilarityColumns(prep, n_values * (k - 1))
     # total[l, i]: sum over value l's picks of 1 - clip(cos(c_i, s), -1, 1)
-    total = np.repeat(1.0 - np.clip(sims.column(run.first), -1.0, 1.0)[None, :], n_values, axis=0)
+    total = np.repeat(1.0 - clip_in_place(sims.column(run.first), -1.0, 1.0)[None, :], n_values, axis=0)
     obj = np.empty((n_values, n), dtype=np.float64)
     for step in range(1, k):
         np.multiply(div, total, out=obj)
@@ -58,16 +58,42 @@ def msd_sweep(
         best = run.take(obj, step)
         if step + 1 < k:
             total += 1.0
-            total -= np.clip(sims.rows(best), -1.0, 1.0)
+            total -= clip_in_place(sims.rows(best), -1.0, 1.0)
     return run.picks, run.scores
 
 
 def msd_select(
     prep: PreparedInputs, *, diversity: float = 0.5, **_: Any
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-    """MSD picks for one ``diversity`` (see module docstring): the row of :func:`msd_sweep`."""
-    picks, scores = msd_sweep(prep, np.array([float(diversity)]))
-    return picks[0], scores[0]
+    """MSD picks for one ``diversity`` (see module docstring).
+
+    The same computation as one row of :func:`msd_sweep` on 1-D arrays: the running
+    objective (picked items at ``-inf``) loses ``diversity * cos`` of each new pick (the
+    constant ``diversity`` per pick is added back to the reported scores), so a step is
+    an argmax and one row update.
+    """
+    rel, k, rtol = prep.relevance, prep.k, prep.tie_rtol
+    div = float(diversity)
+    # obj = (1 - div) * rel - div * sum_s cos(c, s): the objective less the constant div * t
+    obj = (1.0 - div) * rel
+    picks = np.empty(k, dtype=np.int64)
+    scores = np.empty(k, dtype=np.float64)
+
+    def distance_term(col: NDArray[np.floating[Any]]) -> NDArray[np.floating[Any]]:
+        col = clip_in_place(col, -1.0, 1.0)
+        col *= div
+        return col
+
+    column = StepColumns(prep, k - 1, post=distance_term).column
+    win = argmax_first(rel, rtol)
+    for step in range(k):
+        picks[step], scores[step] = win, obj[win] + div * step
+        if step + 1 == k:
+            break
+        obj[win] = -np.inf
+        obj -= column(win)
+        win = argmax_first(obj, rtol)
+    return picks, scores
 
 
 SPEC = diversity_method("msd", msd_select, msd_sweep)

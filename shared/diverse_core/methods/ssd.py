@@ -40,10 +40,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..validation import PreparedInputs, check_k, check_positive
-from ._common import SimilarityColumns
+from ._common import SimilarityColumns, StepColumns, argmax_first
 from ._spec import diversity_method, optional
 from ._sweep import GreedySweep, pure_relevance_rows
 from .dpp import EPS32, zscore
+from .topk import topk_select
 
 __all__ = ["ssd_select", "ssd_sweep", "SPEC"]
 
@@ -141,6 +142,59 @@ def ssd_sweep(
     return run.picks, run.scores
 
 
+def _ssd_one(
+    prep: PreparedInputs, div: float, gamma: float, size: int
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """One value of :func:`ssd_sweep` on 2-D arrays (the ``_Window`` state of a single value)."""
+    rel, k, n, rtol = prep.relevance, prep.k, prep.n, prep.tie_rtol
+    theta = 1.0 - div
+    base = theta * zscore(rel, 0.0)  # -inf once picked
+    weight = div * gamma
+    picks = np.empty(k, dtype=np.int64)
+    scores = np.empty(k, dtype=np.float64)
+    win = argmax_first(rel, rtol)
+    picks[0], scores[0] = win, base[win] + weight * _SQRT2
+    # <x_c, x_p> = cos(c, p) + 1 (the bias coordinate), in float64
+    column = StepColumns(prep, k - 1, post=lambda col: np.add(col, 1.0, dtype=np.float64)).column
+    x_dots = np.zeros((size, n))
+    coef = np.zeros((size, n))
+    gram = np.zeros((size, size))
+    sq = np.full(n, 2.0)
+    count = head = 0
+    for step in range(1, k):
+        base[win] = -np.inf
+        col = column(win)
+        a = coef[:, win].copy()
+        xb = col - a @ x_dots
+        bb = x_dots[:, win] - gram @ a
+        base_sq = float(xb[win] - a @ bb)
+        done = picks[:step]
+        if count == size:
+            proj = x_dots[head] - gram[:, head] @ coef
+            back = coef[head].copy()
+            back[done] = 0.0
+            sq += back * (2.0 * proj + back * gram[head, head])
+            coef[head] = 0.0
+        else:
+            count += 1
+        bb[head] = 0.0
+        proj = xb - bb @ coef
+        new = proj / (base_sq + EPS32)
+        new[done] = 0.0
+        sq -= new * (2.0 * proj - new * base_sq)
+        np.maximum(sq, 0.0, out=sq)
+        x_dots[head], coef[head] = xb, new
+        gram[head, :], gram[:, head] = bb, bb
+        gram[head, head] = base_sq
+        head = (head + 1) % size
+        obj = np.sqrt(sq)
+        obj *= weight
+        obj += base
+        win = argmax_first(obj, rtol)
+        picks[step], scores[step] = win, obj[win]
+    return picks, scores
+
+
 def ssd_select(
     prep: PreparedInputs,
     *,
@@ -150,8 +204,9 @@ def ssd_select(
     **_: Any,
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
     """SSD picks for one ``diversity`` (see module docstring): one row of :func:`ssd_sweep`."""
-    picks, scores = ssd_sweep(prep, np.array([float(diversity)]), gamma=gamma, window=window)
-    return picks[0], scores[0]
+    if diversity == 0.0:
+        return topk_select(prep)
+    return _ssd_one(prep, float(diversity), float(gamma), prep.k if window is None else int(window))
 
 
 SPEC = diversity_method(
