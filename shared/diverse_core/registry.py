@@ -22,7 +22,6 @@ __all__ = [
     "register_method",
     "get_method",
     "available_methods",
-    "resolve_user_params",
     "with_diversity",
     "given_once",
 ]
@@ -217,16 +216,6 @@ TEXT_PARAMS: tuple[str, ...] = ("question", "texts")
 #: The parameters of a method that reads sources (:attr:`MethodSpec.reads_sources`) that the faces
 #: fill in from the documents' metadata (``source`` / ``ref_doc_id``, ``title``).
 SOURCE_PARAMS: tuple[str, ...] = ("sources", "names")
-
-
-def resolve_user_params(spec: MethodSpec, params: Mapping[str, Any], where: str = "") -> dict[str, Any]:
-    """:meth:`MethodSpec.resolve_params` for parameters a user gives a framework face (``face=True``).
-
-    Example:
-        >>> resolve_user_params(get_method("adaptive"), {})
-        {'model': None, 'variant': 'auto'}
-    """
-    return spec.resolve_params(params, face=True, where=where)
 
 
 def with_diversity(params: Mapping[str, Any] | None, diversity: object, where: str = "") -> dict[str, Any]:

@@ -10,7 +10,7 @@ import pytest
 from diverse_core import select, sweep
 from diverse_core.errors import InvalidParameterError
 from diverse_core.methods import _common, cover, dpp, gist
-from diverse_core.methods._common import StepColumns, clip_in_place
+from diverse_core.methods._common import StepColumns
 from diverse_core.methods._spec import checked, optional
 from diverse_core.validation import check_k, check_positive, prepare_inputs
 from hypothesis import HealthCheck, given, settings
@@ -118,13 +118,6 @@ def test_step_columns_known_answer_in_every_branch(
     shifted = StepColumns(prep, steps, weights=WEIGHTS, post=lambda c: np.add(c, 1.0, dtype=np.float64))
     np.testing.assert_allclose(shifted.column(1), np.add(WANT_COLUMN_1, 1.0), rtol=tol)
     assert shifted.column(1).dtype == np.float64
-
-
-def test_clip_in_place_is_np_clip() -> None:
-    x = np.array([-3.0, -1.0, -0.5, 0.0, 0.99, 1.0, 1.0 + 1e-7, 7.0], dtype=np.float32)
-    want = np.clip(x, -1.0, 1.0)
-    got = clip_in_place(x, -1.0, 1.0)
-    assert got is x and got.tobytes() == want.tobytes()
 
 
 # ------------------------------------------------------------------------------ sweeps

@@ -47,16 +47,15 @@ def test_core_selection_reports_variant() -> None:
     assert dc.select("learned", q, c, 4).details["variant"] == "embedding"
 
 
-def test_resolve_user_params_rejects_and_hides_the_text_params() -> None:
+def test_face_params_reject_and_hide_the_text_params() -> None:
     from diverse_core.errors import InvalidParameterError
-    from diverse_core.registry import resolve_user_params
 
     spec = get_method("learned")
     assert spec.reads_text
-    assert resolve_user_params(spec, {}) == {"model": None, "variant": "auto"}
+    assert spec.resolve_params({}, face=True) == {"model": None, "variant": "auto"}
     for bad in ({"question": "q"}, {"texts": ["a"]}):
         with pytest.raises(InvalidParameterError, match=str(sorted(bad))[1:-1]):
-            resolve_user_params(spec, bad)
+            spec.resolve_params(bad, face=True)
 
 
 def _lc_store():  # type: ignore[no-untyped-def]

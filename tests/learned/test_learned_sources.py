@@ -95,12 +95,10 @@ def test_select_passes_sources_and_they_change_the_picks() -> None:
 
 
 def test_select_rejects_sources_in_face_params() -> None:
-    from diverse_core.registry import resolve_user_params
-
     spec = get_method("learned")
     assert spec.reads_sources and "sources" not in spec.setting_defaults
     with pytest.raises(InvalidParameterError, match="source_key"):
-        resolve_user_params(spec, {"sources": ["a"]})
+        spec.resolve_params({"sources": ["a"]}, face=True)
 
 
 def test_source_inputs() -> None:

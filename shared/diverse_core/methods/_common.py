@@ -13,8 +13,6 @@ from ..validation import TIE_RTOL_FLOAT64, PreparedInputs, product_with_rows
 __all__ = [
     "argmax_rows",
     "argmax_first",
-    "first_true",
-    "clip_in_place",
     "TIE_RTOL",
     "SimilarityColumns",
     "StepColumns",
@@ -32,8 +30,6 @@ __all__ = [
 #: differences between a batched sweep and a single run.
 TIE_RTOL = TIE_RTOL_FLOAT64
 
-_MAX = np.maximum.reduce  # ``a.max()`` without its Python-level wrapper
-
 
 def argmax_rows(
     obj: NDArray[np.floating[Any]], rtol: float = TIE_RTOL, scratch: NDArray[np.bool_] | None = None
@@ -42,44 +38,18 @@ def argmax_rows(
 
     Entries equal to ``-inf`` are never chosen unless a whole row is ``-inf``.
     ``scratch``, a boolean array of ``obj``'s shape, saves an allocation per call.
-    The row maxima come from a small reduction, which keeps the GIL, not from ``argmax``
-    and a 2-D gather, which release it three times (under concurrent callers every release
-    can hand the GIL to another thread). Several rows: one release (the ``argmax`` of the
-    tie mask); one row (a single selection): none (:func:`first_true`).
     """
     top = obj.max(axis=1)
     floor = top - rtol * np.maximum(1.0, np.abs(top))
-    near = np.greater_equal(obj, floor[:, None], out=scratch)
-    if near.shape[0] == 1:
-        return np.array([first_true(near)], dtype=np.int64)
-    picks: NDArray[np.int64] = near.argmax(axis=1)
+    picks: NDArray[np.int64] = np.greater_equal(obj, floor[:, None], out=scratch).argmax(axis=1)
     return picks
 
 
-def first_true(mask: NDArray[np.bool_]) -> int:
-    """The first ``True`` of a boolean array in C order (0 when none)."""
-    return int(mask.argmax())
-
-
 def argmax_first(values: NDArray[np.float64], rtol: float = TIE_RTOL) -> int:
-    """:func:`argmax_rows` of one row: the lowest index within ``rtol`` of the maximum.
-
-    One reduction and one comparison pass, neither releasing the GIL: the first entry at
-    or above the tie floor is the pick (the maximum itself is one, so there always is one
-    at or before it; with a NaN or ``+inf`` maximum none is, and the pick is 0, as
-    ``argmax`` of the comparison gives).
-    """
-    top = float(_MAX(values))
-    floor = top - rtol * (top if top > 1.0 else (-top if top < -1.0 else 1.0))  # rtol * max(1, |top|)
-    return first_true(values >= floor)
-
-
-def clip_in_place(x: NDArray[np.floating[Any]], low: float, high: float) -> NDArray[np.floating[Any]]:
-    """``np.clip(x, low, high, out=x)`` as two ufunc calls (the same values for non-NaN
-    ``x``, without ``np.clip``'s Python-level wrapper, which costs more than both at small sizes)."""
-    np.minimum(x, high, out=x)
-    np.maximum(x, low, out=x)
-    return x
+    """:func:`argmax_rows` of one row: the lowest index within ``rtol`` of the maximum
+    (0 when the maximum is NaN)."""
+    top = float(values.max())
+    return int((values >= top - rtol * max(1.0, abs(top))).argmax())
 
 
 def cosine_column(prep: PreparedInputs, i: int) -> NDArray[np.float64]:
@@ -274,7 +244,7 @@ class PickColumns:
             # Small pools (a retriever's fetch_k): every column in one product up front
             # costs less than the per-step calls (measured up to about n = 64 at d = 384).
             self._fill(slice(None), 1)
-            self._slot[:] = range(1, n + 1)  # (``np.arange`` releases the GIL)
+            self._slot[:] = np.arange(1, n + 1)
             self._used = 1 + n
 
     def slots(self, picks: NDArray[np.int64] | list[int]) -> NDArray[np.intp]:
@@ -290,15 +260,10 @@ class PickColumns:
             grown[:start] = self.columns[:start]
             self.columns = grown
         self._fill(missing, start)
-        self._slot[missing] = range(start, stop)  # (``np.arange`` releases the GIL)
+        self._slot[missing] = np.arange(start, stop)
         self._used = stop
         out: NDArray[np.intp] = self._slot[idx]
         return out
-
-    def slot(self, pick: int) -> int:
-        """The slot of one candidate (:meth:`slots` of ``[pick]``)."""
-        found = int(self._slot[pick])
-        return found if found else int(self.slots([pick])[0])
 
     def _fill(self, items: NDArray[np.intp] | slice, start: int) -> None:
         """Write the columns of candidates ``items`` (a slice: those rows, without a gather) into

@@ -29,7 +29,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..validation import PreparedInputs
-from ._common import SimilarityColumns, StepColumns, argmax_first, clip_in_place
+from ._common import SimilarityColumns, StepColumns, argmax_first
 from ._spec import diversity_method
 from ._sweep import GreedySweep
 
@@ -50,7 +50,7 @@ def msd_sweep(
         return run.picks, run.scores
     sims = SimilarityColumns(prep, n_values * (k - 1))
     # total[l, i]: sum over value l's picks of 1 - clip(cos(c_i, s), -1, 1)
-    total = np.repeat(1.0 - clip_in_place(sims.column(run.first), -1.0, 1.0)[None, :], n_values, axis=0)
+    total = np.repeat(1.0 - np.clip(sims.column(run.first), -1.0, 1.0)[None, :], n_values, axis=0)
     obj = np.empty((n_values, n), dtype=np.float64)
     for step in range(1, k):
         np.multiply(div, total, out=obj)
@@ -58,7 +58,7 @@ def msd_sweep(
         best = run.take(obj, step)
         if step + 1 < k:
             total += 1.0
-            total -= clip_in_place(sims.rows(best), -1.0, 1.0)
+            total -= np.clip(sims.rows(best), -1.0, 1.0)
     return run.picks, run.scores
 
 
@@ -80,7 +80,7 @@ def msd_select(
     scores = np.empty(k, dtype=np.float64)
 
     def distance_term(col: NDArray[np.floating[Any]]) -> NDArray[np.floating[Any]]:
-        col = clip_in_place(col, -1.0, 1.0)
+        col = np.clip(col, -1.0, 1.0, out=col)
         col *= div
         return col
 
