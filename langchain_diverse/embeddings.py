@@ -14,6 +14,7 @@ from diverse_core.embedding_cache import (
     clear_model_caches,
     model_caches,
 )
+from diverse_core.embedding_cache.per_model import model_label as embeddings_namespace
 from diverse_core.validation import check_k
 from langchain_core.embeddings import Embeddings
 from numpy.typing import NDArray
@@ -34,12 +35,6 @@ DEFAULT_CACHE_SIZE = 50_000
 #: ``known(texts) -> one vector or None per text``: vectors already computed elsewhere
 #: (e.g. held by a vector store) that a cache miss may use instead of calling the model.
 KnownVectors = Callable[[list[str]], "Sequence[Any | None]"]
-
-
-def embeddings_namespace(embeddings: Embeddings) -> str:
-    """A label naming ``embeddings`` in cache namespaces: its class and its identity."""
-    cls = type(embeddings)
-    return f"{cls.__module__}.{cls.__qualname__}@{id(embeddings):x}"
 
 
 def _known_at(texts: list[str], known: KnownVectors | None) -> KnownAt | None:

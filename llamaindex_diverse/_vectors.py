@@ -8,7 +8,6 @@ bounded per-text cache bound to one embedding model.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import chain
 from operator import attrgetter
 from typing import Any
 
@@ -246,15 +245,6 @@ def nodes_to_embed(
     return positions, texts
 
 
-def _dimension_error(nodes: Sequence[NodeWithScore], dims: list[int]) -> DimensionMismatchError:
-    first = dims[0]
-    bad = next(i for i, d in enumerate(dims) if d != first)
-    return DimensionMismatchError(
-        f"node embeddings differ in dimension: node {nodes[0].node.node_id!r} has {first}, "
-        f"node {nodes[bad].node.node_id!r} (position {bad}) has {dims[bad]}"
-    )
-
-
 def stack_node_vectors(
     nodes: Sequence[NodeWithScore],
     positions: list[int],
@@ -267,39 +257,28 @@ def stack_node_vectors(
         DimensionMismatchError: vectors of different dimensions (e.g. nodes embedded by
             the index's model and the postprocessor's ``embed_model`` disagree).
     """
-    n = len(nodes)
-    if not positions:
-        return _lists_to_matrix(nodes, range(n))
-    assert embedded is not None
-    if len(positions) == n:  # every vector came from the cache, in node order
+    if embedded is not None and len(positions) == len(nodes):  # every vector came from the cache
         return embedded
-    d = embedded.shape[1]
-    out = np.empty((n, d), dtype=np.float64)
-    out[positions] = embedded
-    mask = np.ones(n, dtype=bool)
-    mask[positions] = False
-    stored = [i for i in range(n) if mask[i]]
-    if stored:
-        dims = [len(nodes[i].node.embedding or ()) for i in stored]
-        if any(x != d for x in dims):
-            bad = next(i for i, x in zip(stored, dims, strict=True) if x != d)
+    stored = sorted(set(range(len(nodes))).difference(positions))
+    lists = [nodes[i].node.embedding or [] for i in stored]
+    d = len(lists[0]) if embedded is None else embedded.shape[1]
+    bad = next((i for i, v in zip(stored, lists, strict=True) if len(v) != d), None)
+    if bad is not None:
+        got, name = len(nodes[bad].node.embedding or ()), nodes[bad].node.node_id
+        if embedded is None:
             raise DimensionMismatchError(
-                f"node {nodes[bad].node.node_id!r} (position {bad}) carries a "
-                f"{len(nodes[bad].node.embedding or ())}-d embedding but {model_label} embeds "
-                f"text into {d}-d vectors; use the embed model that built the index"
+                f"node embeddings differ in dimension: node {nodes[0].node.node_id!r} has {d}, "
+                f"node {name!r} (position {bad}) has {got}"
             )
-        out[stored] = _lists_to_matrix(nodes, stored)
+        raise DimensionMismatchError(
+            f"node {name!r} (position {bad}) carries a {got}-d embedding but {model_label} embeds "
+            f"text into {d}-d vectors; use the embed model that built the index"
+        )
+    out = np.empty((len(nodes), d), dtype=np.float64)
+    if positions:
+        out[positions] = embedded
+    out[stored] = np.asarray(lists, dtype=np.float64).reshape(len(stored), d)
     return out
-
-
-def _lists_to_matrix(nodes: Sequence[NodeWithScore], rows: Sequence[int]) -> NDArray[np.float64]:
-    """Stack the ``embedding`` lists of ``nodes[rows]`` (one flat pass, no per-row arrays)."""
-    lists = [nodes[i].node.embedding or [] for i in rows]
-    d = len(lists[0])
-    if any(len(v) != d for v in lists):
-        raise _dimension_error([nodes[i] for i in rows], [len(v) for v in lists])
-    flat = np.fromiter(chain.from_iterable(lists), dtype=np.float64, count=len(lists) * d)
-    return flat.reshape(len(lists), d)
 
 
 def query_strings(query_bundle: QueryBundle) -> list[str]:

@@ -13,7 +13,7 @@ from typing import Any
 
 from .cache import EmbeddingCache
 
-__all__ = ["STRONG_LIMIT", "ModelCaches", "cache_key", "clear_model_caches", "model_caches"]
+__all__ = ["STRONG_LIMIT", "ModelCaches", "cache_key", "clear_model_caches", "model_caches", "model_label"]
 
 logger = logging.getLogger("diverse_core.embedding_cache")
 
@@ -67,7 +67,8 @@ def cache_key(model: object) -> Hashable | None:
     return (type(model).__module__, type(model).__qualname__, key)
 
 
-def _label(model: object) -> str:
+def model_label(model: object) -> str:
+    """A label naming ``model`` in cache namespaces and messages: its class and its identity."""
     cls = type(model)
     return f"{cls.__module__}.{cls.__qualname__}@{id(model):x}"
 
@@ -113,14 +114,14 @@ def model_caches(model: object) -> ModelCaches:
         if strong is not None and strong[0] is model:
             _STRONG.move_to_end(ident)
             return strong[1]
-        caches = ModelCaches(_label(model))
+        caches = ModelCaches(model_label(model))
         try:
             ref = weakref.ref(model, functools.partial(_forget, ident))
         except TypeError:  # not weakly referenceable: keep a bounded number alive
             _STRONG[ident] = (model, caches)
             while len(_STRONG) > STRONG_LIMIT:
                 _STRONG.popitem(last=False)
-            logger.debug("%s cannot be weakly referenced; its caches are kept in an LRU", _label(model))
+            logger.debug("%s cannot be weakly referenced; its caches are kept in an LRU", model_label(model))
             return caches
         _BY_ID[ident] = (ref, caches)
         return caches

@@ -115,7 +115,6 @@ class TextFactsCache:
         self._vocab: dict[str, int] = {}
         self._words: list[str] = []
         self._generation = 0
-        self._id_bound = 0
         self._shown: dict[str, IntArray] = {}
         self._lock = threading.Lock()
         self.hits = 0
@@ -131,16 +130,10 @@ class TextFactsCache:
             if w not in vocab:
                 vocab[w] = len(spelled)
                 spelled.append(w)
-        self._id_bound = max(self._id_bound, len(spelled))
         return sorted(vocab[w] for w in words)
 
     def _ids(self, words: frozenset[str]) -> IntArray:
         return np.array(self._id_list(words), dtype=np.int64)
-
-    @property
-    def id_bound(self) -> int:
-        """A bound on every word id this cache has handed out, in any generation (the largest vocabulary yet)."""
-        return self._id_bound
 
     def words_of(self, ids: IntArray, generation: int) -> list[str]:
         """The words of ``ids`` (of ``generation``; ``""`` for ids of another generation)."""
@@ -211,13 +204,6 @@ class TextFactsCache:
             if generation != self._generation:
                 return np.full(len(words), -1, dtype=np.int64)
             return np.fromiter(map(self._vocab.get, words, repeat(-1)), dtype=np.int64, count=len(words))
-
-    def number(self, words: frozenset[str], generation: int) -> IntArray | None:
-        """Ids of ``words``, numbering new ones (``None`` when ``generation`` is no longer current)."""
-        with self._lock:
-            if generation != self._generation:
-                return None
-            return self._ids(words)
 
     def title_words(self, names: Sequence[str | None], generation: int) -> list[IntArray | None]:
         """The ids of each display name's content words (``None`` where a candidate has no name, ``None`` or ``""``).
