@@ -98,11 +98,6 @@ class CachedEmbeddings(Embeddings):
         return f"CachedEmbeddings({self.embeddings!r})"
 
     # -- raw (uncached) calls -------------------------------------------------
-    def _embed_documents_raw(self, texts: list[str]) -> Any:
-        if isinstance(self.embeddings, MiniLMEmbeddings):
-            return self.embeddings.embed_array(texts)
-        return self.embeddings.embed_documents(texts)
-
     def _embed_queries_raw(self, texts: list[str]) -> Any:
         return [self.embeddings.embed_query(t) for t in texts]
 
@@ -122,7 +117,7 @@ class CachedEmbeddings(Embeddings):
                 store); cache misses use them instead of calling the model.
         """
         items = list(texts)
-        return self.document_cache.embed(items, self._embed_documents_raw, _known_at(items, known))
+        return self.document_cache.embed(items, self.embeddings.embed_documents, _known_at(items, known))
 
     async def aembed_documents_array(
         self, texts: Sequence[str], known: KnownVectors | None = None

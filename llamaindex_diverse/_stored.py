@@ -37,11 +37,7 @@ StoredVectors = Callable[[list[str]], list[Any]]
 
 def _simple(store: Any) -> StoredVectors:
     table: dict[str, Any] = store.data.embedding_dict
-
-    def read(ids: list[str]) -> list[Any]:
-        return [table.get(i) for i in ids]
-
-    return read
+    return lambda ids: [table.get(i) for i in ids]
 
 
 def _qdrant(store: Any) -> StoredVectors:

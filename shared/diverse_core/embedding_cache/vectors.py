@@ -24,12 +24,6 @@ KnownAt = Callable[[list[int]], Sequence[Any]]
 def check_texts(texts: Sequence[object], positions: Sequence[int] | None = None) -> None:
     """Raise :class:`InvalidTextError` naming the first of ``texts`` that is not a string or has no
     UTF-8 encoding (a lone surrogate such as ``"\\ud800"``); ``positions`` name them (default 0, 1, ...)."""
-    try:
-        for text in texts:
-            text.encode("utf-8")  # type: ignore[attr-defined]
-        return
-    except (UnicodeEncodeError, AttributeError):
-        pass
     for i, text in enumerate(texts):
         at = i if positions is None else positions[i]
         if not isinstance(text, str):
