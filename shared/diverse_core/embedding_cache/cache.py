@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -167,7 +167,14 @@ class EmbeddingCache:
         """The cached vector of each text (``None`` for a miss), the distinct misses, their positions."""
         with self._lock:
             rows = self._rows
-            found = [rows.get(t) for t in texts]
+            try:  # every text cached (the common case): C-level passes, rows of one dimension
+                found: list[Vector | None] = list(map(rows.__getitem__, texts))
+            except KeyError:
+                found = [rows.get(t) for t in texts]
+            else:
+                deque(map(rows.move_to_end, texts), maxlen=0)  # each one most recent, in order
+                self.hits += len(texts)
+                return found, [], []
             where: dict[str, list[int]] = {}
             for pos, (text, row) in enumerate(zip(texts, found, strict=True)):
                 if row is None:
@@ -285,6 +292,8 @@ def _fill(found: list[Vector | None], where: list[list[int]], vectors: dict[int,
             found[p] = vectors[i]
     if not found:
         return np.zeros((0, 0), dtype=np.float32)
+    if not where:  # every vector from the cache, all of its one dimension
+        return np.concatenate(found).reshape(len(found), -1)  # type: ignore[arg-type]
     try:
         return np.stack(found)  # type: ignore[arg-type]
     except ValueError:

@@ -128,9 +128,6 @@ class TextFactsCache:
                 spelled.append(w)
         return sorted(vocab[w] for w in words)
 
-    def _ids(self, words: frozenset[str]) -> IntArray:
-        return np.array(self._id_list(words), dtype=np.int64)
-
     def words_of(self, ids: IntArray, generation: int) -> list[str]:
         """The words of ``ids`` (of ``generation``; ``""`` for ids of another generation)."""
         with self._lock:
@@ -214,7 +211,7 @@ class TextFactsCache:
                 known.clear()
             for nm in filter(None, names):
                 if nm not in known:
-                    known[nm] = self._ids(frozenset(content_terms(nm)))
+                    known[nm] = np.array(self._id_list(frozenset(content_terms(nm))), dtype=np.int64)
             return [known[nm] if nm else None for nm in names]
 
     def clear(self) -> None:
