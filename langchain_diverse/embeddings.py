@@ -171,12 +171,7 @@ def cached_embeddings(embeddings: Embeddings, *, maxsize: int = DEFAULT_CACHE_SI
     """
     if isinstance(embeddings, CachedEmbeddings):
         return embeddings
-    return CachedEmbeddings(
-        embeddings,
-        maxsize=maxsize,
-        namespace=embeddings_namespace(embeddings),
-        caches=model_caches(embeddings),
-    )
+    return CachedEmbeddings(embeddings, maxsize=maxsize, caches=model_caches(embeddings))
 
 
 def clear_embedding_caches() -> None:

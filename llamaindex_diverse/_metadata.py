@@ -20,8 +20,6 @@ SELECTION_METADATA_KEYS: tuple[str, ...] = (
 
 def _plus_selection_keys(excluded: list[str]) -> list[str]:
     """A new list: ``excluded`` followed by the selection keys it lacks."""
-    if not excluded:
-        return list(SELECTION_METADATA_KEYS)
     return [*excluded, *(k for k in SELECTION_METADATA_KEYS if k not in excluded)]
 
 

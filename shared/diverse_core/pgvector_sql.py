@@ -251,10 +251,6 @@ def _install() -> None:
         _INSTALLED = True
 
 
-def _is_vector_type(type_: Any) -> bool:
-    return type(type_).__name__ == "VECTOR"
-
-
 def _before_execute(conn: Any, clause: Any, multiparams: Any, params: Any,
                     execution_options: Any) -> tuple[Any, Any, Any]:
     """Select ``vector_send(v)`` for the pgvector column ``v`` of a column-only search ``SELECT``."""
@@ -280,7 +276,7 @@ def _rewrite(clause: Any) -> Any:
     raw = getattr(clause, "_raw_columns", None)
     if not isinstance(raw, list) or not all(isinstance(c, ColumnElement) for c in raw):
         return None
-    hits = [i for i, c in enumerate(raw) if isinstance(c, ColumnClause) and _is_vector_type(c.type)]
+    hits = [i for i, c in enumerate(raw) if isinstance(c, ColumnClause) and type(c.type).__name__ == "VECTOR"]
     if len(hits) != 1:
         return None
     columns = list(raw)
