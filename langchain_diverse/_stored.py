@@ -7,7 +7,7 @@ FAISS (``langchain_community``; reconstructed from the index by docstore id), Qd
 (``langchain_qdrant`` and ``langchain_community``; points fetched by id with their
 vectors), Chroma (``langchain_chroma``; ``include=["embeddings"]``) and Postgres
 (``langchain_postgres.PGVector``: the search itself returns the vectors, see
-:mod:`._pgvector`; documents found otherwise are read by id in one query). Stores are
+:func:`pgvector_search`; documents found otherwise are read by id in one query). Stores are
 recognised by their attributes, so nothing here imports those packages. Any other
 store returns ``None`` from :func:`stored_vector_reader`: the caller embeds the texts.
 
@@ -17,25 +17,22 @@ the cache; both faces (the retriever and the pipeline source) search through it.
 
 from __future__ import annotations
 
-import logging
-import weakref
+import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
+from diverse_core.embedding_cache.stored import faiss_vectors, qdrant_vectors
+from diverse_core.errors import InvalidParameterError
 from diverse_core.pgvector_sql import pgvector_search as pg_search
-from diverse_core.pgvector_sql import store_errors
+from diverse_core.pgvector_sql import sql_vectors, store_errors
 from langchain_core.documents import Document
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
-from ._pgvector import apgvector_search, is_pgvector, pgvector_by_id, pgvector_search
 from .embeddings import KnownVectors
 
 __all__ = ["StoreSearch", "stored_vector_reader", "supports_stored_vectors"]
-
-logger = logging.getLogger(__name__)
 
 #: ``read(store, documents) -> one vector or None per document``.
 Reader = Callable[[Any, Sequence[Document]], list[Any]]
@@ -50,58 +47,76 @@ def _in_memory(store: InMemoryVectorStore, documents: Sequence[Document]) -> lis
     return out
 
 
-# FAISS: docstore id -> position in the index, rebuilt when the store's mapping changed.
-_FAISS_POSITIONS: weakref.WeakKeyDictionary[Any, dict[str, int]] = weakref.WeakKeyDictionary()
-
-
-def _faiss_positions(store: Any, ids: list[str | None]) -> list[int | None]:
-    mapping: dict[int, str] = store.index_to_docstore_id
-    reverse = _FAISS_POSITIONS.get(store)
-    if reverse is None or any(
-        i is not None and (reverse.get(i) is None or mapping.get(reverse[i]) != i) for i in ids
-    ):
-        reverse = {doc_id: pos for pos, doc_id in mapping.items()}
-        _FAISS_POSITIONS[store] = reverse
-    return [reverse.get(i) if i is not None else None for i in ids]
-
-
 def _faiss(store: Any, documents: Sequence[Document]) -> list[Any]:
-    positions = _faiss_positions(store, [doc.id for doc in documents])
-    found = [p for p in positions if p is not None]
-    if not found:
-        return [None] * len(documents)
-    try:
-        rows = store.index.reconstruct_batch(np.asarray(found, dtype=np.int64))
-    except RuntimeError as exc:  # e.g. an IVF index without a direct map
-        logger.warning(
-            "FAISS index %s cannot reconstruct stored vectors (%s); candidates are embedded "
-            "instead (call index.make_direct_map() to avoid it)", type(store.index).__name__, exc
-        )
-        return [None] * len(documents)
-    by_position = dict(zip(found, rows, strict=True))
-    return [by_position[p] if p is not None else None for p in positions]
-
-
-def _point_vector(vector: Any, name: str) -> Any:
-    if isinstance(vector, dict):
-        return vector.get(name)
-    return vector
+    return faiss_vectors(store.index, store.index_to_docstore_id, [doc.id for doc in documents])
 
 
 def _qdrant(store: Any, documents: Sequence[Document]) -> list[Any]:
     ids = [doc.metadata.get("_id") if doc.metadata else None for doc in documents]
-    wanted = [i for i in ids if i is not None]
-    if not wanted:
+    return qdrant_vectors(store.client, store.collection_name, ids, getattr(store, "vector_name", None) or "")
+
+
+#: PGVector's query methods (name-mangled privates of ``langchain_postgres.PGVector``).
+_SYNC_QUERY = "_PGVector__query_collection"
+_ASYNC_QUERY = "_PGVector__aquery_collection"
+
+
+def is_pgvector(store: Any) -> bool:
+    """Whether ``store`` is a ``langchain_postgres.PGVector`` (by its attributes)."""
+    cls = type(store)  # (an async store sets its table models on first use)
+    return cls.__name__ == "PGVector" and hasattr(cls, "_results_to_docs_and_scores")
+
+
+def _is_async(store: Any) -> bool:
+    return getattr(store, "_async_engine", None) is not None
+
+
+def _pgvector(store: Any, documents: Sequence[Document]) -> list[Any]:
+    """The stored vectors of ``documents`` (by id) in one query; a store in ``async_mode`` has no
+    synchronous session: its documents are embedded."""
+    if _is_async(store) or not hasattr(store, "EmbeddingStore"):
         return [None] * len(documents)
-    name = getattr(store, "vector_name", None) or ""
-    points = store.client.retrieve(
-        collection_name=store.collection_name,
-        ids=wanted,
-        with_payload=False,
-        with_vectors=[name] if name else True,
-    )
-    by_id = {str(p.id): _point_vector(p.vector, name) for p in points}
-    return [by_id.get(str(i)) if i is not None else None for i in ids]
+    table = store.EmbeddingStore
+    return sql_vectors(store._make_sync_session, table.id, table.embedding, [doc.id for doc in documents])
+
+
+def _found(store: Any, rows: Sequence[Any]) -> tuple[list[Document], list[Any]]:
+    """PGVector's rows as its documents, and their vectors."""
+    docs = [doc for doc, _ in store._results_to_docs_and_scores(rows)]
+    return docs, [row.EmbeddingStore.embedding for row in rows]
+
+
+def pgvector_search(
+    store: Any, embedding: list[float], k: int, search_kwargs: Mapping[str, Any]
+) -> tuple[list[Document], list[Any]] | None:
+    """The ``k`` documents nearest ``embedding`` and their stored vectors, by PGVector's own query
+    (its filters, distance and ordering, the vectors kept); ``None`` when the store lacks it.
+
+    Raises:
+        InvalidParameterError: the store was made with ``async_mode=True`` (it has no
+            synchronous connection): call the async API (``ainvoke``) instead.
+    """
+    if _is_async(store):
+        raise InvalidParameterError(
+            "this PGVector store was created with async_mode=True and has no synchronous "
+            "connection; use ainvoke()/aget_relevant_documents (or create the store with "
+            "async_mode=False for sync calls)"
+        )
+    query = getattr(store, _SYNC_QUERY, None)
+    return None if query is None else _found(store, query(embedding=embedding, k=k, filter=search_kwargs.get("filter")))
+
+
+async def apgvector_search(
+    store: Any, embedding: list[float], k: int, search_kwargs: Mapping[str, Any]
+) -> tuple[list[Document], list[Any]] | None:
+    """Async :func:`pgvector_search`; a store without ``async_mode`` is searched in a worker thread."""
+    if not _is_async(store):
+        return await asyncio.to_thread(pgvector_search, store, embedding, k, search_kwargs)
+    query = getattr(store, _ASYNC_QUERY, None)
+    if query is None:
+        return None
+    await store.__apost_init__()  # PGVector's lazy async set-up (creates the collection)
+    return _found(store, await query(session=None, embedding=embedding, k=k, filter=search_kwargs.get("filter")))
 
 
 def _chroma(store: Any, documents: Sequence[Document]) -> list[Any]:
@@ -124,7 +139,7 @@ def _reader_for(store: VectorStore) -> Reader | None:
     if "index_to_docstore_id" in attrs and hasattr(getattr(store, "index", None), "reconstruct_batch"):
         return _faiss
     if is_pgvector(store):
-        return pgvector_by_id
+        return _pgvector
     module = type(store).__module__
     if "chroma" in module and hasattr(getattr(store, "_collection", None), "get"):
         return _chroma

@@ -14,6 +14,7 @@ from diverse_core.embedding_cache import (
     clear_model_caches,
     model_caches,
 )
+from diverse_core.embedding_cache.per_model import model_label as embeddings_namespace
 from diverse_core.validation import check_k
 from langchain_core.embeddings import Embeddings
 from numpy.typing import NDArray
@@ -34,12 +35,6 @@ DEFAULT_CACHE_SIZE = 50_000
 #: ``known(texts) -> one vector or None per text``: vectors already computed elsewhere
 #: (e.g. held by a vector store) that a cache miss may use instead of calling the model.
 KnownVectors = Callable[[list[str]], "Sequence[Any | None]"]
-
-
-def embeddings_namespace(embeddings: Embeddings) -> str:
-    """A label naming ``embeddings`` in cache namespaces: its class and its identity."""
-    cls = type(embeddings)
-    return f"{cls.__module__}.{cls.__qualname__}@{id(embeddings):x}"
 
 
 def _known_at(texts: list[str], known: KnownVectors | None) -> KnownAt | None:
@@ -103,11 +98,6 @@ class CachedEmbeddings(Embeddings):
         return f"CachedEmbeddings({self.embeddings!r})"
 
     # -- raw (uncached) calls -------------------------------------------------
-    def _embed_documents_raw(self, texts: list[str]) -> Any:
-        if isinstance(self.embeddings, MiniLMEmbeddings):
-            return self.embeddings.embed_array(texts)
-        return self.embeddings.embed_documents(texts)
-
     def _embed_queries_raw(self, texts: list[str]) -> Any:
         return [self.embeddings.embed_query(t) for t in texts]
 
@@ -127,7 +117,7 @@ class CachedEmbeddings(Embeddings):
                 store); cache misses use them instead of calling the model.
         """
         items = list(texts)
-        return self.document_cache.embed(items, self._embed_documents_raw, _known_at(items, known))
+        return self.document_cache.embed(items, self.embeddings.embed_documents, _known_at(items, known))
 
     async def aembed_documents_array(
         self, texts: Sequence[str], known: KnownVectors | None = None
@@ -181,12 +171,7 @@ def cached_embeddings(embeddings: Embeddings, *, maxsize: int = DEFAULT_CACHE_SI
     """
     if isinstance(embeddings, CachedEmbeddings):
         return embeddings
-    return CachedEmbeddings(
-        embeddings,
-        maxsize=maxsize,
-        namespace=embeddings_namespace(embeddings),
-        caches=model_caches(embeddings),
-    )
+    return CachedEmbeddings(embeddings, maxsize=maxsize, caches=model_caches(embeddings))
 
 
 def clear_embedding_caches() -> None:

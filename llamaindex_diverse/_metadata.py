@@ -6,36 +6,20 @@ from typing import Any
 
 from llama_index.core.schema import NodeWithScore
 
-__all__ = [
-    "SELECTION_METADATA_KEYS",
-    "SELECTION_METHOD",
-    "SELECTION_PARAMS",
-    "SELECTION_RANK",
-    "SELECTION_RELEVANCE",
-    "SELECTION_SCORE",
-    "with_selection_metadata",
-]
-
-SELECTION_METHOD = "selection_method"
-SELECTION_PARAMS = "selection_params"
-SELECTION_RANK = "selection_rank"
-SELECTION_SCORE = "selection_score"
-SELECTION_RELEVANCE = "selection_relevance"
+__all__ = ["SELECTION_METADATA_KEYS", "with_selection_metadata"]
 
 #: Every metadata key the postprocessor adds to a returned node.
 SELECTION_METADATA_KEYS: tuple[str, ...] = (
-    SELECTION_METHOD,
-    SELECTION_PARAMS,
-    SELECTION_RANK,
-    SELECTION_SCORE,
-    SELECTION_RELEVANCE,
+    "selection_method",
+    "selection_params",
+    "selection_rank",
+    "selection_score",
+    "selection_relevance",
 )
 
 
 def _plus_selection_keys(excluded: list[str]) -> list[str]:
     """A new list: ``excluded`` followed by the selection keys it lacks."""
-    if not excluded:
-        return list(SELECTION_METADATA_KEYS)
     return [*excluded, *(k for k in SELECTION_METADATA_KEYS if k not in excluded)]
 
 
@@ -56,12 +40,8 @@ def with_selection_metadata(
     returned :class:`NodeWithScore` stays the retrieval relevance of ``item``.
     """
     node = item.node
-    metadata = dict(node.metadata)
-    metadata[SELECTION_METHOD] = method
-    metadata[SELECTION_PARAMS] = params.copy()  # one per node: safe to edit
-    metadata[SELECTION_RANK] = rank
-    metadata[SELECTION_SCORE] = score
-    metadata[SELECTION_RELEVANCE] = relevance
+    values = (method, params.copy(), rank, score, relevance)  # params: one copy per node, safe to edit
+    metadata = {**node.metadata, **dict(zip(SELECTION_METADATA_KEYS, values, strict=True))}
     update: dict[str, Any] = {"metadata": metadata}
     if hide_from_models:
         update["excluded_embed_metadata_keys"] = _plus_selection_keys(node.excluded_embed_metadata_keys)

@@ -25,13 +25,12 @@ import asyncio
 import contextvars
 import json
 import logging
-import operator
 import threading
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
-from typing import Any, overload
+from typing import Any
 
 import numpy as np
 from diverse_core.pgvector_sql import PgSearch, pgvector_search
@@ -45,13 +44,11 @@ from llama_index.core.vector_stores.types import VectorStoreQueryMode
 from numpy.typing import NDArray
 
 from ._observers import observed
-from ._query_text import query_vector
 from ._stored import StoredVectors
 
 __all__ = [
     "RETRIEVE_DISPATCHERS",
     "PgCandidates",
-    "RowNodes",
     "async_engine_usable",
     "collected_reader",
     "collecting",
@@ -143,14 +140,6 @@ def _ref_doc_id(metadata: dict[str, Any]) -> tuple[bool, str | None]:
     return (True, source.get("node_id")) if isinstance(source, dict) else (False, None)
 
 
-def _json_string(text: str) -> str:
-    """``json.dumps(text)``; printable ASCII without quotes or backslashes (ids such as uuids)
-    is written as is, without the encoder."""
-    if text.isascii() and text.isprintable() and '"' not in text and "\\" not in text:
-        return f'"{text}"'
-    return json.dumps(text)
-
-
 @dataclass
 class PgCandidates:
     """A ``PGVectorStore`` search's rows and vectors, before any node is built.
@@ -172,8 +161,6 @@ class PgCandidates:
     stand_in: _WithVectors
     _sources: list[str | None] | None = None
     _readable: bool | None = None
-    _ids: list[str] | None = None
-    _ids_read: bool = False
 
     @property
     def scores(self) -> list[float]:
@@ -198,19 +185,6 @@ class PgCandidates:
             self._readable, self._sources = ok, (sources if ok else None)
         return self._readable
 
-    def node_ids(self) -> list[str] | None:
-        """The rows' nodes' ids, read without building the nodes: each node's JSON (what the store
-        wrote) opens with its ``id_``, the row's ``node_id``; ``None`` when a row's does not."""
-        if not self._ids_read:
-            ids = [str(row.node_id) for row in self.rows]
-            known = all(
-                isinstance(content := row.metadata.get("_node_content"), str)
-                and content.startswith(f'{{"id_": {_json_string(node_id)}, ')
-                for row, node_id in zip(self.rows, ids, strict=True)
-            )
-            self._ids, self._ids_read = (ids if known else None), True
-        return self._ids
-
     @property
     def sources(self) -> list[str | None]:
         """The rows' nodes' ``ref_doc_id`` (only when :meth:`readable`)."""
@@ -222,41 +196,6 @@ class PgCandidates:
         """The retriever's nodes of the rows at ``positions``, in that order."""
         store: Any = self.stand_in._vector_store
         return self.stand_in._scored(store._db_rows_to_query_result([self.rows[i] for i in positions]))
-
-
-class RowNodes(Sequence[NodeWithScore]):
-    """The retriever's nodes of the first ``n`` rows of ``rows``, each built on first access.
-
-    For a pipeline's candidates (``Candidates.payloads``): only the chosen ones are read, so only
-    they become nodes (the same node for every access of one position).
-    """
-
-    def __init__(self, rows: PgCandidates, n: int) -> None:
-        self._rows = rows
-        self._n = n
-        self._built: dict[int, NodeWithScore] = {}
-
-    def __len__(self) -> int:
-        return self._n
-
-    @overload
-    def __getitem__(self, i: int) -> NodeWithScore: ...
-
-    @overload
-    def __getitem__(self, i: slice) -> list[NodeWithScore]: ...
-
-    def __getitem__(self, i: int | slice) -> NodeWithScore | list[NodeWithScore]:
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(self._n))]
-        at = operator.index(i)
-        if at < 0:
-            at += self._n
-        if not 0 <= at < self._n:
-            raise IndexError(f"row {i} of {self._n}")
-        node = self._built.get(at)
-        if node is None:
-            node = self._built.setdefault(at, self._rows.nodes([at])[0])
-        return node
 
 
 def _candidates(
@@ -300,14 +239,14 @@ class _WithVectors(VectorIndexRetriever):
     def _pairs(self, query: Any) -> tuple[list[tuple[Any, Any]], PgSearch]:
         with pgvector_search(query.similarity_top_k, binary=True) as search:
             pairs = _method(self._vector_store, _SYNC)(
-                query_vector(query.query_embedding), query.similarity_top_k, query.filters, **self._kwargs
+                query.query_embedding, query.similarity_top_k, query.filters, **self._kwargs
             )
         return pairs, search
 
     async def _apairs(self, query: Any) -> tuple[list[tuple[Any, Any]], PgSearch]:
         with pgvector_search(query.similarity_top_k, binary=True) as search:
             pairs = await _method(self._vector_store, _ASYNC)(
-                query_vector(query.query_embedding), query.similarity_top_k, query.filters, **self._kwargs
+                query.query_embedding, query.similarity_top_k, query.filters, **self._kwargs
             )
         return pairs, search
 

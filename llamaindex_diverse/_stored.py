@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import contextvars
 import logging
-from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-import numpy as np
 from diverse_core.embedding_cache import KnownAt
-from diverse_core.pgvector_sql import store_errors
+from diverse_core.embedding_cache.stored import faiss_vectors, qdrant_vectors
+from diverse_core.pgvector_sql import sql_vectors, store_errors
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import NodeWithScore
@@ -38,29 +37,12 @@ StoredVectors = Callable[[list[str]], list[Any]]
 
 def _simple(store: Any) -> StoredVectors:
     table: dict[str, Any] = store.data.embedding_dict
-
-    def read(ids: list[str]) -> list[Any]:
-        return [table.get(i) for i in ids]
-
-    return read
+    return lambda ids: [table.get(i) for i in ids]
 
 
 def _qdrant(store: Any) -> StoredVectors:
     name = getattr(store, "dense_vector_name", None) or ""
-
-    def pick(vector: Any) -> Any:
-        if isinstance(vector, dict):
-            return vector.get(name, vector.get(""))
-        return vector
-
-    def read(ids: list[str]) -> list[Any]:
-        points = store.client.retrieve(
-            collection_name=store.collection_name, ids=ids, with_vectors=True, with_payload=False
-        )
-        by_id = {str(p.id): pick(p.vector) for p in points}
-        return [by_id.get(i) for i in ids]
-
-    return read
+    return lambda ids: qdrant_vectors(store.client, store.collection_name, ids, name)
 
 
 # Postgres tables already checked for an index on node_id (engine URL, schema, table).
@@ -92,68 +74,22 @@ def _check_node_id_index(store: Any, table: Any, session: Any) -> None:
 
 def _postgres(store: Any) -> StoredVectors:
     def read(ids: list[str]) -> list[Any]:
+        """The stored vectors of ``ids`` (``None`` for an id without one), read in one statement."""
         with store_errors():  # the database gone: StoreUnavailableError, not OperationalError
-            return _read_postgres(store, ids)
+            store._initialize()  # what the store's own calls do first (idempotent)
+            # Looked up after initialising: the store makes its session factory on first use.
+            table, session = store._table_class, store._session
+            _check_node_id_index(store, table, session)
+            return sql_vectors(session, table.node_id, table.embedding, ids)
 
     return read
-
-
-def _read_postgres(store: Any, ids: list[str]) -> list[Any]:
-    """The stored vectors of ``ids`` (``None`` for an id without one), read in one statement."""
-    wanted = sorted(set(ids))
-    if callable(getattr(store, "_initialize", None)):
-        store._initialize()  # what the store's own calls do first (idempotent)
-    # Looked up after initialising: the store makes its session factory on first use.
-    table = getattr(store, "_table_class", None)
-    session = getattr(store, "_session", None)
-    if table is not None and callable(session):
-        from sqlalchemy import select
-
-        _check_node_id_index(store, table, session)
-        stmt = select(table.node_id, table.embedding).where(table.node_id.in_(wanted))
-        with session() as s:
-            by_id = {str(row[0]): row[1] for row in s.execute(stmt).all()}
-    else:  # another version of the integration: its public read by id
-        by_id = {n.node_id: n.embedding for n in store.get_nodes(node_ids=wanted)}
-    return [by_id.get(i) for i in ids]
-
-
-# FAISS: id(nodes_dict) -> node id -> vector id; checked on every look-up, a few kept.
-_FAISS_IDS: OrderedDict[int, dict[str, str]] = OrderedDict()
-_FAISS_KEEP = 8
-
-
-def _faiss_ids(nodes_dict: dict[str, str], ids: list[str]) -> list[str | None]:
-    reverse = _FAISS_IDS.get(id(nodes_dict))
-    if reverse is None or any(
-        (vid := reverse.get(i)) is None or nodes_dict.get(vid) != i for i in ids
-    ):
-        reverse = {node_id: vid for vid, node_id in nodes_dict.items()}
-        _FAISS_IDS[id(nodes_dict)] = reverse
-        while len(_FAISS_IDS) > _FAISS_KEEP:
-            _FAISS_IDS.popitem(last=False)
-    return [reverse.get(i) for i in ids]
 
 
 def _faiss(store: Any, index: Any) -> StoredVectors | None:
     nodes_dict = getattr(getattr(index, "index_struct", None), "nodes_dict", None)
     if not isinstance(nodes_dict, dict):
         return None
-    faiss_index = store.client
-
-    def read(ids: list[str]) -> list[Any]:
-        positions = _faiss_ids(nodes_dict, ids)
-        found = [int(p) for p in positions if p is not None]
-        if not found:
-            return [None] * len(ids)
-        try:
-            rows = faiss_index.reconstruct_batch(np.asarray(found, dtype=np.int64))
-        except RuntimeError:  # an index that cannot reconstruct (e.g. IVF without direct map)
-            return [None] * len(ids)
-        by_position = dict(zip(found, rows, strict=True))
-        return [by_position[int(p)] if p is not None else None for p in positions]
-
-    return read
+    return lambda ids: faiss_vectors(store.client, nodes_dict, ids)
 
 
 def stored_vectors_of(
@@ -198,7 +134,7 @@ def store_reader(store: Any, index: Any = None) -> StoredVectors | None:
         return _qdrant(store)
     if "Faiss" in name and index is not None and hasattr(getattr(store, "client", None), "reconstruct_batch"):
         return _faiss(store, index)
-    if name == "PGVectorStore" and hasattr(store, "get_nodes"):
+    if name == "PGVectorStore" and callable(getattr(store, "_initialize", None)):
         return _postgres(store)
     return None
 

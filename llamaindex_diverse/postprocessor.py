@@ -30,7 +30,6 @@ from ._pg_rows import PgCandidates
 from ._stored import StoredVectors, known_for, store_reader
 from ._vectors import (
     ModelBoundCache,
-    NodeTextMemo,
     model_namespace,
     nodes_to_embed,
     query_strings,
@@ -143,7 +142,6 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
 
     _store_read: StoredVectors | None = PrivateAttr(default=None)
     _cache: ModelBoundCache = PrivateAttr()
-    _texts: NodeTextMemo = PrivateAttr()
     _plan: Plan = PrivateAttr()
 
     def __init__(
@@ -197,7 +195,6 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
         )
         self._store_read = store_read
         self._cache = ModelBoundCache(self.cache_size)
-        self._texts = NodeTextMemo(self.cache_size)
         self._plan = plan
 
     @classmethod
@@ -297,7 +294,7 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
         if not plan.spec.reads_text:
             return {}
         if len(positions) != len(nodes):
-            texts = [self._texts.render(item.node, self.metadata_mode) for item in nodes]
+            texts = [item.node.get_content(metadata_mode=self.metadata_mode) for item in nodes]
         reads, key = plan.spec.reads_sources, self.title_key
         return plan.inputs(
             bundle.query_str, texts,
@@ -317,7 +314,7 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
     def _to_embed(self, nodes: list[NodeWithScore]) -> tuple[list[int], list[str], Any, str | None]:
         """The nodes to embed (positions, texts), and the cache and namespace of the model
         that embeds them (``None`` when every node carries its vector)."""
-        positions, texts = nodes_to_embed(nodes, self.metadata_mode, self._texts)
+        positions, texts = nodes_to_embed(nodes, self.metadata_mode)
         if not texts:
             return positions, texts, None, None
         model = self._resolve_embed_model()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,16 +17,12 @@ from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 from numpy.typing import NDArray
 
 from ._pg_rows import (
-    PgCandidates,
-    RowNodes,
     async_engine_usable,
     collected_reader,
     collecting,
     pg_guard,
-    row_searcher,
     searching_with_vectors,
 )
-from ._query_vectors import aembed_query, embed_query
 from ._stored import known_for, reading, stored_vectors_of
 from ._vectors import ModelBoundCache, nodes_to_embed, stack_node_vectors
 
@@ -112,36 +107,15 @@ class LlamaIndexSource:
         if not nodes:
             raise EmptyCandidatesError(f"no candidate nodes were retrieved for query={query!r}")
 
-    def _from_rows(self, query: str, query_embedding: Any, rows: PgCandidates, k: int | None) -> Candidates:
-        """The candidates of a ``PGVectorStore`` search's rows (see :func:`_rows_readable`): their
-        texts, ids and stored vectors; each payload becomes a node when it is first read."""
-        n = len(rows.rows) if k is None else min(k, len(rows.rows))
-        ids = rows.node_ids() or []
-        qv = np.asarray(query_embedding, dtype=np.float64)
-        found = Candidates.build(query, rows.texts[:n], ids[:n], rows.vectors[:n], qv)
-        return dataclasses.replace(found, payloads=RowNodes(rows, n))
-
     def search(self, query: str, k: int | None = None) -> Candidates:
         """Retrieve candidates for ``query`` and their vectors (read from the store when it keeps
-        them: SimpleVectorStore, Qdrant, FAISS, PGVectorStore); the query is embedded once.
-
-        Over ``PGVectorStore``, when nobody observes the retriever (no callback, event or span
-        handler) and no row's node has metadata, the candidates come from the search's rows and
-        only the payloads a pipeline reads (its chosen documents) become nodes.
-        """
+        them: SimpleVectorStore, Qdrant, FAISS, PGVectorStore); the query is embedded once."""
         retriever = self._retriever(k)
         model = self.embed_model
-        query_embedding = embed_query(model, query)
+        query_embedding = model.get_query_embedding(query)
         bundle = self._bundle(query, retriever, query_embedding)
-        rows = row_searcher(retriever, self._embed_model)
         with collecting() as found, pg_guard(retriever):
-            if rows is None:
-                got = self._searcher(retriever).retrieve(bundle)
-            else:
-                got = rows.search_rows(bundle, _rows_readable)
-        if isinstance(got, PgCandidates):
-            return self._from_rows(query, query_embedding, got, k)
-        nodes = list(got)
+            nodes = self._searcher(retriever).retrieve(bundle)
         self._check(query, nodes)
         positions, texts = nodes_to_embed(nodes, MetadataMode.EMBED)
         with reading(collected_reader(found, stored_vectors_of(retriever, self._embed_model))):
@@ -160,17 +134,10 @@ class LlamaIndexSource:
                 return self.search(query, k)
             return await asyncio.to_thread(self.search, query, k)  # the sync search, in a thread
         model = self.embed_model
-        query_embedding = await aembed_query(model, query)
+        query_embedding = await model.aget_query_embedding(query)
         bundle = self._bundle(query, retriever, query_embedding)
-        rows = row_searcher(retriever, self._embed_model)
         with collecting() as found, pg_guard(retriever):
-            if rows is None:
-                got = await self._searcher(retriever).aretrieve(bundle)
-            else:
-                got = await rows.asearch_rows(bundle, _rows_readable)
-        if isinstance(got, PgCandidates):
-            return self._from_rows(query, query_embedding, got, k)
-        nodes = list(got)
+            nodes = await self._searcher(retriever).aretrieve(bundle)
         self._check(query, nodes)
         positions, texts = nodes_to_embed(nodes, MetadataMode.EMBED)
         with reading(collected_reader(found, stored_vectors_of(retriever, self._embed_model))):
@@ -185,18 +152,13 @@ class LlamaIndexSource:
     def embed(self, texts: Sequence[str]) -> NDArray[np.float64]:
         """Query embeddings of ``texts``."""
         model = self.embed_model
-        return np.asarray([embed_query(model, t) for t in texts], dtype=np.float64)
+        return np.asarray([model.get_query_embedding(t) for t in texts], dtype=np.float64)
 
     async def aembed(self, texts: Sequence[str]) -> NDArray[np.float64]:
         """Asynchronous :meth:`embed`."""
         model = self.embed_model
-        return np.asarray([await aembed_query(model, t) for t in texts], dtype=np.float64)
+        return np.asarray([await model.aget_query_embedding(t) for t in texts], dtype=np.float64)
 
     def __repr__(self) -> str:
         return f"LlamaIndexSource({type(self.origin).__name__}, fetch_k={self.fetch_k})"
 
-
-def _rows_readable(rows: PgCandidates) -> bool:
-    """Whether a search's rows make the candidates as they are: no node has metadata (what an LLM
-    reads of one, and what is embedded, is its text) and every node id is known."""
-    return rows.readable() and rows.node_ids() is not None

@@ -35,6 +35,7 @@ Example:
 from __future__ import annotations
 
 import contextvars
+import functools
 import re
 import threading
 from collections.abc import Iterator, Sequence
@@ -47,7 +48,10 @@ from numpy.typing import NDArray
 
 from .errors import DimensionMismatchError, StoreError, StoreUnavailableError
 
-__all__ = ["PgSearch", "decode_vector_send", "dimension_mismatch", "pgvector_search", "store_errors", "store_failure"]
+__all__ = [
+    "PgSearch", "decode_vector_send", "dimension_mismatch", "pgvector_search", "sql_vectors", "store_errors",
+    "store_failure",
+]
 
 _EF_KEY = "diverse_rag.hnsw_ef_search"  # the connection's session-level ef_search, once read
 _OID_KEY = "diverse_rag.vector_oid"  # the connection's vector type oid (psycopg 3)
@@ -117,28 +121,28 @@ def decode_vector_send(raw: Sequence[bytes]) -> NDArray[np.float32]:
     return np.frombuffer(buf, dtype=">f4").reshape(len(raw), dim + 1)[:, 1:].astype(np.float32)
 
 
-def dimension_mismatch(exc: BaseException) -> DimensionMismatchError | None:
-    """A typed error for pgvector's dimension complaints in ``exc`` (or its causes), else ``None``."""
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    """``exc``, then its causes (``__cause__``, ``__context__`` or SQLAlchemy's ``orig``), each once."""
     seen: set[int] = set()
     cur: BaseException | None = exc
     while cur is not None and id(cur) not in seen:
         seen.add(id(cur))
-        text = str(cur)
-        found = _EXPECTED.search(text)
-        if found:  # pgvector's client-side check or a fixed-size column: expected <stored>, not <query>
-            stored, query = found.group(1), found.group(2)
-            break
-        found = _DIFFERENT.search(text)
-        if found:  # <column> <op> <query>: pgvector names the column's dimension first
-            stored, query = found.group(1), found.group(2)
-            break
+        yield cur
         cur = cur.__cause__ or cur.__context__ or getattr(cur, "orig", None)
-    else:
-        return None
-    return DimensionMismatchError(
-        f"the query vector has {query} dimensions but the store's vectors have {stored}; "
-        "embed queries with the model that embedded the stored rows"
-    )
+
+
+def dimension_mismatch(exc: BaseException) -> DimensionMismatchError | None:
+    """A typed error for pgvector's dimension complaints in ``exc`` (or its causes), else ``None``."""
+    for cur in _causes(exc):
+        # pgvector's client-side check or a fixed-size column: expected <stored>, not <query>;
+        # <column> <op> <query>: pgvector names the column's dimension first
+        found = _EXPECTED.search(str(cur)) or _DIFFERENT.search(str(cur))
+        if found:
+            return DimensionMismatchError(
+                f"the query vector has {found.group(2)} dimensions but the store's vectors have "
+                f"{found.group(1)}; embed queries with the model that embedded the stored rows"
+            )
+    return None
 
 
 @contextmanager
@@ -158,14 +162,8 @@ def pgvector_search(fetch_k: int | None, *, binary: bool = False) -> Iterator[Pg
     state = PgSearch(fetch_k=fetch_k, binary=binary)
     token = _STATE.set(state)
     try:
-        yield state
-    except (DimensionMismatchError, StoreError):
-        raise
-    except Exception as exc:
-        typed = dimension_mismatch(exc) or store_failure(exc)
-        if typed is not None:
-            raise typed from exc
-        raise
+        with store_errors(dimensions=True):
+            yield state
     finally:
         _STATE.reset(token)
 
@@ -199,33 +197,41 @@ def _unavailable(exc: BaseException) -> bool:
 def store_failure(exc: BaseException) -> StoreUnavailableError | None:
     """A :class:`StoreUnavailableError` for a lost or refused database connection in ``exc`` (or its
     causes), else ``None``."""
-    seen: set[int] = set()
-    cur: BaseException | None = exc
-    while cur is not None and id(cur) not in seen:
-        seen.add(id(cur))
+    for cur in _causes(exc):
         if _unavailable(cur):
             detail = " ".join(str(cur).split())[:200]
             return StoreUnavailableError(
                 f"the vector store's database is unreachable or dropped the connection "
                 f"({type(cur).__name__}: {detail}); retry once it is back"
             )
-        cur = cur.__cause__ or cur.__context__ or getattr(cur, "orig", None)
     return None
 
 
 @contextmanager
-def store_errors() -> Iterator[None]:
+def store_errors(*, dimensions: bool = False) -> Iterator[None]:
     """Around a read from a database-backed store: a lost or refused connection becomes a
-    :class:`StoreUnavailableError` (the driver's error its cause); anything else propagates."""
+    :class:`StoreUnavailableError` (the driver's error its cause), and with ``dimensions`` a
+    dimension complaint a :class:`DimensionMismatchError`; anything else propagates."""
     try:
         yield
     except (DimensionMismatchError, StoreError):
         raise
     except Exception as exc:
-        typed = store_failure(exc)
+        typed = (dimension_mismatch(exc) if dimensions else None) or store_failure(exc)
         if typed is not None:
             raise typed from exc
         raise
+
+
+def sql_vectors(session: Any, id_column: Any, vector_column: Any, ids: Sequence[Any]) -> list[Any]:
+    """The stored vectors of ``ids`` (``None`` for an id without one), read in one ``SELECT``
+    through the SQLAlchemy session factory ``session``; a lost connection is typed."""
+    from sqlalchemy import select
+
+    wanted = sorted({str(i) for i in ids if i is not None})
+    with store_errors(), session() as s:
+        by_id = {str(r[0]): r[1] for r in s.execute(select(id_column, vector_column).where(id_column.in_(wanted)))}
+    return [by_id.get(str(i)) if i is not None else None for i in ids]
 
 
 # ----------------------------------------------------------------------------- events
@@ -243,10 +249,6 @@ def _install() -> None:
         event.listen(Engine, "before_cursor_execute", _before_cursor_execute)
         event.listen(Engine, "do_execute", _do_execute)
         _INSTALLED = True
-
-
-def _is_vector_type(type_: Any) -> bool:
-    return type(type_).__name__ == "VECTOR"
 
 
 def _before_execute(conn: Any, clause: Any, multiparams: Any, params: Any,
@@ -274,7 +276,7 @@ def _rewrite(clause: Any) -> Any:
     raw = getattr(clause, "_raw_columns", None)
     if not isinstance(raw, list) or not all(isinstance(c, ColumnElement) for c in raw):
         return None
-    hits = [i for i, c in enumerate(raw) if isinstance(c, ColumnClause) and _is_vector_type(c.type)]
+    hits = [i for i, c in enumerate(raw) if isinstance(c, ColumnClause) and type(c.type).__name__ == "VECTOR"]
     if len(hits) != 1:
         return None
     columns = list(raw)
@@ -282,50 +284,32 @@ def _rewrite(clause: Any) -> Any:
     return clause.with_only_columns(*columns)
 
 
-#: id(vector column) -> (the column, its ``vector_send`` replacement): an immutable expression,
-#: shared by every statement that selects the column (a store's column is the same object in
-#: each of its searches). The entry holds the column, so its id is not reused while cached.
-_SENT_COLUMNS: dict[int, tuple[Any, Any]] = {}
-_SENT_COLUMNS_MAX = 64
-
-
+@functools.lru_cache(maxsize=64)
 def _sent_column(col: Any) -> Any:
-    """``vector_send(col)`` labelled as ``col``, read by :func:`_sent_vector`'s type (built once per
-    column; the cache is bounded: emptied when it would hold more than 64 columns)."""
-    entry = _SENT_COLUMNS.get(id(col))
-    if entry is not None and entry[0] is col:
-        return entry[1]
+    """``vector_send(col)`` labelled as ``col``, read by :func:`_sent_vector`'s type: an immutable
+    expression, built once per column (a store's column is the same object in each search)."""
     from sqlalchemy import func, type_coerce
 
-    sent = type_coerce(func.vector_send(col), _sent_vector()).label(col.key)
-    if len(_SENT_COLUMNS) >= _SENT_COLUMNS_MAX:
-        _SENT_COLUMNS.clear()
-    _SENT_COLUMNS[id(col)] = (col, sent)
-    return sent
+    return type_coerce(func.vector_send(col), _sent_vector()()).label(col.key)
 
 
-_SENT_TYPE: Any = None
-
-
+@functools.cache
 def _sent_vector() -> Any:
     """A ``TypeDecorator`` for ``vector_send`` bytes: kept on the search state in row order;
     the row gets ``None`` (built on first use: SQLAlchemy is an optional dependency)."""
-    global _SENT_TYPE
-    if _SENT_TYPE is None:
-        from sqlalchemy.types import LargeBinary, TypeDecorator
+    from sqlalchemy.types import LargeBinary, TypeDecorator
 
-        class SentVector(TypeDecorator[Any]):
-            impl = LargeBinary
-            cache_ok = True
+    class SentVector(TypeDecorator[Any]):
+        impl = LargeBinary
+        cache_ok = True
 
-            def process_result_value(self, value: Any, dialect: Any) -> Any:
-                state = _STATE.get()
-                if value is not None and state is not None:
-                    state.raw.append(bytes(value))
-                return None
+        def process_result_value(self, value: Any, dialect: Any) -> Any:
+            state = _STATE.get()
+            if value is not None and state is not None:
+                state.raw.append(bytes(value))
+            return None
 
-        _SENT_TYPE = SentVector
-    return _SENT_TYPE()
+    return SentVector
 
 
 def _search_statement(statement: str) -> bool:
@@ -388,22 +372,17 @@ def _do_execute(cursor: Any, statement: str, parameters: Any, context: Any) -> b
     return True
 
 
-_LOADER: Any = None
-
-
+@functools.cache
 def _binary_loader() -> Any:
-    global _LOADER
-    if _LOADER is None:
-        from psycopg.adapt import Loader
-        from psycopg.pq import Format
+    from psycopg.adapt import Loader
+    from psycopg.pq import Format
 
-        class BinaryVectorLoader(Loader):
-            """pgvector's binary ``vector``: a float32 array (big-endian floats after a 4-byte head)."""
+    class BinaryVectorLoader(Loader):
+        """pgvector's binary ``vector``: a float32 array (big-endian floats after a 4-byte head)."""
 
-            format = Format.BINARY
+        format = Format.BINARY
 
-            def load(self, data: Any) -> Any:
-                return np.frombuffer(data, dtype=">f4", offset=4).astype(np.float32)
+        def load(self, data: Any) -> Any:
+            return np.frombuffer(data, dtype=">f4", offset=4).astype(np.float32)
 
-        _LOADER = BinaryVectorLoader
-    return _LOADER
+    return BinaryVectorLoader

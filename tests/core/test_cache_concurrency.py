@@ -326,3 +326,21 @@ def test_disk_cache_reentrant_embed_does_not_hang(tmp_path: Path) -> None:
 
     holder.append(DiskEmbeddingCache(reentrant, "fake", tmp_path, progress=False))
     np.testing.assert_array_equal(holder[0].embed(["outer"])[0], vector_of("outer"))
+
+
+def test_models_that_cannot_be_weakly_referenced_keep_their_caches() -> None:
+    """A model without ``__weakref__`` is held (with its caches) in a bounded LRU: the same caches
+    while held, never another model's."""
+    from diverse_core.embedding_cache import STRONG_LIMIT, clear_model_caches, model_caches
+
+    class Slotted:
+        __slots__ = ()
+
+    clear_model_caches()
+    a, b = Slotted(), Slotted()
+    assert model_caches(a) is model_caches(a) and model_caches(a) is not model_caches(b)
+    first = model_caches(a)
+    for _ in range(STRONG_LIMIT):
+        model_caches(Slotted())  # pushes a out of the LRU
+    assert model_caches(a) is not first
+    clear_model_caches()

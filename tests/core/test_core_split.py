@@ -30,7 +30,6 @@ MOVED = {
         "InFlight": "diverse_core.embedding_cache.inflight",
         "wait_for": "diverse_core.embedding_cache.inflight",
         "await_for": "diverse_core.embedding_cache.inflight",
-        "ready": "diverse_core.embedding_cache.inflight",
         "KnownAt": "diverse_core.embedding_cache.vectors",
         "ModelCaches": "diverse_core.embedding_cache.per_model",
         "model_caches": "diverse_core.embedding_cache.per_model",

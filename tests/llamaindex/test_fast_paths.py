@@ -1,7 +1,7 @@
 """The postprocessor's per-call behaviour.
 
-Rendered node texts are memoised (and re-rendered whenever anything they depend on
-changes), returned nodes are copies that leave the input alone, instrumentation
+Node texts are rendered as ``get_content`` renders them, returned nodes are copies that leave
+the input alone, instrumentation
 events reach handlers anywhere up the tree, and the plan is built again whenever the
 settings change.
 """
@@ -26,13 +26,13 @@ from llama_index.core.schema import (
 
 from llamaindex_diverse import SELECTION_METADATA_KEYS, DiverseNodePostprocessor
 from llamaindex_diverse._metadata import with_selection_metadata
-from llamaindex_diverse._vectors import NodeTextMemo, nodes_to_embed
+from llamaindex_diverse._vectors import nodes_to_embed
 
 MODES = [MetadataMode.EMBED, MetadataMode.LLM, MetadataMode.ALL, MetadataMode.NONE]
 
 
 class _ShoutingNode(TextNode):
-    """Overrides get_content: the memo must call it, never assume TextNode's rendering."""
+    """Overrides get_content: it must be called, never TextNode's rendering assumed."""
 
     def get_content(self, metadata_mode: MetadataMode = MetadataMode.NONE) -> str:
         return self.text.upper()
@@ -53,61 +53,11 @@ def _variety() -> list[TextNode]:
     ]
 
 
-# -- NodeTextMemo ----------------------------------------------------------------------------
 @pytest.mark.parametrize("mode", MODES)
-def test_memo_renders_exactly_what_get_content_returns(mode: MetadataMode) -> None:
-    memo = NodeTextMemo(maxsize=100)
-    for node in _variety():
-        assert memo.render(node, mode) == node.get_content(metadata_mode=mode)
-        assert memo.render(node, mode) == node.get_content(metadata_mode=mode)  # memo hit
-
-
-def test_memo_renders_again_when_anything_rendered_changes() -> None:
-    memo = NodeTextMemo(maxsize=100)
-    node = TextNode(id_="same-id", text="first", metadata={"title": "A", "n": 1})
-
-    def check() -> None:
-        assert memo.render(node, MetadataMode.EMBED) == node.get_content(MetadataMode.EMBED)
-
-    check()
-    node.text = "second"
-    check()
-    node.metadata["title"] = "B"  # edited in place
-    check()
-    node.metadata["n"] = 1.0  # equal to 1, but renders as "1.0"
-    check()
-    node.metadata[1] = "int key"
-    check()
-    node.excluded_embed_metadata_keys.append("title")
-    check()
-    node.metadata_template = "{key}={value}"
-    check()
-    node.metadata_separator = "; "
-    check()
-    node.text_template = "[{metadata_str}] {content}"
-    check()
-
-
-def test_memo_is_bounded() -> None:
-    memo = NodeTextMemo(maxsize=3)
-    for i in range(10):
-        memo.render(TextNode(text=f"t{i}", metadata={"i": i}), MetadataMode.EMBED)
-        assert len(memo) <= 3
-
-
-def test_nodes_without_metadata_embed_their_text_without_the_memo() -> None:
-    memo = NodeTextMemo(maxsize=10)
-    nodes = [NodeWithScore(node=TextNode(text=f"t{i}"), score=1.0) for i in range(4)]
-    assert nodes_to_embed(nodes, MetadataMode.EMBED, memo) == ([0, 1, 2, 3], ["t0", "t1", "t2", "t3"])
-    assert len(memo) == 0
-
-
-@pytest.mark.parametrize("mode", MODES)
-def test_nodes_to_embed_agrees_with_and_without_memo(mode: MetadataMode) -> None:
+def test_nodes_to_embed_renders_what_get_content_returns(mode: MetadataMode) -> None:
     nodes = [NodeWithScore(node=n, score=0.5) for n in _variety()]
     nodes.insert(2, NodeWithScore(node=TextNode(text="has vector", embedding=[1.0, 0.0]), score=0.1))
-    positions, texts = nodes_to_embed(nodes, mode, NodeTextMemo(maxsize=100))
-    assert (positions, texts) == nodes_to_embed(nodes, mode)
+    positions, texts = nodes_to_embed(nodes, mode)
     assert 2 not in positions
     assert texts == [nodes[i].node.get_content(metadata_mode=mode) for i in positions]
 
@@ -117,7 +67,7 @@ def test_blank_node_is_named_on_the_fast_path_too(blank: str) -> None:
     nodes = [NodeWithScore(node=TextNode(id_=f"n{i}", text=t), score=1.0)
              for i, t in enumerate(["ok", blank, "ok too"])]
     with pytest.raises(InvalidParameterError, match=r"node 'n1' \(position 1\)"):
-        nodes_to_embed(nodes, MetadataMode.EMBED, NodeTextMemo(maxsize=10))
+        nodes_to_embed(nodes, MetadataMode.EMBED)
 
 
 def test_postprocessor_embeds_the_new_text_after_a_node_changes() -> None:

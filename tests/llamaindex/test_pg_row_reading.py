@@ -138,62 +138,6 @@ def test_missing_vectors_mean_nodes() -> None:
     assert _candidates([(r, None) for r in rows], search, stand_in=None) is None  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("name", list(NODES))
-def test_node_ids_are_the_nodes(name: str) -> None:
-    found = _candidates_of([NODES[name]])
-    assert found is not None
-    assert found.node_ids() == [metadata_dict_to_node(found.rows[0].metadata).node_id]
-
-
-def test_node_ids_unknown_when_the_json_names_another_node() -> None:
-    """A row whose node JSON does not open with the row's node id (not what the store writes)."""
-    row = _row(TextNode(text="alpha", id_="a"))._replace(node_id="other")
-    search = _search(np.ones((1, 3), dtype=np.float32))
-    found = _candidates([(row, None)], search, stand_in=None)  # type: ignore[arg-type]
-    assert found is not None and found.node_ids() is None
-    quoted = _row(TextNode(text="alpha", id_='a"b'))  # a quote in the id is escaped in the JSON
-    found = _candidates([(quoted, None)], search, stand_in=None)  # type: ignore[arg-type]
-    assert found is not None and found.node_ids() == ['a"b']
-
-
-class _Builds:
-    """A stand-in whose node building is recorded (what ``PgCandidates.nodes`` calls)."""
-
-    def __init__(self) -> None:
-        self.built: list[list[str]] = []
-
-        class Store:
-            @staticmethod
-            def _db_rows_to_query_result(rows: list[Row]) -> list[str]:
-                self.built.append([r.node_id for r in rows])
-                return [f"node of {r.node_id}" for r in rows]
-
-        self._vector_store = Store()
-
-    @staticmethod
-    def _scored(result: list[str]) -> list[Any]:
-        return [[x] for x in result]  # a fresh object per build
-
-
-def test_row_nodes_build_each_read_row_once() -> None:
-    from llamaindex_diverse._pg_rows import RowNodes
-
-    builds = _Builds()
-    rows = [_row(n) for n in (NODES["plain"], NODES["sourced"], NODES["next only"])]
-    vectors = np.zeros((3, 3), dtype=np.float32)
-    found = _candidates([(r, None) for r in rows], _search(vectors), stand_in=builds)  # type: ignore[arg-type]
-    assert found is not None
-    nodes = RowNodes(found, 2)  # the first two rows only
-    assert len(nodes) == 2 and bool(nodes) and not builds.built
-    assert nodes[1] == ["node of b"] and builds.built == [["b"]]
-    assert nodes[-1] is nodes[1] and builds.built == [["b"]]  # built once, the same object
-    assert nodes[0:2] == [["node of a"], ["node of b"]] and builds.built == [["b"], ["a"]]
-    assert list(nodes) == [["node of a"], ["node of b"]] and len(builds.built) == 2
-    for bad in (2, -3):
-        with pytest.raises(IndexError):
-            _ = nodes[bad]
-
-
 class _Counted(TextNode):
     """A node that records each read of its content."""
 

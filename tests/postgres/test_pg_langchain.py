@@ -163,9 +163,9 @@ async def test_sync_store_under_ainvoke(store: Any) -> None:
 def test_by_id_fallback_reads_one_batch(store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """Without PGVector's query method (another version), the found documents' vectors are
     read by id in one statement."""
-    from langchain_diverse import _pgvector
+    from langchain_diverse import _stored
 
-    monkeypatch.setattr(_pgvector, "_SIGNATURES", {(type(store), _pgvector._SYNC_QUERY): False})
+    monkeypatch.setattr(_stored, "_SYNC_QUERY", "_no_such_query")
     seen = _statements(store._engine)
     docs = DiverseRetriever(vectorstore=store, k=2, fetch_k=10, method="mmr").invoke("q")
     assert docs[1].page_content == "bridge" and not store.embeddings.calls.documents

@@ -424,16 +424,9 @@ def test_observed_retrieval_takes_the_node_path(index: VectorStoreIndex,
     assert sizes == [2]  # nobody listening: the rows path
 
 
-# ----------------------------------------------------------------------------- a pipeline's source on the rows
-# LlamaIndexSource (what DR-RAG and the other pipelines search) takes the rows the same way: the
-# candidates' texts, ids and vectors come from the rows, and a payload becomes a node only when
-# the pipeline reads it (its chosen documents). The candidates must be the node path's.
-
-def _source_node_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    from llamaindex_diverse import sources
-
-    monkeypatch.setattr(sources, "row_searcher", lambda *args: None)
-
+# ----------------------------------------------------------------------------- a pipeline's source
+# LlamaIndexSource (what DR-RAG and the other pipelines search) runs the stand-in's search: one
+# statement per search returns the candidates and their vectors.
 
 def _as_candidates(found: Any) -> tuple[Any, ...]:
     return (found.query, found.texts, found.ids, found.embeddings.dtype, found.embeddings.tobytes(),
@@ -442,112 +435,26 @@ def _as_candidates(found: Any) -> tuple[Any, ...]:
 
 
 @pytest.mark.parametrize("k", [None, 5])
-def test_source_rows_return_what_the_nodes_return(any_index: VectorStoreIndex, k: int | None,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_source_reads_the_vectors_with_the_search(any_index: VectorStoreIndex, k: int | None) -> None:
     from llamaindex_diverse.sources import LlamaIndexSource
 
     embed: CountingEmbedding = any_index._embed_model  # type: ignore[assignment]
     seen = _statements(any_index.vector_store)
-    sizes = _built_rows(monkeypatch)
     source = LlamaIndexSource(any_index, fetch_k=12)
-    queries = ("q", "bridge", "dup b")
-    found = [source.search(q, k) for q in queries]
-    n = 12 if k is None else 5
-    plain = any_index.vector_store.table_name.startswith("p")
-    assert sizes == ([] if plain else [n, n, n])  # rows with metadata become nodes first
-    rows = [_as_candidates(c) for c in found]  # reads every payload
-    assert sizes == ([1] * (3 * n) if plain else [n, n, n])
+    found = [source.search(q, k) for q in ("q", "bridge", "dup b")]
+    assert [len(c) for c in found] == [12 if k is None else 5] * 3
     assert len(_searches(seen)) == 3 and not _reads_by_id(seen) and not embed.calls.documents
-    sizes.clear()
-    _source_node_path(monkeypatch)
-    assert [_as_candidates(source.search(q, k)) for q in queries] == rows
-    assert sizes == [n, n, n]
 
 
-async def test_async_source_rows_return_what_the_nodes_return(
-        pg_socket_dir: str, plain_table: str, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_async_source_returns_what_the_sync_source_returns(pg_socket_dir: str, plain_table: str) -> None:
     from llamaindex_diverse.sources import LlamaIndexSource
 
     store = _store(pg_socket_dir, plain_table)
     index = VectorStoreIndex.from_vector_store(store, embed_model=CountingEmbedding())
-    sizes = _built_rows(monkeypatch)
     source = LlamaIndexSource(index, fetch_k=10)
-    found = await source.asearch("q")
-    assert sizes == []
-    rows = _as_candidates(found)
-    _source_node_path(monkeypatch)
-    assert _as_candidates(await source.asearch("q")) == rows
-    assert _as_candidates(source.search("q")) == rows
+    found = _as_candidates(await source.asearch("q"))
+    assert _as_candidates(source.search("q")) == found
     await store.close()
-
-
-@pytest.mark.parametrize("mode", ["qdc", "cfs"])
-def test_drrag_builds_only_its_chosen_nodes(pg_socket_dir: str, plain_table: str, mode: str,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    store = _store(pg_socket_dir, plain_table)
-    index = VectorStoreIndex.from_vector_store(store, embed_model=CountingEmbedding())
-    embed: CountingEmbedding = index._embed_model  # type: ignore[assignment]
-    seen = _statements(store)
-    sizes = _built_rows(monkeypatch)
-    retriever = DRRAGRetriever(index, k=4, fetch_k=8, mode=mode, k1=2, fill=True)
-    result, nodes = retriever.run_pipeline("q")
-    assert len(nodes) == 4 and sizes == [1, 1, 1, 1]  # the chosen rows only
-    assert len(_searches(seen)) == result.cost.searches and not _reads_by_id(seen)
-    assert len(embed.calls.queries) == result.cost.searches and not embed.calls.documents
-    rows = _as_compared(nodes)
-    sizes.clear()
-    _source_node_path(monkeypatch)
-    again, nodes = retriever.run_pipeline("q")
-    assert _as_compared(nodes) == rows
-    assert [d.id for d in again.documents] == [d.id for d in result.documents]
-    assert [d.reason for d in again.documents] == [d.reason for d in result.documents]
-    assert len(sizes) == again.cost.searches and min(sizes) > 1  # every search's rows became nodes
-    store._engine.dispose()
-
-
-def _root_events() -> tuple[list[str], Any]:
-    """An instrumentation event handler on the root dispatcher: (the event names it sees, its removal)."""
-    from llama_index.core.instrumentation import get_dispatcher
-    from llama_index.core.instrumentation.event_handlers import BaseEventHandler
-
-    seen: list[str] = []
-
-    class Recorder(BaseEventHandler):
-        def handle(self, event: Any, **kwargs: Any) -> None:
-            seen.append(event.class_name())
-
-    root, recorder = get_dispatcher("root"), Recorder()
-    root.add_event_handler(recorder)
-    return seen, lambda: root.event_handlers.remove(recorder)
-
-
-def test_observed_source_takes_the_node_path(pg_socket_dir: str, plain_table: str,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    """A callback handler on the searched retriever, or an event handler, sees its retrieval."""
-    from llama_index.core.callbacks import CallbackManager, CBEventType, LlamaDebugHandler
-
-    from llamaindex_diverse.sources import LlamaIndexSource
-
-    store = _store(pg_socket_dir, plain_table)
-    index = VectorStoreIndex.from_vector_store(store, embed_model=CountingEmbedding())
-    sizes = _built_rows(monkeypatch)
-    debug = LlamaDebugHandler()
-    base = index.as_retriever(similarity_top_k=10)
-    base.callback_manager = CallbackManager([debug])
-    LlamaIndexSource(base, embed_model=index._embed_model).search("q")
-    assert sizes == [10]
-    assert any(len(end.payload["nodes"]) == 10 for _, end in debug.get_event_pairs(CBEventType.RETRIEVE))
-    sizes.clear()
-    names, remove = _root_events()
-    try:
-        LlamaIndexSource(index, fetch_k=10).search("q")
-    finally:
-        remove()
-    assert sizes == [10] and names.count("RetrievalEndEvent") == 1
-    sizes.clear()
-    LlamaIndexSource(index, fetch_k=10).search("q")
-    assert sizes == []  # nobody listening: the rows
-    store._engine.dispose()
 
 
 def test_sync_runs_search_on_the_callers_thread(pg_socket_dir: str, plain_table: str) -> None:
@@ -571,34 +478,3 @@ def test_sync_runs_search_on_the_callers_thread(pg_socket_dir: str, plain_table:
         assert [n.node.node_id for n in retriever.retrieve("q")] == first
     assert threads == [threading.get_ident()] * 6  # three searches per run
     store._engine.dispose()
-
-
-def test_search_sends_the_short_query_text(index: VectorStoreIndex) -> None:
-    """The stand-in's search binds the query vector with 9 significant digits per component (the
-    same float32 vector on the server: the plain search's rows, scores and order)."""
-    from sqlalchemy import event
-
-    from llamaindex_diverse._pg_rows import collecting, searching_with_vectors
-    from llamaindex_diverse._query_text import query_vector
-
-    store: Any = index.vector_store
-    store._initialize()
-    sent: list[Any] = []
-
-    def _record(conn: Any, cursor: Any, statement: str, parameters: Any, *args: Any) -> None:
-        if "distance" in statement and "LIMIT" in statement:
-            sent.append(parameters)
-
-    event.listen(store._engine, "before_cursor_execute", _record)
-    try:
-        base = index.as_retriever(similarity_top_k=12)
-        plain = base.retrieve(QueryBundle("q", embedding=vector_of("q")))
-        stand_in = searching_with_vectors(base, None)
-        assert stand_in is not None
-        with collecting():
-            kept = stand_in.retrieve(QueryBundle("q", embedding=vector_of("q")))
-    finally:
-        event.remove(store._engine, "before_cursor_execute", _record)
-    short = query_vector(vector_of("q")).to_text()
-    assert len(sent) == 2 and short not in sent[0].values() and short in sent[1].values()
-    assert [(n.node.node_id, n.score) for n in plain] == [(n.node.node_id, n.score) for n in kept]

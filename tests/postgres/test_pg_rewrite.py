@@ -63,10 +63,11 @@ def test_replacement_is_built_once_per_column() -> None:
 
 
 def test_cache_is_bounded() -> None:
-    for i in range(pgvector_sql._SENT_COLUMNS_MAX + 10):
+    bound = pgvector_sql._sent_column.cache_info().maxsize
+    for i in range(bound + 10):
         table = Table(f"t{i}", MetaData(), Column("id", Integer), Column("v", Vector(2)))
         assert pgvector_sql._rewrite(select(table.c.id, table.c.v)) is not None
-        assert len(pgvector_sql._SENT_COLUMNS) <= pgvector_sql._SENT_COLUMNS_MAX
+        assert pgvector_sql._sent_column.cache_info().currsize <= bound
 
 
 def test_statements_it_leaves_alone() -> None:

@@ -24,7 +24,6 @@ from .cache import EmbeddingCache
 from .inflight import InFlight
 from .inflight import Waiting as Waiting
 from .inflight import await_for as await_for
-from .inflight import ready as ready
 from .inflight import wait_for as wait_for
 from .per_model import STRONG_LIMIT as STRONG_LIMIT
 from .per_model import ModelCaches, cache_key, clear_model_caches, model_caches

@@ -7,24 +7,18 @@ import threading
 from collections import OrderedDict, deque
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import DimensionMismatchError, InvalidParameterError
-from .inflight import InFlight, Waiting, await_for, ready, wait_for
-from .vectors import (
-    AsyncEmbedFn,
-    EmbedFn,
-    KnownAt,
-    check_texts,
-    checked_vectors,
-    finite_rows,
-    known_rows,
-    merge_known,
-)
+from .inflight import InFlight, Waiting, await_for, wait_for
+from .vectors import AsyncEmbedFn, EmbedFn, KnownAt, as_matrix, check_texts
 
 __all__ = ["EmbeddingCache"]
+
+Vector = NDArray[np.float32]
 
 
 class EmbeddingCache:
@@ -61,10 +55,8 @@ class EmbeddingCache:
         self._embed_fn = embed_fn
         self._maxsize = maxsize
         self.namespace = namespace
-        # Vectors live in one growing matrix; ``_slots`` maps text -> row, in LRU order.
-        self._matrix: NDArray[np.float32] | None = None
-        self._slots: OrderedDict[str, int] = OrderedDict()
-        self._free: list[int] = []
+        self._rows: OrderedDict[str, Vector] = OrderedDict()  # text -> vector, in LRU order
+        self._dim: int | None = None
         self._lock = threading.Lock()
         self._flight: InFlight[str] = InFlight()
         self.hits = 0
@@ -78,31 +70,28 @@ class EmbeddingCache:
     @property
     def dimension(self) -> int | None:
         """Dimension of the cached vectors (``None`` while the cache has never held one)."""
-        matrix = self._matrix
-        return None if matrix is None else int(matrix.shape[1])
+        return self._dim
 
     def grow_to(self, maxsize: int) -> None:
         """Raise the bound to ``maxsize`` (a smaller value leaves it unchanged)."""
-        if maxsize > self._maxsize:
-            with self._lock:
-                self._maxsize = max(self._maxsize, int(maxsize))
+        with self._lock:
+            self._maxsize = max(self._maxsize, int(maxsize))
 
     def __len__(self) -> int:
-        return len(self._slots)
+        return len(self._rows)
 
     def clear(self) -> None:
         """Forget every cached vector."""
         with self._lock:
-            self._slots.clear()
-            self._free.clear()
-            self._matrix = None
+            self._rows.clear()
+            self._dim = None
 
     def embed(
         self,
         texts: Sequence[str],
         embed_fn: EmbedFn | None = None,
         known: KnownAt | None = None,
-    ) -> NDArray[np.float32]:
+    ) -> Vector:
         """Vectors for ``texts`` in order, shape (len(texts), d); misses embedded in one batch.
 
         Args:
@@ -112,46 +101,41 @@ class EmbeddingCache:
                 those positions of ``texts``; consulted for cache misses only, before
                 ``embed_fn``, which then receives only what is still missing.
         """
-        out, missing, where = self._lookup(texts)
-        if not missing:
-            assert out is not None  # _lookup returns None only together with misses
-            return out
+        found, missing, where = self._lookup(texts)
         fn = embed_fn if embed_fn is not None else self._embed_fn
-        if fn is None:
+        if missing and fn is None:
             raise InvalidParameterError(
                 f"EmbeddingCache({self.namespace!r}) has no embed_fn: pass one to embed()"
             )
-        vectors: dict[int, NDArray[np.float32]] = {}
+        vectors: dict[int, Vector] = {}
         todo = list(range(len(missing)))
         while todo:
-            mine, theirs = self._claim(missing, todo)
+            mine, theirs = self._claim(missing, todo, vectors)
             if mine:
                 with self._owning(missing, mine):
-                    computed = self._compute(missing, where, mine, fn, known)
+                    computed = self._compute(missing, where, mine, fn, known)  # type: ignore[arg-type]
                 vectors.update(zip(mine, self._store(missing, mine, computed), strict=True))
             todo = []
             here: list[int] = []
             for i, entry in theirs.items():
-                if entry[1] == threading.get_ident() and not entry[0].done():
-                    here.append(i)  # owned by a suspended coroutine of this very thread: never wait on it
-                    continue
                 got = wait_for(entry)
-                if got is None:
-                    todo.append(i)  # its owner failed: claim it again (and compute it here)
-                else:
+                if got is not None:
                     vectors[i] = got
+                elif entry[1] == threading.get_ident() and not entry[0].done():
+                    here.append(i)  # owned by a suspended coroutine of this very thread: never wait on it
+                else:
+                    todo.append(i)  # its owner failed: claim it again (and compute it here)
             if here:
-                vectors.update(
-                    zip(here, self._store(missing, here, self._compute(missing, where, here, fn, known)), strict=True)
-                )
-        return self._fill(out, where, vectors)
+                computed = self._compute(missing, where, here, fn, known)  # type: ignore[arg-type]
+                vectors.update(zip(here, self._store(missing, here, computed), strict=True))
+        return _fill(found, where, vectors)
 
     async def aembed(
         self,
         texts: Sequence[str],
         aembed_fn: AsyncEmbedFn,
         known: KnownAt | None = None,
-    ) -> NDArray[np.float32]:
+    ) -> Vector:
         """Like :meth:`embed`, but misses are embedded by awaiting ``aembed_fn(missing)``.
 
         The cache itself is shared with :meth:`embed`; only the way misses are
@@ -159,17 +143,16 @@ class EmbeddingCache:
         in a worker thread (it may read a remote store). Waiting for a text another
         caller is embedding never blocks the event loop.
         """
-        out, missing, where = self._lookup(texts)
-        if not missing:
-            assert out is not None  # _lookup returns None only together with misses
-            return out
-        vectors: dict[int, NDArray[np.float32]] = {}
+        found, missing, where = self._lookup(texts)
+        vectors: dict[int, Vector] = {}
         todo = list(range(len(missing)))
         while todo:
-            mine, theirs = self._claim(missing, todo)
+            mine, theirs = self._claim(missing, todo, vectors)
             if mine:
                 with self._owning(missing, mine):
-                    computed = await self._acompute(missing, where, mine, aembed_fn, known)
+                    rows = [where[i] for i in mine]
+                    got = await asyncio.to_thread(_known_rows, rows, known) if known else [None] * len(mine)
+                    computed = await _amerged(got, [missing[i] for i in mine], rows, aembed_fn)
                 vectors.update(zip(mine, self._store(missing, mine, computed), strict=True))
             todo = []
             for i, entry in theirs.items():
@@ -178,34 +161,50 @@ class EmbeddingCache:
                     todo.append(i)
                 else:
                     vectors[i] = got
-        return self._fill(out, where, vectors)
+        return _fill(found, where, vectors)
+
+    def _lookup(self, texts: Sequence[str]) -> tuple[list[Vector | None], list[str], list[list[int]]]:
+        """The cached vector of each text (``None`` for a miss), the distinct misses, their positions."""
+        with self._lock:
+            rows = self._rows
+            try:  # every text cached (the common case): C-level passes, rows of one dimension
+                found: list[Vector | None] = list(map(rows.__getitem__, texts))
+            except KeyError:
+                found = [rows.get(t) for t in texts]
+            else:
+                deque(map(rows.move_to_end, texts), maxlen=0)  # each one most recent, in order
+                self.hits += len(texts)
+                return found, [], []
+            where: dict[str, list[int]] = {}
+            for pos, (text, row) in enumerate(zip(texts, found, strict=True)):
+                if row is None:
+                    where.setdefault(text, []).append(pos)
+                else:
+                    rows.move_to_end(text)
+            self.misses += len(where)
+            self.hits += len(texts) - sum(map(len, where.values()))
+        return found, list(where), list(where.values())
 
     def _claim(
-        self, missing: list[str], todo: list[int]
+        self, missing: list[str], todo: list[int], vectors: dict[int, Vector]
     ) -> tuple[list[int], dict[int, Waiting]]:
-        """Which of ``missing[todo]`` this caller embeds, and the pending futures of the others.
+        """Which of ``missing[todo]`` this caller embeds, and what to wait on for the others.
 
-        Texts stored since the look-up (by a caller that just finished) come back as
-        ready futures, so they are never embedded twice.
+        Texts stored since the look-up (by a caller that just finished) go straight into
+        ``vectors``, so they are never embedded twice.
         """
-        mine: list[int] = []
-        theirs: dict[int, Waiting] = {}
         with self._lock:
             fresh: list[int] = []
             for i in todo:
-                slot = self._slots.get(missing[i])
-                if slot is not None and self._matrix is not None:
-                    theirs[i] = ready(missing[i], self._matrix[slot].copy())
-                else:
+                row = self._rows.get(missing[i])
+                if row is None:
                     fresh.append(i)
-            claimed, pending = self._flight.claim([missing[i] for i in fresh])
-            claimed_set = set(claimed)
-            for i in fresh:
-                if missing[i] in claimed_set:
-                    mine.append(i)
                 else:
-                    theirs[i] = pending[missing[i]]
-        return mine, theirs
+                    vectors[i] = row
+            claimed, pending = self._flight.claim([missing[i] for i in fresh])
+        mine = set(claimed)
+        return ([i for i in fresh if missing[i] in mine],
+                {i: pending[missing[i]] for i in fresh if missing[i] not in mine})
 
     @contextmanager
     def _owning(self, missing: list[str], mine: list[int]) -> Iterator[None]:
@@ -218,134 +217,85 @@ class EmbeddingCache:
                 self._flight.fail([missing[i] for i in mine])
             raise
 
+    @staticmethod
     def _compute(
-        self,
-        missing: list[str],
-        where: list[list[int]],
-        idx: list[int],
-        fn: EmbedFn,
-        known: KnownAt | None,
-    ) -> NDArray[np.float32]:
+        missing: list[str], where: list[list[int]], idx: list[int], fn: EmbedFn, known: KnownAt | None
+    ) -> Vector:
         """Vectors of ``missing[idx]``: known ones first, the rest from one ``fn`` call; validated."""
-        found = known_rows([where[i] for i in idx], known)
+        rows = [where[i] for i in idx]
+        found = _known_rows(rows, known) if known else [None] * len(idx)
         need = [j for j, v in enumerate(found) if v is None]
-        asked = [missing[idx[j]] for j in need]
-        check_texts(asked, [where[idx[j]][0] for j in need])
-        fresh = fn(asked) if need else None
-        return checked_vectors(merge_known(found, need, fresh), len(idx))
+        asked = _asked([missing[i] for i in idx], rows, need)
+        return _merged(found, need, fn(asked) if need else None)
 
-    async def _acompute(
-        self,
-        missing: list[str],
-        where: list[list[int]],
-        idx: list[int],
-        afn: AsyncEmbedFn,
-        known: KnownAt | None,
-    ) -> NDArray[np.float32]:
-        """:meth:`_compute` awaiting ``afn``; ``known`` runs in a worker thread (it may read a
-        remote store)."""
-        sub_where = [where[i] for i in idx]
-        found = await asyncio.to_thread(known_rows, sub_where, known) if known is not None else [None] * len(idx)
-        need = [j for j, v in enumerate(found) if v is None]
-        asked = [missing[idx[j]] for j in need]
-        check_texts(asked, [where[idx[j]][0] for j in need])
-        fresh = await afn(asked) if need else None
-        return checked_vectors(merge_known(found, need, fresh), len(idx))
-
-    def _lookup(
-        self, texts: Sequence[str]
-    ) -> tuple[NDArray[np.float32] | None, list[str], list[list[int]]]:
-        """Copy the cached rows out; return (partial output, distinct misses, their positions)."""
-        slots = self._slots
-        with self._lock:
-            if self._matrix is not None:
-                try:  # every text cached (the common case): C-level passes only
-                    index = np.fromiter(map(slots.__getitem__, texts), np.intp, len(texts))
-                except KeyError:
-                    pass
-                else:
-                    deque(map(slots.move_to_end, texts), maxlen=0)  # refresh LRU order
-                    self.hits += len(texts)
-                    return self._matrix.take(index, axis=0), [], []
-            found = [slots.get(t, -1) for t in texts]  # one hash look-up per text
-            move = slots.move_to_end
-            positions: dict[str, list[int]] = {}
-            for pos, (text, slot) in enumerate(zip(texts, found, strict=True)):
-                if slot >= 0:
-                    move(text)
-                else:
-                    positions.setdefault(text, []).append(pos)
-            out: NDArray[np.float32] | None = None
-            if self._matrix is not None:
-                index = np.asarray(found, dtype=np.int64)
-                out = self._matrix[np.maximum(index, 0)]  # one gather; misses filled later
-        missing = list(positions)
-        self.hits += len(texts) - sum(len(p) for p in positions.values())
-        self.misses += len(missing)
-        if out is None and not missing:
-            out = np.zeros((0, 0), dtype=np.float32)
-        return out, missing, list(positions.values())
-
-    def _store(
-        self, missing: list[str], idx: list[int], vectors: NDArray[np.float32]
-    ) -> list[NDArray[np.float32]]:
-        """Store the vectors of ``missing[idx]`` and hand them to the callers waiting for them."""
+    def _store(self, missing: list[str], idx: list[int], vectors: Vector) -> list[Vector]:
+        """Keep the finite vectors of ``missing[idx]`` and hand them all to the callers waiting
+        for them (a NaN/inf row is handed back, never kept)."""
         texts = [missing[i] for i in idx]
         rows = [vec.copy() for vec in vectors]
         with self._lock:
-            try:
-                if self._matrix is not None and self._matrix.shape[1] != vectors.shape[1]:
-                    raise DimensionMismatchError(
-                        f"embed_fn returned {vectors.shape[1]}-d vectors but the cache holds "
-                        f"{self._matrix.shape[1]}-d vectors"
-                    )
-                keep = finite_rows(vectors).tolist()  # a NaN/inf row is handed back, never kept
-                for text, vec, ok in zip(texts, rows, keep, strict=True):
-                    if ok:
-                        self._matrix = self._store_row(text, vec)
-            except BaseException:
+            if self._dim is not None and self._dim != vectors.shape[1]:
                 self._flight.fail(texts)
-                raise
+                raise DimensionMismatchError(
+                    f"embed_fn returned {vectors.shape[1]}-d vectors but the cache holds {self._dim}-d vectors"
+                )
             for text, vec in zip(texts, rows, strict=True):
+                if np.isfinite(vec).all():
+                    self._rows[text] = vec
+                    self._rows.move_to_end(text)
+                    self._dim = vec.shape[0]
                 self._flight.resolve(text, vec)
+            while len(self._rows) > self._maxsize:
+                self._rows.popitem(last=False)  # evict the least recently used
         return rows
 
-    @staticmethod
-    def _fill(
-        out: NDArray[np.float32] | None, where: list[list[int]], vectors: dict[int, NDArray[np.float32]]
-    ) -> NDArray[np.float32]:
-        """Write each miss's vector at its positions of the output."""
-        dims = {v.shape[0] for v in vectors.values()}
-        if len(dims) > 1 or (out is not None and out.size and dims and out.shape[1] not in dims):
-            raise DimensionMismatchError(f"vectors of different dimensions in one call: {sorted(dims)}")
-        if out is None or out.shape[1] == 0:
-            n_out = sum(len(p) for p in where)
-            out = np.empty((n_out, dims.pop() if dims else 0), dtype=np.float32)
-        for i, positions in enumerate(where):
-            out[positions] = vectors[i]
-        return out
 
-    def _store_row(self, text: str, vec: NDArray[np.float32]) -> NDArray[np.float32]:
-        """Put ``vec`` in a free row (growing or evicting as needed); caller holds the lock."""
-        matrix = self._matrix
-        if text in self._slots:
-            slot = self._slots[text]
-        elif self._free:
-            slot = self._free.pop()
-        elif matrix is None or len(self._slots) >= matrix.shape[0]:
-            if matrix is not None and matrix.shape[0] >= self._maxsize:
-                _, slot = self._slots.popitem(last=False)  # evict the least recently used
-            else:
-                size = min(self._maxsize, max(64, 2 * (0 if matrix is None else matrix.shape[0])))
-                grown = np.empty((size, vec.shape[0]), dtype=np.float32)
-                if matrix is not None:
-                    grown[: matrix.shape[0]] = matrix
-                matrix = grown
-                slot = len(self._slots)
-        else:
-            slot = len(self._slots)
-        assert matrix is not None
-        matrix[slot] = vec
-        self._slots[text] = slot
-        self._slots.move_to_end(text)
-        return matrix
+def _known_rows(where: list[list[int]], known: KnownAt) -> list[Any]:
+    """One known vector or ``None`` per distinct miss (asked at its first position)."""
+    rows = list(known([positions[0] for positions in where]))
+    if len(rows) != len(where):
+        raise DimensionMismatchError(f"known() returned {len(rows)} entries for {len(where)} positions")
+    return rows
+
+
+def _asked(texts: list[str], where: list[list[int]], need: list[int]) -> list[str]:
+    """The texts ``texts[need]`` to embed, checked (a bad one is named by its first position)."""
+    asked = [texts[j] for j in need]
+    check_texts(asked, [where[j][0] for j in need])
+    return asked
+
+
+async def _amerged(found: list[Any], texts: list[str], where: list[list[int]], afn: AsyncEmbedFn) -> Vector:
+    """:func:`_merged` with the still-missing texts awaited from ``afn``."""
+    need = [j for j, v in enumerate(found) if v is None]
+    return _merged(found, need, await afn(_asked(texts, where, need)) if need else None)
+
+
+def _merged(found: list[Any], need: list[int], fresh: Any) -> Vector:
+    """Known vectors with the freshly embedded ones at positions ``need``, as a float32 matrix."""
+    if fresh is not None:
+        rows = as_matrix(fresh, "embed_fn")
+        if rows.shape[0] != len(need):
+            raise DimensionMismatchError(f"embed_fn returned {rows.shape[0]} vectors for {len(need)} texts")
+        if len(need) == len(found):
+            return rows
+        found = list(found)
+        for j, vec in zip(need, rows, strict=True):
+            found[j] = vec
+    return as_matrix(found, "embed_fn")
+
+
+def _fill(found: list[Vector | None], where: list[list[int]], vectors: dict[int, Vector]) -> Vector:
+    """The output: each miss's vector written at its positions, then stacked."""
+    for i, positions in enumerate(where):
+        for p in positions:
+            found[p] = vectors[i]
+    if not found:
+        return np.zeros((0, 0), dtype=np.float32)
+    if not where:  # every vector from the cache, all of its one dimension
+        return np.concatenate(found).reshape(len(found), -1)  # type: ignore[arg-type]
+    try:
+        return np.stack(found)  # type: ignore[arg-type]
+    except ValueError:
+        dims = sorted({len(v) for v in found if v is not None})
+        raise DimensionMismatchError(f"vectors of different dimensions in one call: {dims}") from None

@@ -9,25 +9,12 @@ from collections.abc import Hashable, Sequence
 from concurrent.futures import Future
 from typing import Any, Generic, TypeVar
 
-__all__ = ["InFlight", "Waiting", "await_for", "ready", "wait_for"]
+__all__ = ["InFlight", "Waiting", "await_for", "wait_for"]
 
 K = TypeVar("K", bound=Hashable)
 
-
-class _Batch:
-    """The keys one :meth:`InFlight.claim` took: one future, set with ``{key: value}`` when the
-    last of them is resolved or failed."""
-
-    __slots__ = ("future", "left", "values")
-
-    def __init__(self) -> None:
-        self.future: Future[dict[Any, Any]] = Future()
-        self.left = 0
-        self.values: dict[Any, Any] = {}
-
-
-#: What a waiter holds: (the owner's batch future, the owner's thread id, the key).
-Waiting = tuple["Future[dict[Any, Any]]", int, Any]
+#: What a waiter holds: (the key's future, the owner's thread id).
+Waiting = tuple["Future[Any]", int]
 
 
 class InFlight(Generic[K]):
@@ -37,9 +24,7 @@ class InFlight(Generic[K]):
     while holding its own lock (so "is it cached?" and "is someone computing it?" are one
     atomic question). A caller waits with :func:`wait_for` (threads) or :func:`await_for`
     (coroutines); a failed owner hands ``None`` to its waiters, which then compute the key
-    themselves (and meet the error themselves, if it persists). The keys of one claim share
-    one future, set when the last of them is resolved or failed (an owner settles its keys
-    together), so a claim of 200 texts makes one future, not 200.
+    themselves (and meet the error themselves, if it persists).
 
     Example:
         >>> flight: InFlight[str] = InFlight()
@@ -51,7 +36,7 @@ class InFlight(Generic[K]):
     """
 
     def __init__(self) -> None:
-        self._futures: dict[K, tuple[_Batch, int]] = {}
+        self._futures: dict[K, Waiting] = {}
 
     def __len__(self) -> int:
         return len(self._futures)
@@ -61,44 +46,25 @@ class InFlight(Generic[K]):
         mine: list[K] = []
         theirs: dict[K, Waiting] = {}
         me = threading.get_ident()
-        batch: _Batch | None = None
         for key in keys:
             entry = self._futures.get(key)
             if entry is None:
-                if batch is None:
-                    batch = _Batch()
-                batch.left += 1
-                self._futures[key] = (batch, me)
+                self._futures[key] = (Future(), me)
                 mine.append(key)
             else:
-                theirs[key] = (entry[0].future, entry[1], key)
+                theirs[key] = entry
         return mine, theirs
 
     def resolve(self, key: K, value: Any) -> None:
         """Hand ``value`` to the waiters of ``key`` and forget it."""
-        self._settle(key, value)
+        entry = self._futures.pop(key, None)
+        if entry is not None:
+            entry[0].set_result(value)
 
     def fail(self, keys: Sequence[K]) -> None:
         """The owner of ``keys`` failed: its waiters get ``None`` (and compute the keys themselves)."""
         for key in keys:
-            self._settle(key, None)
-
-    def _settle(self, key: K, value: Any) -> None:
-        entry = self._futures.pop(key, None)
-        if entry is None:
-            return
-        batch = entry[0]
-        batch.values[key] = value
-        batch.left -= 1
-        if batch.left == 0:
-            batch.future.set_result(batch.values)
-
-
-def ready(key: Any, value: Any) -> Waiting:
-    """A :data:`Waiting` whose value is already there."""
-    done: Future[dict[Any, Any]] = Future()
-    done.set_result({key: value})
-    return (done, 0, key)
+            self.resolve(key, None)
 
 
 def wait_for(entry: Waiting) -> Any:
@@ -107,13 +73,12 @@ def wait_for(entry: Waiting) -> Any:
     A caller on the owner's own thread (e.g. a sync call inside the event loop where the owning
     coroutine is suspended) must not block on it: it gets ``None`` unless the value is ready.
     """
-    future, owner, key = entry
+    future, owner = entry
     if not future.done() and owner == threading.get_ident():
         return None
-    return future.result().get(key)
+    return future.result()
 
 
 async def await_for(entry: Waiting) -> Any:
     """Async :func:`wait_for`: awaits the value without blocking the event loop."""
-    return (await asyncio.wrap_future(entry[0])).get(entry[2])
-
+    return await asyncio.wrap_future(entry[0])

@@ -4,7 +4,6 @@ held weakly (a model that is garbage-collected takes its caches with it)."""
 from __future__ import annotations
 
 import functools
-import logging
 import threading
 import weakref
 from collections import OrderedDict
@@ -13,9 +12,7 @@ from typing import Any
 
 from .cache import EmbeddingCache
 
-__all__ = ["STRONG_LIMIT", "ModelCaches", "cache_key", "clear_model_caches", "model_caches"]
-
-logger = logging.getLogger("diverse_core.embedding_cache")
+__all__ = ["STRONG_LIMIT", "ModelCaches", "cache_key", "clear_model_caches", "model_caches", "model_label"]
 
 
 class ModelCaches:
@@ -32,24 +29,21 @@ class ModelCaches:
 
     def cache(self, kind: str, maxsize: int) -> EmbeddingCache:
         """The cache of ``kind`` texts, created on first use; its bound grows to ``maxsize``."""
-        found = self._caches.get(kind)
-        if found is None:
-            with self._lock:
-                found = self._caches.get(kind)
-                if found is None:
-                    found = EmbeddingCache(None, maxsize, f"{kind}|{self.label}")
-                    self._caches[kind] = found
+        with self._lock:
+            found = self._caches.get(kind)
+            if found is None:
+                found = self._caches[kind] = EmbeddingCache(None, maxsize, f"{kind}|{self.label}")
         found.grow_to(maxsize)
         return found
 
 
-#: Models that cannot be weakly referenced are kept (with their caches) in an LRU of this size.
+#: Most entries of the LRU of declared keys and of models that cannot be weakly referenced.
 STRONG_LIMIT = 32
 
 _LOCK = threading.RLock()  # re-entrant: a weakref callback may fire while it is held
 _BY_ID: dict[int, tuple[weakref.ref[Any], ModelCaches]] = {}
-_BY_KEY: OrderedDict[Hashable, ModelCaches] = OrderedDict()
-_STRONG: OrderedDict[int, tuple[object, ModelCaches]] = OrderedDict()
+#: declared keys (and models held strongly) -> (the held model or None, its caches), in LRU order
+_BY_KEY: OrderedDict[Hashable, tuple[object, ModelCaches]] = OrderedDict()
 
 
 def cache_key(model: object) -> Hashable | None:
@@ -67,7 +61,8 @@ def cache_key(model: object) -> Hashable | None:
     return (type(model).__module__, type(model).__qualname__, key)
 
 
-def _label(model: object) -> str:
+def model_label(model: object) -> str:
+    """A label naming ``model`` in cache namespaces and messages: its class and its identity."""
     cls = type(model)
     return f"{cls.__module__}.{cls.__qualname__}@{id(model):x}"
 
@@ -96,34 +91,27 @@ def model_caches(model: object) -> ModelCaches:
         (True, False)
     """
     key = cache_key(model)
-    ident = id(model)
+    held = False
     with _LOCK:
-        if key is not None:
-            found = _BY_KEY.get(key)
-            if found is None:
-                found = _BY_KEY[key] = ModelCaches(repr(key))
-                while len(_BY_KEY) > STRONG_LIMIT:
-                    _BY_KEY.popitem(last=False)
-            _BY_KEY.move_to_end(key)
-            return found
-        entry = _BY_ID.get(ident)
-        if entry is not None and entry[0]() is model:
-            return entry[1]
-        strong = _STRONG.get(ident)
-        if strong is not None and strong[0] is model:
-            _STRONG.move_to_end(ident)
-            return strong[1]
-        caches = ModelCaches(_label(model))
-        try:
-            ref = weakref.ref(model, functools.partial(_forget, ident))
-        except TypeError:  # not weakly referenceable: keep a bounded number alive
-            _STRONG[ident] = (model, caches)
-            while len(_STRONG) > STRONG_LIMIT:
-                _STRONG.popitem(last=False)
-            logger.debug("%s cannot be weakly referenced; its caches are kept in an LRU", _label(model))
-            return caches
-        _BY_ID[ident] = (ref, caches)
-        return caches
+        if key is None:
+            entry = _BY_ID.get(id(model))
+            if entry is not None and entry[0]() is model:
+                return entry[1]
+            try:
+                ref = weakref.ref(model, functools.partial(_forget, id(model)))
+            except TypeError:  # not weakly referenceable: held (with its caches) in the LRU below
+                key, held = ("held", id(model)), True
+            else:
+                caches = ModelCaches(model_label(model))
+                _BY_ID[id(model)] = (ref, caches)
+                return caches
+        found = _BY_KEY.get(key)
+        if found is None:
+            found = _BY_KEY[key] = (model if held else None, ModelCaches(model_label(model) if held else repr(key)))
+            while len(_BY_KEY) > STRONG_LIMIT:
+                _BY_KEY.popitem(last=False)
+        _BY_KEY.move_to_end(key)
+        return found[1]
 
 
 def clear_model_caches() -> None:
@@ -131,4 +119,3 @@ def clear_model_caches() -> None:
     with _LOCK:
         _BY_ID.clear()
         _BY_KEY.clear()
-        _STRONG.clear()

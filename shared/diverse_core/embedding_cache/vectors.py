@@ -12,17 +12,7 @@ from numpy.typing import NDArray
 
 from ..errors import DimensionMismatchError, InvalidTextError
 
-__all__ = [
-    "AsyncEmbedFn",
-    "EmbedFn",
-    "KnownAt",
-    "as_matrix",
-    "check_texts",
-    "checked_vectors",
-    "finite_rows",
-    "known_rows",
-    "merge_known",
-]
+__all__ = ["AsyncEmbedFn", "EmbedFn", "KnownAt", "as_matrix", "check_texts"]
 
 EmbedFn = Callable[[list[str]], "NDArray[np.floating] | Sequence[Sequence[float]]"]
 AsyncEmbedFn = Callable[[list[str]], Awaitable["NDArray[np.floating] | Sequence[Sequence[float]]"]]
@@ -34,12 +24,6 @@ KnownAt = Callable[[list[int]], Sequence[Any]]
 def check_texts(texts: Sequence[object], positions: Sequence[int] | None = None) -> None:
     """Raise :class:`InvalidTextError` naming the first of ``texts`` that is not a string or has no
     UTF-8 encoding (a lone surrogate such as ``"\\ud800"``); ``positions`` name them (default 0, 1, ...)."""
-    try:
-        for text in texts:
-            text.encode("utf-8")  # type: ignore[attr-defined]
-        return
-    except (UnicodeEncodeError, AttributeError):
-        pass
     for i, text in enumerate(texts):
         at = i if positions is None else positions[i]
         if not isinstance(text, str):
@@ -51,59 +35,6 @@ def check_texts(texts: Sequence[object], positions: Sequence[int] | None = None)
                 f"text {at} is not valid Unicode: {text[exc.start:exc.end]!r} at character {exc.start} "
                 "is a lone surrogate (no UTF-8 encoding); fix or drop that record"
             ) from None
-
-
-def known_rows(where: list[list[int]], known: KnownAt | None) -> list[Any]:
-    """One known vector or ``None`` per distinct miss (asked at its first position)."""
-    if known is None:
-        return [None] * len(where)
-    rows = list(known([positions[0] for positions in where]))
-    if len(rows) != len(where):
-        raise DimensionMismatchError(
-            f"known() returned {len(rows)} entries for {len(where)} positions"
-        )
-    return rows
-
-
-def merge_known(
-    found: list[Any],
-    todo: list[int],
-    fresh: NDArray[np.floating] | Sequence[Sequence[float]] | None,
-) -> NDArray[np.floating] | Sequence[Sequence[float]]:
-    """Known vectors with the freshly embedded ones at positions ``todo``."""
-    if fresh is None:
-        return found
-    if len(todo) == len(found):
-        return fresh
-    rows = list(found)
-    fresh_rows = as_matrix(fresh, "embed_fn")
-    if fresh_rows.shape[0] != len(todo):
-        raise DimensionMismatchError(
-            f"embed_fn returned {fresh_rows.shape[0]} vectors for {len(todo)} texts"
-        )
-    for pos, vec in zip(todo, fresh_rows, strict=True):
-        rows[pos] = vec
-    return rows
-
-
-def checked_vectors(
-    raw: NDArray[np.floating] | Sequence[Sequence[float]], n: int
-) -> NDArray[np.float32]:
-    """Freshly computed vectors as a float32 (n, d) matrix, or a typed error for a wrong shape.
-
-    A row with NaN or inf (or a value beyond float32's range, read as inf, with a warning)
-    is handed back as it is: the cache does not keep it, and the selection leaves that
-    candidate out (or raises, with ``on_bad="raise"``).
-    """
-    vectors = as_matrix(raw, "embed_fn")
-    if vectors.shape[0] != n:
-        raise DimensionMismatchError(f"embed_fn returned {vectors.shape[0]} vectors for {n} texts")
-    return vectors
-
-
-def finite_rows(vectors: NDArray[np.float32]) -> NDArray[np.bool_]:
-    """Which rows of ``vectors`` hold finite values only (the rows a cache may keep)."""
-    return np.asarray(np.isfinite(vectors).all(axis=1))
 
 
 def _cast(raw: NDArray[Any], source: str) -> NDArray[np.float32]:

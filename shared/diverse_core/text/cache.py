@@ -9,7 +9,7 @@ word it reads, so a query lines its candidates up with array operations over wor
 Example:
     >>> cache = TextFactsCache()
     >>> f = cache.get("Dune: a novel by Frank Herbert.")
-    >>> f.prefix_title, sorted(f.title_terms), cache.words_of(f.title_ids, f.generation)
+    >>> f.prefix_title, sorted(f.title_terms), cache.words_of(f.codes[f.codes & 7 == TITLE] >> 3, f.generation)
     ('Dune', ['dune'], ['dune'])
 """
 
@@ -54,11 +54,11 @@ class TextFacts:
         prefix_title: the ``"title: "`` prefix (``""`` when there is none).
         title_terms: the content words of that prefix.
         body_terms: the content words of the text after that prefix.
-        term_ids, name_ids, title_ids, body_ids: the same word sets as sorted ids in the
-            vocabulary of the :class:`TextFactsCache` that read it (for array operations).
-        generation: that cache's vocabulary generation (ids of another generation are stale).
-        codes: every id above in one array, each as ``id * 8 + kind`` (:data:`TERM`, :data:`NAME`,
-            :data:`TITLE`, :data:`BODY`): a query stacks its candidates with one call.
+        generation: the vocabulary generation of the :class:`TextFactsCache` that read it (ids
+            of another generation are stale).
+        codes: the four word sets as ids in that cache's vocabulary, in one array, each as
+            ``id * 8 + kind`` (:data:`TERM`, :data:`NAME`, :data:`TITLE`, :data:`BODY`): a query
+            stacks its candidates with one call.
         key: the source key (the lower-cased prefix title, numbered like a word; -1 without one).
     """
 
@@ -67,10 +67,6 @@ class TextFacts:
     prefix_title: str
     title_terms: frozenset[str]
     body_terms: frozenset[str]
-    term_ids: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), compare=False, repr=False)
-    name_ids: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), compare=False, repr=False)
-    title_ids: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), compare=False, repr=False)
-    body_ids: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), compare=False, repr=False)
     generation: int = field(default=-1, compare=False, repr=False)
     codes: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), compare=False, repr=False)
     key: int = field(default=-1, compare=False, repr=False)
@@ -115,7 +111,6 @@ class TextFactsCache:
         self._vocab: dict[str, int] = {}
         self._words: list[str] = []
         self._generation = 0
-        self._id_bound = 0
         self._shown: dict[str, IntArray] = {}
         self._lock = threading.Lock()
         self.hits = 0
@@ -131,16 +126,7 @@ class TextFactsCache:
             if w not in vocab:
                 vocab[w] = len(spelled)
                 spelled.append(w)
-        self._id_bound = max(self._id_bound, len(spelled))
         return sorted(vocab[w] for w in words)
-
-    def _ids(self, words: frozenset[str]) -> IntArray:
-        return np.array(self._id_list(words), dtype=np.int64)
-
-    @property
-    def id_bound(self) -> int:
-        """A bound on every word id this cache has handed out, in any generation (the largest vocabulary yet)."""
-        return self._id_bound
 
     def words_of(self, ids: IntArray, generation: int) -> list[str]:
         """The words of ``ids`` (of ``generation``; ``""`` for ids of another generation)."""
@@ -159,11 +145,9 @@ class TextFactsCache:
             # the source key is numbered in the same vocabulary, marked so that it never equals a word
             key_id = self._id_list(frozenset({_KEY_MARK + key}))[0] if key else -1
             flat = np.array(lists[0] + lists[1] + lists[2] + lists[3], dtype=np.int64)
-            sizes = [len(ids) for ids in lists]
-            a, b, c = sizes[0], sizes[0] + sizes[1], sizes[0] + sizes[1] + sizes[2]
-            out.append(TextFacts(f.terms, f.names, f.prefix_title, f.title_terms, f.body_terms, flat[:a], flat[a:b],
-                                 flat[b:c], flat[c:], self._generation, flat * _KINDS + np.repeat(_KIND_OF, sizes),
-                                 key_id))
+            codes = flat * _KINDS + np.repeat(_KIND_OF, [len(ids) for ids in lists])
+            out.append(TextFacts(f.terms, f.names, f.prefix_title, f.title_terms, f.body_terms, self._generation,
+                                 codes, key_id))
         return out
 
     def get(self, text: str) -> TextFacts:
@@ -212,13 +196,6 @@ class TextFactsCache:
                 return np.full(len(words), -1, dtype=np.int64)
             return np.fromiter(map(self._vocab.get, words, repeat(-1)), dtype=np.int64, count=len(words))
 
-    def number(self, words: frozenset[str], generation: int) -> IntArray | None:
-        """Ids of ``words``, numbering new ones (``None`` when ``generation`` is no longer current)."""
-        with self._lock:
-            if generation != self._generation:
-                return None
-            return self._ids(words)
-
     def title_words(self, names: Sequence[str | None], generation: int) -> list[IntArray | None]:
         """The ids of each display name's content words (``None`` where a candidate has no name, ``None`` or ``""``).
 
@@ -234,7 +211,7 @@ class TextFactsCache:
                 known.clear()
             for nm in filter(None, names):
                 if nm not in known:
-                    known[nm] = self._ids(frozenset(content_terms(nm)))
+                    known[nm] = np.array(self._id_list(frozenset(content_terms(nm))), dtype=np.int64)
             return [known[nm] if nm else None for nm in names]
 
     def clear(self) -> None:
