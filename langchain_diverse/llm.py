@@ -49,6 +49,10 @@ def _usage(out: Any) -> tuple[int | None, int | None]:
     return None, None
 
 
+def _text_completion(out: Any, start: float) -> Completion:
+    return Completion(_message_text(out), *_usage(out), time.perf_counter() - start)
+
+
 #: The core's method names -> ``with_structured_output(method=...)``.
 _LC_METHOD = {"json_schema": "json_schema", "tool_calling": "function_calling", "json_object": "json_mode"}
 _ROLES: dict[str, type[BaseMessage]] = {"system": SystemMessage, "user": HumanMessage, "assistant": AIMessage}
@@ -197,19 +201,13 @@ class LangChainLLM(FrameworkAdapter):
         """``model.invoke(prompt)`` with the given callbacks."""
         start = time.perf_counter()
         out = self.model.invoke(prompt, self._config(callbacks, tags), **{**self.invoke_kwargs, **kwargs})
-        p, c = _usage(out)
-        return Completion(_message_text(out), p, c, time.perf_counter() - start)
+        return _text_completion(out, start)
 
-    async def acomplete(
-        self, prompt: str, *, callbacks: Any = None, tags: Any = None, **kwargs: Any
-    ) -> Completion:
+    async def acomplete(self, prompt: str, *, callbacks: Any = None, tags: Any = None, **kwargs: Any) -> Completion:
         """``await model.ainvoke(prompt)`` with the given callbacks."""
         start = time.perf_counter()
-        out = await self.model.ainvoke(
-            prompt, self._config(callbacks, tags), **{**self.invoke_kwargs, **kwargs}
-        )
-        p, c = _usage(out)
-        return Completion(_message_text(out), p, c, time.perf_counter() - start)
+        out = await self.model.ainvoke(prompt, self._config(callbacks, tags), **{**self.invoke_kwargs, **kwargs})
+        return _text_completion(out, start)
 
     # ------------------------------------------------------------------ structured calls
     def _structured(self, schema: OutputSchema, method: str) -> Runnable[Any, Any]:
@@ -283,27 +281,17 @@ class LangChainLLM(FrameworkAdapter):
         Raises:
             StructuredOutputUnsupported: the model or its server refused ``method``.
         """
-        start = time.perf_counter()
-        runnable = self._structured(schema, method)
-        try:
-            out = runnable.invoke(self._inputs(messages, schema, method), self._config(callbacks, tags),
-                                  **{**self.invoke_kwargs, **kwargs})
-        except Exception as exc:  # noqa: BLE001 - a refusal is told apart in _failed, the rest re-raised
-            return self._failed(exc, method, start)
-        return self._settled(out, method, start)
+        runnable, args = self._structured(schema, method), self._inputs(messages, schema, method)
+        config, kw = self._config(callbacks, tags), {**self.invoke_kwargs, **kwargs}
+        return self._call(method, lambda: runnable.invoke(args, config, **kw))
 
     async def acomplete_structured(self, messages: Sequence[Message], schema: OutputSchema, *,
                                    method: str, callbacks: Any = None, tags: Any = None,
                                    **kwargs: Any) -> Completion:
         """Asynchronous :meth:`complete_structured` (``ainvoke``)."""
-        start = time.perf_counter()
-        runnable = self._structured(schema, method)
-        try:
-            out = await runnable.ainvoke(self._inputs(messages, schema, method),
-                                         self._config(callbacks, tags), **{**self.invoke_kwargs, **kwargs})
-        except Exception as exc:  # noqa: BLE001 - a refusal is told apart in _failed, the rest re-raised
-            return self._failed(exc, method, start)
-        return self._settled(out, method, start)
+        runnable, args = self._structured(schema, method), self._inputs(messages, schema, method)
+        config, kw = self._config(callbacks, tags), {**self.invoke_kwargs, **kwargs}
+        return await self._acall(method, lambda: runnable.ainvoke(args, config, **kw))
 
     def __repr__(self) -> str:
         return f"LangChainLLM({type(self.model).__name__})"

@@ -217,24 +217,16 @@ class LlamaIndexLLM(FrameworkAdapter):
         Raises:
             StructuredOutputUnsupported: the server refused the structured request.
         """
-        start = time.perf_counter()
         cls, template, llm_kwargs = self._prepare(messages, schema, method, kwargs)
-        try:
-            out = self._llm_for(method).structured_predict(cls, template, llm_kwargs=llm_kwargs)
-        except Exception as exc:  # noqa: BLE001 - sorted in _failed
-            return self._failed(exc, method, start)
-        return self._settled(out, method, start)
+        llm = self._llm_for(method)
+        return self._call(method, lambda: llm.structured_predict(cls, template, llm_kwargs=llm_kwargs))
 
     async def acomplete_structured(self, messages: Sequence[Message], schema: OutputSchema, *,
                                    method: str, **kwargs: Any) -> Completion:
         """``await llm.astructured_predict(...)``."""
-        start = time.perf_counter()
         cls, template, llm_kwargs = self._prepare(messages, schema, method, kwargs)
-        try:
-            out = await self._llm_for(method).astructured_predict(cls, template, llm_kwargs=llm_kwargs)
-        except Exception as exc:  # noqa: BLE001 - sorted in _failed
-            return self._failed(exc, method, start)
-        return self._settled(out, method, start)
+        llm = self._llm_for(method)
+        return await self._acall(method, lambda: llm.astructured_predict(cls, template, llm_kwargs=llm_kwargs))
 
     @staticmethod
     def _tokens(resp: Any) -> tuple[int | None, int | None]:
@@ -253,15 +245,13 @@ class LlamaIndexLLM(FrameworkAdapter):
         """``llm.complete(prompt)``."""
         start = time.perf_counter()
         resp = self.llm.complete(prompt, **{**self.complete_kwargs, **kwargs})
-        p, c = self._tokens(resp)
-        return Completion(resp.text or "", p, c, time.perf_counter() - start)
+        return Completion(resp.text or "", *self._tokens(resp), time.perf_counter() - start)
 
     async def acomplete(self, prompt: str, **kwargs: Any) -> Completion:
         """``await llm.acomplete(prompt)``."""
         start = time.perf_counter()
         resp = await self.llm.acomplete(prompt, **{**self.complete_kwargs, **kwargs})
-        p, c = self._tokens(resp)
-        return Completion(resp.text or "", p, c, time.perf_counter() - start)
+        return Completion(resp.text or "", *self._tokens(resp), time.perf_counter() - start)
 
     def __repr__(self) -> str:
         return f"LlamaIndexLLM({type(self.llm).__name__})"

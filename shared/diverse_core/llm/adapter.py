@@ -4,16 +4,16 @@ calls are its own, which methods have worked, the retry-free copy of the model f
 first requests, and how one structured call ends.
 
 An adapter subclasses :class:`FrameworkAdapter`, calls :meth:`~FrameworkAdapter._adapt` in its
-constructor, and in its ``complete_structured`` / ``acomplete_structured`` wraps its framework
-call as ``try: out = <call> except Exception as exc: return self._failed(exc, method, start)``,
-then ``return self._settled(out, method, start)``; it implements ``_reply`` (the framework's
-reply as a :class:`~diverse_core.llm.Completion`).
+constructor, runs each structured framework call through :meth:`~FrameworkAdapter._call` /
+:meth:`~FrameworkAdapter._acall`, and implements ``_reply`` (the framework's reply as a
+:class:`~diverse_core.llm.Completion`).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from .base import Completion
@@ -97,6 +97,24 @@ class FrameworkAdapter:
                 self._quiet = without_retries(model)
             return self._quiet
 
+    def _call(self, method: str, invoke: Callable[[], Any]) -> Completion:
+        """One structured framework call, ended by :meth:`_settled` or :meth:`_failed`."""
+        start = time.perf_counter()
+        try:
+            out = invoke()
+        except Exception as exc:  # noqa: BLE001 - a refusal is told apart in _failed, the rest re-raised
+            return self._failed(exc, method, start)
+        return self._settled(out, method, start)
+
+    async def _acall(self, method: str, invoke: Callable[[], Awaitable[Any]]) -> Completion:
+        """Asynchronous :meth:`_call`."""
+        start = time.perf_counter()
+        try:
+            out = await invoke()
+        except Exception as exc:  # noqa: BLE001 - a refusal is told apart in _failed, the rest re-raised
+            return self._failed(exc, method, start)
+        return self._settled(out, method, start)
+
     def _failed(self, exc: Exception, method: str, start: float) -> Completion:
         """How a structured call that raised ends: a refusal of ``method`` becomes
         :class:`StructuredOutputUnsupported` (the negotiation tries the next method); anything
@@ -109,9 +127,7 @@ class FrameworkAdapter:
 
     @staticmethod
     def _raise_unreadable(exc: Exception) -> None:
-        """Raise :class:`~diverse_core.llm.errors.MalformedReplyError` (retried) when ``exc`` is
-        the HTTP client failing to decode the reply body, not the framework failing to parse
-        the model's text (see :func:`~diverse_core.llm.errors.unreadable_reply`)."""
+        """Raise :func:`~diverse_core.llm.errors.unreadable_reply` (retried) when there is one."""
         unreadable = unreadable_reply(exc)
         if unreadable is not None:
             raise unreadable from exc

@@ -11,8 +11,8 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import email.utils
+import math
 import time
-from collections.abc import Mapping
 from typing import Any
 
 __all__ = ["LLMError", "LLMTimeoutError", "TransientLLMError", "MalformedReplyError", "is_transient",
@@ -82,9 +82,8 @@ _TRANSIENT_NAMES = {
     # aiohttp
     "ClientConnectionError", "ClientConnectorError", "ClientOSError", "ServerDisconnectedError",
     "ServerTimeoutError", "ServerConnectionError", "ClientPayloadError",
-    # a 200 whose body the client could not read (a JSON decoder's error, openai's strict check)
-    "JSONDecodeError", "APIResponseValidationError",
 }
+# A 200 whose body the client could not read (a JSON decoder's error, openai's strict check).
 _UNREADABLE_NAMES = {"JSONDecodeError", "APIResponseValidationError"}
 #: Packages that read HTTP replies: a decoder error raised inside one is about the reply's body.
 _HTTP_CLIENTS = ("openai", "httpx", "httpcore", "requests", "aiohttp", "anthropic")
@@ -178,44 +177,28 @@ def unreadable_reply(exc: BaseException) -> MalformedReplyError | None:
     return None
 
 
-def _header(headers: object, name: str) -> object:
-    if headers is None:
-        return None
-    getter = getattr(headers, "get", None)
-    if callable(getter):  # httpx/requests/aiohttp headers are case-insensitive mappings
-        value = getter(name)
-        if value is not None:
-            return value
-    if isinstance(headers, Mapping):
-        for key, value in headers.items():
-            if isinstance(key, str) and key.lower() == name:
-                return value
-    return None
+def _header(headers: Any, name: str) -> object:
+    """Header ``name`` (lower case) of any mapping-like headers, matched case-insensitively."""
+    items = getattr(headers, "items", None)
+    pairs = items() if callable(items) else ()
+    return next((value for key, value in pairs if isinstance(key, str) and key.lower() == name), None)
 
 
 def _seconds(value: object, now: float) -> float | None:
-    """Seconds from a number, a numeric string, or an HTTP date."""
-    if isinstance(value, bool) or value is None:
+    """Seconds (>= 0) from a number, a numeric string, or an HTTP date; ``None`` otherwise."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         return None
-    if isinstance(value, (int, float)):
+    try:
         seconds = float(value)
-    elif isinstance(value, str):
-        text = value.strip()
+    except ValueError:
         try:
-            seconds = float(text)
-        except ValueError:
-            try:
-                when = email.utils.parsedate_to_datetime(text)
-            except (TypeError, ValueError, IndexError):
-                return None
-            if when.tzinfo is None:
-                return None
-            seconds = when.timestamp() - now
-    else:
-        return None
-    if seconds != seconds or seconds == float("inf"):  # NaN / inf
-        return None
-    return max(0.0, seconds)
+            when = email.utils.parsedate_to_datetime(str(value).strip())
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:
+            return None
+        seconds = when.timestamp() - now
+    return max(0.0, seconds) if math.isfinite(seconds) else None
 
 
 def retry_after(exc: BaseException, *, now: float | None = None) -> float | None:
@@ -239,7 +222,7 @@ def retry_after(exc: BaseException, *, now: float | None = None) -> float | None
     direct = _seconds(getattr(exc, "retry_after", None), now)
     if direct is not None:
         return direct
-    headers: Any = getattr(getattr(exc, "response", None), "headers", None)
+    headers = getattr(getattr(exc, "response", None), "headers", None)
     millis = _seconds(_header(headers, "retry-after-ms"), now)
     if millis is not None:
         return millis / 1000.0
