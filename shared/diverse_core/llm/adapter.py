@@ -33,12 +33,10 @@ class FrameworkAdapter:
             ``complete`` in its own daemon pool for async calls too, so a hung call is abandoned
             at its timeout.
 
-    **One model, many loops.** A framework model's async client keeps its pooled connections on
-    the loop that opened them, and one model is usually shared by every retriever and request
-    of a service. So the model's async API serves only the first event loop that calls it
-    through this library (never a synchronous ``run()``'s private loop); any other loop gets
-    the model's synchronous API in :class:`~diverse_core.llm.ManagedLLM`'s worker threads
-    (see :meth:`serves_running_loop`). No call then meets a connection left on another loop.
+    **One model, many loops.** One model is usually shared by a whole service, but its async
+    client's connections belong to one loop: its async API serves only the first event loop that
+    calls it (never a synchronous ``run()``'s private one); other loops get its synchronous API
+    in :class:`~diverse_core.llm.ManagedLLM`'s workers (see :meth:`serves_running_loop`).
 
     Example:
         >>> class Echo(FrameworkAdapter):

@@ -1,10 +1,6 @@
-"""Errors raised by the LLM layer, the rule that decides which failures are retried, and
-the server's ``Retry-After`` hint.
-
-Neither function imports an HTTP client: errors are recognised by their attributes
-(``status_code``, ``status``, ``code``, ``response``) and by class names along their MRO, so
-``requests``, ``httpx``, ``aiohttp``, ``openai`` and look-alikes are all understood.
-"""
+"""Errors raised by the LLM layer, the rule that decides which failures are retried, and the
+server's ``Retry-After`` hint; HTTP clients' errors are recognised by their attributes and class
+names, without importing any client."""
 
 from __future__ import annotations
 
@@ -124,13 +120,11 @@ def _mro_names(exc: BaseException) -> set[str]:
 def is_transient(exc: BaseException) -> bool:
     """Whether ``exc`` looks like a retryable failure.
 
-    Retryable: timeouts, connection errors (builtin ``ConnectionError`` and the connection /
-    timeout errors of ``requests``, ``httpx``, ``aiohttp``, ``openai``, matched by class name
-    along the MRO, so subclasses count), and HTTP 408/409/425/429 or any 5xx, read from
-    ``status_code`` / ``status`` / ``http_status`` / ``code`` (int or numeric string) on the
-    error or on its ``response``; a reply body that could not be read (a JSON decoder's error,
-    ``openai.APIResponseValidationError``, :class:`MalformedReplyError`), whatever its status.
-    TLS/certificate and malformed-URL errors are never retried.
+    Retryable: timeouts and connection errors (builtin, or of ``requests``, ``httpx``,
+    ``aiohttp``, ``openai``, matched by class name along the MRO), HTTP 408/409/425/429 or any
+    5xx (``status_code`` / ``status`` / ``http_status`` / ``code`` of the error or its
+    ``response``), and a reply body that could not be read, whatever its status. TLS/certificate
+    and malformed-URL errors are never retried.
 
     Example:
         >>> class RateLimited(Exception):
@@ -153,10 +147,9 @@ def is_transient(exc: BaseException) -> bool:
 
 
 def unreadable_reply(exc: BaseException) -> MalformedReplyError | None:
-    """``exc`` as a :class:`MalformedReplyError` when an HTTP client raised it while decoding a
-    reply body (a 200 cut short or not JSON), else ``None``. Told apart from a framework failing
-    to parse the *model's* text (also a ``ValueError``, handed to the role's text parser) by
-    where it was raised: inside an HTTP client package (``openai``, ``httpx``, ...).
+    """``exc`` as a :class:`MalformedReplyError` when an HTTP client package (``openai``,
+    ``httpx``, ...) raised it decoding a reply body, else ``None`` (a framework failing to parse
+    the *model's* text raises the same types, from its own code).
 
     Example:
         >>> unreadable_reply(ValueError("not a reply")) is None
@@ -204,9 +197,8 @@ def _seconds(value: object, now: float) -> float | None:
 def retry_after(exc: BaseException, *, now: float | None = None) -> float | None:
     """The wait, in seconds, that the server asked for with ``exc``, or ``None``.
 
-    Read from an attribute ``retry_after`` (seconds), else from the error's
-    ``response.headers``: ``retry-after-ms`` (milliseconds, sent by OpenAI) or ``retry-after``
-    (seconds or an HTTP date). Header names are matched case-insensitively.
+    Read from an attribute ``retry_after`` (seconds), else from the headers of its ``response``:
+    ``retry-after-ms`` (OpenAI's) or ``retry-after`` (seconds or an HTTP date), in any case.
 
     Args:
         exc: the backend's error.

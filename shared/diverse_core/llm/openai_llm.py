@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import copy
 import json
 import os
 import threading
@@ -460,16 +459,10 @@ def _is_openai(base_url: str | None) -> bool:
     return host == "api.openai.com" or host.endswith(".openai.com")
 
 
-def _strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
+def _strict_schema(node: Any) -> Any:
     """A copy without the keywords strict structured outputs reject (the core validates them)."""
-    out = copy.deepcopy(schema)
-    stack: list[Any] = [out]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            for key in _NOT_STRICT:
-                node.pop(key, None)
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
-    return out
+    if isinstance(node, dict):
+        return {key: _strict_schema(value) for key, value in node.items() if key not in _NOT_STRICT}
+    if isinstance(node, list):
+        return [_strict_schema(value) for value in node]
+    return node
