@@ -249,14 +249,12 @@ class LocalGGUFLLM:
         return self._backend
 
     @property
-    def structured_key(self) -> tuple[str, str, str]:
-        """Names the loaded model for the negotiation memory."""
-        return self.serial_key
-
-    @property
     def serial_key(self) -> tuple[str, str, str]:
-        """Instances with equal keys share one loaded model, hence one call at a time."""
+        """Instances with equal keys share one loaded model, hence one call at a time (and what
+        the negotiation memory learns: ``structured_key`` is the same)."""
         return ("LocalGGUFLLM", *self._key())
+
+    structured_key = serial_key
 
     def _key(self) -> tuple[str, str]:
         return (os.path.abspath(self.model_path), self.backend)

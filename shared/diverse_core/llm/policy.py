@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import logging
 import random
 import threading
@@ -137,25 +138,21 @@ def _client_retries(backend: object) -> tuple[str, int, object] | None:
     return None
 
 
-# The clients whose stacked retries were already reported (once per client object, however
-# many ManagedLLM wrap it: a face builds one per pipeline, a service one per request).
-_ADVISED: weakref.WeakSet[Any] = weakref.WeakSet()
-_ADVISED_IDS: set[int] = set()  # owners that take no weak reference
+# The ids of the clients whose stacked retries were already reported (once per client object,
+# however many ManagedLLM wrap it: a face builds one per pipeline, a service one per request).
+_ADVISED: set[int] = set()
 _ADVISED_LOCK = threading.Lock()
 
 
 def _first_advice(owner: object) -> bool:
     """``True`` the first time ``owner``'s stacked retries are reported in this process."""
     with _ADVISED_LOCK:
-        try:
-            if owner in _ADVISED:
-                return False
-            _ADVISED.add(owner)
-        except TypeError:  # not weak-referenceable (or unhashable): remembered by id
-            if id(owner) in _ADVISED_IDS:
-                return False
-            _ADVISED_IDS.add(id(owner))
-        return True
+        if id(owner) in _ADVISED:
+            return False
+        _ADVISED.add(id(owner))
+    with contextlib.suppress(TypeError):  # forgotten with the object (when it takes a weak reference)
+        weakref.finalize(owner, _ADVISED.discard, id(owner))
+    return True
 
 
 def advise_stacked_retries(backend: object, max_retries: int) -> None:
