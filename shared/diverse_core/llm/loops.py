@@ -23,7 +23,7 @@ import threading
 import weakref
 from collections.abc import Iterator
 
-__all__ = ["private_loop", "on_private_loop", "serves_running_loop"]
+__all__ = ["private_loop", "on_private_loop", "running_loop", "serves_running_loop"]
 
 #: The loop that one synchronous run made for itself (seen by that run's tasks).
 _PRIVATE: contextvars.ContextVar[asyncio.AbstractEventLoop | None] = contextvars.ContextVar(
@@ -46,24 +46,26 @@ def private_loop(loop: asyncio.AbstractEventLoop) -> Iterator[None]:
         _PRIVATE.reset(token)
 
 
+def running_loop() -> asyncio.AbstractEventLoop | None:
+    """The running event loop (``None`` outside one)."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
 def on_private_loop() -> bool:
     """Whether the running loop is one synchronous run's own (see :func:`private_loop`)."""
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return _PRIVATE.get() is loop
+    loop = running_loop()
+    return loop is not None and _PRIVATE.get() is loop
 
 
 def serves_running_loop(model: object) -> bool:
     """Whether ``model``'s async client may serve a call on the running loop: not outside one,
     on a synchronous run's private loop, or on any loop but the first one that asked for
     ``model`` (for the model's lifetime, even after that loop closes)."""
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    if _PRIVATE.get() is loop:
+    loop = running_loop()
+    if loop is None or _PRIVATE.get() is loop:
         return False
     with _LOCK:
         ref = _BOUND.get(id(model))

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 from .base import Completion
 from .errors import MalformedReplyError
-from .loops import on_private_loop
+from .loops import on_private_loop, running_loop
 from .structured import (
     STRUCTURED_METHODS,
     Message,
@@ -158,10 +158,7 @@ class OpenAILLM:
         fresh client the caller closes; a client passed as ``async_client=`` as given."""
         if self._async_client is not None:
             return self._async_client
-        try:
-            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:
-            loop = None
+        loop = running_loop()
         if loop is None:
             self._check_open()
             return self._new_async_client()  # nothing here keeps it: the caller closes it
@@ -231,10 +228,7 @@ class OpenAILLM:
             self._loop_clients.clear()
         if sync is not None:
             sync.close()
-        try:
-            current: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:
-            current = None
+        current = running_loop()
         for loop, client in loops:
             if loop.is_closed():
                 continue
