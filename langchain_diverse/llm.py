@@ -1,5 +1,5 @@
-"""LangChain chat models and LLMs as the pipelines' backend: text prompts, and structured role
-calls through the chat model's own ``with_structured_output``."""
+"""LangChain chat models and LLMs as the pipelines' backend (structured role calls through the
+chat model's own ``with_structured_output``)."""
 
 from __future__ import annotations
 
@@ -49,19 +49,19 @@ def _usage(out: Any) -> tuple[int | None, int | None]:
     return None, None
 
 
+def _text_completion(out: Any, start: float) -> Completion:
+    return Completion(_message_text(out), *_usage(out), time.perf_counter() - start)
+
+
 #: The core's method names -> ``with_structured_output(method=...)``.
 _LC_METHOD = {"json_schema": "json_schema", "tool_calling": "function_calling", "json_object": "json_mode"}
 _ROLES: dict[str, type[BaseMessage]] = {"system": SystemMessage, "user": HumanMessage, "assistant": AIMessage}
 
 
 def supported_methods(model: object) -> tuple[str, ...]:
-    """The structured methods a LangChain model's ``with_structured_output`` can take.
-
-    A chat model whose class overrides ``with_structured_output`` with a ``method`` argument
-    (``ChatOpenAI``, ``ChatOllama``, ``ChatAnthropic``, ...) may take all three - one it cannot
-    do is refused when tried and remembered; the base implementation (tool calling through
-    ``bind_tools``) takes ``tool_calling`` when the class implements ``bind_tools``; anything
-    else (an LLM, a plain Runnable, a fake chat model without tools) none.
+    """The structured methods a LangChain model's ``with_structured_output`` can take: all three
+    when its class overrides it with a ``method`` argument (``ChatOpenAI``, ``ChatOllama``, ...;
+    a refused one is remembered), ``tool_calling`` when only ``bind_tools`` is implemented, else none.
 
     Example:
         >>> from langchain_core.language_models import FakeListChatModel
@@ -85,17 +85,12 @@ def supported_methods(model: object) -> tuple[str, ...]:
 
 
 def native_async(model: object) -> bool:
-    """Whether ``model.ainvoke`` is truly asynchronous, not LangChain's fallback that runs the
-    sync code in the event loop's default executor.
+    """Whether ``model.ainvoke`` is truly asynchronous, not LangChain's fallback to the sync code
+    in the loop's default executor (whose thread ``asyncio.run`` joins, so a hung call would
+    outlast the timeout; such a model runs in :class:`~diverse_core.llm.ManagedLLM`'s daemon pool).
 
-    That fallback's thread cannot be abandoned: ``asyncio.run`` (every synchronous pipeline
-    ``run()``) joins the default executor before returning, so a hung call would outlast the
-    timeout. A model that is not natively async is run by :class:`~diverse_core.llm.ManagedLLM`
-    in its own bounded pool of daemon threads instead, sync and async calls alike.
-
-    Native: a chat model or LLM class that implements ``_agenerate`` (or an LLM's ``_acall``),
-    a ``RunnableLambda`` given an async function, a binding or sequence of native parts, any
-    other Runnable overriding ``ainvoke``.
+    Native: a class implementing ``_agenerate`` (or an LLM's ``_acall``), a ``RunnableLambda`` of
+    an async function, a binding or sequence of native parts, a Runnable overriding ``ainvoke``.
 
     Example:
         >>> from langchain_core.language_models import FakeListChatModel
@@ -133,16 +128,13 @@ def _lc_messages(messages: Sequence[Message]) -> list[BaseMessage]:
 class LangChainLLM(FrameworkAdapter):
     """A LangChain chat model, LLM or string-input Runnable as a pipeline backend.
 
-    Text calls are ``model.invoke(prompt, config)`` (or ``ainvoke``). Structured role calls
-    (chat models) go through the model's own ``with_structured_output(schema, method=...,
-    include_raw=True)`` with the role's chat messages (system instructions, then the user
-    message with the passages as delimited data): ``json_schema``, ``function_calling`` or
-    ``json_mode`` (the schema then also spelled out in the system message), whichever the model
-    takes; a method the model or its server refuses is remembered per model and the next one
-    is tried, then the text prompt (see :mod:`diverse_core.llm.structured`).
-    Pass ``callbacks=`` (a handler list or a callback manager, e.g.
-    ``run_manager.get_child()``) per call so tracing and handlers see every role call, on both
-    paths. Token counts come from the message's ``usage_metadata`` when the model reports it.
+    Text calls are ``model.invoke(prompt, config)`` (or ``ainvoke``). Structured role calls go
+    through the model's own ``with_structured_output(schema, method=..., include_raw=True)`` with
+    the role's chat messages (``json_mode`` also spells the schema out); a refused method is
+    remembered per model and the next one tried, then the text prompt (see
+    :mod:`diverse_core.llm.structured`). Pass ``callbacks=`` per call (e.g.
+    ``run_manager.get_child()``) so tracing sees every role call. Token counts come from the
+    message's ``usage_metadata``.
 
     Args:
         model: a ``BaseChatModel``, ``BaseLLM`` or any ``Runnable[str, str | BaseMessage]``.
@@ -197,25 +189,18 @@ class LangChainLLM(FrameworkAdapter):
         """``model.invoke(prompt)`` with the given callbacks."""
         start = time.perf_counter()
         out = self.model.invoke(prompt, self._config(callbacks, tags), **{**self.invoke_kwargs, **kwargs})
-        p, c = _usage(out)
-        return Completion(_message_text(out), p, c, time.perf_counter() - start)
+        return _text_completion(out, start)
 
-    async def acomplete(
-        self, prompt: str, *, callbacks: Any = None, tags: Any = None, **kwargs: Any
-    ) -> Completion:
+    async def acomplete(self, prompt: str, *, callbacks: Any = None, tags: Any = None, **kwargs: Any) -> Completion:
         """``await model.ainvoke(prompt)`` with the given callbacks."""
         start = time.perf_counter()
-        out = await self.model.ainvoke(
-            prompt, self._config(callbacks, tags), **{**self.invoke_kwargs, **kwargs}
-        )
-        p, c = _usage(out)
-        return Completion(_message_text(out), p, c, time.perf_counter() - start)
+        out = await self.model.ainvoke(prompt, self._config(callbacks, tags), **{**self.invoke_kwargs, **kwargs})
+        return _text_completion(out, start)
 
     # ------------------------------------------------------------------ structured calls
     def _structured(self, schema: OutputSchema, method: str) -> Runnable[Any, Any]:
-        """``model.with_structured_output(...)`` for this schema and method (built once; until
-        the method has worked, on the model without its client's own retries:
-        ``ChatOpenAI(max_retries=2)`` would send three requests per refused probe)."""
+        """``model.with_structured_output(...)`` for this schema and method, built once (on the
+        model without its client's retries until the method has worked: see ``_model_for``)."""
         self._check_method(method)
         probing = method not in self._proven
         key = (method, json.dumps(schema.as_dict(), sort_keys=True) + schema.name, probing)
@@ -261,12 +246,9 @@ class LangChainLLM(FrameworkAdapter):
         return Completion(text, p, c, time.perf_counter() - start)
 
     def _failed(self, exc: Exception, method: str, start: float) -> Completion:
-        """A reply the structured runnable's parser refused (``OutputParserException``, e.g. a
-        model's own ``with_structured_output`` that parses without ``include_raw``) is not a
-        failed call: the reply it quotes (``llm_output``) goes on, so the core flags it and the
-        role's text parser reads it (a run warning); without one, ``method`` counts as unusable
-        for this model and the call steps down to the next method or the text prompt (a run
-        warning too). Anything else as :meth:`FrameworkAdapter._failed`."""
+        """A reply the structured runnable's parser refused (``OutputParserException``) goes on
+        as text (its ``llm_output``: the core flags it, the role's text parser reads it); without
+        one, ``method`` is refused. Anything else as :meth:`FrameworkAdapter._failed`."""
         from langchain_core.exceptions import OutputParserException
 
         if isinstance(exc, OutputParserException):
@@ -283,27 +265,17 @@ class LangChainLLM(FrameworkAdapter):
         Raises:
             StructuredOutputUnsupported: the model or its server refused ``method``.
         """
-        start = time.perf_counter()
-        runnable = self._structured(schema, method)
-        try:
-            out = runnable.invoke(self._inputs(messages, schema, method), self._config(callbacks, tags),
-                                  **{**self.invoke_kwargs, **kwargs})
-        except Exception as exc:  # noqa: BLE001 - a refusal is told apart in _failed, the rest re-raised
-            return self._failed(exc, method, start)
-        return self._settled(out, method, start)
+        runnable, args = self._structured(schema, method), self._inputs(messages, schema, method)
+        config, kw = self._config(callbacks, tags), {**self.invoke_kwargs, **kwargs}
+        return self._call(method, lambda: runnable.invoke(args, config, **kw))
 
     async def acomplete_structured(self, messages: Sequence[Message], schema: OutputSchema, *,
                                    method: str, callbacks: Any = None, tags: Any = None,
                                    **kwargs: Any) -> Completion:
         """Asynchronous :meth:`complete_structured` (``ainvoke``)."""
-        start = time.perf_counter()
-        runnable = self._structured(schema, method)
-        try:
-            out = await runnable.ainvoke(self._inputs(messages, schema, method),
-                                         self._config(callbacks, tags), **{**self.invoke_kwargs, **kwargs})
-        except Exception as exc:  # noqa: BLE001 - a refusal is told apart in _failed, the rest re-raised
-            return self._failed(exc, method, start)
-        return self._settled(out, method, start)
+        runnable, args = self._structured(schema, method), self._inputs(messages, schema, method)
+        config, kw = self._config(callbacks, tags), {**self.invoke_kwargs, **kwargs}
+        return await self._acall(method, lambda: runnable.ainvoke(args, config, **kw))
 
     def __repr__(self) -> str:
         return f"LangChainLLM({type(self.model).__name__})"
@@ -314,10 +286,9 @@ def _positive(value: object) -> bool:
 
 
 def _without_retries(model: Any) -> Any:
-    """A copy of ``model`` whose client does not retry (``model`` itself when it has no
-    ``max_retries > 0`` or cannot be copied). ``ChatOpenAI``-style models keep their OpenAI
-    clients in ``root_client`` / ``root_async_client``: the copy gets them
-    ``with_options(max_retries=0)`` (same connection pool, no new client to close)."""
+    """A copy of ``model`` whose client does not retry (``model`` itself when it has no retries or
+    cannot be copied); ``ChatOpenAI``'s ``root_client`` / ``root_async_client`` become their
+    ``with_options(max_retries=0)`` (same connection pool, nothing new to close)."""
     copy = getattr(model, "model_copy", None)
     own = getattr(model, "max_retries", None)  # ChatOpenAI: None = the openai client's default (2)
     client = getattr(getattr(model, "root_client", None), "max_retries", None)

@@ -1,5 +1,5 @@
-"""LlamaIndex LLMs as the pipelines' backend: text prompts, and structured role calls through
-the LLM's own ``structured_predict`` / ``astructured_predict``."""
+"""LlamaIndex LLMs as the pipelines' backend (structured role calls through the LLM's own
+``structured_predict``)."""
 
 from __future__ import annotations
 
@@ -28,10 +28,8 @@ _ROLES = {"system": MessageRole.SYSTEM, "user": MessageRole.USER, "assistant": M
 
 
 def output_class(schema: OutputSchema) -> type[BaseModel]:
-    """A pydantic class whose JSON schema is exactly the role's schema (so a function-calling,
-    JSON-schema or grammar backend enforces its enums and bounds) but which accepts any value:
-    the core validates the decoded object again and *flags* what is wrong instead of losing the
-    reply to a ``ValidationError``.
+    """A pydantic class whose JSON schema is exactly the role's (so a backend enforces its enums
+    and bounds) but which accepts any value: the core validates and *flags* what is wrong.
 
     Example:
         >>> from diverse_core.llm.structured import obj, int_range
@@ -55,15 +53,10 @@ def output_class(schema: OutputSchema) -> type[BaseModel]:
 
 
 def structured_method(llm: object) -> tuple[str, ...]:
-    """The structured method a LlamaIndex LLM's ``structured_predict`` uses, as the core names it.
-
-    ``json_schema`` when the integration sends a JSON schema as ``response_format`` (OpenAI
-    models that support structured outputs), ``tool_calling`` for function-calling models,
-    ``json_object`` for chat models and OpenAI-like endpoints (the schema in the prompt, the
-    reply parsed as JSON; an OpenAI-like endpoint also gets
-    ``response_format={"type": "json_object", "schema": ...}``, which llama.cpp's server
-    enforces with a grammar). ``()`` (the text prompts and the shared parser) for plain
-    completion models, which nothing makes follow a schema, and for anything not an ``LLM``.
+    """The structured method a LlamaIndex LLM's ``structured_predict`` uses, as the core names it:
+    ``json_schema`` when it sends the schema as ``response_format``, ``tool_calling`` for
+    function-calling models, ``json_object`` for chat models and OpenAI-like endpoints (which also
+    get ``response_format={"type": "json_object", "schema": ...}``), ``()`` for anything else.
 
     Example:
         >>> from llama_index.core.llms import MockLLM
@@ -86,14 +79,10 @@ def structured_method(llm: object) -> tuple[str, ...]:
 
 
 def native_async(llm: object) -> bool:
-    """Whether ``llm.acomplete`` / ``achat`` are truly asynchronous.
-
-    ``CustomLLM`` (and ``MockLLM``) implement them by calling the sync method inside the event
-    loop, which blocks the loop, so no timeout can fire until the call returns; such an LLM is
-    run by :class:`~diverse_core.llm.ManagedLLM` in its own bounded pool of daemon threads
-    instead (abandoned at its timeout), sync and async calls alike. A ``CustomLLM`` subclass
-    that implements both ``acomplete`` and ``achat`` itself, and every other ``LLM``
-    integration, count as native.
+    """Whether ``llm.acomplete`` / ``achat`` are truly asynchronous: ``CustomLLM``'s (and
+    ``MockLLM``'s) call the sync method on the loop, blocking it past any timeout, unless the
+    subclass implements both itself; such an LLM runs in :class:`~diverse_core.llm.ManagedLLM`'s
+    daemon pool instead. Every other ``LLM`` integration is native.
 
     Example:
         >>> from llama_index.core.llms import MockLLM
@@ -119,17 +108,11 @@ class LlamaIndexLLM(FrameworkAdapter):
     """A LlamaIndex ``LLM`` as a pipeline backend.
 
     Text calls are ``llm.complete(prompt)``. Structured role calls go through the LLM's own
-    ``structured_predict`` / ``astructured_predict`` with the role's chat messages (a
-    ``ChatPromptTemplate`` of a system and a user message, passages as delimited data) and a
-    pydantic class carrying the role's schema (:func:`output_class`); the integration picks
-    JSON schema, function calling or JSON in the prompt (:func:`structured_method`). A refusal
-    by the server is remembered per model and the text prompt used instead. Instrumentation
-    events (``LLMStructuredPredictStartEvent``, the chat events) fire as for any
-    ``structured_predict`` call.
-
-    Token counts are read from ``CompletionResponse.additional_kwargs``
-    (``prompt_tokens``/``completion_tokens``) or an OpenAI-style ``raw["usage"]`` when
-    the integration provides them (text path; ``structured_predict`` does not report them).
+    ``structured_predict`` / ``astructured_predict`` with the role's chat messages and a pydantic
+    class carrying its schema (:func:`output_class`), by the method :func:`structured_method`
+    names; a refusal is remembered per model and the text prompt used instead. Instrumentation
+    events fire as for any ``structured_predict`` call. Token counts (text path) come from
+    ``additional_kwargs`` or an OpenAI-style ``raw["usage"]``.
 
     Args:
         llm: a LlamaIndex ``LLM``. For an OpenAI-compatible server use ``OpenAILike(...,
@@ -186,9 +169,8 @@ class LlamaIndexLLM(FrameworkAdapter):
         return self._output_cls(schema), template, llm_kwargs
 
     def _llm_for(self, method: str) -> Any:
-        """The LLM for a structured call: until ``method`` has worked once, a copy without its
-        retries (``OpenAILike`` retries 3 times itself *and* through its client: a refused
-        probe would cost up to 16 requests), so a refusal costs one request."""
+        """The LLM, or until ``method`` has worked once its copy without retries (``OpenAILike``
+        retries itself *and* through its client: up to 16 requests per refused probe)."""
         return self._model_for(method, self.llm, _without_retries)
 
     def _reply(self, out: Any, method: str, start: float) -> Completion:
@@ -196,9 +178,8 @@ class LlamaIndexLLM(FrameworkAdapter):
         return Completion(json.dumps(value), latency=time.perf_counter() - start)
 
     def _failed(self, exc: Exception, method: str, start: float) -> Completion:
-        """A refusal is raised as such; a reply the integration could not parse: its message
-        (which quotes the reply) goes on, so the core flags it and the role's text parser reads it;
-        a reply body the HTTP client could not decode is retried (``MalformedReplyError``)."""
+        """A refusal is raised as such, an unreadable body is retried; a reply the integration
+        could not parse goes on as text (the core flags it, the role's text parser reads it)."""
         if refusal_from_error(exc, method) is not None or not isinstance(exc, (ValueError, TypeError)):
             return super()._failed(exc, method, start)
         self._raise_unreadable(exc)
@@ -217,24 +198,16 @@ class LlamaIndexLLM(FrameworkAdapter):
         Raises:
             StructuredOutputUnsupported: the server refused the structured request.
         """
-        start = time.perf_counter()
         cls, template, llm_kwargs = self._prepare(messages, schema, method, kwargs)
-        try:
-            out = self._llm_for(method).structured_predict(cls, template, llm_kwargs=llm_kwargs)
-        except Exception as exc:  # noqa: BLE001 - sorted in _failed
-            return self._failed(exc, method, start)
-        return self._settled(out, method, start)
+        llm = self._llm_for(method)
+        return self._call(method, lambda: llm.structured_predict(cls, template, llm_kwargs=llm_kwargs))
 
     async def acomplete_structured(self, messages: Sequence[Message], schema: OutputSchema, *,
                                    method: str, **kwargs: Any) -> Completion:
         """``await llm.astructured_predict(...)``."""
-        start = time.perf_counter()
         cls, template, llm_kwargs = self._prepare(messages, schema, method, kwargs)
-        try:
-            out = await self._llm_for(method).astructured_predict(cls, template, llm_kwargs=llm_kwargs)
-        except Exception as exc:  # noqa: BLE001 - sorted in _failed
-            return self._failed(exc, method, start)
-        return self._settled(out, method, start)
+        llm = self._llm_for(method)
+        return await self._acall(method, lambda: llm.astructured_predict(cls, template, llm_kwargs=llm_kwargs))
 
     @staticmethod
     def _tokens(resp: Any) -> tuple[int | None, int | None]:
@@ -253,24 +226,21 @@ class LlamaIndexLLM(FrameworkAdapter):
         """``llm.complete(prompt)``."""
         start = time.perf_counter()
         resp = self.llm.complete(prompt, **{**self.complete_kwargs, **kwargs})
-        p, c = self._tokens(resp)
-        return Completion(resp.text or "", p, c, time.perf_counter() - start)
+        return Completion(resp.text or "", *self._tokens(resp), time.perf_counter() - start)
 
     async def acomplete(self, prompt: str, **kwargs: Any) -> Completion:
         """``await llm.acomplete(prompt)``."""
         start = time.perf_counter()
         resp = await self.llm.acomplete(prompt, **{**self.complete_kwargs, **kwargs})
-        p, c = self._tokens(resp)
-        return Completion(resp.text or "", p, c, time.perf_counter() - start)
+        return Completion(resp.text or "", *self._tokens(resp), time.perf_counter() - start)
 
     def __repr__(self) -> str:
         return f"LlamaIndexLLM({type(self.llm).__name__})"
 
 
 def _without_retries(llm: Any) -> Any:
-    """A copy of ``llm`` with ``max_retries=0`` whose OpenAI clients (``OpenAI``/``OpenAILike``
-    keep them in ``_client``/``_aclient``) are the original's ``with_options(max_retries=0)``
-    (same connection pool: nothing new to close); ``llm`` itself when it has no retries or
+    """A copy of ``llm`` with ``max_retries=0`` whose ``_client``/``_aclient`` are the original's
+    ``with_options(max_retries=0)`` (nothing new to close); ``llm`` when it has no retries or
     cannot be copied."""
     retries = getattr(llm, "max_retries", None)
     copy = getattr(llm, "model_copy", None)

@@ -217,7 +217,7 @@ def test_llm_timeout_local_gguf_queued_calls_do_not_time_out(tmp_path):
     second = LocalGGUFLLM(str(model_file), backend="transformers")  # same loaded model
     for llm in (first, second):
         llm._load = lambda: None  # type: ignore[method-assign]
-        llm._generate = lambda prompt, limit: (time.sleep(0.15), Completion(prompt))[1]  # type: ignore[method-assign]
+        llm._generate = lambda prompt, limit, schema: (time.sleep(0.15), Completion(prompt))[1]  # type: ignore[method-assign]
     second._lock = first._lock  # loading shares one lock per model file
     managed = [ManagedLLM(m, timeout=0.25, max_retries=0, max_concurrency=4) for m in (first, second)]
 

@@ -7,8 +7,8 @@
 - :class:`OpenAILLM`: any OpenAI-compatible endpoint; :class:`LocalGGUFLLM`: offline GGUF model.
 - Structured role calls (:mod:`diverse_core.llm.structured`): chat messages + a JSON schema per
   role, negotiated per model (json_schema -> tool_calling -> json_object -> text fallback).
-- LangChain / LlamaIndex models: ``langchain_diverse.dfrag.LangChainLLM`` and
-  ``llamaindex_diverse.dfrag.LlamaIndexLLM`` (the core never imports those frameworks).
+- LangChain / LlamaIndex models: ``langchain_diverse.dfrag.LangChainLLM`` /
+  ``llamaindex_diverse.dfrag.LlamaIndexLLM``.
 
 Example:
     >>> from diverse_core.llm import ManagedLLM

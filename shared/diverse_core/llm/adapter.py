@@ -4,16 +4,16 @@ calls are its own, which methods have worked, the retry-free copy of the model f
 first requests, and how one structured call ends.
 
 An adapter subclasses :class:`FrameworkAdapter`, calls :meth:`~FrameworkAdapter._adapt` in its
-constructor, and in its ``complete_structured`` / ``acomplete_structured`` wraps its framework
-call as ``try: out = <call> except Exception as exc: return self._failed(exc, method, start)``,
-then ``return self._settled(out, method, start)``; it implements ``_reply`` (the framework's
-reply as a :class:`~diverse_core.llm.Completion`).
+constructor, runs each structured framework call through :meth:`~FrameworkAdapter._call` /
+:meth:`~FrameworkAdapter._acall`, and implements ``_reply`` (the framework's reply as a
+:class:`~diverse_core.llm.Completion`).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from .base import Completion
@@ -33,12 +33,10 @@ class FrameworkAdapter:
             ``complete`` in its own daemon pool for async calls too, so a hung call is abandoned
             at its timeout.
 
-    **One model, many loops.** A framework model's async client keeps its pooled connections on
-    the loop that opened them, and one model is usually shared by every retriever and request
-    of a service. So the model's async API serves only the first event loop that calls it
-    through this library (never a synchronous ``run()``'s private loop); any other loop gets
-    the model's synchronous API in :class:`~diverse_core.llm.ManagedLLM`'s worker threads
-    (see :meth:`serves_running_loop`). No call then meets a connection left on another loop.
+    **One model, many loops.** One model is usually shared by a whole service, but its async
+    client's connections belong to one loop: its async API serves only the first event loop that
+    calls it (never a synchronous ``run()``'s private one); other loops get its synchronous API
+    in :class:`~diverse_core.llm.ManagedLLM`'s workers (see :meth:`serves_running_loop`).
 
     Example:
         >>> class Echo(FrameworkAdapter):
@@ -97,6 +95,24 @@ class FrameworkAdapter:
                 self._quiet = without_retries(model)
             return self._quiet
 
+    def _call(self, method: str, invoke: Callable[[], Any]) -> Completion:
+        """One structured framework call, ended by :meth:`_settled` or :meth:`_failed`."""
+        start = time.perf_counter()
+        try:
+            out = invoke()
+        except Exception as exc:  # noqa: BLE001 - a refusal is told apart in _failed, the rest re-raised
+            return self._failed(exc, method, start)
+        return self._settled(out, method, start)
+
+    async def _acall(self, method: str, invoke: Callable[[], Awaitable[Any]]) -> Completion:
+        """Asynchronous :meth:`_call`."""
+        start = time.perf_counter()
+        try:
+            out = await invoke()
+        except Exception as exc:  # noqa: BLE001 - a refusal is told apart in _failed, the rest re-raised
+            return self._failed(exc, method, start)
+        return self._settled(out, method, start)
+
     def _failed(self, exc: Exception, method: str, start: float) -> Completion:
         """How a structured call that raised ends: a refusal of ``method`` becomes
         :class:`StructuredOutputUnsupported` (the negotiation tries the next method); anything
@@ -109,9 +125,7 @@ class FrameworkAdapter:
 
     @staticmethod
     def _raise_unreadable(exc: Exception) -> None:
-        """Raise :class:`~diverse_core.llm.errors.MalformedReplyError` (retried) when ``exc`` is
-        the HTTP client failing to decode the reply body, not the framework failing to parse
-        the model's text (see :func:`~diverse_core.llm.errors.unreadable_reply`)."""
+        """Raise :func:`~diverse_core.llm.errors.unreadable_reply` (retried) when there is one."""
         unreadable = unreadable_reply(exc)
         if unreadable is not None:
             raise unreadable from exc

@@ -1,10 +1,6 @@
-"""The text-completion protocol every LLM backend satisfies, and its result type.
-
-The core never imports a framework: anything with ``complete(prompt, **kw)``
-(and optionally ``acomplete``) returning a :class:`Completion` (or a plain string)
-can drive DF-RAG. Framework adapters live in ``langchain_diverse.dfrag`` and
-``llamaindex_diverse.dfrag``.
-"""
+"""The text-completion protocol every LLM backend satisfies, and its result type: anything with
+``complete(prompt, **kw)`` (and optionally ``acomplete``) returning a :class:`Completion` or a
+string can drive the pipelines."""
 
 from __future__ import annotations
 
@@ -104,8 +100,7 @@ class CallableLLM:
 
     @property
     def native_async(self) -> bool:
-        """Whether :meth:`acomplete` awaits ``fn`` (``False``: it runs a sync ``fn`` in a thread,
-        so :class:`~diverse_core.llm.ManagedLLM` runs it in its own workers instead)."""
+        """Whether :meth:`acomplete` awaits ``fn`` (else ManagedLLM runs it in its own workers)."""
         return self._is_async
 
     def _kw(self, kwargs: dict[str, Any]) -> dict[str, Any]:

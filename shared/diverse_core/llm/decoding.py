@@ -1,5 +1,4 @@
-"""Decoding a structured reply: bounded (:data:`MAX_REPLY_CHARS`), never raising
-(:func:`decode_json`), validated and repaired where it can be (:func:`repair_value`)."""
+"""Decoding a structured reply: bounded, never raising, validated and repaired where it can be."""
 
 from __future__ import annotations
 
@@ -12,19 +11,16 @@ from .schema import OutputSchema, SchemaProblem
 __all__ = ["MAX_PROBLEMS", "MAX_REPLY_CHARS", "decode_json", "repair_value"]
 
 
-#: The longest structured reply decoded (characters, fence and whitespace included): a longer one
-#: is not decoded at all (flagged, ``value=None``), so no reply can make decoding take unbounded
-#: time or memory. Far above any schema of the pipelines (their longest replies are a few
-#: thousand characters).
+#: The longest structured reply decoded (characters): a longer one is flagged, never decoded, so
+#: no reply makes decoding take unbounded time or memory (the pipelines' are a few thousand).
 MAX_REPLY_CHARS = 200_000
 #: At most this many schema problems are listed per reply (then one saying how many more).
 MAX_PROBLEMS = 20
 
 
 def _repair(value: Any, schema: Mapping[str, Any]) -> Any:
-    """A copy of ``value`` with what can be cut cut: unknown keys of closed objects dropped,
-    strings longer than ``maxLength`` and arrays longer than ``maxItems`` shortened. Wrong
-    types and missing keys are left for the validator to reject."""
+    """A copy of ``value`` without unknown keys of closed objects, strings and arrays cut to
+    their ``maxLength`` / ``maxItems``."""
     kind = schema.get("type")
     if isinstance(value, dict) and kind == "object":
         props: Mapping[str, Any] = schema.get("properties", {})
@@ -51,11 +47,9 @@ def _capped(problems: Sequence[SchemaProblem]) -> tuple[SchemaProblem, ...]:
 def repair_value(value: Any, schema: OutputSchema) -> tuple[Any, tuple[SchemaProblem, ...]]:
     """Validate ``value`` and repair what can be repaired: ``(value, problems)``.
 
-    Unknown keys are dropped, over-long strings and arrays cut to their bound (each flagged,
-    with what was done); a value whose shape is still wrong after that (a wrong type, a
-    missing key) is rejected (``None``); a value outside an enum or a numeric bound is kept
-    and flagged (the role's reader clips it, with a note). ``problems`` is empty only for a
-    conforming value.
+    Unknown keys are dropped and over-long strings and arrays cut (flagged, saying so); a wrong
+    type or a missing key rejects the value (``None``); a value outside an enum or bound is kept
+    and flagged. ``problems`` is empty only for a conforming value.
 
     Example:
         >>> from diverse_core.llm.schema import obj, string
@@ -73,7 +67,7 @@ def repair_value(value: Any, schema: OutputSchema) -> tuple[Any, tuple[SchemaPro
         return None, _capped(problems)
     fixed = _repair(value, schema.schema)
     left = schema.validate(fixed)
-    if any(p.shape for p in left):  # not expected: _repair removes every extra key
+    if any(p.shape for p in left):  # e.g. a closed object whose schema names no type
         return None, _capped(problems)
     cut = {"extra": " (dropped)", "length": " (cut)"}
     flagged = []
@@ -88,15 +82,10 @@ def decode_json(text: str, schema: OutputSchema, *,
                 max_chars: int = MAX_REPLY_CHARS) -> tuple[Any, tuple[SchemaProblem, ...]]:
     """Decode a structured reply, validate it and repair what can be repaired.
 
-    Tolerates a markdown code fence around the object, whitespace, and raw control characters
-    inside strings. Returns ``(value, problems)``; ``value`` is ``None`` when the text is not
-    a JSON object of the schema's shape (then ``problems`` says why). What can be cut is cut
-    (see :func:`repair_value`) and flagged; bound problems keep the value, flagged.
-
-    Whatever the text, this returns: a reply longer than ``max_chars`` characters
-    (:data:`MAX_REPLY_CHARS`) is not decoded, and a number with too many digits for Python's
-    integer conversion or nesting too deep for the decoder is an unreadable reply like any
-    other (``value=None``, flagged).
+    Tolerates a markdown fence, whitespace and raw control characters inside strings. Returns
+    ``(value, problems)`` as :func:`repair_value`; ``value`` is ``None`` (and ``problems`` says
+    why) for text that is no JSON object of the schema's shape. It never raises: a reply longer
+    than ``max_chars``, too many digits or too deep nesting is unreadable like any other.
 
     Example:
         >>> from diverse_core.llm.schema import int_range, obj

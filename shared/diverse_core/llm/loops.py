@@ -1,16 +1,8 @@
-"""Which event loop a model's asynchronous client may serve.
-
-An asynchronous HTTP client (``openai.AsyncOpenAI`` inside LangChain's ``ChatOpenAI`` or
-LlamaIndex's ``OpenAILike``) keeps its pooled connections on the event loop that opened them.
-Reused from another loop, a kept-alive connection fails ("Event loop is closed", surfacing as
-``APIConnectionError: Connection error``). Two things here keep a shared framework model off
-that path:
-
-- :func:`private_loop` / :func:`on_private_loop`: every synchronous ``pipeline.run()`` runs on
-  a loop of its own that is closed when the run ends; a model's async client must never be
-  used there (the model's synchronous API is, in a worker thread).
-- :func:`serves_running_loop`: a model's async client is bound to the first other loop that
-  calls it through this library; calls from any other loop use the synchronous API.
+"""Which event loop a model's asynchronous client may serve: its pooled connections belong to
+the loop that opened them, and fail on another ("Event loop is closed"). A synchronous
+``pipeline.run()`` marks its own short-lived loop (:func:`private_loop`), which no model's async
+client may serve; otherwise a model's async client serves the first loop that calls it through
+this library (:func:`serves_running_loop`). Everything else uses the model's synchronous API.
 
 Example:
     >>> import asyncio
@@ -31,7 +23,7 @@ import threading
 import weakref
 from collections.abc import Iterator
 
-__all__ = ["private_loop", "on_private_loop", "serves_running_loop"]
+__all__ = ["private_loop", "on_private_loop", "running_loop", "serves_running_loop"]
 
 #: The loop that one synchronous run made for itself (seen by that run's tasks).
 _PRIVATE: contextvars.ContextVar[asyncio.AbstractEventLoop | None] = contextvars.ContextVar(
@@ -54,28 +46,26 @@ def private_loop(loop: asyncio.AbstractEventLoop) -> Iterator[None]:
         _PRIVATE.reset(token)
 
 
+def running_loop() -> asyncio.AbstractEventLoop | None:
+    """The running event loop (``None`` outside one)."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
 def on_private_loop() -> bool:
     """Whether the running loop is one synchronous run's own (see :func:`private_loop`)."""
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return _PRIVATE.get() is loop
+    loop = running_loop()
+    return loop is not None and _PRIVATE.get() is loop
 
 
 def serves_running_loop(model: object) -> bool:
-    """Whether ``model``'s async client may serve a call on the running loop.
-
-    ``False`` on a synchronous run's private loop, and on any loop other than the first one
-    that asked for ``model``. The binding is kept for the model's lifetime, even after that
-    loop closes: its pooled connections may still belong to it. Outside a running loop:
-    ``False``.
-    """
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    if _PRIVATE.get() is loop:
+    """Whether ``model``'s async client may serve a call on the running loop: not outside one,
+    on a synchronous run's private loop, or on any loop but the first one that asked for
+    ``model`` (for the model's lifetime, even after that loop closes)."""
+    loop = running_loop()
+    if loop is None or _PRIVATE.get() is loop:
         return False
     with _LOCK:
         ref = _BOUND.get(id(model))

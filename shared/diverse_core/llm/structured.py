@@ -37,12 +37,8 @@ decode: :func:`decode_json` never raises), or not of the schema's shape, has ``v
 the role reads the raw text with its text parser instead, never taking the JSON text itself as
 an answer.
 
-The core does not need pydantic: schemas are plain JSON-schema dicts (the subset grammar engines
-enforce) checked by a small validator. The layer is split by job, and every name is re-exported
-here: chat messages and passage blocks in :mod:`.messages`, schemas (builders, validation, fitting
-to a grammar engine and a token budget) in :mod:`.schema`, reply decoding and repair in
-:mod:`.decoding`; this module holds the requests and replies, the backend contract and the
-negotiation memory.
+Schemas are plain JSON-schema dicts (no pydantic). Messages (:mod:`.messages`), schemas
+(:mod:`.schema`) and decoding (:mod:`.decoding`) are re-exported here.
 
 Example:
     >>> s = OutputSchema("verdict", obj({"verdict": enum_of("yes", "no")}))

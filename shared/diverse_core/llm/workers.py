@@ -1,12 +1,6 @@
-"""Thread plumbing for :class:`~diverse_core.llm.ManagedLLM`.
-
-- :class:`DaemonPool`: a bounded pool of *daemon* worker threads. Unlike
-  ``concurrent.futures.ThreadPoolExecutor`` (whose threads are joined at interpreter exit)
-  a worker stuck in a hung backend call never keeps the process alive, and a queued job
-  that is cancelled before a worker picks it up never runs.
-- :class:`Slots`: a counting limiter shared by threads *and* event loops (an
-  ``asyncio.Semaphore`` is bound to one loop, a ``threading.Semaphore`` blocks the loop).
-"""
+"""Thread plumbing for :class:`~diverse_core.llm.ManagedLLM`: :class:`DaemonPool`, whose workers
+(unlike ``ThreadPoolExecutor``'s, joined at exit) never keep the process alive when stuck in a
+hung call, and :class:`Slots`, a limiter shared by threads *and* event loops."""
 
 from __future__ import annotations
 
@@ -137,12 +131,14 @@ def _wake(fut: asyncio.Future[None]) -> None:
         fut.set_result(None)
 
 
-def wake_threadsafe(loop: asyncio.AbstractEventLoop, fut: asyncio.Future[None]) -> None:
-    """Resolve ``fut`` (a bare signal) from any thread; a no-op once ``loop`` is closed."""
+def wake_threadsafe(loop: asyncio.AbstractEventLoop, fut: asyncio.Future[None]) -> bool:
+    """Resolve ``fut`` (a bare signal) from any thread; ``False`` (nothing done) once ``loop``
+    is closed: nobody waits for the signal any more."""
     try:
         loop.call_soon_threadsafe(_wake, fut)
-    except RuntimeError:  # the loop is closed: nobody waits for the signal any more
-        pass
+    except RuntimeError:
+        return False
+    return True
 
 
 class Slots:
@@ -228,9 +224,6 @@ class Slots:
                 waiter.event.set()
                 return
             assert waiter.loop is not None and waiter.future is not None
-            try:
-                waiter.loop.call_soon_threadsafe(_wake, waiter.future)
+            if wake_threadsafe(waiter.loop, waiter.future):
                 return
-            except RuntimeError:  # its event loop is closed: nobody is waiting any more
-                continue
         self._free += 1
