@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import ctypes
 import gc
 import hashlib
 import itertools
@@ -43,6 +44,7 @@ import subprocess
 import sys
 import threading
 import time
+import tracemalloc
 import urllib.request
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -203,10 +205,19 @@ def embed(texts: Any) -> np.ndarray:
     return np.stack(out).astype(np.float32)
 
 
-def gauges() -> tuple[int, int, float]:
-    """(open descriptors, OS threads, RSS in MiB) of this process."""
+def _rss() -> float:
     status = dict(line.split(":", 1) for line in open("/proc/self/status").read().splitlines() if ":" in line)
-    return len(os.listdir("/proc/self/fd")), int(status["Threads"]), int(status["VmRSS"].split()[0]) / 1024
+    return int(status["VmRSS"].split()[0]) / 1024
+
+
+def gauges() -> tuple[int, int, float, float]:
+    """(open descriptors, OS threads, RSS in MiB, RSS in MiB once ``malloc_trim(0)`` gave the C
+    allocator's free pages back) of this process: RSS also counts memory the allocator keeps
+    for reuse after a peak (e.g. several 1 MB-passage requests at once); the second figure is
+    closer to the memory in use."""
+    rss = _rss()
+    ctypes.CDLL(None).malloc_trim(0)  # glibc (Linux, which /proc already assumes)
+    return len(os.listdir("/proc/self/fd")), len(os.listdir("/proc/self/task")), rss, _rss()
 
 
 def typed(exc: BaseException) -> bool:
@@ -376,6 +387,9 @@ def main() -> None:
     ap.add_argument("--pipelines", nargs="*", default=list(PIPELINES))
     ap.add_argument("--clients", nargs="*", default=list(CLIENTS))
     ap.add_argument("--seed", type=int, default=46)
+    ap.add_argument("--trace-memory", default="", metavar="A,B",
+                    help="tracemalloc snapshots after runs A and B: print the largest growth between them "
+                         "grouped by traceback (slows the soak down)")
     ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     rates = {k: float(v) for k, v in (item.split("=") for item in args.rates.split(",") if item)}
@@ -422,6 +436,10 @@ def soak(args: argparse.Namespace, url: str) -> dict[str, Any]:
     }
     lock = threading.Lock()
     queue = iter(enumerate(plan))
+    marks = [int(x) for x in args.trace_memory.split(",") if x]
+    snapshots: list[Any] = []
+    if marks:
+        tracemalloc.start(20)
     warm = max(args.threads * 4, args.runs // 10)
     gc.collect()
     stats["samples"].append(("start", 0, *gauges()))
@@ -477,23 +495,67 @@ def soak(args: argparse.Namespace, url: str) -> dict[str, Any]:
                 stats["done"] += 1
                 stats["per"][(pipeline, client)] += 1
                 done = stats["done"]
+            if done in marks:
+                gc.collect()
+                snapshots.append(tracemalloc.take_snapshot())
             if done == warm or (done > warm and done % max(1, args.runs // 10) == 0):
                 gc.collect()
+                sample = gauges()
                 with lock:
-                    stats["samples"].append(("warm" if done == warm else "run", done, *gauges()))
+                    stats["samples"].append(("warm" if done == warm else "run", done, *sample))
                 print(json.dumps({"done": done, "seconds": round(time.perf_counter() - t0, 1),
-                                  "fds_threads_rss": gauges(), "errors": dict(stats["errors"])}), flush=True)
+                                  "fds_threads_rss_trimmed": sample, "errors": dict(stats["errors"])}), flush=True)
 
     with ThreadPoolExecutor(args.threads) as pool:
         for _ in range(args.threads):
             pool.submit(worker)
     stats["seconds"] = time.perf_counter() - t0
+    if len(snapshots) == 2:
+        print_growth(*snapshots, marks)
     gc.collect()
     stats["samples"].append(("end", stats["done"], *gauges()))
     clients.close()
     gc.collect()
     stats["samples"].append(("closed", stats["done"], *gauges()))
     return stats
+
+
+def print_growth(before: Any, after: Any, marks: list[int], top: int = 12) -> None:
+    """The allocations that grew most between two snapshots, by traceback (the soak's own frames
+    and tracemalloc's left out)."""
+    skip = (tracemalloc.Filter(False, tracemalloc.__file__), tracemalloc.Filter(False, "<frozen importlib._bootstrap>"))
+    diffs = after.filter_traces(skip).compare_to(before.filter_traces(skip), "traceback")
+    total = sum(d.size_diff for d in diffs)
+    print(f"\n# memory growth between runs {marks[0]} and {marks[1]}: {total / 2**20:+.2f} MiB in all", flush=True)
+    for d in diffs[:top]:
+        print(f"\n{d.size_diff / 1024:+.1f} KiB in {d.count_diff:+d} blocks (now {d.size / 1024:.1f} KiB)")
+        plumbing = ("/asyncio/", "/threading.py", "/concurrent/futures/", "/selectors.py")
+        for frame in [f for f in d.traceback if not any(p in f.filename for p in plumbing)][-12:]:
+            print(f"    {frame.filename.split('site-packages/')[-1]}:{frame.lineno}")
+    print(flush=True)
+
+
+def flatness(samples: list[tuple[Any, ...]]) -> str:
+    """fds, threads and RSS at warm-up, in the middle and at the end of the runs (the samples
+    nearest; the end is sampled once every request finished), their growth over the second half,
+    and whether that is flat: fds and threads not above the middle's, RSS grown by at most 1%."""
+    timed = [x for x in samples if x[0] in {"warm", "run", "end"}]
+    if not timed or timed[0][0] != "warm":
+        return "no warm-up sample: too few runs to judge flatness"
+    warm, end = timed[0], timed[-1]
+    mid = min(timed, key=lambda x: abs(x[1] - (warm[1] + end[1]) / 2))
+    runs = max(1, end[1] - mid[1])
+    rows = ["| gauge | warm-up | middle | end | second half |", "|---|---|---|---|---|"]
+    for name, i, fmt in (("open descriptors", 2, "{:.0f}"), ("OS threads", 3, "{:.0f}"), ("RSS MiB", 4, "{:.1f}"),
+                         ("RSS MiB after malloc_trim", 5, "{:.1f}")):
+        grew = end[i] - mid[i]
+        rows.append(f"| {name} | {fmt.format(warm[i])} | {fmt.format(mid[i])} | {fmt.format(end[i])} | {grew:+.1f}"
+                    + (f" ({grew * 1024 / runs:+.2f} KiB/run) |" if i >= 4 else " |"))
+    flat = end[2] <= mid[2] and end[3] <= mid[3] and all(end[i] - mid[i] <= 0.01 * mid[i] for i in (4, 5))
+    head = (f"Warm-up after {warm[1]} runs, middle after {mid[1]}, end after {end[1]}: "
+            f"{'FLAT' if flat else 'NOT FLAT'} over the second half (rule: fds and threads not above the "
+            "middle's, both RSS figures +1% at most).")
+    return "\n".join([head, "", *rows])
 
 
 def print_report(args: argparse.Namespace, s: dict[str, Any]) -> None:
@@ -525,10 +587,12 @@ def print_report(args: argparse.Namespace, s: dict[str, Any]) -> None:
     print(f"| runs checked for flipped verdicts | {checked} |")
     print(f"| flipped verdicts | {flips} |")
     print()
-    print("| sample | after runs | fds | threads | RSS MiB |")
-    print("|---|---|---|---|---|")
-    for name, done, fds, threads, rss in s["samples"]:
-        print(f"| {name} | {done} | {fds} | {threads} | {rss:.0f} |")
+    print("| sample | after runs | fds | threads | RSS MiB | RSS MiB after malloc_trim |")
+    print("|---|---|---|---|---|---|")
+    for name, done, fds, threads, rss, trimmed in s["samples"]:
+        print(f"| {name} | {done} | {fds} | {threads} | {rss:.0f} | {trimmed:.0f} |")
+    print()
+    print(flatness(s["samples"]))
     for line in s["untyped_examples"]:
         print("untyped:", line)
     for line in s["flip_examples"]:

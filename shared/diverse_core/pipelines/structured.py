@@ -87,36 +87,35 @@ def structured_value(out: Completion) -> tuple[Any, tuple[str, ...]]:
 
 
 def reread(out: RoleCompletion, request: RoleRequest) -> tuple[RoleCompletion, str | None]:
-    """``(reply, warning)``: a structured reply that is no JSON value because text stands around
-    its JSON object, read as the model's own object of the schema's shape; any other reply as it is.
+    """``(reply, warning)``: a structured reply that did not decode because text stands around its
+    JSON object, read as the model's own object of the schema's shape; any other reply as it is.
 
-    An object whose ``key value`` pairs all occur in ``request.sources`` (or could: see
-    :meth:`QuoteIndex.echoes <diverse_core.pipelines.judge.QuoteIndex.echoes>`) could be a
-    passage the model echoed, so it is never read. One own object (or several equal ones) is
-    read, with the warning ``"text after the JSON reply ignored"`` ("around" when text stands
-    before it); none, or different ones: the reply stays unreadable (its role's text parser
-    reads it conservatively) and the warning says why.
+    An object whose ``key value`` pairs all occur (or could) in ``request.sources`` could be an
+    echoed passage (:meth:`QuoteIndex.echoes <diverse_core.pipelines.judge.QuoteIndex.echoes>`):
+    never read. One own object is read, with the warning ``"text after the JSON reply ignored"``
+    ("around": text before it too); none or different ones: the reply stays unreadable (the
+    role's text parser reads it conservatively) and the warning says why.
 
     Example:
         >>> req = role_request("generator", "s", "u", ANSWER_SCHEMA, "p", ['{"answer": "Rome"}'])
-        >>> out = RoleCompletion('{"answer": "Paris"} {"answer": "Rome"}', path="structured", method="json_object")
+        >>> out = RoleCompletion('{"answer": "Rome"} {"answer": "Paris"}', path="structured", method="json_object")
         >>> got, warning = reread(out, req)
-        >>> got.value, warning
-        ({'answer': 'Paris'}, 'text after the JSON reply ignored')
+        >>> got.value
+        {'answer': 'Paris'}
+        >>> warning
+        'text around the JSON reply ignored (it held 1 JSON object(s) that could be quoted passage text)'
     """
     text = out.text.strip()
     if (out.path != "structured" or out.value is not None or request.schema is None or len(text) > MAX_REPLY_CHARS):
         return out, None
-    try:
-        json.loads(text, strict=False)
-        return out, None  # one JSON value, of another shape: unreadable as it was
-    except (ValueError, RecursionError):
-        pass
+    found = _objects(text, ())[0]
+    if not found or found[0].line == text:  # no object, or one of another shape: unreadable as it was
+        return out, None
     index = QuoteIndex(request.sources)
     index.grant(text)
     own: dict[str, tuple[Any, tuple[Any, ...], bool]] = {}
     echoed = 0
-    for cand in _objects(text, ())[0]:
+    for cand in found:
         value, problems = repair_value(cand.value, request.schema)
         if value is not None and index.echoes(*cand.claims) is False:
             own.setdefault(json.dumps(value, sort_keys=True), (value, problems, text.startswith(cand.line)))
