@@ -20,8 +20,11 @@ Reported: runs, runs/s, errors by type (*untyped*: anything but the library's ty
 ``LLMError`` / ``DiverseRAGError``, and the request timeout), flipped verdicts (a run without a
 failed LLM call whose verdicts differ from the same request against the fault-free server:
 DF-RAG's lambda and scores, DIVA's verdicts and route, Vendi-RAG's quality trajectory; DR-RAG
-has no verdict), descriptors / OS threads / RSS sampled after warm-up and at each tenth of the
-runs, and the largest overshoot of an asynchronous request over its ``wait_for`` timeout.
+has no verdict), descriptors / OS threads / RSS (also once ``malloc_trim`` gave the C allocator's
+free pages back) sampled after warm-up and at each tenth of the runs, each time with no request
+in flight, with a plain verdict on their flatness over the second half; and the largest overshoot
+of an asynchronous request over its ``wait_for`` timeout. ``--trace-memory A,B`` also prints the
+Python allocations that grew most between runs A and B, by traceback (tracemalloc; slow).
 
 Reproduce (from the repository root; ``--runs`` in all, split over the pipelines and clients)::
 
@@ -445,12 +448,33 @@ def soak(args: argparse.Namespace, url: str) -> dict[str, Any]:
     stats["samples"].append(("start", 0, *gauges()))
     t0 = time.perf_counter()
 
+    drain = threading.Condition(lock)  # samples are taken with no request in flight
+    due: dict[str, Any] = {"inflight": 0, "sample": None, "snapshot": False}
+
+    def sample_if_drained() -> None:
+        """With ``lock`` held: once the last request in flight ends, take what is due and resume."""
+        if due["inflight"] or not (due["sample"] or due["snapshot"]):
+            return
+        gc.collect()
+        if due["snapshot"]:
+            snapshots.append(tracemalloc.take_snapshot())
+        if due["sample"]:
+            sample = gauges()
+            stats["samples"].append((due["sample"], stats["done"], *sample))
+            print(json.dumps({"done": stats["done"], "seconds": round(time.perf_counter() - t0, 1),
+                              "fds_threads_rss_trimmed": sample, "errors": dict(stats["errors"])}), flush=True)
+        due.update(sample=None, snapshot=False)
+        drain.notify_all()
+
     def worker() -> None:
         while True:
-            with lock:
+            with drain:
+                while due["sample"] or due["snapshot"]:
+                    drain.wait()
                 item = next(queue, None)
-            if item is None:
-                return
+                if item is None:
+                    return
+                due["inflight"] += 1
             i, (pipeline, client, corpus, mode) = item
             start = time.perf_counter()
             outcome: str | None = None
@@ -495,16 +519,12 @@ def soak(args: argparse.Namespace, url: str) -> dict[str, Any]:
                 stats["done"] += 1
                 stats["per"][(pipeline, client)] += 1
                 done = stats["done"]
-            if done in marks:
-                gc.collect()
-                snapshots.append(tracemalloc.take_snapshot())
-            if done == warm or (done > warm and done % max(1, args.runs // 10) == 0):
-                gc.collect()
-                sample = gauges()
-                with lock:
-                    stats["samples"].append(("warm" if done == warm else "run", done, *sample))
-                print(json.dumps({"done": done, "seconds": round(time.perf_counter() - t0, 1),
-                                  "fds_threads_rss_trimmed": sample, "errors": dict(stats["errors"])}), flush=True)
+                due["inflight"] -= 1
+                if done in marks:
+                    due["snapshot"] = True
+                if done == warm or (done > warm and done % max(1, args.runs // 10) == 0):
+                    due["sample"] = "warm" if done == warm else "run"
+                sample_if_drained()
 
     with ThreadPoolExecutor(args.threads) as pool:
         for _ in range(args.threads):
@@ -536,12 +556,13 @@ def print_growth(before: Any, after: Any, marks: list[int], top: int = 12) -> No
 
 
 def flatness(samples: list[tuple[Any, ...]]) -> str:
-    """fds, threads and RSS at warm-up, in the middle and at the end of the runs (the samples
-    nearest; the end is sampled once every request finished), their growth over the second half,
-    and whether that is flat: fds and threads not above the middle's, RSS grown by at most 1%."""
-    timed = [x for x in samples if x[0] in {"warm", "run", "end"}]
-    if not timed or timed[0][0] != "warm":
-        return "no warm-up sample: too few runs to judge flatness"
+    """fds, threads and RSS at warm-up, in the middle and at the end of the runs (the last sample
+    before the last request; every sample is taken with no request in flight), their growth over the second half, and whether that is
+    flat: fds and threads at the end no higher than up to the middle, both RSS figures +1% at most."""
+    total = samples[-1][1]  # the samples once every request finished: the pool's threads are gone
+    timed = [x for x in samples if x[0] in {"warm", "run"} and x[1] < total]
+    if len(timed) < 3 or timed[0][0] != "warm":
+        return "too few samples after warm-up to judge flatness"
     warm, end = timed[0], timed[-1]
     mid = min(timed, key=lambda x: abs(x[1] - (warm[1] + end[1]) / 2))
     runs = max(1, end[1] - mid[1])
@@ -549,12 +570,14 @@ def flatness(samples: list[tuple[Any, ...]]) -> str:
     for name, i, fmt in (("open descriptors", 2, "{:.0f}"), ("OS threads", 3, "{:.0f}"), ("RSS MiB", 4, "{:.1f}"),
                          ("RSS MiB after malloc_trim", 5, "{:.1f}")):
         grew = end[i] - mid[i]
-        rows.append(f"| {name} | {fmt.format(warm[i])} | {fmt.format(mid[i])} | {fmt.format(end[i])} | {grew:+.1f}"
-                    + (f" ({grew * 1024 / runs:+.2f} KiB/run) |" if i >= 4 else " |"))
-    flat = end[2] <= mid[2] and end[3] <= mid[3] and all(end[i] - mid[i] <= 0.01 * mid[i] for i in (4, 5))
+        per_run = f" ({grew * 1024 / runs:+.2f} KiB/run)" if i >= 4 else ""
+        rows.append(f"| {name} | {fmt.format(warm[i])} | {fmt.format(mid[i])} | {fmt.format(end[i])} | "
+                    f"{grew:+.1f}{per_run} |")
+    high = [max(x[i] for x in timed if x[1] <= mid[1]) for i in (2, 3)]  # idle pools vary a little
+    flat = end[2] <= high[0] and end[3] <= high[1] and all(end[i] - mid[i] <= 0.01 * mid[i] for i in (4, 5))
     head = (f"Warm-up after {warm[1]} runs, middle after {mid[1]}, end after {end[1]}: "
-            f"{'FLAT' if flat else 'NOT FLAT'} over the second half (rule: fds and threads not above the "
-            "middle's, both RSS figures +1% at most).")
+            f"{'FLAT' if flat else 'NOT FLAT'} over the second half (rule: fds and threads at the end no higher "
+            "than up to the middle, both RSS figures +1% at most; every sample taken with no request in flight).")
     return "\n".join([head, "", *rows])
 
 
