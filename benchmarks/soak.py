@@ -435,7 +435,7 @@ def soak(args: argparse.Namespace, url: str) -> dict[str, Any]:
         "done": 0, "errors": Counter(), "untyped": Counter(), "flips": Counter(), "timeouts": 0,
         "overshoot": 0.0, "checked": Counter(), "samples": [], "per": Counter(), "slowest_sync": 0.0,
         "untyped_examples": [], "flip_examples": [], "first_overshoot": first_overshoot,
-        "raise_overshoot": 0.0,
+        "raise_overshoot": 0.0, "late": Counter(), "load": [],
     }
     lock = threading.Lock()
     queue = iter(enumerate(plan))
@@ -459,6 +459,7 @@ def soak(args: argparse.Namespace, url: str) -> dict[str, Any]:
         if due["snapshot"]:
             snapshots.append(tracemalloc.take_snapshot())
         if due["sample"]:
+            stats["load"].append(os.getloadavg()[0])
             sample = gauges()
             stats["samples"].append((due["sample"], stats["done"], *sample))
             print(json.dumps({"done": stats["done"], "seconds": round(time.perf_counter() - t0, 1),
@@ -490,6 +491,8 @@ def soak(args: argparse.Namespace, url: str) -> dict[str, Any]:
                         stats["timeouts"] += 1
                         stats["overshoot"] = max(stats["overshoot"], over)
                         stats["raise_overshoot"] = max(stats["raise_overshoot"], raised)
+                        if over > 0.5:
+                            stats["late"][f"{pipeline}/{client}/{corpus}"] += 1
             except Exception as exc:  # noqa: BLE001 - counted by type
                 outcome = type(exc).__name__
                 if not typed(exc):
@@ -605,6 +608,11 @@ def print_report(args: argparse.Namespace, s: dict[str, Any]) -> None:
     print(f"| async requests past their wait_for ({args.request_timeout} s) | {s['timeouts']} |")
     print(f"| largest overshoot over wait_for: when it raised / when asyncio.run returned | "
           f"{s['raise_overshoot']:.3f} s / {s['overshoot']:.3f} s |")
+    late = ", ".join(f"{k}: {v}" for k, v in s["late"].most_common()) or "none"
+    print(f"| async requests more than 0.5 s past their wait_for, by pipeline/client/corpus | {late} |")
+    if s["load"]:
+        print(f"| machine load (1-minute average) at the samples: lowest / highest, on {os.cpu_count()} CPUs | "
+              f"{min(s['load']):.1f} / {max(s['load']):.1f} |")
     print(f"| the process's first arun() under wait_for(0.3 s): overshoot | {s['first_overshoot']:.3f} s |")
     print(f"| slowest synchronous request | {s['slowest_sync']:.2f} s |")
     print(f"| runs checked for flipped verdicts | {checked} |")
