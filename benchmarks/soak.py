@@ -20,8 +20,11 @@ Reported: runs, runs/s, errors by type (*untyped*: anything but the library's ty
 ``LLMError`` / ``DiverseRAGError``, and the request timeout), flipped verdicts (a run without a
 failed LLM call whose verdicts differ from the same request against the fault-free server:
 DF-RAG's lambda and scores, DIVA's verdicts and route, Vendi-RAG's quality trajectory; DR-RAG
-has no verdict), descriptors / OS threads / RSS sampled after warm-up and at each tenth of the
-runs, and the largest overshoot of an asynchronous request over its ``wait_for`` timeout.
+has no verdict), descriptors / OS threads / RSS (also once ``malloc_trim`` gave the C allocator's
+free pages back) sampled after warm-up and at each tenth of the runs, each time with no request
+in flight, with a plain verdict on their flatness over the second half; and the largest overshoot
+of an asynchronous request over its ``wait_for`` timeout. ``--trace-memory A,B`` also prints the
+Python allocations that grew most between runs A and B, by traceback (tracemalloc; slow).
 
 Reproduce (from the repository root; ``--runs`` in all, split over the pipelines and clients)::
 
@@ -33,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import ctypes
 import gc
 import hashlib
 import itertools
@@ -43,6 +47,7 @@ import subprocess
 import sys
 import threading
 import time
+import tracemalloc
 import urllib.request
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -203,10 +208,19 @@ def embed(texts: Any) -> np.ndarray:
     return np.stack(out).astype(np.float32)
 
 
-def gauges() -> tuple[int, int, float]:
-    """(open descriptors, OS threads, RSS in MiB) of this process."""
+def _rss() -> float:
     status = dict(line.split(":", 1) for line in open("/proc/self/status").read().splitlines() if ":" in line)
-    return len(os.listdir("/proc/self/fd")), int(status["Threads"]), int(status["VmRSS"].split()[0]) / 1024
+    return int(status["VmRSS"].split()[0]) / 1024
+
+
+def gauges() -> tuple[int, int, float, float]:
+    """(open descriptors, OS threads, RSS in MiB, RSS in MiB once ``malloc_trim(0)`` gave the C
+    allocator's free pages back) of this process: RSS also counts memory the allocator keeps
+    for reuse after a peak (e.g. several 1 MB-passage requests at once); the second figure is
+    closer to the memory in use."""
+    rss = _rss()
+    ctypes.CDLL(None).malloc_trim(0)  # glibc (Linux, which /proc already assumes)
+    return len(os.listdir("/proc/self/fd")), len(os.listdir("/proc/self/task")), rss, _rss()
 
 
 def typed(exc: BaseException) -> bool:
@@ -376,6 +390,9 @@ def main() -> None:
     ap.add_argument("--pipelines", nargs="*", default=list(PIPELINES))
     ap.add_argument("--clients", nargs="*", default=list(CLIENTS))
     ap.add_argument("--seed", type=int, default=46)
+    ap.add_argument("--trace-memory", default="", metavar="A,B",
+                    help="tracemalloc snapshots after runs A and B: print the largest growth between them "
+                         "grouped by traceback (slows the soak down)")
     ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     rates = {k: float(v) for k, v in (item.split("=") for item in args.rates.split(",") if item)}
@@ -418,21 +435,47 @@ def soak(args: argparse.Namespace, url: str) -> dict[str, Any]:
         "done": 0, "errors": Counter(), "untyped": Counter(), "flips": Counter(), "timeouts": 0,
         "overshoot": 0.0, "checked": Counter(), "samples": [], "per": Counter(), "slowest_sync": 0.0,
         "untyped_examples": [], "flip_examples": [], "first_overshoot": first_overshoot,
-        "raise_overshoot": 0.0,
+        "raise_overshoot": 0.0, "late": Counter(), "load": [],
     }
     lock = threading.Lock()
     queue = iter(enumerate(plan))
+    marks = [int(x) for x in args.trace_memory.split(",") if x]
+    snapshots: list[Any] = []
+    if marks:
+        tracemalloc.start(20)
     warm = max(args.threads * 4, args.runs // 10)
     gc.collect()
     stats["samples"].append(("start", 0, *gauges()))
     t0 = time.perf_counter()
 
+    drain = threading.Condition(lock)  # samples are taken with no request in flight
+    due: dict[str, Any] = {"inflight": 0, "sample": None, "snapshot": False}
+
+    def sample_if_drained() -> None:
+        """With ``lock`` held: once the last request in flight ends, take what is due and resume."""
+        if due["inflight"] or not (due["sample"] or due["snapshot"]):
+            return
+        gc.collect()
+        if due["snapshot"]:
+            snapshots.append(tracemalloc.take_snapshot())
+        if due["sample"]:
+            stats["load"].append(os.getloadavg()[0])
+            sample = gauges()
+            stats["samples"].append((due["sample"], stats["done"], *sample))
+            print(json.dumps({"done": stats["done"], "seconds": round(time.perf_counter() - t0, 1),
+                              "fds_threads_rss_trimmed": sample, "errors": dict(stats["errors"])}), flush=True)
+        due.update(sample=None, snapshot=False)
+        drain.notify_all()
+
     def worker() -> None:
         while True:
-            with lock:
+            with drain:
+                while due["sample"] or due["snapshot"]:
+                    drain.wait()
                 item = next(queue, None)
-            if item is None:
-                return
+                if item is None:
+                    return
+                due["inflight"] += 1
             i, (pipeline, client, corpus, mode) = item
             start = time.perf_counter()
             outcome: str | None = None
@@ -448,6 +491,8 @@ def soak(args: argparse.Namespace, url: str) -> dict[str, Any]:
                         stats["timeouts"] += 1
                         stats["overshoot"] = max(stats["overshoot"], over)
                         stats["raise_overshoot"] = max(stats["raise_overshoot"], raised)
+                        if over > 0.5:
+                            stats["late"][f"{pipeline}/{client}/{corpus}"] += 1
             except Exception as exc:  # noqa: BLE001 - counted by type
                 outcome = type(exc).__name__
                 if not typed(exc):
@@ -477,23 +522,66 @@ def soak(args: argparse.Namespace, url: str) -> dict[str, Any]:
                 stats["done"] += 1
                 stats["per"][(pipeline, client)] += 1
                 done = stats["done"]
-            if done == warm or (done > warm and done % max(1, args.runs // 10) == 0):
-                gc.collect()
-                with lock:
-                    stats["samples"].append(("warm" if done == warm else "run", done, *gauges()))
-                print(json.dumps({"done": done, "seconds": round(time.perf_counter() - t0, 1),
-                                  "fds_threads_rss": gauges(), "errors": dict(stats["errors"])}), flush=True)
+                due["inflight"] -= 1
+                if done in marks:
+                    due["snapshot"] = True
+                if done == warm or (done > warm and done % max(1, args.runs // 10) == 0):
+                    due["sample"] = "warm" if done == warm else "run"
+                sample_if_drained()
 
     with ThreadPoolExecutor(args.threads) as pool:
         for _ in range(args.threads):
             pool.submit(worker)
     stats["seconds"] = time.perf_counter() - t0
+    if len(snapshots) == 2:
+        print_growth(*snapshots, marks)
     gc.collect()
     stats["samples"].append(("end", stats["done"], *gauges()))
     clients.close()
     gc.collect()
     stats["samples"].append(("closed", stats["done"], *gauges()))
     return stats
+
+
+def print_growth(before: Any, after: Any, marks: list[int], top: int = 12) -> None:
+    """The allocations that grew most between two snapshots, by traceback (the soak's own frames
+    and tracemalloc's left out)."""
+    skip = (tracemalloc.Filter(False, tracemalloc.__file__), tracemalloc.Filter(False, "<frozen importlib._bootstrap>"))
+    diffs = after.filter_traces(skip).compare_to(before.filter_traces(skip), "traceback")
+    total = sum(d.size_diff for d in diffs)
+    print(f"\n# memory growth between runs {marks[0]} and {marks[1]}: {total / 2**20:+.2f} MiB in all", flush=True)
+    for d in diffs[:top]:
+        print(f"\n{d.size_diff / 1024:+.1f} KiB in {d.count_diff:+d} blocks (now {d.size / 1024:.1f} KiB)")
+        plumbing = ("/asyncio/", "/threading.py", "/concurrent/futures/", "/selectors.py")
+        for frame in [f for f in d.traceback if not any(p in f.filename for p in plumbing)][-12:]:
+            print(f"    {frame.filename.split('site-packages/')[-1]}:{frame.lineno}")
+    print(flush=True)
+
+
+def flatness(samples: list[tuple[Any, ...]]) -> str:
+    """fds, threads and RSS at warm-up, in the middle and at the end of the runs (the last sample
+    before the last request; every sample is taken with no request in flight), their growth over the second half, and whether that is
+    flat: fds and threads at the end no higher than up to the middle, both RSS figures +1% at most."""
+    total = samples[-1][1]  # the samples once every request finished: the pool's threads are gone
+    timed = [x for x in samples if x[0] in {"warm", "run"} and x[1] < total]
+    if len(timed) < 3 or timed[0][0] != "warm":
+        return "too few samples after warm-up to judge flatness"
+    warm, end = timed[0], timed[-1]
+    mid = min(timed, key=lambda x: abs(x[1] - (warm[1] + end[1]) / 2))
+    runs = max(1, end[1] - mid[1])
+    rows = ["| gauge | warm-up | middle | end | second half |", "|---|---|---|---|---|"]
+    for name, i, fmt in (("open descriptors", 2, "{:.0f}"), ("OS threads", 3, "{:.0f}"), ("RSS MiB", 4, "{:.1f}"),
+                         ("RSS MiB after malloc_trim", 5, "{:.1f}")):
+        grew = end[i] - mid[i]
+        per_run = f" ({grew * 1024 / runs:+.2f} KiB/run)" if i >= 4 else ""
+        rows.append(f"| {name} | {fmt.format(warm[i])} | {fmt.format(mid[i])} | {fmt.format(end[i])} | "
+                    f"{grew:+.1f}{per_run} |")
+    high = [max(x[i] for x in timed if x[1] <= mid[1]) for i in (2, 3)]  # idle pools vary a little
+    flat = end[2] <= high[0] and end[3] <= high[1] and all(end[i] - mid[i] <= 0.01 * mid[i] for i in (4, 5))
+    head = (f"Warm-up after {warm[1]} runs, middle after {mid[1]}, end after {end[1]}: "
+            f"{'FLAT' if flat else 'NOT FLAT'} over the second half (rule: fds and threads at the end no higher "
+            "than up to the middle, both RSS figures +1% at most; every sample taken with no request in flight).")
+    return "\n".join([head, "", *rows])
 
 
 def print_report(args: argparse.Namespace, s: dict[str, Any]) -> None:
@@ -520,15 +608,22 @@ def print_report(args: argparse.Namespace, s: dict[str, Any]) -> None:
     print(f"| async requests past their wait_for ({args.request_timeout} s) | {s['timeouts']} |")
     print(f"| largest overshoot over wait_for: when it raised / when asyncio.run returned | "
           f"{s['raise_overshoot']:.3f} s / {s['overshoot']:.3f} s |")
+    late = ", ".join(f"{k}: {v}" for k, v in s["late"].most_common()) or "none"
+    print(f"| async requests more than 0.5 s past their wait_for, by pipeline/client/corpus | {late} |")
+    if s["load"]:
+        print(f"| machine load (1-minute average) at the samples: lowest / highest, on {os.cpu_count()} CPUs | "
+              f"{min(s['load']):.1f} / {max(s['load']):.1f} |")
     print(f"| the process's first arun() under wait_for(0.3 s): overshoot | {s['first_overshoot']:.3f} s |")
     print(f"| slowest synchronous request | {s['slowest_sync']:.2f} s |")
     print(f"| runs checked for flipped verdicts | {checked} |")
     print(f"| flipped verdicts | {flips} |")
     print()
-    print("| sample | after runs | fds | threads | RSS MiB |")
-    print("|---|---|---|---|---|")
-    for name, done, fds, threads, rss in s["samples"]:
-        print(f"| {name} | {done} | {fds} | {threads} | {rss:.0f} |")
+    print("| sample | after runs | fds | threads | RSS MiB | RSS MiB after malloc_trim |")
+    print("|---|---|---|---|---|---|")
+    for name, done, fds, threads, rss, trimmed in s["samples"]:
+        print(f"| {name} | {done} | {fds} | {threads} | {rss:.0f} | {trimmed:.0f} |")
+    print()
+    print(flatness(s["samples"]))
     for line in s["untyped_examples"]:
         print("untyped:", line)
     for line in s["flip_examples"]:

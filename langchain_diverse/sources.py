@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 from collections.abc import Sequence
 from typing import Any
@@ -98,14 +99,18 @@ class LangChainSource:
         return StoreSearch(self.vectorstore, self.search_kwargs, self._reads_stored())
 
     def _build(self, query: str, qv: NDArray[np.float32], docs: list[Document], vecs: Any,
-               k: int | None) -> Candidates:
+               k: int | None, blank: list[int]) -> Candidates:
         if not docs:
             raise EmptyCandidatesError(f"no candidate documents were retrieved for query={query!r}")
         if k is not None:
             docs, vecs = docs[:k], vecs[:k]
-        return Candidates.build(
+        found = Candidates.build(
             query, document_texts(docs), [document_id(d) for d in docs], vecs, qv, payloads=docs
         )
+        if not blank:
+            return found
+        note = f"left out {len(blank)} fetched document(s) with no text (positions {blank[:20]}) for query={query!r}"
+        return dataclasses.replace(found, notes=(note,))
 
     # ------------------------------------------------------------------ CandidateSource
     def search(self, query: str, k: int | None = None) -> Candidates:
@@ -117,9 +122,9 @@ class LangChainSource:
         else:
             assert self.base_retriever is not None
             docs = list(self.base_retriever.invoke(query, self._config()))
-        docs = nonblank_documents(docs)[0] if docs else docs
+        docs, blank = nonblank_documents(docs) if docs else (docs, [])
         vecs = self.embedder.embed_documents_array(document_texts(docs), known=known) if docs else None
-        return self._build(query, qv, docs, vecs, k)
+        return self._build(query, qv, docs, vecs, k, blank)
 
     async def asearch(self, query: str, k: int | None = None) -> Candidates:
         """Asynchronous :meth:`search` (the store's / retriever's async API, the model's async embeddings)."""
@@ -130,12 +135,12 @@ class LangChainSource:
         else:
             assert self.base_retriever is not None
             docs = list(await self.base_retriever.ainvoke(query, self._config()))
-        docs = nonblank_documents(docs)[0] if docs else docs
+        docs, blank = nonblank_documents(docs) if docs else (docs, [])
         vecs = (
             await self.embedder.aembed_documents_array(document_texts(docs), known=known)
             if docs else None
         )
-        return self._build(query, qv, docs, vecs, k)
+        return self._build(query, qv, docs, vecs, k, blank)
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """Query embeddings of ``texts`` (cached)."""

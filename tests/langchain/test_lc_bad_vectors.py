@@ -72,3 +72,28 @@ def test_a_compressor_given_only_blank_documents_names_them() -> None:
     assert kept[0].metadata["selection_params"]["blank_documents"] == [1]
     with pytest.raises(EmptyDocumentError, match="document 0"):
         compressor.compress_documents([Document(page_content=" ")], "q")
+
+
+def test_a_pipeline_run_lists_the_blank_documents_its_source_left_out() -> None:
+    """e5775e9: LangChainSource dropped them with only a log line; the run's result said nothing."""
+    from diverse_core.pipelines.drrag.pipeline import DRRAG
+
+    from langchain_diverse import DRRAGRetriever
+    from langchain_diverse.sources import LangChainSource
+
+    class AnyText(TableEmbeddings):  # DR-RAG also embeds "query + document" texts
+        def _vec(self, text: str) -> list[float]:
+            return list(self.table.get(text, [1.0, 0.1 * len(text), 0.0, 1.0]))
+
+    docs = [Document.model_construct(page_content=t, metadata={}) for t in ["dup a", "", "bridge", "  ", "noise"]]
+    source = LangChainSource(base_retriever=ListRetriever(docs=docs), embeddings=AnyText())
+    note = "left out 2 fetched document(s) with no text (positions [1, 3]) for query='q'"
+    for run in (lambda: DRRAG(None, k=2).run("q", source, generate=False),
+                lambda: asyncio.run(DRRAG(None, k=2).arun("q", source, generate=False))):
+        result = run()
+        assert result.documents and note in result.warnings, result.warnings
+    clean = DRRAG(None, k=2).run("q", LangChainSource(base_retriever=ListRetriever(docs=docs[:1] + docs[2:3]),
+                                                      embeddings=AnyText()), generate=False)
+    assert not any("left out" in w for w in clean.warnings)
+    face = DRRAGRetriever(base_retriever=ListRetriever(docs=docs), embeddings=AnyText(), k=2)
+    assert note in face.invoke("q")[0].metadata["pipeline_warnings"]

@@ -103,7 +103,7 @@ def decode_json(text: str, schema: OutputSchema, *,
         return None, (SchemaProblem("", "size", f"reply has {len(text)} characters; more than the "
                                                 f"{max_chars} decoded (MAX_REPLY_CHARS)"),)
     body = text.strip()
-    if body.startswith("```"):
+    if body.startswith("```") and body.endswith("```") and body.count("```") == 2:  # one fence, nothing after
         body = body.split("\n", 1)[1] if "\n" in body else ""
         body = body.rsplit("```", 1)[0]
     try:

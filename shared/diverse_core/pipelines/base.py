@@ -242,11 +242,14 @@ class Pipeline(ABC, Generic[R]):
     @staticmethod
     async def search(ctx: RunContext, source: CandidateSource, query: str, k: int | None,
                      *, stage: str = "search") -> Candidates:
-        """Search ``source`` (async), recording the search in the trace and the cost."""
+        """Search ``source`` (async), recording the search in the trace and the cost (and what
+        the source flagged in the warnings)."""
         t0 = time.perf_counter()
         found = await source.asearch(query, k)
         ctx.count_search()
         ctx.stage(stage, time.perf_counter() - t0, query=query, k=k, ids=list(found.ids))
+        for note in found.notes:
+            ctx.warn(note)
         return found
 
     @staticmethod

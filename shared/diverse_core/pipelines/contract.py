@@ -50,6 +50,8 @@ class Candidates:
             (pipelines read only their chosen candidates').
         positions: each candidate's position in the source's own collection, when it has a
             fixed order (in-memory sources, the benchmark corpus); else ``None``.
+        notes: what the source left out or flagged (e.g. blank documents); each one becomes a
+            warning of the run that searched.
 
     Example:
         >>> import numpy as np
@@ -66,6 +68,7 @@ class Candidates:
     relevance: NDArray[np.float64]
     payloads: Sequence[Any] = ()
     positions: tuple[int, ...] | None = None
+    notes: tuple[str, ...] = ()
 
     @classmethod
     def build(

@@ -504,7 +504,7 @@ def clip_score(value: float, lo: float, hi: float, name: str = "score") -> tuple
 
 
 def _objects(text: str, keys: Sequence[str]) -> tuple[list[_Candidate], bool]:
-    """JSON objects of ``text`` holding every key: ``(candidates, capped)``."""
+    """JSON objects of ``text`` holding every key (with none: every object): ``(candidates, capped)``."""
     decoder = json.JSONDecoder()
     found: list[_Candidate] = []
     failures = 0
@@ -517,7 +517,7 @@ def _objects(text: str, keys: Sequence[str]) -> tuple[list[_Candidate], bool]:
             m = _OBJECT_START.search(text, m.start() + 1)
             continue
         if isinstance(obj, dict) and all(k in obj for k in keys):
-            claims = tuple(f"{k} {json.dumps(obj[k])}" for k in keys)
+            claims = tuple(f"{k} {json.dumps(obj[k])}" for k in keys or obj)
             found.append(_Candidate(obj, text[m.start():end], claims))
         m = _OBJECT_START.search(text, end)
     return found, m is not None

@@ -15,6 +15,7 @@ from ..llm.errors import LLMError
 from ..llm.managed import ManagedLLM
 from ..llm.structured import RoleCompletion, RoleRequest, messages_text
 from .contract import PipelineCost, TraceEvent
+from .structured import reread
 
 __all__ = ["LLMRoles", "RunContext", "CallPolicy", "RunKeywords"]
 
@@ -246,6 +247,9 @@ class RunContext:
         path, method = "text", "text"
         notes: tuple[str, ...] = ()
         if isinstance(out, RoleCompletion):
+            out, reread_note = reread(out, request) if request is not None else (out, None)
+            if reread_note:
+                self.warn(f"{role}: {reread_note}")
             path, method = out.path, out.method
             if out.path == "text" and request is not None:
                 shown = request.prompt

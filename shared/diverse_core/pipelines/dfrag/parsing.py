@@ -160,21 +160,11 @@ def parse_evaluation(
     hi = MAX_STEP_SCORE * n_steps
     if stated is not None and not 0.0 <= stated <= hi:
         notes.append(f"total clipped to 0..{hi:g}")
-    total = _clip(stated, hi) if stated is not None else None
-    if steps and (prefer == "steps" or total is None):
-        if total is None:
-            notes.append("no total; summed step scores")
-        return EvaluationParse(
-            float(sum(steps)), tuple(steps), stated, "steps", short, True, tuple(notes),
-            ambiguous, _was_clipped(notes),
-        )
-    if total is not None:
-        return EvaluationParse(
-            total, tuple(steps), stated, "total", short, True, tuple(notes), ambiguous, _was_clipped(notes)
-        )
-    notes.append("no score found")
-    return EvaluationParse(0.0, (), None, "none", short, False, tuple(notes), ambiguous)
-
-
-def _was_clipped(notes: Sequence[str]) -> bool:
-    return any("clipped" in n for n in notes)
+    source = "steps" if steps and (prefer == "steps" or stated is None) else "total" if stated is not None else "none"
+    if source == "steps" and stated is None:
+        notes.append("no total; summed step scores")
+    if source == "none":
+        notes.append("no score found")
+    score = float(sum(steps)) if source == "steps" else _clip(stated, hi) if stated is not None else 0.0
+    return EvaluationParse(score, tuple(steps), stated, source, short, source != "none", tuple(notes), ambiguous,
+                           any("clipped" in n for n in notes))
