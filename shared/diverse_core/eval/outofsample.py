@@ -37,11 +37,11 @@ from ..registry import get_method
 from ..tuning import argmax_upper_median
 from .config import DEFAULT_METHODS, BenchConfig, MethodGrid, display_name
 from .datasets import load_dataset
-from .disk_cache import DiskEmbeddingCache
+from .disk_cache import DiskEmbeddingCache, embedding_cache
 from .protocols import build_task
 from .records import Benchmark, QARecord
 from .results import SettingResult, TaskResult
-from .runner import question_inputs, run_task, top_candidates
+from .runner import prepared_inputs, run_task
 from .stats import bootstrap_ci, gap_closed, permutation_p
 from .train_data import drop_overlap, load_train, normalized_question
 
@@ -205,16 +205,11 @@ def _adaptive_examples(blocks: Sequence[Benchmark], protocol: str, cache: DiskEm
     harness's Oracle labels).
     """
     from ..adaptive import DEFAULT_LAMBDAS, query_example
-    from ..validation import prepare_inputs
 
     out = []
     for bench in blocks:
         task = build_task(bench, protocol, titles=cfg.titles)
-        unit_emb = cache.embed(list(task.unit_texts))
-        q_emb = cache.embed([r.question for r in task.records])
-        cands = top_candidates(task, unit_emb, q_emb, cfg.fetch_k)
-        for qi, inp in enumerate(question_inputs(task, unit_emb, q_emb, cands, cfg.k)):
-            prep = prepare_inputs(inp.query_embedding, inp.embeddings, cfg.k, None)
+        for qi, inp, prep in prepared_inputs(task, cache, cfg.k, cfg.fetch_k):
             assert inp.gold_groups is not None
             out.append(query_example(prep, inp.gold_groups, DEFAULT_LAMBDAS, question=inp.question,
                                      texts=inp.texts, n_gold=len(task.gold[qi])))
@@ -277,13 +272,8 @@ def run_split(cfg: SplitConfig) -> SplitResults:
     t0 = time.perf_counter()
     if not any(g.method == "topk" for g in cfg.methods):
         cfg.methods = [MethodGrid("topk"), *cfg.methods]
-    embedder = cfg.embedder
-    if embedder is None:
-        from ..embedders import get_default_embedder
-
-        embedder = get_default_embedder()
-        cfg.embedder = embedder
-    cache = DiskEmbeddingCache(embedder, cfg.model_name, cfg.cache_dir, progress=False)
+    cache = embedding_cache(cfg.embedder, cfg.model_name, cfg.cache_dir, progress=False)
+    cfg.model_name = cache.model_name
     train_cfg = cfg.bench_config(cfg.methods)
 
     dev_sets: dict[str, Benchmark] = {}

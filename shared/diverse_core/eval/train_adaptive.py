@@ -20,10 +20,11 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from ..adaptive import DEFAULT_MODEL, AdaptiveSelector
 from .datasets import load_dataset
-from .disk_cache import DiskEmbeddingCache
+from .disk_cache import embedding_cache
 from .outofsample import SplitConfig, _adaptive_examples, train_blocks
 from .train_data import TRAIN_SETS
 
@@ -42,18 +43,18 @@ def train(
     train_limit: Mapping[str, int] | None = None,
     train_block: Mapping[str, int] | None = None,
     progress: bool = True,
+    embedder: Any = None,
 ) -> AdaptiveSelector:
     """Fit the selector on the train questions of ``datasets`` and save it to ``out``.
 
     ``train_limit`` / ``train_block`` (dataset -> N) select the first N train questions and
     the block size, exactly as in :class:`~diverse_core.eval.outofsample.SplitConfig`.
+    ``embedder``: default the packaged MiniLM; recorded in the model's info.
     """
-    from ..embedders import get_default_embedder
-
     cfg = SplitConfig(datasets=list(datasets), protocols=[protocol], k=k, fetch_k=fetch_k,
                       data_dir=data_dir, cache_dir=cache_dir, progress=progress,
                       train_limit=dict(train_limit or {}) or None, train_block=dict(train_block or {}))
-    cache = DiskEmbeddingCache(get_default_embedder(), cfg.model_name, cache_dir, progress=progress)
+    cache = embedding_cache(embedder, None, cache_dir, progress=progress)
     examples, counts = [], {}
     for name in datasets:
         blocks, dropped = train_blocks(name, cfg, load_dataset(name, data_dir).records)
@@ -66,7 +67,7 @@ def train(
     sel = AdaptiveSelector.fit_examples(
         examples,
         info={"protocol": protocol, "train_sets": counts, "k": k, "fetch_k": fetch_k,
-              "embedder": cfg.model_name},
+              "embedder": cache.model_name},
     )
     path = sel.save(out)
     if progress:
