@@ -97,7 +97,7 @@ def embedding_cache(embedder: Any = None, model_name: str | None = MINILM, cache
     if embedder is None:
         from ..embedders import get_default_embedder
 
-        embedder = get_default_embedder()
+        return DiskEmbeddingCache(get_default_embedder(), model_name or MINILM, cache_dir, progress=progress)
     own = getattr(embedder, "name", None)
     if model_name in (None, MINILM):
         if isinstance(own, str) and own:

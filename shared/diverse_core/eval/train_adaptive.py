@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..adaptive import DEFAULT_MODEL, AdaptiveSelector
+from ..embedders import EMBEDDERS, get_embedder
 from .datasets import load_dataset
 from .disk_cache import embedding_cache
 from .outofsample import SplitConfig, _adaptive_examples, train_blocks
@@ -88,6 +89,8 @@ def build_parser(prog: str = "python -m diverse_core.eval.train_adaptive") -> ar
     parser.add_argument("--out", default=str(out),
                         help=f"model file (default: {out}; load it with model=PATH)")
     parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--embedder", default="minilm", choices=list(EMBEDDERS),
+                        help="embedder (default minilm; e5 needs the e5 extra); recorded in the model's info")
     parser.add_argument("--cache-dir", default=None)
     parser.add_argument("--train-limit", nargs="*", default=[], metavar="NAME=N",
                         help="first N train questions of a dataset (default: all)")
@@ -104,7 +107,7 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     pairs = [dict((k, int(v)) for k, _, v in (x.partition("=") for x in items))
              for items in (args.train_limit, args.train_block)]
     train(args.datasets, args.protocol, args.out, data_dir=args.data_dir, cache_dir=args.cache_dir,
-          train_limit=pairs[0], train_block=pairs[1])
+          train_limit=pairs[0], train_block=pairs[1], embedder=get_embedder(args.embedder))
     print(f"[train] done in {time.perf_counter() - t0:.0f} s")
     return 0
 

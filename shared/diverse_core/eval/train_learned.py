@@ -276,10 +276,9 @@ def _given(argv: Sequence[str], *options: str) -> list[str]:
 def build_parser(prog: str = "python -m diverse_core.eval.train_learned") -> argparse.ArgumentParser:
     """The command's options (``diverse-rag train learned`` passes its own ``prog``)."""
     from ..embedders import EMBEDDERS
-    from .cli import OneLineParser
     from .disk_cache import user_model_dir
 
-    parser = OneLineParser(prog=prog, description=(__doc__ or "").split("\n")[0])
+    parser = argparse.ArgumentParser(prog=prog, description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--datasets", nargs="+", default=list(TRAIN_SETS), choices=list(TRAIN_SETS))
     parser.add_argument("--protocols", nargs="+", default=["chunks", "paragraphs"], choices=["chunks", "paragraphs"])
     parser.add_argument("--out-dir", default=str(user_model_dir()),
@@ -321,28 +320,27 @@ _CUSTOM_ONLY = ("--out", "--protocol", "--dev-dir", "--no-oof")
 
 
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
-    """Command-line entry point."""
+    """Command-line entry point (an option that does not apply is an :class:`InvalidParameterError`)."""
     from ..embedders import get_embedder
 
-    parser = build_parser(prog) if prog else build_parser()
     raw = list(sys.argv[1:] if argv is None else argv)
-    args = parser.parse_args(raw)
+    args = (build_parser(prog) if prog else build_parser()).parse_args(raw)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     t0 = time.perf_counter()
     custom = is_custom_dir(args.data_dir)
     refused = _given(raw, *(_SHIPPED_ONLY if custom else _CUSTOM_ONLY))
     if args.dev_dir is not None and not is_custom_dir(args.dev_dir):
-        parser.error(f"--dev-dir must be a custom-data folder (with questions.jsonl); got {args.dev_dir!r}")
+        raise InvalidParameterError(f"--dev-dir must be a custom-data folder (with questions.jsonl); got {args.dev_dir!r}")
     if refused:
         what = "a custom-data folder (--data-dir with questions.jsonl)" if custom else "the shipped train sets"
-        parser.error(f"{', '.join(refused)} do(es) not apply to {what}")
+        raise InvalidParameterError(f"{', '.join(refused)} do(es) not apply to {what}")
     embedder = get_embedder(args.embedder)
     k, fetch_k = check_k(args.k, "k"), check_k(args.fetch_k, "fetch_k")
     if custom:
         from .customdata import load_custom_dir
 
         if args.titles is not None and not any(d.title for d in load_custom_dir(args.data_dir).corpus.values()):
-            parser.error(f"--{'' if args.titles else 'no-'}titles does not apply: the corpus of {args.data_dir} "
+            raise InvalidParameterError(f"--{'' if args.titles else 'no-'}titles does not apply: the corpus of {args.data_dir} "
                          "has no titles")
         out = args.out or str(Path(args.out_dir or ".") / "learned_custom.npz")
         train_custom(args.data_dir, out, k=k, fetch_k=fetch_k, protocol=args.protocol, oof=not args.no_oof,
