@@ -78,7 +78,8 @@ def summary_markdown(results: BenchResults) -> str:
         "# Benchmark summary",
         "",
         f"k={k}, fetch_k={results.config['fetch_k']}, model={results.config['model_name']}, "
-        f"limit={results.config['limit']}",
+        f"limit={results.config['limit']}, titles={results.config.get('titles', True)}, "
+        f"source_ids={results.config.get('source_ids', False)}",
         "",
         "Percent: recall, support, all_gold, ndcg, mrecall, answer_hit, str_em (generated answers only). recall is "
         "page-level (a gold passage counts when any chosen unit of it is picked); support is strict (only when a chosen "

@@ -93,7 +93,7 @@ def train_examples(
     """
     cfg = SplitConfig(datasets=list(datasets), protocols=[protocol], k=k, fetch_k=fetch_k, data_dir=data_dir,
                       cache_dir=cache_dir, progress=progress, train_limit=dict(train_limit or {}) or None)
-    cache = cache or embedding_cache(embedder, None, cache_dir, progress=progress)
+    cache = cache if cache is not None else embedding_cache(embedder, None, cache_dir, progress=progress)
     out: dict[str, list[LearnedExample]] = {}
     for name in datasets:
         blocks, dropped = train_blocks(name, cfg, load_dataset(name, data_dir).records)
