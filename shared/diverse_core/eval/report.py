@@ -165,7 +165,7 @@ def results_markdown(results: BenchResults) -> str:
         cmd,
         "```",
         "",
-        f"Retrieval level only (no LLM). Embedder: packaged {results.config['model_name']}; each question "
+        f"Retrieval level only (no LLM). Embedder: {results.config['model_name']}; each question "
         f"retrieves fetch_k={results.config['fetch_k']} candidates by cosine from the pooled corpus, then each "
         f"method selects k={k}. Methods and grids: {methods}. `cosine` is plain top-k. "
         "MMR uses LangChain's convention (lambda_mult=1 is pure relevance). "
