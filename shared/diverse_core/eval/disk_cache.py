@@ -100,12 +100,11 @@ def embedding_cache(embedder: Any = None, model_name: str | None = MINILM, cache
         return DiskEmbeddingCache(get_default_embedder(), model_name or MINILM, cache_dir, progress=progress)
     own = getattr(embedder, "name", None)
     if model_name in (None, MINILM):
-        if isinstance(own, str) and own:
-            model_name = own
-        elif model_name is None or type(embedder).__name__ != "MiniLMEmbedder":
+        if not (isinstance(own, str) and own):
             raise InvalidParameterError(
                 f"embedder={embedder!r} has no name attribute: pass model_name= naming it (the key of its cached "
                 f"vectors; {MINILM!r} is the packaged MiniLM's)")
+        model_name = own
     return DiskEmbeddingCache(embedder, str(model_name), cache_dir, progress=progress)
 
 
