@@ -160,7 +160,7 @@ def test_the_sample_bench_reads_packaged_vectors_under_a_cache_name_of_its_own()
     vectors never stand in for fresh ones of the full dataset (another cache name)."""
     from diverse_core.demo.sample import packaged_vector_lookup
     from diverse_core.eval.config import BenchConfig
-    from diverse_core.eval.runner import _as_embedder
+    from diverse_core.eval.runner import _cache
 
     asked: list[list[str]] = []
 
@@ -173,10 +173,10 @@ def test_the_sample_bench_reads_packaged_vectors_under_a_cache_name_of_its_own()
     passages, queries = sample_vectors()
     assert asked == [["not in the sample"]]
     assert np.array_equal(got[0], passages[50]) and np.array_equal(got[2], queries[5]) and np.all(got[1] == 0.5)
-    _, name = _as_embedder(BenchConfig(tasks=[("hotpotqa_sample", "paragraphs")]))
-    assert name == "all-MiniLM-L6-v2+packaged-sample"
-    _, name = _as_embedder(BenchConfig(tasks=[("hotpotqa_sample", "paragraphs"), ("hotpotqa", "paragraphs")]))
-    assert name == "all-MiniLM-L6-v2"
+    assert _cache(BenchConfig(tasks=[("hotpotqa_sample", "paragraphs")])).model_name == \
+        "all-MiniLM-L6-v2+packaged-sample"
+    assert _cache(BenchConfig(tasks=[("hotpotqa_sample", "paragraphs"), ("hotpotqa", "paragraphs")])).model_name == \
+        "all-MiniLM-L6-v2"
 
 
 def test_the_bench_line_prints_its_recall(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,

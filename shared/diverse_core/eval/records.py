@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 __all__ = ["Document", "QARecord", "Benchmark", "CorpusBuilder"]
@@ -85,6 +85,8 @@ class Benchmark:
         corpus: ``doc_id -> Document`` in first-seen order.
         protocols: the retrieval protocols the dataset supports.
         metric: the headline metric of the dataset (``"recall"``, ``"ndcg"``, ``"mrecall"``).
+        as_stored: units are indexed as stored and titles go to methods as names (a custom-data
+            folder, :mod:`~diverse_core.eval.customdata`), not as a ``"title: "`` prefix.
     """
 
     name: str
@@ -92,12 +94,13 @@ class Benchmark:
     corpus: Mapping[str, Document]
     protocols: tuple[str, ...]
     metric: str = "recall"
+    as_stored: bool = False
 
     def subset(self, limit: int | None) -> Benchmark:
         """The first ``limit`` questions (the corpus is kept whole, so pooled retrieval is unchanged)."""
         if limit is None:
             return self
-        return Benchmark(self.name, self.records[:limit], self.corpus, self.protocols, self.metric)
+        return replace(self, records=self.records[:limit])
 
 
 class CorpusBuilder:

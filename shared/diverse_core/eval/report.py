@@ -78,7 +78,8 @@ def summary_markdown(results: BenchResults) -> str:
         "# Benchmark summary",
         "",
         f"k={k}, fetch_k={results.config['fetch_k']}, model={results.config['model_name']}, "
-        f"limit={results.config['limit']}",
+        f"limit={results.config['limit']}, titles={results.config.get('titles', True)}, "
+        f"source_ids={results.config.get('source_ids', False)}",
         "",
         "Percent: recall, support, all_gold, ndcg, mrecall, answer_hit, str_em (generated answers only). recall is "
         "page-level (a gold passage counts when any chosen unit of it is picked); support is strict (only when a chosen "
@@ -164,7 +165,7 @@ def results_markdown(results: BenchResults) -> str:
         cmd,
         "```",
         "",
-        f"Retrieval level only (no LLM). Embedder: packaged {results.config['model_name']}; each question "
+        f"Retrieval level only (no LLM). Embedder: {results.config['model_name']}; each question "
         f"retrieves fetch_k={results.config['fetch_k']} candidates by cosine from the pooled corpus, then each "
         f"method selects k={k}. Methods and grids: {methods}. `cosine` is plain top-k. "
         "MMR uses LangChain's convention (lambda_mult=1 is pure relevance). "

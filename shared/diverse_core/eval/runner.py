@@ -32,9 +32,10 @@ the upper median (:func:`diverse_core.tuning.argmax_upper_median`).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -52,28 +53,47 @@ from ..registry import get_method
 from ..tuning import argmax_upper_median
 from .config import BenchConfig, MethodGrid, display_name
 from .datasets import load_dataset
-from .disk_cache import DiskEmbeddingCache
+from .disk_cache import MINILM, DiskEmbeddingCache, embedding_cache
 from .metrics import mrecall_at_k, ndcg_at_k, normalize_answer, str_em
 from .plugins import MethodInput, get_plugin
 from .protocols import RetrievalTask, build_task
 from .results import METRICS, BenchResults, SettingResult, TaskResult
 
-__all__ = ["run_benchmark", "run_task", "top_candidates", "question_inputs"]
+__all__ = ["run_benchmark", "run_task", "top_candidates", "question_inputs", "task_vectors", "prepared_inputs"]
 
-def _as_embedder(config: BenchConfig) -> tuple[Callable[[list[str]], Any], str]:
-    """The embedder and its cache name. Runs on the packaged sample alone read its packaged
-    vectors (float16, the packaged MiniLM's), under a cache name of their own so they never stand
-    in for freshly embedded vectors of the full datasets."""
-    if config.embedder is not None:
-        return config.embedder, config.model_name
-    from ..embedders import get_default_embedder
+def _cache(config: BenchConfig) -> DiskEmbeddingCache:
+    """The embedder's disk cache. Runs on the packaged sample alone read its packaged vectors
+    (float16, the packaged MiniLM's), under a cache name of their own so they never stand in for
+    freshly embedded vectors of the full datasets."""
     from .datasets import PACKAGED
 
-    if config.tasks and all(d in PACKAGED for d, _ in config.tasks) and config.model_name == "all-MiniLM-L6-v2":
+    if (config.embedder is None and config.tasks and all(d in PACKAGED for d, _ in config.tasks)
+            and config.model_name == MINILM):
         from ..demo.sample import packaged_vector_lookup
+        from ..embedders import get_default_embedder
 
-        return packaged_vector_lookup(get_default_embedder()), config.model_name + "+packaged-sample"
-    return get_default_embedder(), config.model_name
+        return DiskEmbeddingCache(packaged_vector_lookup(get_default_embedder()), MINILM + "+packaged-sample",
+                                  config.cache_dir, progress=config.progress)
+    return embedding_cache(config.embedder, config.model_name, config.cache_dir, progress=config.progress)
+
+
+def task_vectors(
+    task: RetrievalTask, cache: DiskEmbeddingCache, fetch_k: int
+) -> tuple[NDArray[np.float32], NDArray[np.float32], list[tuple[NDArray[np.int64], NDArray[np.float64]]]]:
+    """The task's unit and question vectors (disk-cached; questions in the embedder's query role)
+    and each question's candidates (:func:`top_candidates`)."""
+    unit_emb = cache.embed(list(task.unit_texts))
+    q_emb = cache.embed_queries([r.question for r in task.records])
+    return unit_emb, q_emb, top_candidates(task, unit_emb, q_emb, fetch_k)
+
+
+def prepared_inputs(task: RetrievalTask, cache: DiskEmbeddingCache, k: int, fetch_k: int) -> Iterator[tuple[int, MethodInput, Any]]:
+    """Per question of ``task``: its index, its :class:`MethodInput` and the validated
+    :class:`~diverse_core.validation.PreparedInputs` (what the trainers build their examples from)."""
+    from ..validation import prepare_inputs
+
+    for qi, inp in enumerate(question_inputs(task, *task_vectors(task, cache, fetch_k), k)):
+        yield qi, inp, prepare_inputs(inp.query_embedding, inp.embeddings, k, None)
 
 
 def top_candidates(
@@ -133,6 +153,8 @@ def question_inputs(
                 gold_groups=_gold_groups(task, qi, units),
                 meta=rec.meta,
                 sources=_sources(task, units),
+                names=[task.doc_titles[d] or None for d in task.unit_doc[units].tolist()]
+                if any(task.doc_titles) else None,
             )
         )
     return out
@@ -142,6 +164,7 @@ def _picks_for_grid(
     grid: MethodGrid,
     inp: MethodInput,
     source_ids: bool = False,
+    names: bool = False,
 ) -> list[tuple[dict[str, Any], NDArray[np.int64], dict[str, Any], NDArray[np.int64] | None]]:
     """Run one method grid on one question: [(params, local indices, info, corpus units or None)]."""
     if grid.is_plugin:
@@ -156,6 +179,8 @@ def _picks_for_grid(
     extra: dict[str, Any] = {"question": inp.question, "texts": list(inp.texts)} if spec.reads_text else {}
     if source_ids and spec.reads_sources and inp.sources is not None:
         extra["sources"] = list(inp.sources)
+    if names and spec.reads_sources and inp.names is not None:
+        extra["names"] = list(inp.names)
     if grid.values and grid.param is not None:
         sw = sweep(grid.method, inp.query_embedding, inp.embeddings, inp.k, grid.values, over=grid.over,
                    **grid.params, **extra)
@@ -177,14 +202,14 @@ def _source_factory(
         if task.pools is None:
             if "corpus" not in shared:
                 shared["corpus"] = InMemorySource(
-                    list(task.unit_texts), cache.embed, ids=[str(u) for u in range(len(task.unit_texts))],
+                    list(task.unit_texts), cache.embed_queries, ids=[str(u) for u in range(len(task.unit_texts))],
                     embeddings=unit_emb, default_k=config.fetch_k,
                     query_vectors={r.question: q_emb[i] for i, r in enumerate(task.records)},
                 )
             return shared["corpus"]
         pool = task.pools[qi]
         return InMemorySource(
-            [task.unit_texts[u] for u in pool.tolist()], cache.embed, ids=[str(u) for u in pool.tolist()],
+            [task.unit_texts[u] for u in pool.tolist()], cache.embed_queries, ids=[str(u) for u in pool.tolist()],
             embeddings=unit_emb[pool], default_k=min(config.fetch_k, len(pool)),
             query_vectors={question: q_emb[qi]},
         )
@@ -212,14 +237,15 @@ def run_task(
     cache: DiskEmbeddingCache,
     config: BenchConfig,
     headline: str,
+    names: bool = False,
 ) -> TaskResult:
-    """Run every method grid of ``config`` on one task."""
+    """Run every method grid of ``config`` on one task (``names``: give methods that read sources the
+    candidates' titles as names: a custom-data folder's titles under ``config.titles``)."""
     t0 = time.perf_counter()
-    unit_emb = cache.embed(list(task.unit_texts))
-    q_emb = cache.embed([r.question for r in task.records])
+    unit_emb, q_emb, cands = task_vectors(task, cache, config.fetch_k)
     t_embed = time.perf_counter() - t0
     t1 = time.perf_counter()
-    cands = top_candidates(task, unit_emb, q_emb, config.fetch_k)
+    inputs = question_inputs(task, unit_emb, q_emb, cands, config.k)
     norm_cache: dict[int, str] = {}
 
     def unit_norm(u: int) -> str:
@@ -242,25 +268,13 @@ def run_task(
     for qi, rec in iterator:
         units, sims = cands[qi]
         emb = unit_emb[units]
-        inp = MethodInput(
-            question=rec.question,
-            query_embedding=q_emb[qi],
-            texts=[task.unit_texts[u] for u in units],
-            embeddings=emb,
-            relevance=sims,
-            k=config.k,
-            qid=rec.qid,
-            units=units,
-            source_factory=_source_factory(task, qi, unit_emb, q_emb, cache, config, shared_sources),
-            gold_groups=_gold_groups(task, qi, units),
-            meta=rec.meta,
-            sources=_sources(task, units),
-        )
+        inp = dataclasses.replace(
+            inputs[qi], source_factory=_source_factory(task, qi, unit_emb, q_emb, cache, config, shared_sources))
         gold = set(task.gold[qi].tolist())
         support = task.support[qi] if task.support else None
         answers = [normalize_answer(a) for a in rec.answers if normalize_answer(a)]
         for grid in config.methods:
-            picks = _picks_for_grid(grid, inp, config.source_ids)
+            picks = _picks_for_grid(grid, inp, config.source_ids, names)
             if grid is gm_grid and len(picks) > 1:
                 jm = jaccard_matrix(np.stack([p[1] for p in picks]))
                 jac_sum = jm if jac_sum is None else jac_sum + jm
@@ -377,8 +391,7 @@ def run_benchmark(config: BenchConfig) -> BenchResults:
     """
     config.validate()
     t0 = time.perf_counter()
-    embed_fn, cache_name = _as_embedder(config)
-    cache = DiskEmbeddingCache(embed_fn, cache_name, config.cache_dir, progress=config.progress)
+    cache = _cache(config)
     loaded: dict[str, Any] = {}
     tasks: list[TaskResult] = []
     for dataset, protocol in config.tasks:
@@ -386,12 +399,12 @@ def run_benchmark(config: BenchConfig) -> BenchResults:
             source = config.benchmarks.get(dataset) or load_dataset(dataset, config.data_dir)
             loaded[dataset] = source.subset(config.limit)
         bench = loaded[dataset]
-        task = build_task(bench, protocol, titles=config.titles)
+        task = build_task(bench, protocol, titles=config.titles and not bench.as_stored)
         if config.progress:
             print(f"[bench] {task.name}: {len(task.records)} questions, {len(task.unit_texts)} units", flush=True)
-        tasks.append(run_task(task, cache, config, bench.metric))
+        tasks.append(run_task(task, cache, config, bench.metric, names=config.titles and bench.as_stored))
     seconds = {"total": time.perf_counter() - t0, "embedding": cache.embed_seconds}
-    results = BenchResults(_config_dict(config), tasks, seconds, cache.embedded)
+    results = BenchResults({**_config_dict(config), "model_name": cache.model_name.partition("+")[0]}, tasks, seconds, cache.embedded)
     if config.out_dir is not None:
         from .report import write_outputs
 
@@ -411,5 +424,7 @@ def _config_dict(config: BenchConfig) -> dict[str, Any]:
         "limit": config.limit,
         "model_name": config.model_name,
         "oracle_lambdas": list(config.oracle_lambdas),
+        "titles": config.titles,
+        "source_ids": config.source_ids,
         "command": config.command,
     }

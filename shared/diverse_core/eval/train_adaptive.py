@@ -20,10 +20,12 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from ..adaptive import DEFAULT_MODEL, AdaptiveSelector
+from ..embedders import EMBEDDERS, get_embedder
 from .datasets import load_dataset
-from .disk_cache import DiskEmbeddingCache
+from .disk_cache import embedding_cache
 from .outofsample import SplitConfig, _adaptive_examples, train_blocks
 from .train_data import TRAIN_SETS
 
@@ -42,18 +44,18 @@ def train(
     train_limit: Mapping[str, int] | None = None,
     train_block: Mapping[str, int] | None = None,
     progress: bool = True,
+    embedder: Any = None,
 ) -> AdaptiveSelector:
     """Fit the selector on the train questions of ``datasets`` and save it to ``out``.
 
     ``train_limit`` / ``train_block`` (dataset -> N) select the first N train questions and
     the block size, exactly as in :class:`~diverse_core.eval.outofsample.SplitConfig`.
+    ``embedder``: default the packaged MiniLM; recorded in the model's info.
     """
-    from ..embedders import get_default_embedder
-
     cfg = SplitConfig(datasets=list(datasets), protocols=[protocol], k=k, fetch_k=fetch_k,
                       data_dir=data_dir, cache_dir=cache_dir, progress=progress,
                       train_limit=dict(train_limit or {}) or None, train_block=dict(train_block or {}))
-    cache = DiskEmbeddingCache(get_default_embedder(), cfg.model_name, cache_dir, progress=progress)
+    cache = embedding_cache(embedder, None, cache_dir, progress=progress)
     examples, counts = [], {}
     for name in datasets:
         blocks, dropped = train_blocks(name, cfg, load_dataset(name, data_dir).records)
@@ -66,7 +68,7 @@ def train(
     sel = AdaptiveSelector.fit_examples(
         examples,
         info={"protocol": protocol, "train_sets": counts, "k": k, "fetch_k": fetch_k,
-              "embedder": cfg.model_name},
+              "embedder": cache.model_name},
     )
     path = sel.save(out)
     if progress:
@@ -87,6 +89,8 @@ def build_parser(prog: str = "python -m diverse_core.eval.train_adaptive") -> ar
     parser.add_argument("--out", default=str(out),
                         help=f"model file (default: {out}; load it with model=PATH)")
     parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--embedder", default="minilm", choices=list(EMBEDDERS),
+                        help="embedder (default minilm; e5 needs the e5 extra); recorded in the model's info")
     parser.add_argument("--cache-dir", default=None)
     parser.add_argument("--train-limit", nargs="*", default=[], metavar="NAME=N",
                         help="first N train questions of a dataset (default: all)")
@@ -103,7 +107,7 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     pairs = [dict((k, int(v)) for k, _, v in (x.partition("=") for x in items))
              for items in (args.train_limit, args.train_block)]
     train(args.datasets, args.protocol, args.out, data_dir=args.data_dir, cache_dir=args.cache_dir,
-          train_limit=pairs[0], train_block=pairs[1])
+          train_limit=pairs[0], train_block=pairs[1], embedder=get_embedder(args.embedder))
     print(f"[train] done in {time.perf_counter() - t0:.0f} s")
     return 0
 

@@ -35,6 +35,7 @@ import ast
 import csv
 import re
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -211,5 +212,5 @@ def drop_overlap(blocks: list[Benchmark], dev: Iterable[QARecord]) -> tuple[list
         bad = set(overlap(b.records, dev_list))
         dropped += len(bad)
         keep = tuple(r for r in b.records if r.qid not in bad)
-        out.append(Benchmark(b.name, keep, b.corpus, b.protocols, b.metric) if bad else b)
+        out.append(replace(b, records=keep) if bad else b)
     return out, dropped

@@ -40,15 +40,16 @@ from ..learned.card import ModelCard, card_path
 from ..validation import check_k
 from .customdata import is_custom_dir
 from .datasets import load_dataset
-from .disk_cache import DiskEmbeddingCache
+from .disk_cache import DiskEmbeddingCache, embedding_cache
+from .heldout import HeldOutQuestion, baseline_recalls, format_heldout, heldout_rows, tuned_lambdas
 from .outofsample import SplitConfig, train_blocks
 from .protocols import build_task
 from .records import Benchmark
-from .runner import question_inputs, top_candidates
+from .runner import prepared_inputs
 from .train_data import TRAIN_SETS
 
 __all__ = ["CANDIDATE_CONFIGS", "learned_examples", "train_examples", "choose_config", "train", "train_custom",
-           "main"]
+           "custom_questions", "main"]
 
 #: The configurations ``--cv`` compares (train cross-validation only; dev is never used).
 CANDIDATE_CONFIGS: tuple[TrainConfig, ...] = (
@@ -68,16 +69,10 @@ def learned_examples(blocks: Sequence[Benchmark], protocol: str, cache: DiskEmbe
     ``titles=False``: units without their ``"title: "`` prefix; ``source_ids``: each candidate's
     page id given as its source (as a store's metadata would).
     """
-    from ..validation import prepare_inputs
-
     out = []
     for bench in blocks:
         task = build_task(bench, protocol, titles=titles)
-        unit_emb = cache.embed(list(task.unit_texts))
-        q_emb = cache.embed([r.question for r in task.records])
-        cands = top_candidates(task, unit_emb, q_emb, fetch_k)
-        for qi, inp in enumerate(question_inputs(task, unit_emb, q_emb, cands, k)):
-            prep = prepare_inputs(inp.query_embedding, inp.embeddings, k, None)
+        for qi, inp, prep in prepared_inputs(task, cache, k, fetch_k):
             assert inp.gold_groups is not None
             sources = list(inp.sources) if source_ids and inp.sources is not None else None
             state = QueryState.build(prep, pair_view(inp.question, list(inp.texts), sources=sources))
@@ -89,14 +84,16 @@ def train_examples(
     datasets: Sequence[str], protocol: str, *, data_dir: str | Path | None = None,
     cache_dir: str | Path | None = None, k: int = 5, fetch_k: int = 50,
     train_limit: Mapping[str, int] | None = None, progress: bool = True, titles: bool = True,
-    source_ids: bool = False, embedder: Any = None,
+    source_ids: bool = False, embedder: Any = None, cache: DiskEmbeddingCache | None = None,
 ) -> dict[str, list[LearnedExample]]:
-    """The train questions of each dataset (dev overlap removed) as learned-selector examples."""
-    from ..embedders import get_default_embedder
+    """The train questions of each dataset (dev overlap removed) as learned-selector examples.
 
+    ``embedder`` (default: the packaged MiniLM) embeds through its own disk cache
+    (:func:`~diverse_core.eval.disk_cache.embedding_cache`), or pass that ``cache``.
+    """
     cfg = SplitConfig(datasets=list(datasets), protocols=[protocol], k=k, fetch_k=fetch_k, data_dir=data_dir,
                       cache_dir=cache_dir, progress=progress, train_limit=dict(train_limit or {}) or None)
-    cache = DiskEmbeddingCache(embedder or get_default_embedder(), cfg.model_name, cache_dir, progress=progress)
+    cache = cache if cache is not None else embedding_cache(embedder, None, cache_dir, progress=progress)
     out: dict[str, list[LearnedExample]] = {}
     for name in datasets:
         blocks, dropped = train_blocks(name, cfg, load_dataset(name, data_dir).records)
@@ -149,10 +146,10 @@ def train(
     """
     out: dict[str, LearnedSelector] = {}
     report: dict[str, Any] = {}
+    cache = embedding_cache(embedder, None, cache_dir, progress=progress)
     for protocol in protocols:
-        per_set = train_examples(datasets, protocol, data_dir=data_dir, cache_dir=cache_dir, k=k, fetch_k=fetch_k,
-                                 train_limit=train_limit, progress=progress, titles=titles, source_ids=source_ids,
-                                 embedder=embedder)
+        per_set = train_examples(datasets, protocol, data_dir=data_dir, k=k, fetch_k=fetch_k, train_limit=train_limit,
+                                 progress=progress, titles=titles, source_ids=source_ids, cache=cache)
         examples = [ex for name in datasets for ex in per_set[name]]
         config = DEFAULT_CONFIG
         if cv:
@@ -162,7 +159,7 @@ def train(
         sel = LearnedSelector.fit_examples(
             examples, config=config,
             info={"protocol": protocol, "train_sets": {n: len(per_set[n]) for n in datasets}, "k": k,
-                  "fetch_k": fetch_k, "embedder": "all-MiniLM-L6-v2",
+                  "fetch_k": fetch_k, "embedder": cache.model_name,
                   **({} if titles and not source_ids else {"titles": titles, "source_ids": source_ids})},
         )
         key = protocol if titles else f"{protocol}-notitle"
@@ -178,10 +175,30 @@ def train(
     return out
 
 
+def custom_questions(bench: Benchmark, protocol: str, cache: DiskEmbeddingCache, k: int, fetch_k: int, *,
+                     titles: bool = True, source_ids: bool = True) -> list[HeldOutQuestion]:
+    """The questions of a custom-data set as training examples with their inputs.
+
+    Units are indexed as stored; ``source_ids``: each candidate's ``source`` (else its own id)
+    as ``sources``; ``titles``: its ``title`` (when the corpus has titles) as ``names``: what the
+    faces pass from a store's metadata.
+    """
+    out = []
+    for qi, inp, prep in prepared_inputs(build_task(bench, protocol, titles=False), cache, k, fetch_k):
+        assert inp.gold_groups is not None
+        sources = list(inp.sources) if source_ids and inp.sources is not None else None
+        names = list(inp.names) if titles and inp.names is not None else None
+        state = QueryState.build(prep, pair_view(inp.question, list(inp.texts), sources=sources, names=names))
+        example = LearnedExample(state, inp.gold_groups, len(bench.records[qi].gold_doc_ids))
+        out.append(HeldOutQuestion(example, prep, inp.question, inp.texts, sources, names))
+    return out
+
+
 def train_custom(
     data_dir: str | Path, out: str | Path, *, k: int = 5, fetch_k: int = 50, protocol: str = "paragraphs",
     config: TrainConfig = DEFAULT_CONFIG, folds: int = 5, oof: bool = True, cache_dir: str | Path | None = None,
-    embedder: Any = None, model_name: str = "all-MiniLM-L6-v2", progress: bool = True,
+    embedder: Any = None, model_name: str | None = None, progress: bool = True, titles: bool = True,
+    source_ids: bool = True, dev_dir: str | Path | None = None,
 ) -> tuple[LearnedSelector, ModelCard]:
     """Train a learned selector on your own labelled questions (a custom-data folder) and write it with its card.
 
@@ -191,67 +208,74 @@ def train_custom(
         k, fetch_k: the set size and candidate count to train for (use your retriever's).
         protocol: ``paragraphs`` (each corpus line is one unit, as your store holds it) or
             ``chunks`` (each line split into two-sentence windows of one source).
-        config: training settings; folds / oof: the out-of-fold recall for the card.
-        cache_dir, embedder, model_name: embeddings (default: the packaged MiniLM, disk-cached).
-
-    Each candidate is given its ``source`` (else its own id) as ``sources`` and its ``title``
-    (when the corpus has titles) as ``names``: what the faces pass from your store's metadata.
+        config: training settings.
+        folds, oof: the held-out evaluation (:mod:`~diverse_core.eval.heldout`: printed, and its
+            means kept in the card as ``train_data["heldout"]``) and the card's out-of-fold recall.
+        cache_dir, embedder, model_name: embeddings (default: the packaged MiniLM, disk-cached
+            under the embedder's name; recorded in the card).
+        titles, source_ids: give each candidate's ``title`` as its name / ``source`` as its source id
+            (see :func:`custom_questions`); ``source_ids=False`` trains without sources.
+        dev_dir: a custom-data folder of questions not to train on (a dev split; its corpus may be
+            the same file): the held-out evaluation runs on it; without it, out of fold.
     """
     import numpy as np
 
-    from ..validation import prepare_inputs
     from .customdata import load_custom_dir
 
     bench = load_custom_dir(data_dir)
     if len(bench.records) < 2:
         raise InvalidParameterError(f"need at least 2 labelled questions; got {len(bench.records)} in {data_dir}")
-    if embedder is None:
-        from ..embedders import get_default_embedder
-
-        embedder = get_default_embedder()
-    model_name = str(getattr(embedder, "name", model_name))  # the cache key follows the embedder
-    cache = DiskEmbeddingCache(embedder, model_name, cache_dir, progress=progress)
-    task = build_task(bench, protocol, titles=False)
-    unit_emb = cache.embed(list(task.unit_texts))
-    q_emb = cache.embed([r.question for r in task.records])
-    cands = top_candidates(task, unit_emb, q_emb, fetch_k)
-    titled = any(task.doc_titles)
-    from ..api import select
-
-    examples = []
-    base: dict[str, list[float]] = {"cosine": [], "gmmr": []}
-    for qi, inp in enumerate(question_inputs(task, unit_emb, q_emb, cands, k)):
-        prep = prepare_inputs(inp.query_embedding, inp.embeddings, k, None)
-        assert inp.gold_groups is not None and inp.units is not None
-        names = [task.doc_titles[d] or None for d in task.unit_doc[inp.units].tolist()] if titled else None
-        state = QueryState.build(prep, pair_view(inp.question, list(inp.texts), sources=inp.sources, names=names))
-        ex = LearnedExample(state, inp.gold_groups, len(task.gold[qi]))
-        examples.append(ex)
-        base["cosine"].append(ex.recall(np.argsort(-prep.relevance, kind="stable")[: prep.k].astype(np.int64)))
-        base["gmmr"].append(ex.recall(select("gmmr", prep.query, prep.candidates, prep.k).indices))
+    dev = load_custom_dir(dev_dir) if dev_dir is not None else None
+    cache = embedding_cache(embedder, model_name, cache_dir, progress=progress)
+    questions = custom_questions(bench, protocol, cache, k, fetch_k, titles=titles, source_ids=source_ids)
+    examples = [q.example for q in questions]
+    titled = titles and any(d.title for d in bench.corpus.values())
+    data: dict[str, Any] = {"source": str(Path(data_dir).name), "n_questions": len(examples),
+                            "n_corpus": len(bench.corpus), "n_units": len(build_task(bench, protocol).unit_texts),
+                            "protocol": protocol, "sources_given": source_ids and any(d.source for d in
+                                                                                      bench.corpus.values()),
+                            "titles_given": titled}
     recall: dict[str, float] = {}
-    if oof:  # cosine and gMMR (its default λ) fit nothing: their recall on all questions is out-of-fold
-        recall = {m: float(np.mean(v)) for m, v in base.items()}
-        recall["learned"] = cross_validate(examples, config, folds=min(folds, len(examples))).mean
-    data = {"source": str(Path(data_dir).name), "n_questions": len(examples), "n_corpus": len(bench.corpus),
-            "n_units": len(task.unit_texts), "protocol": protocol, "sources_given": any(d.source for d in
-                                                                                       bench.corpus.values()),
-            "titles_given": titled}
+    rows: list[Any] = []
+    if oof:
+        base = baseline_recalls(questions)
+        cv = cross_validate(examples, config, folds=min(folds, len(examples)))
+        # cosine and gMMR at its default λ fit nothing: their recall on all questions is out-of-fold
+        recall = {"cosine": float(base["cosine"].mean()), "gmmr": float(base["gmmr=0.5"].mean()), "learned": cv.mean}
     sel = LearnedSelector.fit_examples(examples, config=config, info={
-        "protocol": protocol, "k": k, "fetch_k": fetch_k, "embedder": model_name, "custom": data,
-        "titles": False, "source_ids": True, **({"oof_recall": recall} if recall else {})})
+        "protocol": protocol, "k": k, "fetch_k": fetch_k, "embedder": cache.model_name, "custom": data,
+        "titles": titled, "source_ids": source_ids, **({"oof_recall": recall} if recall else {})})
+    if oof:
+        if dev is None:
+            split = f"{len(examples)} training questions, each out of fold ({min(folds, len(examples))} folds)"
+            rows = heldout_rows(cv.per_question, base, tuned_lambdas(base, min(folds, len(examples))))
+        else:
+            held = custom_questions(dev, protocol, cache, k, fetch_k, titles=titles, source_ids=source_ids)
+            new = np.array([q.example.recall(sel.choose_prepared(q.prep, question=q.question, texts=list(q.texts),
+                                                                 sources=q.sources, names=q.names).indices)
+                            for q in held])
+            split = f"{len(held)} questions of {dev_dir} (not trained on)"
+            rows = heldout_rows(new, baseline_recalls(held), tuned_lambdas(base))
+        data["heldout"] = {"questions": split, "recall": {r[0]: round(r[1], 6) for r in rows}}
     path = sel.save(out)
     card = ModelCard.from_selector(sel, oof_recall=recall, train_data=data)
     card.save(card_path(path))
     if progress:
-        shown = ", ".join(f"{m} {100 * v:.1f}" for m, v in recall.items())
-        print(f"[train] custom {data_dir}: {len(examples)} questions -> {path} (out-of-fold recall@{k}: {shown})",
+        print(f"[train] custom {data_dir}: {len(examples)} questions, embedder {cache.model_name} -> {path}",
               flush=True)
+    if rows:
+        print(format_heldout(rows, k, f"[train] held-out evaluation: {split}, recall@{k}"), flush=True)
     return sel, card
+
+
+def _given(argv: Sequence[str], *options: str) -> list[str]:
+    """The ``options`` that appear in ``argv`` (as ``--opt`` or ``--opt=value``)."""
+    return [o for o in options if any(a == o or a.startswith(o + "=") for a in argv)]
 
 
 def build_parser(prog: str = "python -m diverse_core.eval.train_learned") -> argparse.ArgumentParser:
     """The command's options (``diverse-rag train learned`` passes its own ``prog``)."""
+    from ..embedders import EMBEDDERS
     from .disk_cache import user_model_dir
 
     parser = argparse.ArgumentParser(prog=prog, description=(__doc__ or "").split("\n")[0])
@@ -265,37 +289,69 @@ def build_parser(prog: str = "python -m diverse_core.eval.train_learned") -> arg
                         help="the benchmark data folder, or a custom-data folder (corpus.jsonl + questions.jsonl, "
                              "see diverse_core.eval.customdata): then a model is trained on those questions")
     parser.add_argument("--cache-dir", default=None)
+    parser.add_argument("--embedder", default="minilm", choices=list(EMBEDDERS),
+                        help="embedder (default minilm, the packaged MiniLM; e5 needs the e5 extra); recorded in the card")
     parser.add_argument("--train-limit", nargs="*", default=[], metavar="NAME=N",
                         help="first N train questions of a dataset (default: all)")
     parser.add_argument("--out", default=None,
                         help="custom data (--data-dir with questions.jsonl): the model file to write "
                              "(default: learned_custom.npz in --out-dir or the current folder)")
-    parser.add_argument("--k", type=int, default=5, help="custom data: set size to train for")
-    parser.add_argument("--fetch-k", type=int, default=50, help="custom data: candidates per question")
+    parser.add_argument("--k", type=int, default=5, help="set size to train for (default 5)")
+    parser.add_argument("--fetch-k", type=int, default=50, help="candidates per question (default 50)")
     parser.add_argument("--protocol", default="paragraphs", choices=["chunks", "paragraphs"],
                         help="custom data: paragraphs = each corpus line is one unit (default)")
-    parser.add_argument("--no-oof", action="store_true", help="custom data: skip the out-of-fold recall")
-    parser.add_argument("--no-titles", action="store_true",
-                        help="the title-free variant: units without their 'title: ' prefix, page ids given as sources "
-                             "(writes learned_<protocol>_notitle.npz)")
+    parser.add_argument("--dev-dir", default=None,
+                        help="custom data: a folder of questions not trained on (e.g. the dev split) for the "
+                             "held-out evaluation (default: out of fold on the training questions)")
+    parser.add_argument("--no-oof", action="store_true", help="custom data: skip the held-out evaluation")
+    parser.add_argument("--titles", action=argparse.BooleanOptionalAction, default=None,
+                        help="shipped sets: --no-titles trains on units without their 'title: ' prefix (writes "
+                             "learned_<protocol>_notitle.npz); custom data: give each unit's title as its name "
+                             "(default when the corpus has titles)")
+    parser.add_argument("--source-ids", action=argparse.BooleanOptionalAction, default=None,
+                        help="give each candidate's source (page id / the corpus's source) as its source id "
+                             "(default: custom data and --no-titles; --no-source-ids trains without sources)")
     return parser
 
 
+#: The options of one mode that the other refuses (they would be silently ignored).
+_SHIPPED_ONLY = ("--datasets", "--protocols", "--cv", "--cv-report", "--train-limit")
+_CUSTOM_ONLY = ("--out", "--protocol", "--dev-dir", "--no-oof")
+
+
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
-    """Command-line entry point."""
-    args = (build_parser(prog) if prog else build_parser()).parse_args(argv)
+    """Command-line entry point (an option that does not apply is an :class:`InvalidParameterError`)."""
+    from ..embedders import get_embedder
+
+    raw = list(sys.argv[1:] if argv is None else argv)
+    args = (build_parser(prog) if prog else build_parser()).parse_args(raw)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     t0 = time.perf_counter()
-    if is_custom_dir(args.data_dir):
+    custom = is_custom_dir(args.data_dir)
+    refused = _given(raw, *(_SHIPPED_ONLY if custom else _CUSTOM_ONLY))
+    if args.dev_dir is not None and not is_custom_dir(args.dev_dir):
+        raise InvalidParameterError(f"--dev-dir must be a custom-data folder (with questions.jsonl); got {args.dev_dir!r}")
+    if refused:
+        what = "a custom-data folder (--data-dir with questions.jsonl)" if custom else "the shipped train sets"
+        raise InvalidParameterError(f"{', '.join(refused)} do(es) not apply to {what}")
+    embedder = get_embedder(args.embedder)
+    k, fetch_k = check_k(args.k, "k"), check_k(args.fetch_k, "fetch_k")
+    if custom:
+        from .customdata import load_custom_dir
+
+        if args.titles is not None and not any(d.title for d in load_custom_dir(args.data_dir).corpus.values()):
+            raise InvalidParameterError(f"--{'' if args.titles else 'no-'}titles does not apply: the corpus of {args.data_dir} "
+                         "has no titles")
         out = args.out or str(Path(args.out_dir or ".") / "learned_custom.npz")
-        train_custom(args.data_dir, out, k=check_k(args.k, "k"), fetch_k=check_k(args.fetch_k, "fetch_k"),
-                     protocol=args.protocol, oof=not args.no_oof, cache_dir=args.cache_dir)
-        print(f"[train] done in {time.perf_counter() - t0:.0f} s")
-        return 0
-    limit = {k: int(v) for k, _, v in (x.partition("=") for x in args.train_limit)}
-    train(args.datasets, args.protocols, args.out_dir, cv=args.cv, cv_report=args.cv_report,
-          data_dir=args.data_dir, cache_dir=args.cache_dir, train_limit=limit, titles=not args.no_titles,
-          source_ids=args.no_titles)
+        train_custom(args.data_dir, out, k=k, fetch_k=fetch_k, protocol=args.protocol, oof=not args.no_oof,
+                     cache_dir=args.cache_dir, embedder=embedder, titles=args.titles is not False,
+                     source_ids=args.source_ids is not False, dev_dir=args.dev_dir)
+    else:
+        limit = {k: int(v) for k, _, v in (x.partition("=") for x in args.train_limit)}
+        titles = args.titles is not False
+        train(args.datasets, args.protocols, args.out_dir, cv=args.cv, cv_report=args.cv_report, k=k,
+              fetch_k=fetch_k, data_dir=args.data_dir, cache_dir=args.cache_dir, train_limit=limit, titles=titles,
+              source_ids=not titles if args.source_ids is None else args.source_ids, embedder=embedder)
     print(f"[train] done in {time.perf_counter() - t0:.0f} s")
     return 0
 
