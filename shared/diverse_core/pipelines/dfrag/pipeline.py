@@ -4,7 +4,6 @@ Generator, on the shared pipeline contract."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -18,9 +17,9 @@ from ...tuning import argmax_upper_median, peak_search_steps, upper_median
 from ..base import Pipeline, gather_all_or_cancel, run_sync  # noqa: F401  (run_sync re-exported)
 from ..contract import Candidates, CandidateSource, PipelineResult
 from ..face_fields import FaceFields
-from ..roles import CallPolicy, RunContext, RunKeywords
+from ..options import check_choice
+from ..roles import CallPolicy, RunContext
 from ..sources import PoolSource
-from ..structured import answer_text
 from .candidates import CandidateGroups, check_lambdas, sweep_candidate_sets
 from .options import DFRAG_DIVERSITY, DFRAG_OPTIONS
 from .prompts import PromptSet
@@ -102,6 +101,7 @@ class DFRAG(Pipeline[DFRAGResult]):
 
     name = "dfrag"
     OPTIONS = DFRAG_OPTIONS
+    TEMPLATES = ("planner", "evaluator", "evaluator_examples", "generator", "incremental_context")
     roles = ("planner", "evaluator", "generator")
     requires_llm = False  # checked in __init__: only evaluator="adaptive" runs without one
     FACE = FaceFields(
@@ -132,10 +132,7 @@ class DFRAG(Pipeline[DFRAGResult]):
         diversity: float | None = None,
         **policy: Unpack[CallPolicy],
     ) -> None:
-        if evaluator not in {"llm", "adaptive"}:
-            raise InvalidParameterError(f"evaluator must be 'llm' or 'adaptive'; got evaluator={evaluator!r}")
-        self.evaluator = evaluator
-        self.selector = selector
+        check_choice(evaluator, "evaluator", ("llm", "adaptive"))
         if diversity is not None and evaluator == "adaptive":
             raise InvalidParameterError(
                 f"DFRAG: diversity={diversity!r} narrows the LLM Evaluator's lambda grid, but "
@@ -143,24 +140,16 @@ class DFRAG(Pipeline[DFRAGResult]):
             )
         given = None if lambdas is None else check_lambdas(lambdas)
         self.lambdas: tuple[float, ...] = DFRAG_DIVERSITY.resolve("DFRAG", given, diversity)
-        self.diversity = diversity
-        if sampling not in {"uniform", "binary"}:
-            raise InvalidParameterError(f"sampling must be 'uniform' or 'binary'; got sampling={sampling!r}")
-        if score_from not in {"total", "steps"}:
-            raise InvalidParameterError(f"score_from must be 'total' or 'steps'; got score_from={score_from!r}")
-        if on_evaluator_error not in {"score_zero", "raise"}:
-            raise InvalidParameterError(
-                f"on_evaluator_error must be 'score_zero' or 'raise'; got on_evaluator_error={on_evaluator_error!r}"
-            )
         if llm is None and evaluator == "llm":
             raise TypeError("llm must have a complete(prompt, **kw) method or be a callable; got None")
+        self.evaluator, self.selector, self.diversity = evaluator, selector, diversity
+        self.sampling = check_choice(sampling, "sampling", ("uniform", "binary"))
+        self.score_from = check_choice(score_from, "score_from", ("total", "steps"))
+        self.on_evaluator_error = check_choice(on_evaluator_error, "on_evaluator_error", ("score_zero", "raise"))
+        self.incremental_context = bool(incremental_context)
+        self.prompts: PromptSet = prompts or PromptSet()
         roles = {"planner": planner_llm, "evaluator": evaluator_llm, "generator": generator_llm}
         super().__init__(llm, role_llms=roles, k=k, fetch_k=fetch_k, **policy)
-        self.sampling = sampling
-        self.incremental_context = bool(incremental_context)
-        self.prompts = prompts or PromptSet()
-        self.score_from = score_from
-        self.on_evaluator_error = on_evaluator_error
 
     # The models per role (kept for callers of the first API).
     @property
@@ -184,16 +173,6 @@ class DFRAG(Pipeline[DFRAGResult]):
         return self.llms["generator"]
 
     # ------------------------------------------------------------------ prompts
-    _TEMPLATES = ("planner", "evaluator", "evaluator_examples", "generator", "incremental_context")
-
-    def prompt_templates(self) -> dict[str, str]:
-        """DF-RAG's templates: ``planner``, ``evaluator`` (+ its few-shot ``evaluator_examples``),
-        ``generator`` and ``incremental_context``."""
-        return {name: getattr(self.prompts, name) for name in self._TEMPLATES}
-
-    def _set_prompt_templates(self, templates: dict[str, str]) -> None:
-        self.prompts = dataclasses.replace(self.prompts, **templates)  # type: ignore[arg-type]
-
     def answer_prompt(self, result: PipelineResult) -> tuple[str, str] | None:
         """The Generator's prompt for a retrieval-only DF-RAG result."""
         if not isinstance(result, DFRAGResult):
@@ -201,15 +180,6 @@ class DFRAG(Pipeline[DFRAGResult]):
         steps = result.plan if self.incremental_context else None
         prompt = self.prompts.render_generator(result.question, result.texts, steps, result.short_answer)
         return "generator", prompt
-
-    @staticmethod
-    async def _generate(ctx: RunContext, request: Any) -> str:
-        """The Generator's answer (its ``answer`` field on the structured path)."""
-        out, at = await ctx.ask_traced("generator", request, stage="generate")
-        answer, notes = answer_text(out)
-        if notes:
-            ctx.annotate(at, notes=notes)
-        return answer
 
     # ------------------------------------------------------------------ evaluation
     async def _evaluate(
@@ -342,14 +312,8 @@ class DFRAG(Pipeline[DFRAGResult]):
         star_set = evaluated.get(groups.key_of(lambda_star))
         short_answer = star_set.evaluation.short_answer if star_set and star_set.evaluation else None
 
-        answer: str | None = None
-        if generate:
-            request = self.prompts.generator_request(
-                question, chosen_texts, steps if self.incremental_context else None, short_answer
-            )
-            answer = await self._generate(ctx, request)
-            if not answer:
-                ctx.warn("generator: the answer is empty")
+        answer = await self.answer(ctx, self.prompts.generator_request(
+            question, chosen_texts, steps if self.incremental_context else None, short_answer)) if generate else None
 
         candidate_sets = tuple(
             evaluated.get(key, CandidateSet(lams, tuple(pos[i] for i in groups.order[key])))
@@ -403,11 +367,7 @@ class DFRAG(Pipeline[DFRAGResult]):
         pos = found.positions if found.positions is not None else tuple(range(len(found)))
         local = [int(i) for i in choice.indices]
         texts = tuple(found.texts[i] for i in local)
-        answer: str | None = None
-        if generate:
-            answer = await self._generate(ctx, self.prompts.generator_request(question, texts))
-            if not answer:
-                ctx.warn("generator: the answer is empty")
+        answer = await self.answer(ctx, self.prompts.generator_request(question, texts)) if generate else None
         lam = float(choice.lambda_mult)
         best = max(predicted)
         reason = {"lambda_mult": lam, "lambda_source": "adaptive", "variant": choice.variant}
@@ -449,13 +409,13 @@ class DFRAG(Pipeline[DFRAGResult]):
             raise DimensionMismatchError(f"texts has {len(texts)} entries but candidate_embeddings has {n} rows")
         return PoolSource(question, texts, candidate_embeddings, query_embedding)
 
-    async def arun(  # type: ignore[override]  # the first API's fixed pool, positionally
+    async def arun(  # the first API's fixed pool, positionally
         self,
         question: str,
         source: CandidateSource | Sequence[str],
         query_embedding: ArrayLike | None = None,
         candidate_embeddings: ArrayLike | None = None,
-        **run: Unpack[RunKeywords],
+        **run: Any,
     ) -> DFRAGResult:
         """Run DF-RAG for one question (async).
 
@@ -474,10 +434,3 @@ class DFRAG(Pipeline[DFRAGResult]):
         """
         src = self._source(question, source, query_embedding, candidate_embeddings)
         return await super().arun(question, src, **run)
-
-    def __repr__(self) -> str:
-        return (
-            f"DFRAG(k={self.k}, fetch_k={self.fetch_k}, lambdas={list(self.lambdas)}, "
-            f"sampling={self.sampling!r}, incremental_context={self.incremental_context}, "
-            f"max_concurrency={self.max_concurrency})"
-        )

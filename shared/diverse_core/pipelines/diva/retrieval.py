@@ -48,6 +48,7 @@ from ...errors import (
     ZeroVectorError,
 )
 from ...validation import check_k, check_unit_interval, row_dots
+from ..options import check_choice
 
 __all__ = [
     "PRUNE_MODES",
@@ -136,12 +137,6 @@ def _unit_rows(value: ArrayLike, name: str, empty_error: type[Exception]) -> Flo
         raise ZeroVectorError(f"{name} row {int(np.argmin(norms))} has zero norm; cosine is undefined")
     unit: FloatArray = arr / norms[:, None]
     return unit
-
-
-def _check_prune(prune: str, mmr_lambda: float) -> float:
-    if prune not in PRUNE_MODES:
-        raise InvalidParameterError(f"prune must be one of {list(PRUNE_MODES)}; got prune={prune!r}")
-    return check_unit_interval(mmr_lambda, "mmr_lambda")
 
 
 def _check_relevance(relevance: ArrayLike | None, n: int) -> FloatArray | None:
@@ -240,7 +235,8 @@ def _checked(
 ) -> tuple[int, float, FloatArray, FloatArray, FloatArray | None]:
     """The validated ``k``, ``mmr_lambda``, unit candidates, unit interpretations and relevance."""
     k = check_k(k, "k")
-    lam = _check_prune(prune, mmr_lambda)
+    check_choice(prune, "prune", PRUNE_MODES)
+    lam = check_unit_interval(mmr_lambda, "mmr_lambda")
     cands = _unit_rows(candidates, candidates_name, EmptyCandidatesError)
     interps = _unit_rows(interpretations, "interpretation_embeddings", InvalidParameterError)
     if interps.shape[1] != cands.shape[1]:

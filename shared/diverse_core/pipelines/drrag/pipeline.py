@@ -17,9 +17,9 @@ from ..base import Pipeline, off_loop
 from ..contract import Candidates, CandidateSource, PipelineResult
 from ..diversity import PipelineDiversity
 from ..face_fields import FaceFields
-from ..options import Option
+from ..options import Option, check_choice
 from ..roles import CallPolicy, RunContext
-from ..structured import ANSWER_SCHEMA, DATA_NOTE, answer_text, role_request
+from ..structured import ANSWER_SCHEMA, DATA_NOTE, role_request
 from .classifier import PairClassifier, default_classifier, make_scorer
 from .features import split_title
 from .select import CIS_RULES, MODES, PER_DOC, DrragSelection, default_k1, select_drrag
@@ -186,10 +186,9 @@ class DRRAG(Pipeline[DRRAGResult]):
     ) -> None:
         DRRAG_DIVERSITY.resolve("DRRAG", None, diversity)  # refuses every value but None
         super().__init__(llm, k=k, fetch_k=fetch_k, **policy)
-        for name, value, allowed in (("mode", mode, MODES), ("per_doc", per_doc, PER_DOC),
-                                     ("cis_rule", cis_rule, CIS_RULES)):
-            if value not in allowed:
-                raise InvalidParameterError(f"{name} must be one of {list(allowed)}; got {name}={value!r}")
+        self.mode = check_choice(mode, "mode", MODES)
+        self.per_doc = check_choice(per_doc, "per_doc", PER_DOC)
+        self.cis_rule = check_choice(cis_rule, "cis_rule", CIS_RULES)
         self.k1 = None if k1 is None else check_k(k1, "k1")
         if self.k1 is not None and self.k1 > self.k:
             raise InvalidParameterError(f"k1 must be <= k={self.k}; got k1={k1!r}")
@@ -197,7 +196,6 @@ class DRRAG(Pipeline[DRRAGResult]):
         self.threshold = None if threshold is None else check_unit_interval(threshold, "threshold")
         if classifier is not None and not callable(classifier):
             raise InvalidParameterError(f"classifier must be a PairClassifier or a callable; got {classifier!r}")
-        self.mode, self.per_doc, self.cis_rule = mode, per_doc, cis_rule
         self.classifier = classifier
         self.fill = bool(fill)
         self.protect_stage1 = bool(protect_stage1)
@@ -303,15 +301,7 @@ class DRRAG(Pipeline[DRRAGResult]):
             }
             (doc,) = self.choose(found, [i], scores=[pick.probability], reasons=[reason])
             documents.append(type(doc)(**{**doc.__dict__, "rank": rank, "relevance": float(relevance[pick.doc_id])}))
-        answer = None
-        if generate:
-            out, at = await ctx.ask_traced("generator", self.request(question, [d.text for d in documents]),
-                                           stage="generate")
-            answer, answer_notes = answer_text(out)
-            if answer_notes:
-                ctx.annotate(at, notes=answer_notes)
-            if not answer:
-                ctx.warn("generator: the answer is empty")
+        answer = await self.answer(ctx, self.request(question, [d.text for d in documents])) if generate else None
         return DRRAGResult(
             question=question,
             answer=answer,
@@ -324,6 +314,3 @@ class DRRAG(Pipeline[DRRAGResult]):
             notes=notes,
             **self.finish(ctx),
         )
-
-    def __repr__(self) -> str:
-        return f"DRRAG(k={self.k}, k1={self.k1}, m={self.m}, mode={self.mode!r}, fill={self.fill})"

@@ -61,6 +61,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ...errors import DimensionMismatchError, InvalidParameterError, NonFiniteInputError
 from ...validation import check_k, check_unit_interval
+from ..options import check_choice
 
 __all__ = [
     "MODES",
@@ -138,12 +139,6 @@ class DrragSelection(Generic[IdT]):
 def default_k1(k: int) -> int:
     """The default number of stage-1 documents, ``ceil(k / 2)``."""
     return int(math.ceil(check_k(k) / 2))
-
-
-def _choice(value: object, name: str, allowed: Sequence[str]) -> str:
-    if not isinstance(value, str) or value not in allowed:
-        raise InvalidParameterError(f"{name} must be one of {list(allowed)}; got {name}={value!r}")
-    return value
 
 
 def _rank_scores(values: Sequence[float] | None, n: int) -> list[float] | None:
@@ -248,9 +243,9 @@ def select_drrag(
         ('a', 'b', 'c', 'd')
     """
     k = check_k(k)
-    mode = _choice(mode, "mode", MODES)
-    per_doc = _choice(per_doc, "per_doc", PER_DOC)
-    cis_rule = _choice(cis_rule, "cis_rule", CIS_RULES)
+    mode = check_choice(mode, "mode", MODES)
+    per_doc = check_choice(per_doc, "per_doc", PER_DOC)
+    cis_rule = check_choice(cis_rule, "cis_rule", CIS_RULES)
     k1 = default_k1(k) if k1 is None else check_k(k1, "k1")
     if k1 > k:
         raise InvalidParameterError(f"k1 must be <= k={k}; got k1={k1!r}")

@@ -20,13 +20,13 @@ from ..contract import Candidates, CandidateSource, ChosenDocument
 from ..diversity import PipelineDiversity
 from ..face_fields import FaceFields
 from ..judge import QuoteIndex
-from ..options import Option
+from ..options import Option, check_choice
 from ..roles import CallPolicy, RunContext
 from ..structured import field_text, structured_value, unusable_json
 from .judging import Judgement, read_judge_reply
 from .prompts import VendiPrompts, read_rewrite
 from .result import IterationRecord, VendiRAGResult
-from .s_update import S_UPDATES, check_s_update, next_s
+from .s_update import S_UPDATES, next_s
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -36,12 +36,6 @@ __all__ = ["VendiRAG", "VENDIRAG_DIVERSITY"]
 _FINAL = ("best", "last")
 _RETURN = ("final", "union")
 _ON_ERROR = ("stop", "raise")
-
-
-def _choice(value: object, allowed: tuple[str, ...], name: str) -> str:
-    if not isinstance(value, str) or value not in allowed:
-        raise InvalidParameterError(f"{name} must be one of {list(allowed)}; got {name}={value!r}")
-    return value
 
 
 def _flag(value: object, name: str) -> bool:
@@ -160,6 +154,8 @@ class VendiRAG(Pipeline[VendiRAGResult]):
 
     name = "vendirag"
     OPTIONS = VENDIRAG_OPTIONS
+    #: (No single answer call can be streamed: the loop writes and judges its answers itself.)
+    TEMPLATES = ("reasoning", "answer", "judge", "judge_retry", "rewrite")
     roles = ("reasoner", "answerer", "judge", "rewriter")
     FACE = FaceFields(
         reports=("iterations", "final_iteration", "s_trajectory", "quality_trajectory", "quality", "stop_reason"),
@@ -202,32 +198,20 @@ class VendiRAG(Pipeline[VendiRAGResult]):
         self.diversity = diversity
         self.threshold = check_unit_interval(threshold, "threshold")
         self.max_iterations = check_k(max_iterations, "max_iterations")
-        self.s_update = check_s_update(s_update)
-        self.final = _choice(final, _FINAL, "final")
+        self.s_update = check_choice(s_update, "s_update", tuple(S_UPDATES))
+        self.final = check_choice(final, "final", _FINAL)
         self.rewrite = _flag(rewrite, "rewrite")
         self.use_judge = _flag(use_judge, "use_judge")
         self.exclude_seen = _flag(exclude_seen, "exclude_seen")
-        self.objective = _choice(objective, OBJECTIVES, "objective")
-        self.return_documents = _choice(return_documents, _RETURN, "return_documents")
-        self.on_llm_error = _choice(on_llm_error, _ON_ERROR, "on_llm_error")
+        self.objective = check_choice(objective, "objective", OBJECTIVES)
+        self.return_documents = check_choice(return_documents, "return_documents", _RETURN)
+        self.on_llm_error = check_choice(on_llm_error, "on_llm_error", _ON_ERROR)
         if prompts is not None and not isinstance(prompts, VendiPrompts):
             raise InvalidParameterError(f"prompts must be a VendiPrompts; got {type(prompts).__name__}")
-        self.prompts = prompts or VendiPrompts()
+        self.prompts: VendiPrompts = prompts or VendiPrompts()
         roles = {"reasoner": reasoner_llm, "answerer": answerer_llm, "judge": judge_llm,
                  "rewriter": rewriter_llm}
         super().__init__(llm, role_llms=roles, k=k, fetch_k=fetch_k, **policy)
-
-    # ------------------------------------------------------------------ prompts (faces expose them)
-    _TEMPLATES = ("reasoning", "answer", "judge", "judge_retry", "rewrite")
-
-    def prompt_templates(self) -> dict[str, str]:
-        """The loop's templates: ``reasoning``, ``answer``, ``judge``, ``judge_retry``, ``rewrite``.
-        (No single answer call can be streamed: the answers are written, and judged, inside the
-        loop, so :meth:`answer_prompt` stays ``None``.)"""
-        return {name: getattr(self.prompts, name) for name in self._TEMPLATES}
-
-    def _set_prompt_templates(self, templates: dict[str, str]) -> None:
-        self.prompts = dataclasses.replace(self.prompts, **templates)  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------ one LLM call
     async def _call(self, ctx: RunContext, role: str, prompt: str | RoleRequest, i: int,
@@ -468,12 +452,4 @@ class VendiRAG(Pipeline[VendiRAGResult]):
         return tuple(
             dataclasses.replace(doc, rank=rank, reason={**doc.reason, "iterations": used[doc.id]})
             for rank, doc in enumerate(docs.values())
-        )
-
-    def __repr__(self) -> str:
-        return (
-            f"VendiRAG(k={self.k}, fetch_k={self.fetch_k}, initial_s={self.initial_s:g}, "
-            f"threshold={self.threshold:g}, max_iterations={self.max_iterations}, "
-            f"s_update={self.s_update!r}, final={self.final!r}, rewrite={self.rewrite}, "
-            f"use_judge={self.use_judge}, exclude_seen={self.exclude_seen}, objective={self.objective!r})"
         )
