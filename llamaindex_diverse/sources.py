@@ -94,12 +94,21 @@ class LlamaIndexSource:
         """What an LLM reads of each node."""
         return [n.node.get_content(metadata_mode=MetadataMode.LLM) for n in nodes]
 
-    def _build(self, query: str, qv: Any, nodes: list[NodeWithScore], vecs: Any, k: int | None) -> Candidates:
+    def _nodes(self, query: str, got: Any) -> tuple[list[NodeWithScore], list[int], list[str]]:
+        """The retrieved nodes, and the positions and texts of those lacking a vector."""
+        nodes = list(got)
+        if not nodes:
+            raise EmptyCandidatesError(f"no candidate nodes were retrieved for query={query!r}")
+        positions, texts = nodes_to_embed(nodes, MetadataMode.EMBED)
+        return nodes, positions, texts
+
+    def _build(self, query: str, query_embedding: Any, nodes: list[NodeWithScore], positions: list[int],
+               embedded: Any, k: int | None) -> Candidates:
+        vecs = stack_node_vectors(nodes, positions, embedded, self.embed_model.model_name)
         if k is not None:
             nodes, vecs = nodes[:k], vecs[:k]
-        return Candidates.build(
-            query, self.texts(nodes), [n.node.node_id for n in nodes], vecs, qv, payloads=nodes
-        )
+        qv = np.asarray(query_embedding, dtype=np.float64)
+        return Candidates.build(query, self.texts(nodes), [n.node.node_id for n in nodes], vecs, qv, payloads=nodes)
 
     def _bundle(self, query: str, retriever: BaseRetriever, qv: list[float]) -> QueryBundle:
         """The query for ``retriever``, carrying ``qv`` when it embeds queries with our model
@@ -107,10 +116,6 @@ class LlamaIndexSource:
         if getattr(retriever, "_embed_model", None) is self.embed_model:
             return QueryBundle(query, embedding=qv)
         return QueryBundle(query)
-
-    def _check(self, query: str, nodes: list[NodeWithScore]) -> None:
-        if not nodes:
-            raise EmptyCandidatesError(f"no candidate nodes were retrieved for query={query!r}")
 
     def _from_rows(self, query: str, query_embedding: Any, rows: PgCandidates, k: int | None) -> Candidates:
         """The candidates of a ``PGVectorStore`` search's rows (see :func:`_rows_readable`): their
@@ -141,14 +146,10 @@ class LlamaIndexSource:
                 got = rows.search_rows(bundle, _rows_readable)
         if isinstance(got, PgCandidates):
             return self._from_rows(query, query_embedding, got, k)
-        nodes = list(got)
-        self._check(query, nodes)
-        positions, texts = nodes_to_embed(nodes, MetadataMode.EMBED)
+        nodes, positions, texts = self._nodes(query, got)
         with reading(collected_reader(found, stored_vectors_of(retriever, self._embed_model))):
             embedded = _CACHE.for_model(model).embed(texts, known_for(nodes, positions)) if positions else None
-        vecs = stack_node_vectors(nodes, positions, embedded, model.model_name)
-        qv = np.asarray(query_embedding, dtype=np.float64)
-        return self._build(query, qv, nodes, vecs, k)
+        return self._build(query, query_embedding, nodes, positions, embedded, k)
 
     async def asearch(self, query: str, k: int | None = None) -> Candidates:
         """Asynchronous :meth:`search` (``aretrieve``, the model's async embeddings). Over a
@@ -170,17 +171,13 @@ class LlamaIndexSource:
                 got = await rows.asearch_rows(bundle, _rows_readable)
         if isinstance(got, PgCandidates):
             return self._from_rows(query, query_embedding, got, k)
-        nodes = list(got)
-        self._check(query, nodes)
-        positions, texts = nodes_to_embed(nodes, MetadataMode.EMBED)
+        nodes, positions, texts = self._nodes(query, got)
         with reading(collected_reader(found, stored_vectors_of(retriever, self._embed_model))):
             embedded = (
                 await _CACHE.for_model(model).aembed(texts, None, known_for(nodes, positions))
                 if positions else None
             )
-        vecs = stack_node_vectors(nodes, positions, embedded, model.model_name)
-        qv = np.asarray(query_embedding, dtype=np.float64)
-        return self._build(query, qv, nodes, vecs, k)
+        return self._build(query, query_embedding, nodes, positions, embedded, k)
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float64]:
         """Query embeddings of ``texts``."""

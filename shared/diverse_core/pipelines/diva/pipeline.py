@@ -103,14 +103,12 @@ class DIVA(Pipeline[DIVAResult]):
     """Diversify-verify-adapt RAG for ambiguous questions (In et al., arXiv:2409.02361).
 
     Args:
-        llm: the model for every role (``interpreter``, ``verifier``, ``generator``): anything
-            with ``complete(prompt, **kw)`` (optionally ``acomplete``), a plain callable, or a
-            ``ManagedLLM``. May be ``None`` only for retrieval-only runs with given
-            interpretations.
+        llm: the model for every role (``interpreter``, ``verifier``, ``generator``; see
+            :class:`~diverse_core.pipelines.Pipeline`); ``None`` only for retrieval-only runs
+            with given interpretations.
         interpreter_llm / verifier_llm / generator_llm: per-role overrides.
         k: passages kept after pruning (the paper's K = 5).
-        fetch_k: first-stage pool size for the question (``search="pool"``; ``None`` = the
-            source's default pool).
+        fetch_k: first-stage pool size (``search="pool"``; ``None``: the source's default).
         per_interpretation_k: hits each interpretation takes before the union.
         max_interpretations: most interpretations asked for and kept.
         search: ``"pool"`` (one first-stage search, the paper's setting) or ``"source"``
@@ -118,22 +116,16 @@ class DIVA(Pipeline[DIVAResult]):
         prune: ``"mean"`` (Eq. 5), ``"max"``, ``"round_robin"`` or ``"mmr"`` (see
             :mod:`~diverse_core.pipelines.diva.retrieval`).
         mmr_lambda: ``lambda_mult`` of ``prune="mmr"`` (``None``: 0.5, or what ``diversity`` says).
-        diversity: the shared relevance/diversity knob in [0, 1]: prune with the MMR rule at
-            ``mmr_lambda = 1 - diversity`` (``prune`` must then be ``"mmr"`` or left at its
-            default; 0 keeps the passages most similar to all interpretations, the mean score,
-            1 weighs only their novelty). ``mmr_lambda`` wins when both are given and must agree
-            (:class:`~diverse_core.errors.ConflictingParametersError`). ``None``: not used.
+        diversity: the shared knob in [0, 1]: prune with the MMR rule at ``mmr_lambda = 1 -
+            diversity`` (``prune`` must be ``"mmr"`` or left out); ``mmr_lambda`` wins when both
+            are given and must agree.
         verify_in_retrieval: also run the verification calls in retrieval-only runs (the
             retriever faces); the verdicts then appear in the documents' metadata.
-        on_verifier_error: ``"count_yes"`` (a verification call that fails after its retries
-            counts as yes and is flagged, like an unreadable reply) or ``"raise"``.
+        on_verifier_error: ``"count_yes"`` (a failed verification call counts as yes and is
+            flagged, like an unreadable reply) or ``"raise"``.
         prompts: a :class:`DivaPrompts` (our default prompts otherwise).
         max_concurrency / timeout / max_retries / backoff_base / llm_kwargs: the per-call policy
             (see :class:`~diverse_core.pipelines.Pipeline`).
-
-    Raises (from ``run``): ``LLMError`` / ``LLMTimeoutError`` when an interpretation or
-    generation call fails after its retries (or a verification call, with
-    ``on_verifier_error="raise"``).
 
     Example:
         >>> from diverse_core.pipelines import InMemorySource

@@ -98,9 +98,7 @@ def n_features(dim: int) -> int:
 
 
 def _incidence(sets: Sequence[Set[str]], vocab: dict[str, int]) -> NDArray[np.float32]:
-    """The binary (len(sets), len(vocab)) matrix of which words each set holds, set with one
-    numpy call (one per row would release the GIL once per row: a thread switch per row
-    under concurrent callers)."""
+    """The binary (len(sets), len(vocab)) matrix of which words each set holds."""
     mat = np.zeros((len(sets), len(vocab)), dtype=np.float32)
     sizes = [len(s) for s in sets]
     total = sum(sizes)

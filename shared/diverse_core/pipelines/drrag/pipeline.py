@@ -119,12 +119,10 @@ DRRAG_OPTIONS: tuple[Option, ...] = (
 class DRRAG(Pipeline[DRRAGResult]):
     """DR-RAG: find the documents a question alone does not retrieve, with one LLM call.
 
-    Stage 1 takes the ``k1`` documents most similar to the question (default ``ceil(k/2)``);
-    stage 2 searches the source again with the question followed by each stage-1 document
-    (concurrently) and examines each search's first ``m`` new hits; the ``mode`` decides what
-    comes back (see :func:`~diverse_core.pipelines.drrag.select_drrag` for the paper's readings
-    and their options). A Generator answers from the chosen documents (``generate=False``:
-    retrieval only, no LLM call at all).
+    Stage 1 takes the ``k1`` documents most similar to the question; stage 2 searches again with
+    the question followed by each stage-1 document and examines each search's first ``m`` new
+    hits; ``mode`` decides what comes back (see :func:`~diverse_core.pipelines.drrag.select_drrag`).
+    A Generator answers from the chosen documents (``generate=False``: no LLM call at all).
 
     Args:
         llm: the Generator's model (``None`` for retrieval only).
@@ -133,22 +131,18 @@ class DRRAG(Pipeline[DRRAGResult]):
         m: hits examined per concatenated search.
         mode: ``"cfs"`` (default, the paper's final method), ``"cis"`` or ``"qdc"``.
         classifier: a :class:`PairClassifier` (default: the shipped one, trained on MiniLM
-            features of TRAIN questions only; its scalar features work with any embedder, but it
-            is calibrated on MiniLM) or any ``(question, doc_a, doc_b) -> probability`` callable.
-            The shipped one reads each passage's title, the text before the first ``": "``
-            (``"Inna: Inna is a Romanian singer..."``): its strongest features compare one
-            passage's title with the other passage. On passages without titles those features
-            are empty and it accepts few pairs, so CFS/CIS return mostly stage-1 documents;
-            such a run says so in ``result.notes`` (not a warning: ``ok`` stays true).
+            features of TRAIN questions only) or any ``(question, doc_a, doc_b) -> probability``
+            callable. The shipped one compares one passage's title (the text before the first
+            ``": "``) with the other passage: without titles it accepts few pairs, which the
+            run says in ``result.notes`` (not a warning: ``ok`` stays true).
         threshold: accept a pair at this probability (default: the classifier's own threshold,
             chosen on held-out TRAIN pairs; 0.5 for a callable).
         fill: top the result up to ``k`` from the question's ranking (ours, not the paper's).
         per_doc / cis_rule / protect_stage1: the paper's ambiguous readings (see ``select_drrag``).
         fetch_k: stage-1 search size (the source's default when ``None``; at least ``k``).
         prompt: the Generator's template (``{passages}``, ``{question}``).
-        diversity: the shared knob, accepted only as ``None``: DR-RAG has no relevance/diversity
-            trade-off for it to set (any value raises ``InvalidParameterError`` saying so; ``k1``
-            and ``mode`` are its own choices).
+        diversity: the shared knob, accepted only as ``None`` (DR-RAG has no relevance/diversity
+            trade-off; any value raises ``InvalidParameterError`` saying so).
 
     Example:
         >>> from diverse_core.pipelines import InMemorySource

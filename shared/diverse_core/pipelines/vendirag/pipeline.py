@@ -87,35 +87,29 @@ class VendiRAG(Pipeline[VendiRAGResult]):
     """Vendi-RAG: retrieve with VRS, reason, answer, have an LLM judge score the answer, move
     the diversity weight ``s`` by that score, rewrite the query, and try again.
 
-    Per iteration ``i = 1..max_iterations``: search the source with the current query ``q_i``
-    (``fetch_k`` candidates), choose ``k`` chunks by greedy VRS at ``s_i``
-    (:func:`diverse_core.select` ``"vendi"``), one **reasoning** call over ``q_i`` and the
+    Per iteration: search with the current query, choose ``k`` chunks by greedy VRS at ``s_i``
+    (:func:`diverse_core.select` ``"vendi"``), then one **reasoning** call over the query and
     chunks, one **answer** call over the *original* question, the chunks and every reasoning
-    note so far, one **judge** call rating coherence, relevance and query alignment (integers
-    1-10, JSON) -> ``Q_i = mean / 10``. Stop when ``Q_i >= threshold``; otherwise one
-    **rewrite** call gives ``q_{i+1}`` and ``s_{i+1}`` follows ``s_update``. LLM calls: 3 per
-    iteration, plus 1 rewrite per iteration that continues (plus 1 judge retry after an
-    unreadable judge reply).
-
-    Retrieval needs the LLM too: the judge's scores drive which chunks later iterations
-    retrieve, so ``run(..., generate=False)`` (and every retriever face) still runs the whole
-    loop; it only leaves ``answer`` empty.
+    note so far, and one **judge** call rating coherence, relevance and query alignment (1-10)
+    -> ``Q_i = mean / 10``. Stop when ``Q_i >= threshold``; else one **rewrite** call gives the
+    next query and ``s`` follows ``s_update``. An unreadable judge reply is asked once more, then
+    the iteration is unjudged (a warning: it cannot end the loop, ``s`` stays). Retrieval needs
+    the LLM too (the judge steers later iterations): ``generate=False`` only leaves ``answer``
+    empty.
 
     Args:
         llm: the model for every role (see :class:`~diverse_core.pipelines.Pipeline`).
         reasoner_llm / answerer_llm / judge_llm / rewriter_llm: per-role overrides.
         k: chunks per iteration.
-        fetch_k: candidates per search (``None``: the source's default pool, 50 for
-            :class:`~diverse_core.pipelines.InMemorySource` and the framework faces).
-        initial_s: ``s_1``, the first iteration's diversity weight (``None``: the paper's 0.8, or
-            what ``diversity`` says).
+        fetch_k: candidates per search (``None``: the source's default pool).
+        initial_s: the first iteration's diversity weight (``None``: the paper's 0.8, or
+            ``diversity``).
         threshold: τ, the quality that ends the loop (paper: 0.85).
         max_iterations: N.
         s_update: ``"paper"`` (``s_{i+1} = 1 - Q_i``), ``"relative"`` (the ``vendirag``
-            package's rule, relative to the best quality so far and smoothed) or ``"fixed"``
-            (see :mod:`~diverse_core.pipelines.vendirag.s_update`).
-        final: which iteration's answer and chunks are returned: ``"best"`` (highest Q, ties
-            to the later iteration; the last iteration when none was judged) or ``"last"``.
+            package's rule) or ``"fixed"`` (see :mod:`~diverse_core.pipelines.vendirag.s_update`).
+        final: the iteration returned: ``"best"`` (highest Q, ties to the later; the last when
+            none was judged) or ``"last"``.
         rewrite: rewrite the query between iterations (``False``: search the question every time).
         use_judge: ``False`` runs all ``max_iterations`` with no judge call and ``s`` fixed
             (the paper's Vendi-RAG* variant); the last iteration is returned.
@@ -123,19 +117,13 @@ class VendiRAG(Pipeline[VendiRAGResult]):
         objective: VRS objective, ``"paper"`` or ``"vendirag"`` (the package's variant).
         return_documents: ``"final"`` (the final iteration's chunks) or ``"union"`` (every
             chunk the loop used, in order of first use).
-        on_llm_error: ``"stop"`` - a reasoning/answer call that fails after its retries ends
-            the loop with the best iteration so far (raised when there is none), a failed
-            rewrite keeps the query, a failed judge call leaves the iteration unjudged; each is
-            a warning. ``"raise"`` - any failed call raises ``LLMError``.
+        on_llm_error: ``"stop"`` (a failed reasoning/answer call ends the loop with the best
+            iteration so far, raised when there is none; a failed rewrite keeps the query; a
+            failed judge call leaves the iteration unjudged; each a warning) or ``"raise"``.
         prompts: a :class:`VendiPrompts` (our default prompts otherwise).
-        diversity: the shared relevance/diversity knob in [0, 1]: ``initial_s = diversity`` (0:
-            the first iteration's chunks by relevance alone; later iterations move ``s`` by
-            ``s_update`` as without it). ``initial_s`` wins when both are given and must agree
-            (:class:`~diverse_core.errors.ConflictingParametersError`). ``None``: not used.
+        diversity: the shared knob in [0, 1]: ``initial_s = diversity``; ``initial_s`` wins when
+            both are given and must agree.
         timeout / max_retries / backoff_base / max_concurrency / llm_kwargs: the LLM call policy.
-
-    An unreadable judge reply is asked once more; if the second reply is unreadable too the
-    iteration is recorded as unjudged (a warning), it cannot end the loop and ``s`` stays.
 
     Example:
         >>> import numpy as np
@@ -373,13 +361,8 @@ class VendiRAG(Pipeline[VendiRAGResult]):
             self._warn(ctx, record, judged=self.use_judge and not failed)
             ctx.stage("iteration", iteration=i, s=s, query=query, quality=quality, s_next=s_next,
                       next_query=next_query, failures=list(step.failures))
-            if failed:
-                stop_reason = "llm_error"
-                break
-            if stop:
-                stop_reason = "threshold"
-                break
             if last:
+                stop_reason = "llm_error" if failed else "threshold" if stop else stop_reason
                 break
             assert s_next is not None and next_query is not None
             s, query = s_next, next_query
