@@ -316,8 +316,8 @@ class Pipeline(ABC, Generic[R]):
 
     def __repr__(self) -> str:
         shown: dict[str, Any] = {"k": self.k, "fetch_k": self.fetch_k}
-        for option in self.OPTIONS:
+        for option in self.OPTIONS:  # the plain values (no prompt texts or model objects)
             value = getattr(self, option.name, None)
-            if isinstance(value, (str, int, float, tuple)):
+            if option.harness and isinstance(value, (str, int, float, tuple)):
                 shown[option.name] = value
         return f"{type(self).__name__}({', '.join(f'{name}={value!r}' for name, value in shown.items())})"

@@ -1,26 +1,12 @@
 """DIVA's retrieval diversification (In et al. 2024, Sec. 3.2, Eq. 4-5), LLM-free and vectorised.
 
-Given a question's interpretations (pseudo-interpretations from an LLM, or gold ones):
-
-1. every interpretation takes its top ``per_interpretation_k`` candidates (Eq. 4):
-   either from one first-stage pool (:func:`diversify_pool`: one matrix product of
-   the unit interpretation vectors with the unit pool vectors) or from its own search
-   of the source (:func:`diversify_hits`: the caller passes each interpretation's hit
-   list);
-2. the hits are united without duplicates, remembering which interpretations each
-   passage serves;
-3. the union is pruned (Eq. 5): each passage is scored by its mean cosine similarity
-   to all interpretations and the top ``k`` are kept.
-
-Besides the paper's ``prune="mean"`` three variants are offered for experiments:
-``"max"`` (best similarity to any interpretation), ``"round_robin"`` (the
-interpretations' hits taken rank by rank, first-seen order, no re-scoring) and
-``"mmr"`` (Maximal Marginal Relevance over the union, relevance = the mean score,
-query = the interpretations' centroid).
-
-Ties (equal scores) are broken by the caller's ``relevance`` (higher first) when
-given, then by first appearance in the union; hits of one interpretation tie-break
-on the lower candidate index (pools are usually given best-first).
+Every interpretation takes its top ``per_interpretation_k`` candidates (Eq. 4), from one
+first-stage pool (:func:`diversify_pool`) or from its own search (:func:`diversify_hits`); the
+hits are united, remembering which interpretations each passage serves, and pruned to ``k``
+(Eq. 5: mean cosine similarity to all interpretations). Variants of the pruning: ``"max"`` (best
+similarity to any interpretation), ``"round_robin"`` (the hits rank by rank, no re-scoring) and
+``"mmr"`` (MMR over the union: relevance = the mean score, query = the interpretations'
+centroid). Ties go to the caller's ``relevance``, then to first appearance.
 
 Example:
     >>> import numpy as np

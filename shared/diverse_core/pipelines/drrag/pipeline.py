@@ -4,7 +4,7 @@ concatenation (QDC) searches, classifier selection (CFS / CIS), one Generator ca
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +20,7 @@ from ..face_fields import FaceFields
 from ..options import Option, check_choice
 from ..roles import CallPolicy, RunContext
 from ..structured import ANSWER_SCHEMA, DATA_NOTE, role_request
-from .classifier import PairClassifier, default_classifier, make_scorer
+from .classifier import PairClassifier, PairFn, default_classifier, make_scorer
 from .features import split_title
 from .select import CIS_RULES, MODES, PER_DOC, DrragSelection, default_k1, select_drrag
 
@@ -71,8 +71,6 @@ class DRRAGResult(PipelineResult):
     pairs_scored: int = 0
     notes: tuple[str, ...] = ()
 
-
-PairFn = Callable[[str, str, str], float]
 
 #: The warning of a CFS/CIS run whose passages carry no title for the shipped classifier to read.
 UNTITLED_WARNING = (
