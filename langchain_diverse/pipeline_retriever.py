@@ -16,6 +16,7 @@ from diverse_core.errors import InvalidParameterError
 from diverse_core.pipeline_names import face_attribute
 from diverse_core.pipelines import Pipeline, PipelineResult, get_pipeline
 from diverse_core.pipelines.options import face_options
+from diverse_core.validation import check_k
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
     CallbackManagerForRetrieverRun,
@@ -119,9 +120,7 @@ class PipelineRetriever(BaseRetriever):
 
     def __init__(self, **data: Any) -> None:
         super().__init__(**data)
-        if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1:
-            raise InvalidParameterError(f"k must be a positive integer; got k={self.k!r}")
-        if self.fetch_k < self.k:
+        if check_k(self.k) > self.fetch_k:
             raise InvalidParameterError(f"fetch_k must be >= k; got fetch_k={self.fetch_k!r}, k={self.k!r}")
         self._source(None)  # checks the store / retriever / embeddings now
         keywords = {name: getattr(self, name) for name in (*_CALL_POLICY, *self.pipeline_options())}

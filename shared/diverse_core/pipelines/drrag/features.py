@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence, Set
-from functools import lru_cache
 
 import numpy as np
 from numpy.typing import NDArray
@@ -73,23 +72,6 @@ def tokens(text: str) -> set[str]:
 def _caps(text: str) -> set[str]:
     """Lower-cased words that appear capitalised (not sentence-initial markers of entities)."""
     return {w.lower() for w in _WORD.findall(text) if w[:1].isupper() and w.lower() not in _STOP}
-
-
-#: Texts whose word sets are kept (a passage met again, e.g. in another question's candidates,
-#: is not tokenised again); bounded, keyed by the text.
-_TEXT_CACHE = 4096
-
-
-@lru_cache(maxsize=_TEXT_CACHE)
-def _token_set(text: str) -> frozenset[str]:
-    """:func:`tokens` of ``text``, cached."""
-    return frozenset(tokens(text))
-
-
-@lru_cache(maxsize=_TEXT_CACHE)
-def _caps_set(text: str) -> frozenset[str]:
-    """:func:`_caps` of ``text``, cached."""
-    return frozenset(_caps(text))
 
 
 def n_features(dim: int) -> int:
@@ -159,11 +141,11 @@ def pair_features(
             raise DimensionMismatchError(f"{len(titles)} titles for {len(texts)} texts")
         bodies = list(texts)
     used = np.unique(np.concatenate([a_idx, b_idx]))
-    word_sets = {int(i): _token_set(texts[i]) for i in used}
-    body_sets = {int(i): _token_set(bodies[i]) for i in used}
-    title_sets = {int(i): _token_set(titles[i]) for i in used}
-    cap_sets = {int(i): _caps_set(bodies[i]) for i in used}
-    q_set = _token_set(question)
+    word_sets = {int(i): tokens(texts[i]) for i in used}
+    body_sets = {int(i): tokens(bodies[i]) for i in used}
+    title_sets = {int(i): tokens(titles[i]) for i in used}
+    cap_sets = {int(i): _caps(bodies[i]) for i in used}
+    q_set = tokens(question)
     vocab: dict[str, int] = {}
     for s in (*word_sets.values(), *title_sets.values(), *cap_sets.values(), q_set):
         for w in s:
