@@ -4,15 +4,10 @@ Two groups, all computed with arrays over a batch of pairs:
 
 * **Embedding interactions** (unit-normalised MiniLM vectors ``q``, ``a``, ``b``):
   ``a * b``, ``|a - b|``, ``q * b`` (3 x d values).
-* **Scalars** (:data:`SCALAR_NAMES`): cosines ``cos(q, a)``, ``cos(q, b)``, ``cos(a, b)``,
-  ``cos(q + a, b)`` (the concatenated-search direction) and lexical overlaps from binary
-  bag-of-words matrices: how much of B's title A's text contains (the bridge link) and the
-  reverse, shared title words, shared words and capitalised words of A and B, the share of the
-  question's content words covered by A, by B and by A and B together, and the share of each
-  title's words found in the question.
+* **Scalars** (:data:`SCALAR_NAMES`): four cosines (``cos(q + a, b)`` is the concatenated
+  search's direction) and word overlaps of titles, texts, capitalised words and the question.
 
-Titles are optional: without them the text before the first ``": "`` (the ``"title: text"``
-convention of the eval harness) is taken as the title, else none.
+A title is the text before the first ``": "`` (the eval harness's ``"title: text"``), unless given.
 
 Example:
     >>> import numpy as np
