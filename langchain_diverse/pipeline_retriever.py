@@ -1,12 +1,8 @@
 """The one LangChain face of every LLM pipeline: a retriever and a question-answering Runnable.
 
-Each built-in pipeline's retriever (``DFRAGRetriever``, ...) is generated here from the core's
-pipeline list and the pipeline's declaration (:func:`retriever_class`): its options
-(``pipeline_class.OPTIONS``, see :mod:`diverse_core.pipelines.options`) become pydantic fields and
-what the run reports besides the documents (``pipeline_class.FACE``, see
-:mod:`diverse_core.pipelines.face_fields`) becomes ``document_fields`` and ``chain_keys``; fetching
-candidates, the LLM adapter, callbacks, sync/async, per-call ``k``, document metadata and the chain
-are shared here. ``create_<name>_chain`` is :func:`create_pipeline_chain`.
+Each built-in pipeline's retriever (``DFRAGRetriever``, ...) is generated here
+(:func:`retriever_class`) from the pipeline's ``OPTIONS`` (pydantic fields) and ``FACE``
+(``document_fields`` and ``chain_keys``); ``create_<name>_chain`` is :func:`create_pipeline_chain`.
 """
 
 from __future__ import annotations
@@ -20,6 +16,7 @@ from diverse_core.errors import InvalidParameterError
 from diverse_core.pipeline_names import face_attribute
 from diverse_core.pipelines import Pipeline, PipelineResult, get_pipeline
 from diverse_core.pipelines.options import face_options
+from diverse_core.validation import check_k
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
     CallbackManagerForRetrieverRun,
@@ -54,15 +51,12 @@ _CALL_POLICY = ("k", "max_concurrency", "timeout", "max_retries", "llm_kwargs")
 class PipelineRetriever(BaseRetriever):
     """Run an LLM pipeline over a vector store or a retriever; return its chosen documents.
 
-    Subclasses set ``pipeline_class``; its declared options (``pipeline_class.OPTIONS``) become
-    fields with the core's defaults (a subclass may still declare a field itself; every field not
-    defined here is passed to the pipeline's constructor). ``document_fields`` (metadata key ->
-    name of a result field) and ``chain_keys`` (result fields) declare what the pipeline adds to
-    every document and to the chain's output. Returned documents are
-    copies whose metadata carries ``relevance_score``, ``selection_score``, ``selection_rank``,
-    ``selection_method`` (the pipeline's name), ``selection_params`` (why it was chosen, with
-    ``k``), ``pipeline_reason`` and ``pipeline_warnings`` (never silent: what fell back).
-    Every LLM call is a child run of the retriever's (or the chain's) run.
+    Subclasses set ``pipeline_class``, whose ``OPTIONS`` become fields (every field not defined
+    here goes to the pipeline's constructor). Returned documents are copies whose metadata carries
+    ``relevance_score``, ``selection_score``, ``selection_rank``, ``selection_method`` (the
+    pipeline's name), ``selection_params`` (why it was chosen, with ``k``), ``pipeline_reason``,
+    ``pipeline_warnings`` and the ``document_fields``. Every LLM call is a child run of the
+    retriever's (or the chain's) run.
 
     Args:
         llm: a LangChain chat model / LLM, or any core text backend (``None`` for pipelines
@@ -126,9 +120,7 @@ class PipelineRetriever(BaseRetriever):
 
     def __init__(self, **data: Any) -> None:
         super().__init__(**data)
-        if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1:
-            raise InvalidParameterError(f"k must be a positive integer; got k={self.k!r}")
-        if self.fetch_k < self.k:
+        if check_k(self.k) > self.fetch_k:
             raise InvalidParameterError(f"fetch_k must be >= k; got fetch_k={self.fetch_k!r}, k={self.k!r}")
         self._source(None)  # checks the store / retriever / embeddings now
         keywords = {name: getattr(self, name) for name in (*_CALL_POLICY, *self.pipeline_options())}
@@ -245,13 +237,9 @@ def _question(inputs: Any) -> str:
 
 
 def create_pipeline_chain(retriever: PipelineRetriever) -> Runnable[Any, dict[str, Any]]:
-    """A Runnable that answers a question with the retriever's pipeline end to end (sync, async,
-    batch, stream).
-
-    Input: a question string or ``{"question": ...}``. Output: ``answer``, ``context`` (the
-    chosen documents), ``trace`` (every stage and LLM call), ``warnings``, ``cost`` (LLM calls
-    per role, tokens, wall time), ``result`` (the full result) and the pipeline's own fields.
-    The run's callbacks see every LLM call.
+    """A Runnable that answers a question (a string or ``{"question": ...}``) with the retriever's
+    pipeline end to end: ``answer``, ``context`` (the chosen documents), ``trace``, ``warnings``,
+    ``cost``, ``result`` (the full result) and the pipeline's ``chain_keys``.
 
     Example:
         >>> chain = create_pipeline_chain(retriever)  # doctest: +SKIP

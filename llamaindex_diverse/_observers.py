@@ -1,8 +1,5 @@
-"""Whether anybody observes LlamaIndex's instrumentation (events and spans) or callbacks.
-
-When nobody does, the faces may skip building the events (pydantic models that validate
-every node) or take shorter paths whose only difference is what an observer would see.
-"""
+"""Whether anybody observes LlamaIndex's instrumentation (events and spans) or callbacks: when
+nobody does, the faces may skip building the events or take shorter paths."""
 
 from __future__ import annotations
 

@@ -1,19 +1,10 @@
-"""DIVA for LlamaIndex: :class:`DIVARetriever` and :class:`DIVAQueryEngine` (generated from the
-core's declaration, see :func:`~llamaindex_diverse.pipeline_engine.retriever_class`).
+"""DIVA for LlamaIndex: :class:`DIVARetriever` and :class:`DIVAQueryEngine`, generated from the
+core's declaration like every pipeline face (see :mod:`~llamaindex_diverse.pipeline_engine`; the
+example of :mod:`llamaindex_diverse.dfrag` applies as it is).
 
 The retriever keeps the ``k`` nodes DIVA chooses for an ambiguous question (each node's
 ``selection_params["interpretations"]`` says which interpretations it serves); the query engine
 verifies them and answers with them, or closed book when they are useless.
-
-Example:
-    >>> from llama_index.core import Document, VectorStoreIndex
-    >>> from llama_index.core.embeddings import MockEmbedding
-    >>> from llama_index.core.llms import MockLLM
-    >>> emb = MockEmbedding(embed_dim=8)
-    >>> index = VectorStoreIndex.from_documents([Document(text=t) for t in "abcdef"], embed_model=emb)
-    >>> r = DIVARetriever(index.as_retriever(similarity_top_k=6), llm=MockLLM(), embed_model=emb, k=2)
-    >>> len(r.retrieve("question"))
-    2
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""The one LlamaIndex face of every LLM pipeline: a retriever and a query engine.
-
-Each built-in pipeline's classes (``DFRAGRetriever`` / ``DFRAGQueryEngine``, ...) are generated
-here from the core's pipeline list and the pipeline's declaration (:func:`retriever_class`,
-:func:`query_engine_class`): its option names (``pipeline_class.OPTIONS``) and what its query
-engine reports (``pipeline_class.FACE``, see :mod:`diverse_core.pipelines.face_fields`); candidate
-fetching, embeddings, the LLM adapter, sync/async, instrumentation and node metadata are shared here.
+"""The one LlamaIndex face of every LLM pipeline: a retriever and a query engine, generated for
+each built-in pipeline (:func:`retriever_class`, :func:`query_engine_class`) from its ``OPTIONS``
+and ``FACE`` (see :mod:`diverse_core.pipelines.face_fields`).
 """
 
 from __future__ import annotations
@@ -59,12 +55,10 @@ def pipeline_response_metadata(result: PipelineResult, prefix: str) -> dict[str,
 class PipelineRetriever(BaseRetriever):
     """Run an LLM pipeline over an index or a retriever; return its chosen nodes.
 
-    Subclasses set ``pipeline_class``; ``options`` (the option names they accept) defaults to the
-    pipeline's declared options (``pipeline_class.OPTIONS``); ``response_fields`` names the
-    result fields a query engine reports (see :meth:`response_metadata`). Nodes are
+    Subclasses set ``pipeline_class`` (``options``, the keywords accepted, default to its
+    ``OPTIONS``; ``response_fields`` are the result fields a query engine reports). Nodes are
     copies carrying ``selection_method`` (the pipeline's name), ``selection_params`` (why the
-    node was chosen, with ``k``), ``selection_rank``, ``selection_score``,
-    ``selection_relevance`` and, in the response metadata, the run's warnings.
+    node was chosen, with ``k``), ``selection_rank``, ``selection_score`` and ``selection_relevance``.
 
     Args:
         retriever: a ``BaseRetriever`` (e.g. ``index.as_retriever(similarity_top_k=50)``) or a
@@ -141,8 +135,9 @@ class PipelineRetriever(BaseRetriever):
 
     @classmethod
     def _llm_from_settings(cls, options: dict[str, Any]) -> bool:
-        """Whether ``llm=None`` means LlamaIndex's ``Settings.llm`` (else: no LLM)."""
-        return cls.llm_default_from_settings
+        """Whether ``llm=None`` means LlamaIndex's ``Settings.llm`` (else: no LLM): when the class
+        allows it and retrieval with ``options`` needs an LLM (the pipeline's ``FACE``)."""
+        return cls.llm_default_from_settings and cls.pipeline_class.FACE.reads_settings_llm(options)
 
     @classmethod
     def response_metadata(cls, result: PipelineResult) -> dict[str, Any]:
@@ -208,15 +203,10 @@ class PipelineRetriever(BaseRetriever):
 
 class PipelineQueryEngine(BaseQueryEngine):
     """Answer with a pipeline: ``Response.response`` is its answer, ``source_nodes`` its chosen
-    nodes, ``metadata`` its warnings, cost, trace and full result (keys prefixed with the
-    pipeline's name) plus the fields its retriever class declares
-    (:meth:`PipelineRetriever.response_metadata`).
-
-    The pipeline's prompts are exposed through LlamaIndex's ``PromptMixin``
-    (``get_prompts()`` / ``update_prompts({...})``). With ``streaming=True`` the pipeline runs
-    retrieval only and the answer call is streamed from the LlamaIndex LLM
-    (``StreamingResponse.response_gen``; pipelines that answer in one call). The streamed call
-    is not in the run's cost record (the response metadata describes the retrieval run).
+    nodes, ``metadata`` :meth:`PipelineRetriever.response_metadata`. Prompts go through
+    LlamaIndex's ``PromptMixin``. With ``streaming=True`` (pipelines that answer in one call) the
+    pipeline runs retrieval only and the answer call is streamed from the LlamaIndex LLM, outside
+    the run's cost record.
 
     Subclasses set ``retriever_class``.
     """
@@ -322,9 +312,6 @@ def retriever_class(name: str) -> type[PipelineRetriever]:
     pipeline = get_pipeline(name)
     face = pipeline.FACE
 
-    def _llm_from_settings(cls: type[PipelineRetriever], options: dict[str, Any]) -> bool:
-        return face.reads_settings_llm(options)
-
     reported = ", ".join(f"``{name}_{face.label(f)}``" for f in face.reports)
     namespace: dict[str, Any] = {
         "__module__": __name__,
@@ -337,7 +324,6 @@ def retriever_class(name: str) -> type[PipelineRetriever]:
         "pipeline_class": pipeline,
         "response_fields": face.reports,
         "response_names": dict(face.labels),
-        "_llm_from_settings": classmethod(_llm_from_settings),
         **{old: deprecated_method(old, new) for old, new in face.old_methods.items()},
     }
     return type(f"{pipeline.__name__}Retriever", (PipelineRetriever,), namespace)

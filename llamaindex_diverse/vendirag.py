@@ -1,20 +1,10 @@
-"""Vendi-RAG for LlamaIndex: :class:`VendiRAGRetriever` and :class:`VendiRAGQueryEngine` (generated
-from the core's declaration, see :func:`~llamaindex_diverse.pipeline_engine.retriever_class`).
+"""Vendi-RAG for LlamaIndex: :class:`VendiRAGRetriever` and :class:`VendiRAGQueryEngine`, generated
+from the core's declaration like every pipeline face (see :mod:`~llamaindex_diverse.pipeline_engine`;
+the example of :mod:`llamaindex_diverse.dfrag` applies as it is).
 
 The retriever returns the final iteration's nodes (or every node the loop used); the query engine's
 ``Response.metadata`` holds the per-iteration trace, s trajectory, quality, warnings and cost. Both
 need an LLM: the judge's scores decide what later iterations retrieve.
-
-Example:
-    >>> from llama_index.core import Document, VectorStoreIndex
-    >>> from llama_index.core.embeddings import MockEmbedding
-    >>> from llama_index.core.llms import MockLLM
-    >>> emb = MockEmbedding(embed_dim=8)
-    >>> index = VectorStoreIndex.from_documents([Document(text=t) for t in "abcdef"], embed_model=emb)
-    >>> r = VendiRAGRetriever(index.as_retriever(similarity_top_k=6), llm=MockLLM(), embed_model=emb,
-    ...                       k=2, max_iterations=2, rewrite=False)
-    >>> len(r.retrieve("question"))  # MockLLM gives no ratings: both iterations unjudged
-    2
 """
 
 from __future__ import annotations

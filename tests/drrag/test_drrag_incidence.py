@@ -35,35 +35,3 @@ def test_incidence_equals_row_by_row(sets: list[set[str]]) -> None:
     got = _incidence(sets, vocab)
     np.testing.assert_array_equal(got, _reference(sets, vocab))
     assert got.dtype == np.float32
-
-
-def test_word_sets_are_cached_by_text_and_bounded() -> None:
-    from diverse_core.pipelines.drrag.features import (
-        _TEXT_CACHE,
-        _caps_set,
-        _token_set,
-        pair_features,
-        tokens,
-    )
-
-    texts = ["Acme Corp: Acme Corp was founded by Bo Lind.", "Bo Lind: Bo Lind was born in Bergen.",
-             "Zed: Zed sells shoes."]
-    emb = np.eye(3, 4, dtype=np.float32) + 0.1
-    q = np.array([1.0, 0.5, 0.0, 0.0])
-    a, b = np.array([0, 0, 1]), np.array([1, 2, 2])
-    _token_set.cache_clear()
-    _caps_set.cache_clear()
-    cold = pair_features(q, emb, "Where was the founder of Acme Corp born?", texts, a, b)
-    warm = pair_features(q, emb, "Where was the founder of Acme Corp born?", texts, a, b)
-    np.testing.assert_array_equal(cold, warm)
-    assert _token_set.cache_info().hits > 0
-    assert _token_set.cache_info().maxsize == _caps_set.cache_info().maxsize == _TEXT_CACHE
-    assert _token_set(texts[0]) == frozenset(tokens(texts[0]))
-
-
-@given(st.text(max_size=80))
-def test_cached_tokens_equal_tokens(text: str) -> None:
-    from diverse_core.pipelines.drrag.features import _caps, _caps_set, _token_set, tokens
-
-    assert _token_set(text) == tokens(text)
-    assert _caps_set(text) == _caps(text)

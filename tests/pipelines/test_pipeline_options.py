@@ -14,12 +14,7 @@ from diverse_core.pipelines import Pipeline
 from diverse_core.pipelines.dfrag import DFRAG
 from diverse_core.pipelines.diva import DIVA
 from diverse_core.pipelines.drrag import DRRAG
-from diverse_core.pipelines.options import (
-    Option,
-    face_options,
-    harness_options,
-    undeclared_keywords,
-)
+from diverse_core.pipelines.options import POLICY_KEYWORDS, Option, face_options, harness_options
 from diverse_core.pipelines.vendirag import VendiRAG
 from two_search_pipeline import TwoSearch
 
@@ -41,6 +36,34 @@ class WideSearch(TwoSearch):
         if width < 1:
             raise InvalidParameterError(f"width must be >= 1; got width={width!r}")
         self.width = width
+
+
+def undeclared_keywords(cls: type[Any]) -> dict[str, str]:
+    """Where ``cls.OPTIONS`` and ``cls.__init__`` disagree: ``{name: what is wrong}`` (per-role
+    models ``*_llm`` and the shared call policy left out)."""
+    declared = {o.name: o for o in getattr(cls, "OPTIONS", ())}
+    params = {
+        name: p
+        for name, p in inspect.signature(cls.__init__).parameters.items()
+        if name != "self" and name not in POLICY_KEYWORDS and not name.endswith("_llm")
+        and p.kind is inspect.Parameter.KEYWORD_ONLY
+    }
+    problems: dict[str, str] = {}
+    for name, p in params.items():
+        if name not in declared:
+            problems[name] = "not declared in OPTIONS"
+        elif not _same_default(declared[name].default, p.default):
+            problems[name] = f"default {declared[name].default!r} in OPTIONS, {p.default!r} in __init__"
+    for name in declared.keys() - params.keys():
+        problems[name] = "declared in OPTIONS but not a keyword of __init__"
+    return problems
+
+
+def _same_default(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b) and type(a) is type(b)
+    except (TypeError, ValueError):  # arrays and the like
+        return a is b
 
 
 def _vec(text: str, dim: int = 16) -> list[float]:

@@ -1,21 +1,7 @@
-"""LLM pipelines on one contract, side by side.
-
-- :mod:`~diverse_core.pipelines.contract`: :class:`CandidateSource` (what a pipeline searches),
-  :class:`Candidates`, :class:`PipelineResult` / :class:`ChosenDocument` / :class:`TraceEvent` /
-  :class:`PipelineCost` (what every pipeline returns).
-- :class:`Pipeline`: the base class (``run``/``arun``); :class:`LLMRoles` / :class:`RunContext`:
-  per-role models with one retry/timeout policy, the trace and the cost meter.
-- :mod:`~diverse_core.pipelines.judge`: the shared judge-output parser.
-- :class:`InMemorySource` / :class:`PoolSource`: the core's candidate sources.
-- The pipelines (:func:`available_pipelines` names them):
-
-  - ``dfrag``, :mod:`~diverse_core.pipelines.dfrag`: DF-RAG (an LLM judge picks gMMR's λ per query).
-  - ``diva``, :mod:`~diverse_core.pipelines.diva`: DIVA (ambiguous questions: interpret,
-    retrieve per reading, verify, adapt).
-  - ``vendirag``, :mod:`~diverse_core.pipelines.vendirag`: Vendi-RAG (the iterative VRS /
-    judge / rewrite loop).
-  - ``drrag``, :mod:`~diverse_core.pipelines.drrag`: DR-RAG (query-document concatenation and
-    a pair classifier; one LLM call).
+"""LLM pipelines on one contract (:mod:`~diverse_core.pipelines.contract`): the base class
+:class:`Pipeline`, per-role models (:class:`LLMRoles`, :class:`RunContext`), the core's
+candidate sources, and the pipelines :func:`available_pipelines` names: ``dfrag`` (DF-RAG),
+``diva`` (DIVA), ``vendirag`` (Vendi-RAG) and ``drrag`` (DR-RAG).
 
 Example:
     >>> from diverse_core.pipelines import InMemorySource, PipelineResult

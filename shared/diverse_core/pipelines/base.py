@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 import threading
 import time
@@ -13,11 +14,13 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from ..errors import InvalidParameterError
 from ..llm.loops import on_private_loop, private_loop
+from ..llm.structured import RoleRequest
 from ..validation import check_k
 from .contract import Candidates, CandidateSource, ChosenDocument, PipelineResult
 from .face_fields import FaceFields
 from .options import Option
 from .roles import CallPolicy, LLMRoles, RunContext
+from .structured import answer_text
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -28,36 +31,22 @@ T = TypeVar("T")
 R = TypeVar("R", bound=PipelineResult)
 
 
-def on_sync_run_loop() -> bool:
-    """Whether the running event loop is the private loop of one synchronous ``run()``: only that
-    run's own tasks wait on it, so blocking work may run on it (inside a coroutine only).
-
-    Example:
-        >>> on_sync_run_loop()
-        False
-        >>> async def probe():
-        ...     return on_sync_run_loop()
-        >>> run_sync(probe())
-        True
-    """
-    return on_private_loop()
+#: Whether the running event loop is the private loop of one synchronous ``run()``: only that
+#: run's own tasks wait on it, so blocking work may run on it (inside a coroutine only).
+on_sync_run_loop = on_private_loop
 
 
 async def off_loop(fn: Callable[..., T], /, *args: Any) -> T:
-    """``fn(*args)`` in a worker thread, so the event loop stays free for others; on a synchronous
-    run's own loop (:func:`on_sync_run_loop`) it runs inline instead: nobody else waits on that
-    loop, and the hop (a thread, two wake-ups, GIL hand-offs under concurrent callers) costs more
-    than CPU-bound Python work gains from it."""
+    """``fn(*args)`` in a worker thread, so the event loop stays free for others; inline on a
+    synchronous run's own loop (:func:`on_sync_run_loop`), where nobody else waits."""
     if on_sync_run_loop():
         return fn(*args)
     return await asyncio.to_thread(fn, *args)
 
 
 def _run_on_fresh_loop(coro: Any) -> Any:
-    """``asyncio.run(coro)`` without its last step, joining the loop's default executor: a
-    thread stuck there (e.g. a framework running a hung sync model call with
-    ``run_in_executor``) would hold the caller past every timeout. Its threads are let go
-    (``shutdown(wait=False)`` when the loop closes) and end when their call returns."""
+    """``asyncio.run(coro)`` without joining the loop's default executor, where a hung sync model
+    call would hold the caller past every timeout (its threads end when their call returns)."""
     loop = asyncio.new_event_loop()
     try:
         asyncio.set_event_loop(loop)
@@ -153,6 +142,9 @@ class Pipeline(ABC, Generic[R]):
     requires_llm: ClassVar[bool] = True
     #: What the framework faces report besides the documents (see :mod:`~diverse_core.pipelines.face_fields`).
     FACE: ClassVar[FaceFields] = FaceFields()
+    #: The fields of ``prompts`` (a frozen dataclass of templates) that :meth:`prompt_templates` exposes.
+    TEMPLATES: ClassVar[tuple[str, ...]] = ()
+    prompts: Any = None
 
     def __init__(
         self,
@@ -278,15 +270,27 @@ class Pipeline(ABC, Generic[R]):
         return tuple(out)
 
     @staticmethod
+    async def answer(ctx: RunContext, request: RoleRequest) -> str:
+        """The ``generator`` role's answer (its ``answer`` field on the structured path); an
+        empty answer is a warning of the run."""
+        out, at = await ctx.ask_traced("generator", request, stage="generate")
+        answer, notes = answer_text(out)
+        ctx.annotate(at, notes=notes)
+        if not answer:
+            ctx.warn("generator: the answer is empty")
+        return answer
+
+    @staticmethod
     def finish(ctx: RunContext) -> dict[str, Any]:
         """The shared result fields of a run: ``trace``, ``warnings``, ``cost``."""
         return {"trace": tuple(ctx.trace), "warnings": tuple(ctx.warnings), "cost": ctx.cost()}
 
     # ------------------------------------------------------------------ prompts and streaming
     def prompt_templates(self) -> dict[str, str]:
-        """The pipeline's prompt templates by name (``str.format`` templates); faces expose
-        them (e.g. LlamaIndex's ``get_prompts``). Pipelines with prompts override this."""
-        return {}
+        """The pipeline's prompt templates by name (``str.format`` templates, the fields
+        :attr:`TEMPLATES` names of its ``prompts``); faces expose them (e.g. LlamaIndex's
+        ``get_prompts``)."""
+        return {name: getattr(self.prompts, name) for name in self.TEMPLATES}
 
     def update_prompt_templates(self, templates: Mapping[str, str]) -> None:
         """Replace prompt templates by name.
@@ -302,7 +306,7 @@ class Pipeline(ABC, Generic[R]):
         self._set_prompt_templates(dict(templates))
 
     def _set_prompt_templates(self, templates: dict[str, str]) -> None:
-        raise NotImplementedError  # pragma: no cover - only reached with known names
+        self.prompts = dataclasses.replace(self.prompts, **templates)
 
     def answer_prompt(self, result: PipelineResult) -> tuple[str, str] | None:
         """``(role, prompt)`` of the single call that writes the answer for a retrieval-only
@@ -314,4 +318,9 @@ class Pipeline(ABC, Generic[R]):
         self.llms.close()
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(k={self.k}, roles={self.roles})"
+        shown: dict[str, Any] = {"k": self.k, "fetch_k": self.fetch_k}
+        for option in self.OPTIONS:  # the plain values (no prompt texts or model objects)
+            value = getattr(self, option.name, None)
+            if option.harness and isinstance(value, (str, int, float, tuple)):
+                shown[option.name] = value
+        return f"{type(self).__name__}({', '.join(f'{name}={value!r}' for name, value in shown.items())})"

@@ -1,15 +1,7 @@
 """The contract every LLM pipeline stands on: candidate sources, one result type, one cost record.
 
-A pipeline (DF-RAG, DR-RAG, Vendi-RAG, DIVA, or one of yours) receives a question and a
-:class:`CandidateSource`; it may search that source as often as its algorithm needs (with the
-question, a rewritten query, an interpretation, question + document, ...), calls its LLM roles
-through one :class:`~diverse_core.pipelines.roles.RunContext`, and returns a
-:class:`PipelineResult`: the answer, the chosen documents with why each was chosen, a trace of
-every stage and LLM call, warnings for anything that fell back, and a :class:`PipelineCost`.
-
-Framework faces adapt a LangChain vector store / retriever or a LlamaIndex index / retriever to
-:class:`CandidateSource`; the core ships :class:`~diverse_core.pipelines.sources.InMemorySource`
-(texts + an embedder) and :class:`~diverse_core.pipelines.sources.PoolSource` (a fixed pool).
+A pipeline searches a :class:`CandidateSource` as often as its algorithm needs, calls its LLM roles
+through a :class:`~diverse_core.pipelines.roles.RunContext` and returns a :class:`PipelineResult`.
 """
 
 from __future__ import annotations
@@ -45,9 +37,7 @@ class Candidates:
         query_embedding: shape (d,), the searched text's embedding.
         relevance: shape (n,), cosine similarity of each candidate to the query.
         payloads: the framework's own object per candidate (a LangChain ``Document``, a
-            LlamaIndex ``NodeWithScore``) or ``None``; faces return these, annotated. Read by
-            position: a face may hand a sequence that builds each object when it is first read
-            (pipelines read only their chosen candidates').
+            LlamaIndex ``NodeWithScore``, built when first read) or ``None``.
         positions: each candidate's position in the source's own collection, when it has a
             fixed order (in-memory sources, the benchmark corpus); else ``None``.
         notes: what the source left out or flagged (e.g. blank documents); each one becomes a
@@ -139,12 +129,8 @@ class Candidates:
 
 @runtime_checkable
 class CandidateSource(Protocol):
-    """Where a pipeline's candidates come from: searchable by text, sync and async.
-
-    ``k=None`` asks for the source's default pool size. ``embed`` turns texts into vectors of
-    the same space (pipelines use it to compare passages with interpretations or rewritten
-    queries without searching).
-    """
+    """Where a pipeline's candidates come from: searchable by text (``k=None``: the source's
+    default pool size), and an embedder of texts into the same space, sync and async."""
 
     def search(self, query: str, k: int | None = None) -> Candidates:
         """The ``k`` candidates most relevant to ``query``, best first."""
@@ -231,16 +217,12 @@ class PipelineCost:
         failed_calls: calls that raised after their retries.
         retries: extra attempts after transient errors (of successful and failed calls).
         prompt_tokens / completion_tokens: summed where the backend reports them.
-        llm_seconds: summed latency of the successful calls (exceeds ``wall_time`` when
-            calls overlap).
+        llm_seconds: summed latency of the successful calls.
         wall_time: seconds from start to result.
         searches: searches of the candidate source.
         structured_calls: successful calls that took the structured path.
         text_calls: successful calls that took the text path (prompt + text parser).
-        fallbacks: of those text calls, how many were meant to be structured but the backend
-            refused every structured method (see ``docs/guides/structured-output.md``).
-
-    ``cost.<role>_calls`` reads ``calls[role]``; ``llm_calls`` is their sum.
+        fallbacks: text calls meant to be structured that the backend refused.
 
     Example:
         >>> c = PipelineCost(calls={"planner": 1, "evaluator": 4})
@@ -291,8 +273,7 @@ class PipelineResult:
         answer: the generated answer (``None`` for retrieval-only runs).
         documents: the chosen documents in order, each with why it was chosen.
         trace: every stage and LLM call, in order.
-        warnings: everything that fell back or failed and was not raised (never silent):
-            faces surface these in document metadata / chain output / response metadata.
+        warnings: everything that fell back or failed and was not raised (never silent).
         cost: a :class:`PipelineCost`.
 
     Example:
@@ -319,8 +300,7 @@ class PipelineResult:
         return tuple(e for e in self.trace if e.role is not None and (role is None or e.role == role))
 
     def summary(self) -> dict[str, Any]:
-        """What the faces and the harness report of a run besides the documents (a pipeline's
-        result type adds its own; here nothing)."""
+        """What the faces and the harness report of a run besides the documents (here nothing)."""
         return {}
 
     def fields(self, names: Sequence[str]) -> dict[str, Any]:

@@ -1,14 +1,10 @@
 """How a pipeline reads the shared ``diversity`` knob (issue 36): one :class:`PipelineDiversity`
 per pipeline maps ``diversity`` in [0, 1] (0 = pure relevance, 1 = the pipeline's most diverse
-setting) onto the pipeline's own trade-off option, the way :class:`~diverse_core.registry.DiversityMap`
-does for the selection methods.
-
-The pipeline declares the knob once (``diversity_option()`` goes into its ``OPTIONS``, so both
-faces and the harness take ``diversity``) and resolves it in its constructor with
-:meth:`PipelineDiversity.resolve`. The native option's default is ``None`` ("not given"), so the
-two can be told apart: the native option wins when both are given, and they must then agree
-(:class:`~diverse_core.errors.ConflictingParametersError` otherwise). With neither given the
-pipeline keeps its own default, so nothing changes for a caller who never names ``diversity``.
+setting) onto the pipeline's own trade-off option, as
+:class:`~diverse_core.registry.DiversityMap` does for the selection methods. The native option
+defaults to ``None`` ("not given"): it wins when both are given and must then agree
+(:class:`~diverse_core.errors.ConflictingParametersError`); with neither, the pipeline keeps its
+own default.
 
 Example:
     >>> knob = PipelineDiversity("mmr_lambda", lambda d: 1.0 - d, "mmr_lambda = 1 - diversity", 0.5)
@@ -82,12 +78,6 @@ class PipelineDiversity:
             doc = f"the shared relevance/diversity knob, 0 = relevance only: {self.formula}"
         return Option(DIVERSITY, None, doc, float | None, bounds="[0, 1]")
 
-    def native(self, diversity: float) -> Any:
-        """The value of :attr:`param` that ``diversity`` (in [0, 1]) means."""
-        if self.to_native is None:
-            raise InvalidParameterError(f"no option for diversity to set: {self.reason}")
-        return self.to_native(diversity)
-
     def resolve(self, owner: str, given: Any, diversity: Any) -> Any:
         """The value of :attr:`param` to use: ``given`` (the native option, ``None`` = not
         given), else what ``diversity`` means, else :attr:`default`.
@@ -102,7 +92,7 @@ class PipelineDiversity:
         value = check_unit_interval(diversity, DIVERSITY)
         if self.param is None or self.to_native is None:
             raise InvalidParameterError(f"{owner} does not take diversity={diversity!r}: {self.reason}")
-        mapped = self.native(value)
+        mapped = self.to_native(value)
         if given is None:
             return mapped
         if same_values(given, mapped):

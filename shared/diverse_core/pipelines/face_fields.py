@@ -1,9 +1,6 @@
-"""What a pipeline's framework faces report besides its chosen documents, declared once in the
-pipeline's own package (its ``FACE``).
-
-The LangChain and LlamaIndex classes of every pipeline (``DFRAGRetriever``, ``DFRAGQueryEngine``,
-...) are generated from the pipeline list (:data:`~diverse_core.pipeline_names.BUILTIN_PIPELINES`)
-and this declaration, so a new pipeline needs its package and one line in that list, no face code.
+"""What a pipeline's framework faces report besides its chosen documents, declared once in its
+``FACE``: the LangChain and LlamaIndex classes of every built-in pipeline are generated from it
+and :data:`~diverse_core.pipeline_names.BUILTIN_PIPELINES`.
 
 Example:
     >>> face = FaceFields(reports=("lambda", "scores"), labels={"scores": "lambda_scores"})

@@ -4,21 +4,21 @@ Each pipeline class lists its options in ``OPTIONS`` (a tuple of :class:`Option`
 LangChain retriever's pydantic fields, the LlamaIndex retriever's accepted keywords and the
 harness plugin's ``@key=value`` names are generated from it, so an option added there
 reaches every face without touching them. The constructor keeps its explicit signature
-(typed, documented); ``tests/pipelines/test_pipeline_options.py`` checks that every
-keyword of it, apart from the shared call policy (:data:`POLICY_KEYWORDS`) and the per-role
-models (``*_llm``), is declared with the same default.
+(typed, documented); a test checks that both declare the same defaults.
 """
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
+from ..errors import InvalidParameterError
 from .roles import CallPolicy
 
-__all__ = ["Option", "POLICY_KEYWORDS", "face_options", "harness_options", "undeclared_keywords"]
+__all__ = ["Option", "POLICY_KEYWORDS", "check_choice", "face_options", "harness_options"]
+
+T = TypeVar("T")
 
 #: Constructor keywords every pipeline shares (the faces and the harness set them themselves):
 #: the model, ``k`` and the call policy (:class:`~diverse_core.pipelines.roles.CallPolicy`).
@@ -71,37 +71,16 @@ def harness_options(options: Sequence[Option]) -> tuple[Option, ...]:
     return tuple(o for o in options if o.harness)
 
 
-def undeclared_keywords(cls: type[Any]) -> dict[str, str]:
-    """Where ``cls.OPTIONS`` and ``cls.__init__`` disagree: ``{name: what is wrong}`` (empty
-    when they agree). Per-role models (``*_llm``) and :data:`POLICY_KEYWORDS` are left out.
+def check_choice(value: T, name: str, allowed: Sequence[Any]) -> T:
+    """``value`` when it is one of ``allowed``.
+
+    Raises:
+        InvalidParameterError: naming ``name``, the accepted values and ``value``.
 
     Example:
-        >>> class Toy:
-        ...     OPTIONS = (Option("width", 3, "how wide"),)
-        ...     def __init__(self, llm=None, *, k=4, width=3, depth=1): ...
-        >>> undeclared_keywords(Toy)
-        {'depth': 'not declared in OPTIONS'}
+        >>> check_choice("cfs", "mode", ("qdc", "cfs"))
+        'cfs'
     """
-    declared = {o.name: o for o in getattr(cls, "OPTIONS", ())}
-    params = {
-        name: p
-        for name, p in inspect.signature(cls.__init__).parameters.items()
-        if name != "self" and name not in POLICY_KEYWORDS and not name.endswith("_llm")
-        and p.kind is inspect.Parameter.KEYWORD_ONLY
-    }
-    problems: dict[str, str] = {}
-    for name, p in params.items():
-        if name not in declared:
-            problems[name] = "not declared in OPTIONS"
-        elif not _same_default(declared[name].default, p.default):
-            problems[name] = f"default {declared[name].default!r} in OPTIONS, {p.default!r} in __init__"
-    for name in declared.keys() - params.keys():
-        problems[name] = "declared in OPTIONS but not a keyword of __init__"
-    return problems
-
-
-def _same_default(a: Any, b: Any) -> bool:
-    try:
-        return bool(a == b) and type(a) is type(b)
-    except (TypeError, ValueError):  # arrays and the like
-        return a is b
+    if not isinstance(value, Hashable) or value not in allowed:
+        raise InvalidParameterError(f"{name} must be one of {list(allowed)}; got {name}={value!r}")
+    return value

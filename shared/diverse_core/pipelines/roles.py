@@ -17,7 +17,7 @@ from ..llm.structured import RoleCompletion, RoleRequest, messages_text
 from .contract import PipelineCost, TraceEvent
 from .structured import reread
 
-__all__ = ["LLMRoles", "RunContext", "CallPolicy", "RunKeywords"]
+__all__ = ["LLMRoles", "RunContext", "CallPolicy"]
 
 
 class CallPolicy(TypedDict, total=False):
@@ -36,27 +36,9 @@ class CallPolicy(TypedDict, total=False):
     llm_kwargs: Mapping[str, Mapping[str, Any]] | None
 
 
-class RunKeywords(TypedDict, total=False):
-    """The keywords of one run every pipeline takes (see :meth:`Pipeline.arun
-    <diverse_core.pipelines.Pipeline.arun>`): for an override that adds arguments of its own
-    and hands these on (``**run: Unpack[RunKeywords]``).
-
-    Example:
-        >>> sorted(RunKeywords.__annotations__)
-        ['call_kwargs', 'generate', 'k']
-    """
-
-    generate: bool
-    k: int | None
-    call_kwargs: Mapping[str, Any] | None
-
-
 class LLMRoles:
-    """The models a pipeline calls, one per role, each wrapped in :class:`ManagedLLM`.
-
-    One model (``llm``) serves every role unless a role has its own (``overrides``). Models
-    given twice are wrapped once, so they share one concurrency limit and one executor; models
-    passed already wrapped in a ``ManagedLLM`` keep their own policy.
+    """The models a pipeline calls, one per role, each wrapped once in :class:`ManagedLLM` (a
+    model given twice shares one concurrency limit; one already wrapped keeps its policy).
 
     Args:
         roles: the pipeline's role names, e.g. ``("planner", "evaluator", "generator")``.
@@ -198,16 +180,14 @@ class RunContext:
     # ----------------------------------------------------------------- calling
     async def ask(self, role: str, prompt: str | RoleRequest, *, stage: str | None = None,
                   **kwargs: Any) -> Completion:
-        """Call ``role``'s model (retries, timeout, concurrency limit from its policy).
+        """Call ``role``'s model (retries, timeout, concurrency limit from its policy), recorded
+        in the trace and metered; a failure is recorded and re-raised as ``LLMError``.
 
         ``prompt`` is a text prompt, or a :class:`~diverse_core.llm.structured.RoleRequest`
-        (chat messages + output schema + the text prompt as fallback): then the reply is a
-        :class:`~diverse_core.llm.structured.RoleCompletion` saying which path it took.
-        The call is recorded in the trace (with its ``path`` and ``method``) and metered; a
-        failure is recorded and re-raised as ``LLMError``. A structured reply that broke its
-        schema (repaired, or read with the text parser) is a warning of the run. A structured request that the model
-        refuses falls back to the text prompt; that is recorded as a warning once per run and
-        model (never silent).
+        (chat messages + schema + the text prompt as fallback; the reply is then a
+        :class:`~diverse_core.llm.structured.RoleCompletion` saying which path it took). A
+        structured reply that broke its schema, and a model that refused structured output
+        (once per run and model), are warnings of the run.
         """
         return (await self.ask_traced(role, prompt, stage=stage, **kwargs))[0]
 
@@ -279,9 +259,7 @@ class RunContext:
         return out, index
 
     def _report_schema(self, role: str, out: RoleCompletion) -> None:
-        """A warning for a structured reply that broke its schema: repaired (unknown keys
-        dropped, too long cut; bounds flagged for the reader to clip) or, when its shape was
-        wrong, read with the text parser. Never silent, so the run is not ``ok``."""
+        """A warning for a structured reply that broke its schema (repaired, or read as text)."""
         shown = "; ".join(str(p) for p in out.problems[:3])
         if len(out.problems) > 3:
             shown += f"; and {len(out.problems) - 3} more"

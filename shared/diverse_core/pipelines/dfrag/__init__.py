@@ -19,10 +19,9 @@ from .candidates import (
     lambdas_for_diversity,
     sweep_candidate_sets,
 )
-from .options import DFRAG_DIVERSITY
 from .oracle import answer_f1, gold_recall_scorer, normalize_answer, oracle_select
 from .parsing import EvaluationParse, PlanParse, parse_evaluation, parse_plan
-from .pipeline import DFRAG, run_sync
+from .pipeline import DFRAG, DFRAG_DIVERSITY, run_sync
 from .prompts import PromptSet
 from .result import CandidateSet, DFRAGCost, DFRAGResult, OracleResult
 

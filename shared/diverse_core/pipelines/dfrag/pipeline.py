@@ -4,7 +4,6 @@ Generator, on the shared pipeline contract."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -17,12 +16,18 @@ from ...llm.errors import LLMError
 from ...tuning import argmax_upper_median, peak_search_steps, upper_median
 from ..base import Pipeline, gather_all_or_cancel, run_sync  # noqa: F401  (run_sync re-exported)
 from ..contract import Candidates, CandidateSource, PipelineResult
+from ..diversity import PipelineDiversity
 from ..face_fields import FaceFields
-from ..roles import CallPolicy, RunContext, RunKeywords
+from ..options import Option, check_choice
+from ..roles import CallPolicy, RunContext
 from ..sources import PoolSource
-from ..structured import answer_text
-from .candidates import CandidateGroups, check_lambdas, sweep_candidate_sets
-from .options import DFRAG_DIVERSITY, DFRAG_OPTIONS
+from .candidates import (
+    DEFAULT_LAMBDAS,
+    CandidateGroups,
+    check_lambdas,
+    lambdas_for_diversity,
+    sweep_candidate_sets,
+)
 from .prompts import PromptSet
 from .reading import read_evaluation, read_plan
 from .result import CandidateSet, DFRAGResult
@@ -32,7 +37,42 @@ _log = logging.getLogger("diverse_core")
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-__all__ = ["DFRAG", "run_sync"]
+__all__ = ["DFRAG", "DFRAG_DIVERSITY", "run_sync"]
+
+
+def _float_tuple(text: str) -> tuple[float, ...]:
+    """The harness's ``@lambdas=0.2,0.5,0.8``."""
+    return tuple(float(v) for v in text.split(",") if v.strip())
+
+
+#: How DF-RAG reads ``diversity``: how far toward diversity the λ grid the Evaluator chooses
+#: from reaches (0: λ = 1 only, relevance; 1: the whole default grid).
+DFRAG_DIVERSITY = PipelineDiversity(
+    "lambdas", lambdas_for_diversity, "lambdas = the values of 0.1..1.0 that are >= 1 - diversity",
+    default=DEFAULT_LAMBDAS,
+)
+
+#: DF-RAG's own options (see :class:`DFRAG`).
+DFRAG_OPTIONS: tuple[Option, ...] = (
+    Option("lambdas", None, "the gMMR lambda grid the Evaluator chooses from (None: 0.1..1.0, or "
+           "as diversity says)", tuple[float, ...] | None, bounds="each in [0, 1]", parse=_float_tuple),
+    Option("sampling", "uniform", "every lambda ('uniform') or a binary search over them", str,
+           choices=("uniform", "binary")),
+    Option("incremental_context", False, "the Evaluator sees each set's new chunks only", bool),
+    Option("prompts", None, "a PromptSet (None: the shipped prompts)", Any, harness=False),
+    Option("score_from", "total", "the Evaluator's total or the sum of its step scores", str,
+           choices=("total", "steps")),
+    Option("on_evaluator_error", "score_zero", "an unreadable Evaluator reply scores 0 or raises", str,
+           choices=("score_zero", "raise")),
+    Option("evaluator", "llm", "who chooses lambda: the LLM Evaluator or the trained adaptive scorer", str,
+           choices=("llm", "adaptive")),
+    Option("selector", None, "the adaptive scorer for evaluator='adaptive' (None: the shipped one)", Any,
+           harness=False),
+    Option("fetch_k", None, "candidates per search (the source's default when None)", int | None,
+           bounds=">= k", faces=False),
+    DFRAG_DIVERSITY.option(),
+)
+
 
 class DFRAG(Pipeline[DFRAGResult]):
     """Query-adaptive diversity (DF-RAG): pick gMMR's λ per query with an LLM judge.
@@ -46,43 +86,31 @@ class DFRAG(Pipeline[DFRAGResult]):
     be parsed, λ* is the grid's upper median and the result says it is a fallback.
 
     Args:
-        llm: the model for all three roles: any object with ``complete(prompt, **kw)``
-            (optionally ``acomplete``) returning a ``Completion`` or ``str``, or a plain
-            callable. LangChain/LlamaIndex models: wrap with ``LangChainLLM`` /
-            ``LlamaIndexLLM`` (or use the framework faces).
+        llm: the model for all three roles (see :class:`~diverse_core.pipelines.Pipeline`).
         planner_llm / evaluator_llm / generator_llm: per-role overrides.
         lambdas: the λ grid (strictly increasing, in [0, 1]); ``None``: 0.1, 0.2, ..., 1.0, or
             the part of it that ``diversity`` leaves.
-        diversity: the shared relevance/diversity knob in [0, 1]: the Evaluator chooses λ among
-            the default grid's values ``>= 1 - diversity`` (0: λ = 1 only, the relevance-only
-            set; 1: the whole grid, the paper's setting). ``lambdas`` wins when both are given
-            and must agree (:class:`~diverse_core.errors.ConflictingParametersError`); not with
-            ``evaluator="adaptive"``. ``None``: not used.
+        diversity: the shared knob in [0, 1]: the Evaluator chooses among the default grid's
+            values ``>= 1 - diversity`` (0: λ = 1 only; 1: the whole grid, the paper's setting).
+            ``lambdas`` wins when both are given and must agree; not with ``evaluator="adaptive"``.
         k: chunks per set.
-        fetch_k: candidates asked of the source (``None`` = the source's default pool;
-            with a fixed pool, all of it).
+        fetch_k: candidates asked of the source (``None``: the source's default pool).
         sampling: ``"uniform"`` (score every distinct set) or ``"binary"`` (binary-search
-            sampling, App. B.3; O(log L) evaluations, the two of each step concurrently).
+            sampling, App. B.3: O(log L) evaluations).
         incremental_context: append plan + the Evaluator's short answer to the Generator's context.
-        max_concurrency: most LLM calls in flight at once.
-        timeout / max_retries / backoff_base: per-call timeout and retry policy
-            (see :class:`~diverse_core.llm.ManagedLLM`); ignored for models passed
-            already wrapped in a ``ManagedLLM``.
         prompts: a :class:`PromptSet` (our default prompts otherwise).
         score_from: ``"total"`` (the model's ``Total Score``; step sum when missing) or
             ``"steps"`` (always the sum of step scores, Eq. 4, when present).
         on_evaluator_error: ``"score_zero"`` (a call that fails after retries scores 0 and
             is flagged) or ``"raise"``.
-        llm_kwargs: extra keyword arguments per role, e.g.
-            ``{"planner": {"max_tokens": 128}, "generator": {"max_tokens": 32}}``.
-        evaluator: ``"llm"`` (the Planner + LLM Evaluator, the paper) or ``"adaptive"`` (no LLM
-            chooses λ: the trained set scorer of :class:`~diverse_core.adaptive.AdaptiveSelector`
-            scores every λ's set, reading the question and the candidate texts (its text variant;
-            the trace's ``adaptive`` stage records ``variant``); no Planner or Evaluator call,
-            ``lambda_source="adaptive"``; the
-            LLM, if any, only writes the answer; ``llm=None`` is then allowed for retrieval only).
+        evaluator: ``"llm"`` (the Planner + LLM Evaluator, the paper) or ``"adaptive"`` (the
+            trained set scorer of :class:`~diverse_core.adaptive.AdaptiveSelector` scores every
+            λ's set from the question and texts: no Planner or Evaluator call,
+            ``lambda_source="adaptive"``, ``llm=None`` allowed for retrieval only).
         selector: the :class:`~diverse_core.adaptive.AdaptiveSelector` for ``evaluator="adaptive"``
             (default: the shipped one; its λ grid replaces ``lambdas``).
+        max_concurrency / timeout / max_retries / backoff_base / llm_kwargs: the per-call policy
+            (see :class:`~diverse_core.pipelines.Pipeline`).
 
     Example:
         >>> import numpy as np
@@ -102,6 +130,7 @@ class DFRAG(Pipeline[DFRAGResult]):
 
     name = "dfrag"
     OPTIONS = DFRAG_OPTIONS
+    TEMPLATES = ("planner", "evaluator", "evaluator_examples", "generator", "incremental_context")
     roles = ("planner", "evaluator", "generator")
     requires_llm = False  # checked in __init__: only evaluator="adaptive" runs without one
     FACE = FaceFields(
@@ -132,10 +161,7 @@ class DFRAG(Pipeline[DFRAGResult]):
         diversity: float | None = None,
         **policy: Unpack[CallPolicy],
     ) -> None:
-        if evaluator not in {"llm", "adaptive"}:
-            raise InvalidParameterError(f"evaluator must be 'llm' or 'adaptive'; got evaluator={evaluator!r}")
-        self.evaluator = evaluator
-        self.selector = selector
+        check_choice(evaluator, "evaluator", ("llm", "adaptive"))
         if diversity is not None and evaluator == "adaptive":
             raise InvalidParameterError(
                 f"DFRAG: diversity={diversity!r} narrows the LLM Evaluator's lambda grid, but "
@@ -143,24 +169,16 @@ class DFRAG(Pipeline[DFRAGResult]):
             )
         given = None if lambdas is None else check_lambdas(lambdas)
         self.lambdas: tuple[float, ...] = DFRAG_DIVERSITY.resolve("DFRAG", given, diversity)
-        self.diversity = diversity
-        if sampling not in {"uniform", "binary"}:
-            raise InvalidParameterError(f"sampling must be 'uniform' or 'binary'; got sampling={sampling!r}")
-        if score_from not in {"total", "steps"}:
-            raise InvalidParameterError(f"score_from must be 'total' or 'steps'; got score_from={score_from!r}")
-        if on_evaluator_error not in {"score_zero", "raise"}:
-            raise InvalidParameterError(
-                f"on_evaluator_error must be 'score_zero' or 'raise'; got on_evaluator_error={on_evaluator_error!r}"
-            )
         if llm is None and evaluator == "llm":
             raise TypeError("llm must have a complete(prompt, **kw) method or be a callable; got None")
+        self.evaluator, self.selector, self.diversity = evaluator, selector, diversity
+        self.sampling = check_choice(sampling, "sampling", ("uniform", "binary"))
+        self.score_from = check_choice(score_from, "score_from", ("total", "steps"))
+        self.on_evaluator_error = check_choice(on_evaluator_error, "on_evaluator_error", ("score_zero", "raise"))
+        self.incremental_context = bool(incremental_context)
+        self.prompts: PromptSet = prompts or PromptSet()
         roles = {"planner": planner_llm, "evaluator": evaluator_llm, "generator": generator_llm}
         super().__init__(llm, role_llms=roles, k=k, fetch_k=fetch_k, **policy)
-        self.sampling = sampling
-        self.incremental_context = bool(incremental_context)
-        self.prompts = prompts or PromptSet()
-        self.score_from = score_from
-        self.on_evaluator_error = on_evaluator_error
 
     # The models per role (kept for callers of the first API).
     @property
@@ -184,16 +202,6 @@ class DFRAG(Pipeline[DFRAGResult]):
         return self.llms["generator"]
 
     # ------------------------------------------------------------------ prompts
-    _TEMPLATES = ("planner", "evaluator", "evaluator_examples", "generator", "incremental_context")
-
-    def prompt_templates(self) -> dict[str, str]:
-        """DF-RAG's templates: ``planner``, ``evaluator`` (+ its few-shot ``evaluator_examples``),
-        ``generator`` and ``incremental_context``."""
-        return {name: getattr(self.prompts, name) for name in self._TEMPLATES}
-
-    def _set_prompt_templates(self, templates: dict[str, str]) -> None:
-        self.prompts = dataclasses.replace(self.prompts, **templates)  # type: ignore[arg-type]
-
     def answer_prompt(self, result: PipelineResult) -> tuple[str, str] | None:
         """The Generator's prompt for a retrieval-only DF-RAG result."""
         if not isinstance(result, DFRAGResult):
@@ -201,15 +209,6 @@ class DFRAG(Pipeline[DFRAGResult]):
         steps = result.plan if self.incremental_context else None
         prompt = self.prompts.render_generator(result.question, result.texts, steps, result.short_answer)
         return "generator", prompt
-
-    @staticmethod
-    async def _generate(ctx: RunContext, request: Any) -> str:
-        """The Generator's answer (its ``answer`` field on the structured path)."""
-        out, at = await ctx.ask_traced("generator", request, stage="generate")
-        answer, notes = answer_text(out)
-        if notes:
-            ctx.annotate(at, notes=notes)
-        return answer
 
     # ------------------------------------------------------------------ evaluation
     async def _evaluate(
@@ -342,14 +341,8 @@ class DFRAG(Pipeline[DFRAGResult]):
         star_set = evaluated.get(groups.key_of(lambda_star))
         short_answer = star_set.evaluation.short_answer if star_set and star_set.evaluation else None
 
-        answer: str | None = None
-        if generate:
-            request = self.prompts.generator_request(
-                question, chosen_texts, steps if self.incremental_context else None, short_answer
-            )
-            answer = await self._generate(ctx, request)
-            if not answer:
-                ctx.warn("generator: the answer is empty")
+        answer = await self.answer(ctx, self.prompts.generator_request(
+            question, chosen_texts, steps if self.incremental_context else None, short_answer)) if generate else None
 
         candidate_sets = tuple(
             evaluated.get(key, CandidateSet(lams, tuple(pos[i] for i in groups.order[key])))
@@ -359,28 +352,28 @@ class DFRAG(Pipeline[DFRAGResult]):
             lam: (evaluated[key].score if key in evaluated else None)
             for lam, key in zip(self.lambdas, groups.keys, strict=True)
         }
-        set_score = None if star_set is None else star_set.score
         reason = {"lambda_mult": float(lambda_star), "lambda_source": lambda_source}
+        return self._result(
+            ctx, question, found, star_local, answer, reason, None if star_set is None else star_set.score,
+            plan=steps, plan_parsed=plan.parsed, lambdas=self.lambdas, lambda_scores=lambda_scores,
+            candidate_sets=candidate_sets, tied_lambdas=tied, parse_failures=tuple(failures),
+            short_answer=short_answer, incremental_context=self.incremental_context, raw_plan=plan_out.text,
+        )
+
+    def _result(self, ctx: RunContext, question: str, found: Candidates, local: Sequence[int], answer: str | None,
+                reason: dict[str, Any], set_score: float | None, **fields: Any) -> DFRAGResult:
+        """The result of a run that chose the candidates ``local`` (``reason`` names λ and its source)."""
+        pos = found.positions if found.positions is not None else tuple(range(len(found)))
         return DFRAGResult(
             question=question,
             answer=answer,
-            documents=self.choose(found, star_local, scores=[set_score] * len(star_local),
-                                  reasons=[reason] * len(star_local)),
-            lambda_star=float(lambda_star),
-            lambda_source=lambda_source,
-            indices=tuple(pos[i] for i in star_local),
-            texts=chosen_texts,
-            plan=steps,
-            plan_parsed=plan.parsed,
-            lambdas=self.lambdas,
-            lambda_scores=lambda_scores,
-            candidate_sets=candidate_sets,
-            tied_lambdas=tied,
-            parse_failures=tuple(failures),
-            short_answer=short_answer,
+            documents=self.choose(found, local, scores=[set_score] * len(local), reasons=[reason] * len(local)),
+            lambda_star=float(reason["lambda_mult"]),
+            lambda_source=reason["lambda_source"],
+            indices=tuple(pos[i] for i in local),
+            texts=tuple(found.texts[i] for i in local),
             sampling=self.sampling,
-            incremental_context=self.incremental_context,
-            raw_plan=plan_out.text,
+            **fields,
             **self.finish(ctx),
         )
 
@@ -400,32 +393,15 @@ class DFRAG(Pipeline[DFRAGResult]):
         predicted = [float(v) for v in choice.predicted]
         ctx.stage("adaptive", lambdas=list(grid), predicted=predicted, chosen=choice.lambda_mult,
                   variant=choice.variant)
-        pos = found.positions if found.positions is not None else tuple(range(len(found)))
         local = [int(i) for i in choice.indices]
         texts = tuple(found.texts[i] for i in local)
-        answer: str | None = None
-        if generate:
-            answer = await self._generate(ctx, self.prompts.generator_request(question, texts))
-            if not answer:
-                ctx.warn("generator: the answer is empty")
-        lam = float(choice.lambda_mult)
+        answer = await self.answer(ctx, self.prompts.generator_request(question, texts)) if generate else None
         best = max(predicted)
-        reason = {"lambda_mult": lam, "lambda_source": "adaptive", "variant": choice.variant}
-        return DFRAGResult(
-            question=question,
-            answer=answer,
-            documents=self.choose(found, local, reasons=[reason] * len(local)),
-            lambda_star=lam,
-            lambda_source="adaptive",
-            indices=tuple(pos[i] for i in local),
-            texts=texts,
-            plan=(),
-            plan_parsed=False,
-            lambdas=grid,
+        reason = {"lambda_mult": float(choice.lambda_mult), "lambda_source": "adaptive", "variant": choice.variant}
+        return self._result(
+            ctx, question, found, local, answer, reason, None, plan=(), plan_parsed=False, lambdas=grid,
             lambda_scores=dict(zip(grid, predicted, strict=True)),
             tied_lambdas=tuple(v for v, p in zip(grid, predicted, strict=True) if p == best),
-            sampling=self.sampling,
-            **self.finish(ctx),
         )
 
     # ------------------------------------------------------------------ entry points
@@ -449,13 +425,13 @@ class DFRAG(Pipeline[DFRAGResult]):
             raise DimensionMismatchError(f"texts has {len(texts)} entries but candidate_embeddings has {n} rows")
         return PoolSource(question, texts, candidate_embeddings, query_embedding)
 
-    async def arun(  # type: ignore[override]  # the first API's fixed pool, positionally
+    async def arun(  # the first API's fixed pool, positionally
         self,
         question: str,
         source: CandidateSource | Sequence[str],
         query_embedding: ArrayLike | None = None,
         candidate_embeddings: ArrayLike | None = None,
-        **run: Unpack[RunKeywords],
+        **run: Any,
     ) -> DFRAGResult:
         """Run DF-RAG for one question (async).
 
@@ -474,10 +450,3 @@ class DFRAG(Pipeline[DFRAGResult]):
         """
         src = self._source(question, source, query_embedding, candidate_embeddings)
         return await super().arun(question, src, **run)
-
-    def __repr__(self) -> str:
-        return (
-            f"DFRAG(k={self.k}, fetch_k={self.fetch_k}, lambdas={list(self.lambdas)}, "
-            f"sampling={self.sampling!r}, incremental_context={self.incremental_context}, "
-            f"max_concurrency={self.max_concurrency})"
-        )

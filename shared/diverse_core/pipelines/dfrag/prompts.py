@@ -1,23 +1,11 @@
-"""Prompts of the DF-RAG Planner, Evaluator and Generator (Khan et al. 2026, App. A.3).
+"""Prompts of the DF-RAG Planner, Evaluator and Generator (Khan et al. 2026, App. A.3), in our
+own words with the paper's structure: a one-example Planner, a strict 0-5 per-step Evaluator with
+three worked examples (we also ask for a ``Short Answer:``, reused by the Incremental Context),
+and a Generator that answers from the passages only.
 
-Written in our own words; they keep the paper's structure:
-
-* Planner - one worked example, then the question; the plan is a numbered list of
-  sub-questions and nothing else.
-* Evaluator - a strict judge; a 0-5 scale per plan step; three worked examples (full,
-  zero and partial support); one line per step, then ``Total Score: N``. We also ask
-  for a ``Short Answer:`` line, which DF-RAG's Incremental Context reuses.
-* Generator - answer from the passages only, a short answer with no other words (the
-  instruction is given before and after the passages, as in LongBench).
-
-Every template is a ``str.format`` string; pass your own :class:`PromptSet` to change them.
-
-The structured path (chat messages + a JSON schema per role, see
-``docs/guides/structured-output.md``) uses the ``*_system`` instructions and the schemas declared
-here: :func:`planner_schema` (``{"steps": [...]}``), :func:`evaluator_schema` (per-step
-``reason`` + ``score`` 0-5, ``short_answer``, ``total_score`` 0..5n, every bound an integer enum)
-and the generator's ``{"answer": ...}``. A role whose text template you replaced keeps the text
-path (your prompt is used as written).
+Each role has a ``str.format`` text template and, for the structured path
+(``docs/guides/structured-output.md``), ``*_system`` instructions and a reply schema; a role whose
+text template you replaced keeps the text path.
 """
 
 from __future__ import annotations

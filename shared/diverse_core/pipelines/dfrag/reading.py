@@ -70,16 +70,15 @@ def _from_object(value: dict[str, Any], n_steps: int, prefer: str,
     if steps and (prefer == "steps" or stated is None):
         if stated is None:
             notes.append("no total; summed step scores")
-        return EvaluationParse(score=float(sum(steps)), step_scores=tuple(steps), stated_total=stated,
-                               source="steps", short_answer=short_answer, parsed=True, notes=tuple(notes),
-                               clipped=clipped)
-    if stated is not None:
-        return EvaluationParse(score=_clip(stated, hi), step_scores=tuple(steps), stated_total=stated,
-                               source="total", short_answer=short_answer, parsed=True, notes=tuple(notes),
-                               clipped=clipped)
-    notes.append("no score found")
-    return EvaluationParse(score=0.0, step_scores=(), stated_total=None, source="none",
-                           short_answer=short_answer, parsed=False, notes=tuple(notes))
+        score, source = float(sum(steps)), "steps"
+    elif stated is not None:
+        score, source = _clip(stated, hi), "total"
+    else:
+        notes.append("no score found")
+        return EvaluationParse(score=0.0, step_scores=(), stated_total=None, source="none",
+                               short_answer=short_answer, parsed=False, notes=tuple(notes))
+    return EvaluationParse(score=score, step_scores=tuple(steps), stated_total=stated, source=source,
+                           short_answer=short_answer, parsed=True, notes=tuple(notes), clipped=clipped)
 
 
 def read_evaluation(out: Completion, n_steps: int, prefer: str = "total",

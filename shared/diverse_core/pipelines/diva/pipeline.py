@@ -1,36 +1,20 @@
 """The DIVA pipeline (In et al. 2024, Alg. 1): diversify, verify, adapt, on the shared contract.
 
-Per question, with ``m`` interpretations:
-
-1. **Interpretations** (2 LLM calls, role ``interpreter``): name the kind of ambiguity and
-   why (prompt a), then rewrite the question into at most ``max_interpretations`` unambiguous
-   questions (prompt b). When no question can be read from the rewrite reply, the original
-   question alone drives retrieval and the result says so (a warning).
-2. **Retrieval diversification** (no LLM): the interpretations are embedded with the source's
-   own embedder (``source.aembed``); with ``search="pool"`` one first-stage pool of ``fetch_k``
-   is searched for the original question and each interpretation takes its top
-   ``per_interpretation_k`` from it (:func:`~.retrieval.diversify_pool`); with
-   ``search="source"`` each interpretation searches the source itself
-   (:func:`~.retrieval.diversify_hits`). The hits are united and pruned to ``k`` by mean
-   cosine similarity to all interpretations (Eq. 5).
-3. **Verification** (``m`` calls, role ``verifier``, concurrent up to ``max_concurrency``): does
-   the kept passage set answer each interpretation? All yes: Useful; some: PartialUseful;
-   none: Useless. Unreadable replies (and, by default, calls that failed after their retries)
-   count as yes and are flagged.
-4. **Adaptive generation** (role ``generator``): Useful / PartialUseful - extract one short
-   answer per interpretation from the passages, then write the long answer (2 calls); Useless -
-   answer from the model's own knowledge (1 call).
-
-LLM calls per query: ``2 + m + 2`` (passages route) or ``2 + m + 1`` (closed book). Retrieval
-only (``generate=False``, what the retriever faces run) stops after pruning: 2 calls
-(interpretations), or ``2 + m`` with ``verify_in_retrieval=True``; 0 calls when the
-interpretations are given to :meth:`DIVA.run`.
+Per question, with ``m`` interpretations: (1) the ``interpreter`` names the ambiguity, then
+rewrites the question into at most ``max_interpretations`` readings (2 calls; none read: the
+question alone, with a warning); (2) each reading takes its top hits (from one pool with
+``search="pool"``, from its own search with ``"source"``), the union is pruned to ``k`` by mean
+cosine to all readings (Eq. 5; no LLM); (3) the ``verifier`` asks per reading whether the kept
+passages answer it (``m`` concurrent calls: all yes Useful, some PartialUseful, none Useless;
+unreadable or failed counts as yes, flagged); (4) the ``generator`` extracts one short answer
+per reading then writes the long answer (2 calls), or answers closed book when Useless (1 call).
+Retrieval only stops after pruning (2 calls, ``2 + m`` with ``verify_in_retrieval``, 0 with
+given interpretations).
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
@@ -47,7 +31,7 @@ from ..contract import Candidates, CandidateSource, ChosenDocument
 from ..diversity import PipelineDiversity
 from ..face_fields import FaceFields
 from ..judge import QuoteIndex
-from ..options import Option
+from ..options import Option, check_choice
 from ..roles import CallPolicy, RunContext
 from .parsing import aggregate_verdicts
 from .prompts import DEFAULT_MAX_INTERPRETATIONS, DivaPrompts
@@ -119,14 +103,12 @@ class DIVA(Pipeline[DIVAResult]):
     """Diversify-verify-adapt RAG for ambiguous questions (In et al., arXiv:2409.02361).
 
     Args:
-        llm: the model for every role (``interpreter``, ``verifier``, ``generator``): anything
-            with ``complete(prompt, **kw)`` (optionally ``acomplete``), a plain callable, or a
-            ``ManagedLLM``. May be ``None`` only for retrieval-only runs with given
-            interpretations.
+        llm: the model for every role (``interpreter``, ``verifier``, ``generator``; see
+            :class:`~diverse_core.pipelines.Pipeline`); ``None`` only for retrieval-only runs
+            with given interpretations.
         interpreter_llm / verifier_llm / generator_llm: per-role overrides.
         k: passages kept after pruning (the paper's K = 5).
-        fetch_k: first-stage pool size for the question (``search="pool"``; ``None`` = the
-            source's default pool).
+        fetch_k: first-stage pool size (``search="pool"``; ``None``: the source's default).
         per_interpretation_k: hits each interpretation takes before the union.
         max_interpretations: most interpretations asked for and kept.
         search: ``"pool"`` (one first-stage search, the paper's setting) or ``"source"``
@@ -134,22 +116,16 @@ class DIVA(Pipeline[DIVAResult]):
         prune: ``"mean"`` (Eq. 5), ``"max"``, ``"round_robin"`` or ``"mmr"`` (see
             :mod:`~diverse_core.pipelines.diva.retrieval`).
         mmr_lambda: ``lambda_mult`` of ``prune="mmr"`` (``None``: 0.5, or what ``diversity`` says).
-        diversity: the shared relevance/diversity knob in [0, 1]: prune with the MMR rule at
-            ``mmr_lambda = 1 - diversity`` (``prune`` must then be ``"mmr"`` or left at its
-            default; 0 keeps the passages most similar to all interpretations, the mean score,
-            1 weighs only their novelty). ``mmr_lambda`` wins when both are given and must agree
-            (:class:`~diverse_core.errors.ConflictingParametersError`). ``None``: not used.
+        diversity: the shared knob in [0, 1]: prune with the MMR rule at ``mmr_lambda = 1 -
+            diversity`` (``prune`` must be ``"mmr"`` or left out); ``mmr_lambda`` wins when both
+            are given and must agree.
         verify_in_retrieval: also run the verification calls in retrieval-only runs (the
             retriever faces); the verdicts then appear in the documents' metadata.
-        on_verifier_error: ``"count_yes"`` (a verification call that fails after its retries
-            counts as yes and is flagged, like an unreadable reply) or ``"raise"``.
+        on_verifier_error: ``"count_yes"`` (a failed verification call counts as yes and is
+            flagged, like an unreadable reply) or ``"raise"``.
         prompts: a :class:`DivaPrompts` (our default prompts otherwise).
         max_concurrency / timeout / max_retries / backoff_base / llm_kwargs: the per-call policy
             (see :class:`~diverse_core.pipelines.Pipeline`).
-
-    Raises (from ``run``): ``LLMError`` / ``LLMTimeoutError`` when an interpretation or
-    generation call fails after its retries (or a verification call, with
-    ``on_verifier_error="raise"``).
 
     Example:
         >>> from diverse_core.pipelines import InMemorySource
@@ -174,6 +150,7 @@ class DIVA(Pipeline[DIVAResult]):
 
     name = "diva"
     OPTIONS = DIVA_OPTIONS
+    TEMPLATES = ("ambiguity", "rewrite", "verify", "extract", "answer", "closed_book")
     roles = ("interpreter", "verifier", "generator")
     requires_llm = False
     FACE = FaceFields(
@@ -204,10 +181,9 @@ class DIVA(Pipeline[DIVAResult]):
     ) -> None:
         self.per_interpretation_k = check_k(per_interpretation_k, "per_interpretation_k")
         self.max_interpretations = check_k(max_interpretations, "max_interpretations")
-        for name, value, allowed in (("search", search, SEARCH_MODES), ("prune", prune, PRUNE_MODES),
-                                     ("on_verifier_error", on_verifier_error, VERIFIER_ERROR_MODES)):
-            if value not in allowed:
-                raise InvalidParameterError(f"{name} must be one of {list(allowed)}; got {name}={value!r}")
+        self.search_mode = check_choice(search, "search", SEARCH_MODES)
+        self.on_verifier_error = check_choice(on_verifier_error, "on_verifier_error", VERIFIER_ERROR_MODES)
+        check_choice(prune, "prune", PRUNE_MODES)
         if prompts is not None and not isinstance(prompts, DivaPrompts):
             raise InvalidParameterError(f"prompts must be a DivaPrompts; got {type(prompts).__name__}")
         given = None if mmr_lambda is None else check_unit_interval(mmr_lambda, "mmr_lambda")
@@ -222,22 +198,9 @@ class DIVA(Pipeline[DIVAResult]):
         self.diversity = diversity
         roles = {"interpreter": interpreter_llm, "verifier": verifier_llm, "generator": generator_llm}
         super().__init__(llm, role_llms=roles, k=k, fetch_k=fetch_k, **policy)
-        self.search_mode = search
         self.prune = prune
         self.verify_in_retrieval = bool(verify_in_retrieval)
-        self.on_verifier_error = on_verifier_error
-        self.prompts = prompts or DivaPrompts()
-
-    # ------------------------------------------------------------------ prompts
-    _TEMPLATES = ("ambiguity", "rewrite", "verify", "extract", "answer", "closed_book")
-
-    def prompt_templates(self) -> dict[str, str]:
-        """DIVA's six templates: ``ambiguity``, ``rewrite``, ``verify``, ``extract``, ``answer``,
-        ``closed_book``."""
-        return {name: getattr(self.prompts, name) for name in self._TEMPLATES}
-
-    def _set_prompt_templates(self, templates: dict[str, str]) -> None:
-        self.prompts = dataclasses.replace(self.prompts, **templates)  # type: ignore[arg-type]
+        self.prompts: DivaPrompts = prompts or DivaPrompts()
 
     # ------------------------------------------------------------------ stages
     def _need_llm(self, role: str, why: str) -> None:
@@ -446,11 +409,4 @@ class DIVA(Pipeline[DIVAResult]):
             route=route,
             qa_pairs=qa_pairs,
             **self.finish(ctx),
-        )
-
-    def __repr__(self) -> str:
-        return (
-            f"DIVA(k={self.k}, fetch_k={self.fetch_k}, per_interpretation_k={self.per_interpretation_k}, "
-            f"max_interpretations={self.max_interpretations}, search={self.search_mode!r}, "
-            f"prune={self.prune!r}, verify_in_retrieval={self.verify_in_retrieval})"
         )

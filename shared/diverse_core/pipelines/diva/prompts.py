@@ -1,29 +1,11 @@
-"""DIVA's six prompts (In et al. 2024, App. D, Tables 7-12), written in our own words.
+"""DIVA's six prompts (In et al. 2024, App. D, Tables 7-12), in our own words with the paper's
+output formats: (a) ambiguity kinds and reason, (b) the rewrite into unambiguous questions,
+(c) a Yes/No verification per interpretation, (d) one short answer per reading, (e) the long
+answer from those pairs, (f) the closed-book long answer.
 
-They keep the paper's structure and output formats:
-
-* (a) ambiguity - name the kind(s) of ambiguity from a fixed list of labels
-  (subject, object, predicate, time, location, none) with one worked example per
-  label, then ``Reason: ...`` followed by ``Kinds: [...]`` (the paper's I_a).
-* (b) rewrite - the question plus that reason becomes a numbered list of
-  unambiguous questions ``1: ...``, at most ``max_interpretations`` (I_p).
-* (c) verify - one interpretation and the kept passages; a Yes/No judgement of
-  whether the passages answer it, ending on a ``Verdict: Yes|No`` line (I_v).
-* (d) extract - question, interpretations and passages; one ``Q<n>:`` /
-  ``A<n>:`` pair per interpretation with a short factual answer (I_e).
-* (e) answer - the question-answer pairs and passages become a long answer of at
-  least three sentences after ``Answer:`` (I_g).
-* (f) closed book - the question alone; a long answer that covers as many readings
-  as possible from the model's own knowledge after ``Answer:`` (I_l).
-
-Every template is a ``str.format`` string; pass your own :class:`DivaPrompts` to change them.
-
-The structured path (chat messages + one JSON schema per call; see
-``docs/guides/structured-output.md``) uses the ``*_system`` instructions and the schemas declared
-here: ambiguity ``{"reason", "kinds"}`` (kinds from the fixed labels), rewrite
-``{"questions": [...]}`` (at most ``max_interpretations``), verify ``{"verdict": "yes"|"no"}``,
-extract ``{"answers": [...]}`` (one per reading, in order) and the long answers
-``{"answer": ...}``. A call whose text template you replaced keeps the text path.
+Each prompt has a ``str.format`` text template and, for the structured path
+(``docs/guides/structured-output.md``), ``*_system`` instructions and a reply schema; a call whose
+text template you replaced keeps the text path.
 
 Example:
     >>> p = DivaPrompts()

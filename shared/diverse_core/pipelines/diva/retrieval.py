@@ -1,26 +1,12 @@
 """DIVA's retrieval diversification (In et al. 2024, Sec. 3.2, Eq. 4-5), LLM-free and vectorised.
 
-Given a question's interpretations (pseudo-interpretations from an LLM, or gold ones):
-
-1. every interpretation takes its top ``per_interpretation_k`` candidates (Eq. 4):
-   either from one first-stage pool (:func:`diversify_pool`: one matrix product of
-   the unit interpretation vectors with the unit pool vectors) or from its own search
-   of the source (:func:`diversify_hits`: the caller passes each interpretation's hit
-   list);
-2. the hits are united without duplicates, remembering which interpretations each
-   passage serves;
-3. the union is pruned (Eq. 5): each passage is scored by its mean cosine similarity
-   to all interpretations and the top ``k`` are kept.
-
-Besides the paper's ``prune="mean"`` three variants are offered for experiments:
-``"max"`` (best similarity to any interpretation), ``"round_robin"`` (the
-interpretations' hits taken rank by rank, first-seen order, no re-scoring) and
-``"mmr"`` (Maximal Marginal Relevance over the union, relevance = the mean score,
-query = the interpretations' centroid).
-
-Ties (equal scores) are broken by the caller's ``relevance`` (higher first) when
-given, then by first appearance in the union; hits of one interpretation tie-break
-on the lower candidate index (pools are usually given best-first).
+Every interpretation takes its top ``per_interpretation_k`` candidates (Eq. 4), from one
+first-stage pool (:func:`diversify_pool`) or from its own search (:func:`diversify_hits`); the
+hits are united, remembering which interpretations each passage serves, and pruned to ``k``
+(Eq. 5: mean cosine similarity to all interpretations). Variants of the pruning: ``"max"`` (best
+similarity to any interpretation), ``"round_robin"`` (the hits rank by rank, no re-scoring) and
+``"mmr"`` (MMR over the union: relevance = the mean score, query = the interpretations'
+centroid). Ties go to the caller's ``relevance``, then to first appearance.
 
 Example:
     >>> import numpy as np
@@ -48,6 +34,7 @@ from ...errors import (
     ZeroVectorError,
 )
 from ...validation import check_k, check_unit_interval, row_dots
+from ..options import check_choice
 
 __all__ = [
     "PRUNE_MODES",
@@ -136,12 +123,6 @@ def _unit_rows(value: ArrayLike, name: str, empty_error: type[Exception]) -> Flo
         raise ZeroVectorError(f"{name} row {int(np.argmin(norms))} has zero norm; cosine is undefined")
     unit: FloatArray = arr / norms[:, None]
     return unit
-
-
-def _check_prune(prune: str, mmr_lambda: float) -> float:
-    if prune not in PRUNE_MODES:
-        raise InvalidParameterError(f"prune must be one of {list(PRUNE_MODES)}; got prune={prune!r}")
-    return check_unit_interval(mmr_lambda, "mmr_lambda")
 
 
 def _check_relevance(relevance: ArrayLike | None, n: int) -> FloatArray | None:
@@ -240,7 +221,8 @@ def _checked(
 ) -> tuple[int, float, FloatArray, FloatArray, FloatArray | None]:
     """The validated ``k``, ``mmr_lambda``, unit candidates, unit interpretations and relevance."""
     k = check_k(k, "k")
-    lam = _check_prune(prune, mmr_lambda)
+    check_choice(prune, "prune", PRUNE_MODES)
+    lam = check_unit_interval(mmr_lambda, "mmr_lambda")
     cands = _unit_rows(candidates, candidates_name, EmptyCandidatesError)
     interps = _unit_rows(interpretations, "interpretation_embeddings", InvalidParameterError)
     if interps.shape[1] != cands.shape[1]:

@@ -204,17 +204,8 @@ class PairClassifier:
         b_idx: Sequence[int] | NDArray[np.int64],
         titles: Sequence[str] | None = None,
     ) -> Array:
-        """Batch form over embeddings the caller already has: P(both needed) per pair.
-
-        Args:
-            query_emb: the question's embedding, shape (d,).
-            doc_emb: embeddings of ``texts``, shape (n, d).
-            question: the question text.
-            texts: the documents the pair indices point into.
-            a_idx: first document of each pair.
-            b_idx: second document of each pair.
-            titles: document titles (default: parsed from ``"title: text"``).
-        """
+        """P(both needed) per pair ``(texts[a_idx[i]], texts[b_idx[i]])``, from embeddings the
+        caller already has (arguments as for :func:`~.features.pair_features`)."""
         a = np.asarray(a_idx, dtype=np.int64)
         b = np.asarray(b_idx, dtype=np.int64)
         if a.size == 0:

@@ -4,15 +4,10 @@ Two groups, all computed with arrays over a batch of pairs:
 
 * **Embedding interactions** (unit-normalised MiniLM vectors ``q``, ``a``, ``b``):
   ``a * b``, ``|a - b|``, ``q * b`` (3 x d values).
-* **Scalars** (:data:`SCALAR_NAMES`): cosines ``cos(q, a)``, ``cos(q, b)``, ``cos(a, b)``,
-  ``cos(q + a, b)`` (the concatenated-search direction) and lexical overlaps from binary
-  bag-of-words matrices: how much of B's title A's text contains (the bridge link) and the
-  reverse, shared title words, shared words and capitalised words of A and B, the share of the
-  question's content words covered by A, by B and by A and B together, and the share of each
-  title's words found in the question.
+* **Scalars** (:data:`SCALAR_NAMES`): four cosines (``cos(q + a, b)`` is the concatenated
+  search's direction) and word overlaps of titles, texts, capitalised words and the question.
 
-Titles are optional: without them the text before the first ``": "`` (the ``"title: text"``
-convention of the eval harness) is taken as the title, else none.
+A title is the text before the first ``": "`` (the eval harness's ``"title: text"``), unless given.
 
 Example:
     >>> import numpy as np
@@ -27,7 +22,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence, Set
-from functools import lru_cache
 
 import numpy as np
 from numpy.typing import NDArray
@@ -75,32 +69,13 @@ def _caps(text: str) -> set[str]:
     return {w.lower() for w in _WORD.findall(text) if w[:1].isupper() and w.lower() not in _STOP}
 
 
-#: Texts whose word sets are kept (a passage met again, e.g. in another question's candidates,
-#: is not tokenised again); bounded, keyed by the text.
-_TEXT_CACHE = 4096
-
-
-@lru_cache(maxsize=_TEXT_CACHE)
-def _token_set(text: str) -> frozenset[str]:
-    """:func:`tokens` of ``text``, cached."""
-    return frozenset(tokens(text))
-
-
-@lru_cache(maxsize=_TEXT_CACHE)
-def _caps_set(text: str) -> frozenset[str]:
-    """:func:`_caps` of ``text``, cached."""
-    return frozenset(_caps(text))
-
-
 def n_features(dim: int) -> int:
     """Length of a feature vector for embeddings of dimension ``dim``."""
     return 3 * dim + len(SCALAR_NAMES)
 
 
 def _incidence(sets: Sequence[Set[str]], vocab: dict[str, int]) -> NDArray[np.float32]:
-    """The binary (len(sets), len(vocab)) matrix of which words each set holds, set with one
-    numpy call (one per row would release the GIL once per row: a thread switch per row
-    under concurrent callers)."""
+    """The binary (len(sets), len(vocab)) matrix of which words each set holds."""
     mat = np.zeros((len(sets), len(vocab)), dtype=np.float32)
     sizes = [len(s) for s in sets]
     total = sum(sizes)
@@ -161,11 +136,11 @@ def pair_features(
             raise DimensionMismatchError(f"{len(titles)} titles for {len(texts)} texts")
         bodies = list(texts)
     used = np.unique(np.concatenate([a_idx, b_idx]))
-    word_sets = {int(i): _token_set(texts[i]) for i in used}
-    body_sets = {int(i): _token_set(bodies[i]) for i in used}
-    title_sets = {int(i): _token_set(titles[i]) for i in used}
-    cap_sets = {int(i): _caps_set(bodies[i]) for i in used}
-    q_set = _token_set(question)
+    word_sets = {int(i): tokens(texts[i]) for i in used}
+    body_sets = {int(i): tokens(bodies[i]) for i in used}
+    title_sets = {int(i): tokens(titles[i]) for i in used}
+    cap_sets = {int(i): _caps(bodies[i]) for i in used}
+    q_set = tokens(question)
     vocab: dict[str, int] = {}
     for s in (*word_sets.values(), *title_sets.values(), *cap_sets.values(), q_set):
         for w in s:

@@ -4,7 +4,7 @@ concatenation (QDC) searches, classifier selection (CFS / CIS), one Generator ca
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -17,10 +17,10 @@ from ..base import Pipeline, off_loop
 from ..contract import Candidates, CandidateSource, PipelineResult
 from ..diversity import PipelineDiversity
 from ..face_fields import FaceFields
-from ..options import Option
+from ..options import Option, check_choice
 from ..roles import CallPolicy, RunContext
-from ..structured import ANSWER_SCHEMA, DATA_NOTE, answer_text, role_request
-from .classifier import PairClassifier, default_classifier, make_scorer
+from ..structured import ANSWER_SCHEMA, DATA_NOTE, role_request
+from .classifier import PairClassifier, PairFn, default_classifier, make_scorer
 from .features import split_title
 from .select import CIS_RULES, MODES, PER_DOC, DrragSelection, default_k1, select_drrag
 
@@ -72,8 +72,6 @@ class DRRAGResult(PipelineResult):
     notes: tuple[str, ...] = ()
 
 
-PairFn = Callable[[str, str, str], float]
-
 #: The warning of a CFS/CIS run whose passages carry no title for the shipped classifier to read.
 UNTITLED_WARNING = (
     "drrag: none of the {n} candidate passages has a title (\"title: text\"); the shipped pair "
@@ -119,12 +117,10 @@ DRRAG_OPTIONS: tuple[Option, ...] = (
 class DRRAG(Pipeline[DRRAGResult]):
     """DR-RAG: find the documents a question alone does not retrieve, with one LLM call.
 
-    Stage 1 takes the ``k1`` documents most similar to the question (default ``ceil(k/2)``);
-    stage 2 searches the source again with the question followed by each stage-1 document
-    (concurrently) and examines each search's first ``m`` new hits; the ``mode`` decides what
-    comes back (see :func:`~diverse_core.pipelines.drrag.select_drrag` for the paper's readings
-    and their options). A Generator answers from the chosen documents (``generate=False``:
-    retrieval only, no LLM call at all).
+    Stage 1 takes the ``k1`` documents most similar to the question; stage 2 searches again with
+    the question followed by each stage-1 document and examines each search's first ``m`` new
+    hits; ``mode`` decides what comes back (see :func:`~diverse_core.pipelines.drrag.select_drrag`).
+    A Generator answers from the chosen documents (``generate=False``: no LLM call at all).
 
     Args:
         llm: the Generator's model (``None`` for retrieval only).
@@ -133,22 +129,18 @@ class DRRAG(Pipeline[DRRAGResult]):
         m: hits examined per concatenated search.
         mode: ``"cfs"`` (default, the paper's final method), ``"cis"`` or ``"qdc"``.
         classifier: a :class:`PairClassifier` (default: the shipped one, trained on MiniLM
-            features of TRAIN questions only; its scalar features work with any embedder, but it
-            is calibrated on MiniLM) or any ``(question, doc_a, doc_b) -> probability`` callable.
-            The shipped one reads each passage's title, the text before the first ``": "``
-            (``"Inna: Inna is a Romanian singer..."``): its strongest features compare one
-            passage's title with the other passage. On passages without titles those features
-            are empty and it accepts few pairs, so CFS/CIS return mostly stage-1 documents;
-            such a run says so in ``result.notes`` (not a warning: ``ok`` stays true).
+            features of TRAIN questions only) or any ``(question, doc_a, doc_b) -> probability``
+            callable. The shipped one compares one passage's title (the text before the first
+            ``": "``) with the other passage: without titles it accepts few pairs, which the
+            run says in ``result.notes`` (not a warning: ``ok`` stays true).
         threshold: accept a pair at this probability (default: the classifier's own threshold,
             chosen on held-out TRAIN pairs; 0.5 for a callable).
         fill: top the result up to ``k`` from the question's ranking (ours, not the paper's).
         per_doc / cis_rule / protect_stage1: the paper's ambiguous readings (see ``select_drrag``).
         fetch_k: stage-1 search size (the source's default when ``None``; at least ``k``).
         prompt: the Generator's template (``{passages}``, ``{question}``).
-        diversity: the shared knob, accepted only as ``None``: DR-RAG has no relevance/diversity
-            trade-off for it to set (any value raises ``InvalidParameterError`` saying so; ``k1``
-            and ``mode`` are its own choices).
+        diversity: the shared knob, accepted only as ``None`` (DR-RAG has no relevance/diversity
+            trade-off; any value raises ``InvalidParameterError`` saying so).
 
     Example:
         >>> from diverse_core.pipelines import InMemorySource
@@ -186,10 +178,9 @@ class DRRAG(Pipeline[DRRAGResult]):
     ) -> None:
         DRRAG_DIVERSITY.resolve("DRRAG", None, diversity)  # refuses every value but None
         super().__init__(llm, k=k, fetch_k=fetch_k, **policy)
-        for name, value, allowed in (("mode", mode, MODES), ("per_doc", per_doc, PER_DOC),
-                                     ("cis_rule", cis_rule, CIS_RULES)):
-            if value not in allowed:
-                raise InvalidParameterError(f"{name} must be one of {list(allowed)}; got {name}={value!r}")
+        self.mode = check_choice(mode, "mode", MODES)
+        self.per_doc = check_choice(per_doc, "per_doc", PER_DOC)
+        self.cis_rule = check_choice(cis_rule, "cis_rule", CIS_RULES)
         self.k1 = None if k1 is None else check_k(k1, "k1")
         if self.k1 is not None and self.k1 > self.k:
             raise InvalidParameterError(f"k1 must be <= k={self.k}; got k1={k1!r}")
@@ -197,7 +188,6 @@ class DRRAG(Pipeline[DRRAGResult]):
         self.threshold = None if threshold is None else check_unit_interval(threshold, "threshold")
         if classifier is not None and not callable(classifier):
             raise InvalidParameterError(f"classifier must be a PairClassifier or a callable; got {classifier!r}")
-        self.mode, self.per_doc, self.cis_rule = mode, per_doc, cis_rule
         self.classifier = classifier
         self.fill = bool(fill)
         self.protect_stage1 = bool(protect_stage1)
@@ -303,15 +293,7 @@ class DRRAG(Pipeline[DRRAGResult]):
             }
             (doc,) = self.choose(found, [i], scores=[pick.probability], reasons=[reason])
             documents.append(type(doc)(**{**doc.__dict__, "rank": rank, "relevance": float(relevance[pick.doc_id])}))
-        answer = None
-        if generate:
-            out, at = await ctx.ask_traced("generator", self.request(question, [d.text for d in documents]),
-                                           stage="generate")
-            answer, answer_notes = answer_text(out)
-            if answer_notes:
-                ctx.annotate(at, notes=answer_notes)
-            if not answer:
-                ctx.warn("generator: the answer is empty")
+        answer = await self.answer(ctx, self.request(question, [d.text for d in documents])) if generate else None
         return DRRAGResult(
             question=question,
             answer=answer,
@@ -324,6 +306,3 @@ class DRRAG(Pipeline[DRRAGResult]):
             notes=notes,
             **self.finish(ctx),
         )
-
-    def __repr__(self) -> str:
-        return f"DRRAG(k={self.k}, k1={self.k1}, m={self.m}, mode={self.mode!r}, fill={self.fill})"

@@ -1,42 +1,21 @@
 """DR-RAG's document selection (Hei et al. 2024, §2.2), framework-free.
 
-Stage 1 takes the ``k1`` documents most similar to the question. Stage 2 (QDC) searches
-again with the question followed by each stage-1 document; each stage-1 document in turn
-examines the first ``m`` hits of its search that are not chosen yet (documents already
-chosen are skipped and do not use up the ``m``). This module decides, from those rankings
-and a pair classifier, which documents come back:
+Stage 1 takes the ``k1`` documents most similar to the question. Stage 2 (QDC) searches again
+with the question followed by each stage-1 document; each stage-1 document in turn examines the
+first ``m`` hits of its search not chosen yet. Then:
 
 * ``"qdc"`` (eq. 1): each stage-1 document adds its best hit not already chosen.
 * ``"cfs"`` (eq. 4, the paper's final method): each stage-1 document ``d_i`` adds its first
   examined hit ``d'`` with ``C(q, d_i, d') >= threshold``; possibly none.
-* ``"cis"`` (eq. 3): start from QDC's documents and drop the stage-2 documents that no
-  stage-1 document pairs with positively.
+* ``"cis"`` (eq. 3): QDC's documents, less the stage-2 ones no stage-1 document pairs with.
 
 Where the paper is ambiguous the default follows its equations and the other reading is an
-option:
-
-* ``per_doc="first"`` (eqs. 1 and 4: "the first ... will be placed into Cnt"): one stage-2
-  document per stage-1 document. ``per_doc="all"`` (Algorithm 1, lines 14-19, and appendix
-  A.2's "until the number of retrieved documents = k"): each stage-1 document in turn adds
-  every examined hit it accepts (QDC: every examined hit). Both readings stop at ``k``.
-* How ``k`` is split: ``k1`` (default ``ceil(k / 2)``, so that one stage-2 document per
-  stage-1 document makes ``k``; the paper only states ``k1 + k2 = k``).
-* ``cis_rule="stage1"`` (eq. 3): a stage-2 document stays if the classifier accepts it with
-  at least one stage-1 document; stage-1 documents are never removed.
-  ``cis_rule="pairwise"`` (the prose and appendix A.2): all ``C(k, 2)`` pairs of the chosen
-  documents are classified and a document is removed when every pair it is in is negative;
-  ``protect_stage1=True`` (default) exempts stage-1 documents from removal. With
-  ``cis_rule="stage1"`` and ``protect_stage1=False`` the stage-1 documents are judged like
-  in the pairwise rule.
-
-Pairs are always scored with the earlier document first: ``(stage-1 doc, hit)`` for CFS
-and the ``stage1`` rule, ``(earlier, later in chosen order)`` for the pairwise rule (eq. 3
-writes the hit first; the shipped classifier is trained on both orders).
-
-``fill=True`` (ours, not the paper's) tops the result up to ``k`` with the next documents of
-the question's own similarity ranking, skipping those already chosen and those CIS removed
-(a CFS rejection only says a hit does not go with one stage-1 document, so CFS's rejected
-hits stay eligible); the paper's CFS and CIS may return fewer than ``k``.
+option: ``per_doc`` ("first": one stage-2 document per stage-1 document, eqs. 1 and 4; "all":
+every accepted hit, Algorithm 1 and App. A.2), ``k1`` (default ``ceil(k / 2)``; the paper only
+states ``k1 + k2 = k``), ``cis_rule`` ("stage1": eq. 3; "pairwise": all ``C(k, 2)`` pairs, the
+prose) with ``protect_stage1``. Pairs are scored earlier document first (the shipped classifier
+is trained on both orders). ``fill=True`` (ours) tops the result up to ``k`` from the question's
+ranking, skipping what CIS removed (CFS's rejected hits stay eligible).
 
 Example:
     >>> accept = {("a", "c")}
@@ -61,6 +40,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ...errors import DimensionMismatchError, InvalidParameterError, NonFiniteInputError
 from ...validation import check_k, check_unit_interval
+from ..options import check_choice
 
 __all__ = [
     "MODES",
@@ -140,12 +120,6 @@ def default_k1(k: int) -> int:
     return int(math.ceil(check_k(k) / 2))
 
 
-def _choice(value: object, name: str, allowed: Sequence[str]) -> str:
-    if not isinstance(value, str) or value not in allowed:
-        raise InvalidParameterError(f"{name} must be one of {list(allowed)}; got {name}={value!r}")
-    return value
-
-
 def _rank_scores(values: Sequence[float] | None, n: int) -> list[float] | None:
     """``ranking_scores`` as floats, one per ranked id; ``None`` passes through."""
     if values is None:
@@ -173,15 +147,11 @@ class _Codes:
         self.ids: list[Hashable] = []
 
     def encode(self, ids: Sequence[Hashable]) -> NDArray[np.int64]:
-        out = np.empty(len(ids), dtype=np.int64)
-        for n, doc in enumerate(ids):
-            code = self.index.get(doc)
-            if code is None:
-                code = len(self.ids)
-                self.index[doc] = code
+        for doc in ids:
+            if doc not in self.index:
+                self.index[doc] = len(self.ids)
                 self.ids.append(doc)
-            out[n] = code
-        return out
+        return np.array([self.index[doc] for doc in ids], dtype=np.int64)
 
 
 def _call_scorer(scorer: PairScorer, firsts: Sequence[Any], seconds: Sequence[Any]) -> NDArray[np.float64]:
@@ -248,9 +218,9 @@ def select_drrag(
         ('a', 'b', 'c', 'd')
     """
     k = check_k(k)
-    mode = _choice(mode, "mode", MODES)
-    per_doc = _choice(per_doc, "per_doc", PER_DOC)
-    cis_rule = _choice(cis_rule, "cis_rule", CIS_RULES)
+    mode = check_choice(mode, "mode", MODES)
+    per_doc = check_choice(per_doc, "per_doc", PER_DOC)
+    cis_rule = check_choice(cis_rule, "cis_rule", CIS_RULES)
     k1 = default_k1(k) if k1 is None else check_k(k1, "k1")
     if k1 > k:
         raise InvalidParameterError(f"k1 must be <= k={k}; got k1={k1!r}")

@@ -1,9 +1,5 @@
-"""Vendi-RAG (Rezaei & Dieng, arXiv:2502.11228): an iterative loop that retrieves with the Vendi Retrieval Score,
-reasons, answers, has an LLM judge score the answer and moves the diversity weight ``s`` by it.
-
-- :class:`VendiRAG` - the pipeline; :class:`VendiRAGResult` / :class:`IterationRecord` - its result.
-- :mod:`~diverse_core.pipelines.vendirag.s_update` - the ``s`` update rules (pure functions).
-- :class:`VendiPrompts` - the prompts; :func:`read_judgement` - the judge's ratings.
+"""Vendi-RAG (Rezaei & Dieng, arXiv:2502.11228): :class:`VendiRAG`, its result types, the ``s``
+update rules (:mod:`~diverse_core.pipelines.vendirag.s_update`) and the prompts.
 
 Example:
     >>> from diverse_core.pipelines.vendirag import next_s

@@ -20,13 +20,13 @@ from ..contract import Candidates, CandidateSource, ChosenDocument
 from ..diversity import PipelineDiversity
 from ..face_fields import FaceFields
 from ..judge import QuoteIndex
-from ..options import Option
+from ..options import Option, check_choice
 from ..roles import CallPolicy, RunContext
 from ..structured import field_text, structured_value, unusable_json
 from .judging import Judgement, read_judge_reply
 from .prompts import VendiPrompts, read_rewrite
 from .result import IterationRecord, VendiRAGResult
-from .s_update import S_UPDATES, check_s_update, next_s
+from .s_update import S_UPDATES, next_s
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -36,12 +36,6 @@ __all__ = ["VendiRAG", "VENDIRAG_DIVERSITY"]
 _FINAL = ("best", "last")
 _RETURN = ("final", "union")
 _ON_ERROR = ("stop", "raise")
-
-
-def _choice(value: object, allowed: tuple[str, ...], name: str) -> str:
-    if not isinstance(value, str) or value not in allowed:
-        raise InvalidParameterError(f"{name} must be one of {list(allowed)}; got {name}={value!r}")
-    return value
 
 
 def _flag(value: object, name: str) -> bool:
@@ -93,35 +87,29 @@ class VendiRAG(Pipeline[VendiRAGResult]):
     """Vendi-RAG: retrieve with VRS, reason, answer, have an LLM judge score the answer, move
     the diversity weight ``s`` by that score, rewrite the query, and try again.
 
-    Per iteration ``i = 1..max_iterations``: search the source with the current query ``q_i``
-    (``fetch_k`` candidates), choose ``k`` chunks by greedy VRS at ``s_i``
-    (:func:`diverse_core.select` ``"vendi"``), one **reasoning** call over ``q_i`` and the
+    Per iteration: search with the current query, choose ``k`` chunks by greedy VRS at ``s_i``
+    (:func:`diverse_core.select` ``"vendi"``), then one **reasoning** call over the query and
     chunks, one **answer** call over the *original* question, the chunks and every reasoning
-    note so far, one **judge** call rating coherence, relevance and query alignment (integers
-    1-10, JSON) -> ``Q_i = mean / 10``. Stop when ``Q_i >= threshold``; otherwise one
-    **rewrite** call gives ``q_{i+1}`` and ``s_{i+1}`` follows ``s_update``. LLM calls: 3 per
-    iteration, plus 1 rewrite per iteration that continues (plus 1 judge retry after an
-    unreadable judge reply).
-
-    Retrieval needs the LLM too: the judge's scores drive which chunks later iterations
-    retrieve, so ``run(..., generate=False)`` (and every retriever face) still runs the whole
-    loop; it only leaves ``answer`` empty.
+    note so far, and one **judge** call rating coherence, relevance and query alignment (1-10)
+    -> ``Q_i = mean / 10``. Stop when ``Q_i >= threshold``; else one **rewrite** call gives the
+    next query and ``s`` follows ``s_update``. An unreadable judge reply is asked once more, then
+    the iteration is unjudged (a warning: it cannot end the loop, ``s`` stays). Retrieval needs
+    the LLM too (the judge steers later iterations): ``generate=False`` only leaves ``answer``
+    empty.
 
     Args:
         llm: the model for every role (see :class:`~diverse_core.pipelines.Pipeline`).
         reasoner_llm / answerer_llm / judge_llm / rewriter_llm: per-role overrides.
         k: chunks per iteration.
-        fetch_k: candidates per search (``None``: the source's default pool, 50 for
-            :class:`~diverse_core.pipelines.InMemorySource` and the framework faces).
-        initial_s: ``s_1``, the first iteration's diversity weight (``None``: the paper's 0.8, or
-            what ``diversity`` says).
+        fetch_k: candidates per search (``None``: the source's default pool).
+        initial_s: the first iteration's diversity weight (``None``: the paper's 0.8, or
+            ``diversity``).
         threshold: τ, the quality that ends the loop (paper: 0.85).
         max_iterations: N.
         s_update: ``"paper"`` (``s_{i+1} = 1 - Q_i``), ``"relative"`` (the ``vendirag``
-            package's rule, relative to the best quality so far and smoothed) or ``"fixed"``
-            (see :mod:`~diverse_core.pipelines.vendirag.s_update`).
-        final: which iteration's answer and chunks are returned: ``"best"`` (highest Q, ties
-            to the later iteration; the last iteration when none was judged) or ``"last"``.
+            package's rule) or ``"fixed"`` (see :mod:`~diverse_core.pipelines.vendirag.s_update`).
+        final: the iteration returned: ``"best"`` (highest Q, ties to the later; the last when
+            none was judged) or ``"last"``.
         rewrite: rewrite the query between iterations (``False``: search the question every time).
         use_judge: ``False`` runs all ``max_iterations`` with no judge call and ``s`` fixed
             (the paper's Vendi-RAG* variant); the last iteration is returned.
@@ -129,19 +117,13 @@ class VendiRAG(Pipeline[VendiRAGResult]):
         objective: VRS objective, ``"paper"`` or ``"vendirag"`` (the package's variant).
         return_documents: ``"final"`` (the final iteration's chunks) or ``"union"`` (every
             chunk the loop used, in order of first use).
-        on_llm_error: ``"stop"`` - a reasoning/answer call that fails after its retries ends
-            the loop with the best iteration so far (raised when there is none), a failed
-            rewrite keeps the query, a failed judge call leaves the iteration unjudged; each is
-            a warning. ``"raise"`` - any failed call raises ``LLMError``.
+        on_llm_error: ``"stop"`` (a failed reasoning/answer call ends the loop with the best
+            iteration so far, raised when there is none; a failed rewrite keeps the query; a
+            failed judge call leaves the iteration unjudged; each a warning) or ``"raise"``.
         prompts: a :class:`VendiPrompts` (our default prompts otherwise).
-        diversity: the shared relevance/diversity knob in [0, 1]: ``initial_s = diversity`` (0:
-            the first iteration's chunks by relevance alone; later iterations move ``s`` by
-            ``s_update`` as without it). ``initial_s`` wins when both are given and must agree
-            (:class:`~diverse_core.errors.ConflictingParametersError`). ``None``: not used.
+        diversity: the shared knob in [0, 1]: ``initial_s = diversity``; ``initial_s`` wins when
+            both are given and must agree.
         timeout / max_retries / backoff_base / max_concurrency / llm_kwargs: the LLM call policy.
-
-    An unreadable judge reply is asked once more; if the second reply is unreadable too the
-    iteration is recorded as unjudged (a warning), it cannot end the loop and ``s`` stays.
 
     Example:
         >>> import numpy as np
@@ -160,6 +142,8 @@ class VendiRAG(Pipeline[VendiRAGResult]):
 
     name = "vendirag"
     OPTIONS = VENDIRAG_OPTIONS
+    #: (No single answer call can be streamed: the loop writes and judges its answers itself.)
+    TEMPLATES = ("reasoning", "answer", "judge", "judge_retry", "rewrite")
     roles = ("reasoner", "answerer", "judge", "rewriter")
     FACE = FaceFields(
         reports=("iterations", "final_iteration", "s_trajectory", "quality_trajectory", "quality", "stop_reason"),
@@ -202,32 +186,20 @@ class VendiRAG(Pipeline[VendiRAGResult]):
         self.diversity = diversity
         self.threshold = check_unit_interval(threshold, "threshold")
         self.max_iterations = check_k(max_iterations, "max_iterations")
-        self.s_update = check_s_update(s_update)
-        self.final = _choice(final, _FINAL, "final")
+        self.s_update = check_choice(s_update, "s_update", tuple(S_UPDATES))
+        self.final = check_choice(final, "final", _FINAL)
         self.rewrite = _flag(rewrite, "rewrite")
         self.use_judge = _flag(use_judge, "use_judge")
         self.exclude_seen = _flag(exclude_seen, "exclude_seen")
-        self.objective = _choice(objective, OBJECTIVES, "objective")
-        self.return_documents = _choice(return_documents, _RETURN, "return_documents")
-        self.on_llm_error = _choice(on_llm_error, _ON_ERROR, "on_llm_error")
+        self.objective = check_choice(objective, "objective", OBJECTIVES)
+        self.return_documents = check_choice(return_documents, "return_documents", _RETURN)
+        self.on_llm_error = check_choice(on_llm_error, "on_llm_error", _ON_ERROR)
         if prompts is not None and not isinstance(prompts, VendiPrompts):
             raise InvalidParameterError(f"prompts must be a VendiPrompts; got {type(prompts).__name__}")
-        self.prompts = prompts or VendiPrompts()
+        self.prompts: VendiPrompts = prompts or VendiPrompts()
         roles = {"reasoner": reasoner_llm, "answerer": answerer_llm, "judge": judge_llm,
                  "rewriter": rewriter_llm}
         super().__init__(llm, role_llms=roles, k=k, fetch_k=fetch_k, **policy)
-
-    # ------------------------------------------------------------------ prompts (faces expose them)
-    _TEMPLATES = ("reasoning", "answer", "judge", "judge_retry", "rewrite")
-
-    def prompt_templates(self) -> dict[str, str]:
-        """The loop's templates: ``reasoning``, ``answer``, ``judge``, ``judge_retry``, ``rewrite``.
-        (No single answer call can be streamed: the answers are written, and judged, inside the
-        loop, so :meth:`answer_prompt` stays ``None``.)"""
-        return {name: getattr(self.prompts, name) for name in self._TEMPLATES}
-
-    def _set_prompt_templates(self, templates: dict[str, str]) -> None:
-        self.prompts = dataclasses.replace(self.prompts, **templates)  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------ one LLM call
     async def _call(self, ctx: RunContext, role: str, prompt: str | RoleRequest, i: int,
@@ -389,13 +361,8 @@ class VendiRAG(Pipeline[VendiRAGResult]):
             self._warn(ctx, record, judged=self.use_judge and not failed)
             ctx.stage("iteration", iteration=i, s=s, query=query, quality=quality, s_next=s_next,
                       next_query=next_query, failures=list(step.failures))
-            if failed:
-                stop_reason = "llm_error"
-                break
-            if stop:
-                stop_reason = "threshold"
-                break
             if last:
+                stop_reason = "llm_error" if failed else "threshold" if stop else stop_reason
                 break
             assert s_next is not None and next_query is not None
             s, query = s_next, next_query
@@ -468,12 +435,4 @@ class VendiRAG(Pipeline[VendiRAGResult]):
         return tuple(
             dataclasses.replace(doc, rank=rank, reason={**doc.reason, "iterations": used[doc.id]})
             for rank, doc in enumerate(docs.values())
-        )
-
-    def __repr__(self) -> str:
-        return (
-            f"VendiRAG(k={self.k}, fetch_k={self.fetch_k}, initial_s={self.initial_s:g}, "
-            f"threshold={self.threshold:g}, max_iterations={self.max_iterations}, "
-            f"s_update={self.s_update!r}, final={self.final!r}, rewrite={self.rewrite}, "
-            f"use_judge={self.use_judge}, exclude_seen={self.exclude_seen}, objective={self.objective!r})"
         )

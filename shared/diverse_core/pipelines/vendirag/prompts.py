@@ -1,24 +1,10 @@
-"""Prompts of the Vendi-RAG loop (Rezaei & Dieng 2025, Sec. 3 and App. C), in our own words.
+"""Prompts of the Vendi-RAG loop (Rezaei & Dieng 2025, Sec. 3 and App. C), in our own words:
+reasoning notes over the iteration's query, a short answer to the *original* question, the
+judge's three 1-10 ratings (coherence, relevance, query alignment) as JSON, and a rewritten query.
 
-Four calls, in the order of Algorithm 1:
-
-* reasoning - step-by-step notes over the iteration's query and its chunks (no answer yet);
-* answer - the *original* question, the chunks and every reasoning note so far -> a short
-  answer;
-* judge - the paper's three criteria (coherence, relevance, query alignment), each an integer
-  from 1 to 10, returned as one JSON object; the judge sees the question, the answer and the
-  chunks;
-* rewrite - one new search query aimed at what is still missing.
-
-Every template is a ``str.format`` string; pass your own :class:`VendiPrompts` to change them
-(keep the judge's JSON keys: the parser reads ``coherence``, ``relevance``,
-``query_alignment``).
-
-The structured path (chat messages + one JSON schema per role; see
-``docs/guides/structured-output.md``) uses the ``*_system`` instructions and the schemas declared
-here: ``{"reasoning": ...}``, ``{"answer": ...}``, the judge's three ratings (each an integer
-enum 1..10, so grammar engines cannot return 2019) and ``{"query": ...}``. A role whose text
-template you replaced keeps the text path.
+Each role has a ``str.format`` text template (a replaced judge template must keep the JSON keys)
+and, for the structured path (``docs/guides/structured-output.md``), ``*_system`` instructions
+and a reply schema; a role whose text template you replaced keeps the text path.
 """
 
 from __future__ import annotations

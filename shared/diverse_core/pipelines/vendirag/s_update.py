@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ...errors import InvalidParameterError
+from ..options import check_choice
 
 __all__ = [
     "S_UPDATES",
@@ -36,7 +36,6 @@ __all__ = [
     "relative_rule",
     "fixed_rule",
     "next_s",
-    "check_s_update",
 ]
 
 #: Momentum of the ``"relative"`` rule's moving average (the ``vendirag`` package's default).
@@ -88,13 +87,6 @@ def fixed_rule(s: float, quality: float, best: float) -> float:
 S_UPDATES: dict[str, SRule] = {"paper": paper_rule, "relative": relative_rule, "fixed": fixed_rule}
 
 
-def check_s_update(name: object) -> str:
-    """``name`` if it names a rule, else :class:`InvalidParameterError`."""
-    if not isinstance(name, str) or name not in S_UPDATES:
-        raise InvalidParameterError(f"s_update must be one of {sorted(S_UPDATES)}; got s_update={name!r}")
-    return name
-
-
 def next_s(rule: str, s: float, quality: float, best: float) -> float:
     """The weight for the next iteration under ``rule`` (see the module docstring)."""
-    return float(S_UPDATES[check_s_update(rule)](s, quality, best))
+    return float(S_UPDATES[check_choice(rule, "s_update", tuple(S_UPDATES))](s, quality, best))
