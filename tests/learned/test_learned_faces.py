@@ -5,7 +5,7 @@ from __future__ import annotations
 import diverse_core as dc
 import numpy as np
 import pytest
-from diverse_core.learned import LearnedSelector
+from diverse_core.learned import DEFAULT_BY_FORM, LearnedSelector
 from diverse_core.registry import get_method
 
 #: MockEmbedding gives every text the same vector, so the faces' near-duplicate guard would leave
@@ -31,8 +31,9 @@ def spy(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, object]]:
 
 
 def _check_params(params: dict[str, object], choice: object) -> None:
-    """selection_params shows the model and the variant, never the texts."""
-    assert params == {"model": None, "variant": "text"}
+    """selection_params shows the model that ran (bare texts, no ids: the default for no input form) and the
+    variant, never the texts."""
+    assert params == {"model": DEFAULT_BY_FORM["none"], "variant": "text"}
 
 
 def test_core_selection_reports_variant() -> None:
@@ -40,8 +41,8 @@ def test_core_selection_reports_variant() -> None:
     q, c = rng.normal(size=8), rng.normal(size=(20, 8))
     texts = [f"T{i % 4}: text {i}" for i in range(20)]
     sel = dc.select("learned", q, c, 4, question="q?", texts=texts)
-    choice = LearnedSelector.default().choose(q, c, 4, question="q?", texts=texts)
-    assert sel.details == {"variant": "text"}
+    choice = LearnedSelector.default(DEFAULT_BY_FORM["titles"]).choose(q, c, 4, question="q?", texts=texts)
+    assert sel.details == {"variant": "text", "model": DEFAULT_BY_FORM["titles"]}
     assert sel.indices.tolist() == choice.indices.tolist()
     assert np.allclose(sel.scores, choice.scores)
     assert dc.select("learned", q, c, 4).details["variant"] == "embedding"
