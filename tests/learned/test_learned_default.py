@@ -108,7 +108,13 @@ def test_langchain_faces_name_the_default_model(form: str) -> None:
 @pytest.mark.parametrize("form", sorted(DEFAULT_BY_FORM))
 def test_llamaindex_postprocessor_names_the_default_model(form: str) -> None:
     pytest.importorskip("llama_index.core")
-    from llama_index.core.schema import NodeRelationship, NodeWithScore, QueryBundle, RelatedNodeInfo, TextNode
+    from llama_index.core.schema import (
+        NodeRelationship,
+        NodeWithScore,
+        QueryBundle,
+        RelatedNodeInfo,
+        TextNode,
+    )
 
     from llamaindex_diverse import DiverseNodePostprocessor
 

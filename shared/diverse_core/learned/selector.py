@@ -68,7 +68,7 @@ DEFAULT_MODELS: dict[str, Path] = {"chunks": _MODELS / "learned_chunks.npz",
 #: The shipped model ``learned`` runs without ``model=``, by the form of the call's inputs
 #: (:func:`input_form`), chosen on the dev splits (``benchmarks/default_model.py``).
 DEFAULT_BY_FORM: dict[str, str] = {"titles": "chunks", "titles+ids": "chunks", "ids": "paragraphs-notitle",
-                                   "none": "chunks"}
+                                   "none": "paragraphs-notitle"}
 
 #: Layout version of learned-selector files.
 FORMAT_VERSION = 1
