@@ -11,7 +11,11 @@ it is picked) and support-level where the data marks supporting texts; each mode
 a paired bootstrap 95% interval. ``--auto`` also scores ``model=None`` (the library's own choice).
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 PYTHONPATH=shared:. \\
-      python benchmarks/default_model.py --out benchmarks/results/default_model.json
+      python benchmarks/default_model.py --auto --out benchmarks/results/default_model.json
+
+``--limit hotpotqa=60 covidqa=100`` scores the first N dev questions of a set over a smaller corpus (their
+own pools' passages; custom data: every unit of their gold units' sources), for a machine where
+embedding the whole dev corpora does not fit.
 """
 
 from __future__ import annotations
@@ -49,14 +53,17 @@ def _tasks(data_dir: Path, datasets: list[str], protocols: list[str]) -> list[tu
 
 
 def _first(bench: Any, limit: int | None) -> Any:
-    """The first ``limit`` questions over the passages of their own pools (gold and distractors): a
-    smaller pooled corpus (fewer distractors than the whole dev split's)."""
+    """The first ``limit`` questions over the passages of their own pools (gold and distractors; custom data:
+    every unit of their gold units' sources): a smaller pooled corpus (fewer distractors than the whole split's)."""
     from diverse_core.eval.records import Benchmark
 
-    if limit is None or not all(r.pool_doc_ids for r in bench.records):
+    if limit is None:
         return bench
     records = bench.records[:limit]
     keep = {d for r in records for d in (*r.pool_doc_ids, *r.gold_doc_ids)}
+    if not all(r.pool_doc_ids for r in bench.records):  # custom data: every unit of the gold units' sources
+        sources = {bench.corpus[d].source for d in keep}
+        keep = {d for d, doc in bench.corpus.items() if doc.source in sources}
     corpus = {d: doc for d, doc in bench.corpus.items() if d in keep}
     return Benchmark(bench.name, records, corpus, bench.protocols, bench.metric)
 
@@ -83,7 +90,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             if (kind == "bare" and titled) or (kind == "bare" and give_names) or form not in args.forms:
                 continue
             t0 = time.perf_counter()
-            task = build_task(_first(bench, args.limit), protocol, titles=titled)
+            task = build_task(_first(bench, args.limit.get(name)), protocol, titles=titled)
             unit_emb = cache.embed(list(task.unit_texts))
             q_emb = cache.embed([r.question for r in task.records])
             if args.embed_only:
@@ -156,13 +163,14 @@ def main() -> None:
     ap.add_argument("--forms", nargs="+", default=list(FORMS))
     ap.add_argument("--k", type=int, default=5)
     ap.add_argument("--fetch-k", type=int, default=50)
-    ap.add_argument("--limit", type=int, default=None,
-                    help="first N dev questions per multi-hop set, over their own pools' passages only")
+    ap.add_argument("--limit", nargs="*", default=[], metavar="NAME=N",
+                    help="first N dev questions of set NAME, over their own passages only (see _first)")
     ap.add_argument("--n-boot", type=int, default=10_000)
     ap.add_argument("--auto", action="store_true", help="also model=None (the library's choice)")
     ap.add_argument("--embed-only", action="store_true", help="only fill the embedding cache")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
+    args.limit = {k: int(v) for k, _, v in (x.partition("=") for x in args.limit)}
     result = run(args)
     if args.embed_only:
         return

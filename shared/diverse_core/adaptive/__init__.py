@@ -38,7 +38,6 @@ from .selector import (
     diversity_lambda,
     lambda_sets,
     load_selector,
-    query_features,
 )
 from .training import QueryExample, fit_variants, query_example
 from .variant import VARIANTS, SelectorVariant, variant_feature_names
@@ -63,7 +62,6 @@ __all__ = [
     "SetScorer",
     "fit_set_scorer",
     "set_features",
-    "query_features",
     "lambda_sets",
     "coverage_labels",
     "diversity_lambda",

@@ -56,7 +56,6 @@ __all__ = [
     "FORMAT_VERSION",
     "diversity_lambda",
     "lambda_sets",
-    "query_features",
     "load_selector",
 ]
 
@@ -115,13 +114,6 @@ def diversity_lambda(diversity: float, predicted: float, lowest: float) -> float
         return (1.0 - t) * 1.0 + t * predicted
     t = 2.0 * diversity - 1.0
     return (1.0 - t) * predicted + t * lowest
-
-
-def query_features(prep: PreparedInputs, lambdas: ArrayLike) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]]:
-    """(sets (L, k), gMMR scores (L, k), base set features (L, F)) of one prepared query."""
-    sets, scores = lambda_sets(prep, lambdas)
-    feats = set_features(np.asarray(lambdas, dtype=np.float64), sets, prep.candidates, prep.relevance)
-    return sets, scores, feats
 
 
 class AdaptiveSelector:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -31,7 +31,6 @@ __all__ = [
     "check_per_question",
     "pick_variant",
     "source_lists",
-    "stacked_sweep",
     "text_inputs",
 ]
 
@@ -128,23 +127,6 @@ def check_per_question(lists: Mapping[str, Sequence[Any] | None]) -> None:
         raise InvalidParameterError("give both questions and texts (for the text variant) or neither")
 
 
-class _Choice(Protocol):
-    indices: NDArray[np.int64]
-    scores: NDArray[np.float64]
-
-
-class _Sweeping(Protocol):
-    def sweep_prepared(self, prep: PreparedInputs, diversities: Sequence[float], **kw: Any) -> Sequence[_Choice]: ...
-
-
-def stacked_sweep(selector: _Sweeping, prep: PreparedInputs, values: NDArray[np.float64],
-                  **params: Any) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-    """``(indices (L, k), scores (L, k))`` of ``selector.sweep_prepared`` over ``values`` (the ``run_sweep``
-    of a trained selector's method)."""
-    choices = selector.sweep_prepared(prep, [float(v) for v in values], **params)
-    return np.stack([c.indices for c in choices]), np.stack([c.scores for c in choices])
-
-
 @dataclass(frozen=True)
 class TrainedMethod:
     """The ``run``, ``run_sweep`` and ``check`` of a trained selector's :class:`~diverse_core.registry.MethodSpec`.
@@ -180,7 +162,8 @@ class TrainedMethod:
     def sweep(self, prep: PreparedInputs, values: NDArray[np.float64], *, model: Any = None,
               **params: Any) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
         """Every value of the ``diversity`` grid (the query's own work done once)."""
-        return stacked_sweep(self.load(self._model(model, params)), prep, values, **params)
+        choices = self.load(self._model(model, params)).sweep_prepared(prep, [float(v) for v in values], **params)
+        return np.stack([c.indices for c in choices]), np.stack([c.scores for c in choices])
 
     def _model(self, model: Any, params: Mapping[str, Any]) -> Any:
         return self.default(params) if model is None and self.default is not None else model
