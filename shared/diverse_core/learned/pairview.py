@@ -161,7 +161,7 @@ def pair_view(question: str, texts: Sequence[str], sources: Sequence[object] | N
     generation = facts[0].generation if facts else -1
     titles = None
     if shown is not None:  # the display names' words replace the texts' title words
-        given = cache.title_words(shown, generation)  # type: ignore[arg-type]
+        given = cache.title_words(shown, generation)
         titles = {i: ids for i, ids in enumerate(given) if ids is not None}
     pool = pool_words(facts, titles)
     terms, q_names = question_words(question)
