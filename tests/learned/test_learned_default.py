@@ -108,13 +108,7 @@ def test_langchain_faces_name_the_default_model(form: str) -> None:
 @pytest.mark.parametrize("form", sorted(DEFAULT_BY_FORM))
 def test_llamaindex_postprocessor_names_the_default_model(form: str) -> None:
     pytest.importorskip("llama_index.core")
-    from llama_index.core.schema import (
-        NodeRelationship,
-        NodeWithScore,
-        QueryBundle,
-        RelatedNodeInfo,
-        TextNode,
-    )
+    from llama_index.core import schema
 
     from llamaindex_diverse import DiverseNodePostprocessor
 
@@ -123,11 +117,11 @@ def test_llamaindex_postprocessor_names_the_default_model(form: str) -> None:
     nodes = []
     for i, text in enumerate(kw["texts"]):  # type: ignore[arg-type]
         meta = {"title": kw["names"][i]} if "names" in kw else {}  # type: ignore[index]
-        node = TextNode(id_=f"n{i}", text=text, metadata=meta, embedding=rng.normal(size=8).tolist())
+        node = schema.TextNode(id_=f"n{i}", text=text, metadata=meta, embedding=rng.normal(size=8).tolist())
         if "sources" in kw:
-            node.relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id=kw["sources"][i])  # type: ignore[index]
-        nodes.append(NodeWithScore(node=node, score=0.5))
-    bundle = QueryBundle(QUESTION, embedding=np.ones(8).tolist())
+            node.relationships[schema.NodeRelationship.SOURCE] = schema.RelatedNodeInfo(node_id=kw["sources"][i])  # type: ignore[index]
+        nodes.append(schema.NodeWithScore(node=node, score=0.5))
+    bundle = schema.QueryBundle(QUESTION, embedding=np.ones(8).tolist())
     out = DiverseNodePostprocessor(top_n=3, method="learned").postprocess_nodes(nodes, bundle)
     assert [n.node.metadata["selection_params"]["model"] for n in out] == [DEFAULT_BY_FORM[form]] * 3
 
