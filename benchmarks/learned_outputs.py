@@ -37,7 +37,7 @@ def _bare(text: str) -> str:
     return body if sep else text
 
 
-def _pools(cache_dir: str | None, n_questions: int) -> Iterator[tuple[str, Any]]:
+def _pools(cache_dir: str | None, n_questions: int, custom: str | None = None) -> Iterator[tuple[str, Any]]:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from diverse_core.embedders import get_default_embedder
     from diverse_core.eval.datasets import load_dataset
@@ -46,15 +46,21 @@ def _pools(cache_dir: str | None, n_questions: int) -> Iterator[tuple[str, Any]]
     from diverse_core.eval.runner import question_inputs, top_candidates
 
     cache = DiskEmbeddingCache(get_default_embedder(), "all-MiniLM-L6-v2", cache_dir, progress=False)
-    for protocol in ("chunks", "paragraphs"):
-        task = build_task(load_dataset("hotpotqa"), protocol)
+    for protocol in ("chunks", "paragraphs") if custom is None else ("paragraphs",):
+        if custom is None:
+            task = build_task(load_dataset("hotpotqa"), protocol)
+        else:  # a custom-data folder (diverse_core.eval.customdata) instead of HotpotQA dev
+            from diverse_core.eval.customdata import load_custom_dir
+
+            task = build_task(load_custom_dir(custom), protocol, titles=False)
         units = cache.embed(list(task.unit_texts))
         queries = cache.embed([r.question for r in task.records])
         for inp in question_inputs(task, units, queries, top_candidates(task, units, queries, 50), 5)[:n_questions]:
             yield protocol, inp
 
 
-def run_all(cache_dir: str | None, n_questions: int) -> dict[tuple[Any, ...], tuple[list[int], list[float]]]:
+def run_all(cache_dir: str | None, n_questions: int,
+            custom: str | None = None) -> dict[tuple[Any, ...], tuple[list[int], list[float]]]:
     """Every choice, keyed by (protocol, qid, model, variant, diversity, warm)."""
     from diverse_core.adaptive import AdaptiveSelector
     from diverse_core.learned import LearnedSelector
@@ -62,7 +68,7 @@ def run_all(cache_dir: str | None, n_questions: int) -> dict[tuple[Any, ...], tu
 
     out: dict[tuple[Any, ...], tuple[list[int], list[float]]] = {}
     adaptive = AdaptiveSelector.default()
-    for protocol, inp in _pools(cache_dir, n_questions):
+    for protocol, inp in _pools(cache_dir, n_questions, custom):
         for variant, kw in {"embedding": {}, "text": {"question": inp.question, "texts": list(inp.texts)}}.items():
             for warm in (False, True):
                 if not warm:
@@ -96,8 +102,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache-dir", default=None)
     ap.add_argument("--questions", type=int, default=200, help="dev questions per protocol (default 200)")
     ap.add_argument("--atol", type=float, default=1e-12)
+    ap.add_argument("--custom", default=None, help="pools of this custom-data folder instead of HotpotQA dev")
     args = ap.parse_args(argv)
-    got = run_all(args.cache_dir, args.questions)
+    got = run_all(args.cache_dir, args.questions, args.custom)
     if args.action == "dump":
         with open(args.path, "wb") as fh:
             pickle.dump(got, fh)

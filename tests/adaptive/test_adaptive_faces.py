@@ -65,8 +65,8 @@ def spy(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, object]]:
     calls: list[dict[str, object]] = []
     original = AdaptiveSelector.choose_prepared
 
-    def choose_prepared(self, prep, *, question=None, texts=None, variant="auto"):  # type: ignore[no-untyped-def]
-        choice = original(self, prep, question=question, texts=texts, variant=variant)
+    def choose_prepared(self, prep, *, question=None, texts=None, variant="auto", **kw):  # type: ignore[no-untyped-def]
+        choice = original(self, prep, question=question, texts=texts, variant=variant, **kw)
         calls.append({"question": question, "texts": None if texts is None else list(texts),
                       "choice": choice})
         return choice

@@ -175,3 +175,34 @@ def test_shipped_model_is_small_and_loads() -> None:
     assert sel.variants["embedding"].scorer.feature_names[: len(FEATURE_NAMES)] == FEATURE_NAMES
     assert sel.info.get("protocol") == "chunks"
     assert tuple(sel.lambdas) == DEFAULT_LAMBDAS
+
+
+def test_one_call_holds_no_n_by_n_matrix() -> None:
+    """Issue 44: the set features read the picks' cosine columns (n·L·k), so a call's traced peak stays
+    well under one (n, n) float64 matrix (it was above it: fetch_k = 10,000 took 1 GiB)."""
+    import tracemalloc
+
+    rng = np.random.default_rng(0)
+    n = 5000
+    q, c = rng.normal(size=32), rng.normal(size=(n, 32))
+    dc.select("adaptive", q, c[:60], 5)  # model file loaded, lazy imports done
+    tracemalloc.start()
+    try:
+        dc.select("adaptive", q, c, 5)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 0.6 * n * n * 8
+
+
+def test_pick_cosines_are_the_full_matrix_columns() -> None:
+    from diverse_core.adaptive.features import pick_cosines
+
+    rng = np.random.default_rng(3)
+    unit = rng.normal(size=(40, 8))
+    unit /= np.linalg.norm(unit, axis=1, keepdims=True)
+    sets = rng.integers(0, 40, size=(6, 4))
+    np.testing.assert_allclose(pick_cosines(unit, sets), (unit @ unit.T)[:, sets], atol=1e-12)
+    rel = unit @ unit[0]
+    np.testing.assert_allclose(set_features([0.5] * 6, sets, unit, rel),
+                               set_features([0.5] * 6, sets, unit, rel, sim=unit @ unit.T), atol=1e-12)

@@ -31,9 +31,9 @@ def test_dfrag_adaptive_evaluator_reads_the_question_and_the_texts(pool, monkeyp
     seen: list[tuple[object, object]] = []
     original = AdaptiveSelector.choose_prepared
 
-    def spy(self, prep, *, question=None, texts=None, variant="auto"):
+    def spy(self, prep, *, question=None, texts=None, variant="auto", **kw):
         seen.append((question, None if texts is None else list(texts)))
-        return original(self, prep, question=question, texts=texts, variant=variant)
+        return original(self, prep, question=question, texts=texts, variant=variant, **kw)
 
     monkeypatch.setattr(AdaptiveSelector, "choose_prepared", spy)
     for run in (lambda p: p.run("Which chunk?", texts, query, cands, generate=False),

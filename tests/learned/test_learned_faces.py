@@ -5,7 +5,7 @@ from __future__ import annotations
 import diverse_core as dc
 import numpy as np
 import pytest
-from diverse_core.learned import LearnedSelector
+from diverse_core.learned import DEFAULT_BY_FORM, LearnedSelector, default_model
 from diverse_core.registry import get_method
 
 #: MockEmbedding gives every text the same vector, so the faces' near-duplicate guard would leave
@@ -30,9 +30,10 @@ def spy(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, object]]:
     return calls
 
 
-def _check_params(params: dict[str, object], choice: object) -> None:
-    """selection_params shows the model and the variant, never the texts."""
-    assert params == {"model": None, "variant": "text"}
+def _check_params(params: dict[str, object], call: dict[str, object]) -> None:
+    """selection_params shows the model that ran (the default for the call's input form) and the variant,
+    never the texts."""
+    assert params == {"model": default_model(call), "variant": "text"}
 
 
 def test_core_selection_reports_variant() -> None:
@@ -40,8 +41,8 @@ def test_core_selection_reports_variant() -> None:
     q, c = rng.normal(size=8), rng.normal(size=(20, 8))
     texts = [f"T{i % 4}: text {i}" for i in range(20)]
     sel = dc.select("learned", q, c, 4, question="q?", texts=texts)
-    choice = LearnedSelector.default().choose(q, c, 4, question="q?", texts=texts)
-    assert sel.details == {"variant": "text"}
+    choice = LearnedSelector.default(DEFAULT_BY_FORM["titles"]).choose(q, c, 4, question="q?", texts=texts)
+    assert sel.details == {"variant": "text", "model": DEFAULT_BY_FORM["titles"]}
     assert sel.indices.tolist() == choice.indices.tolist()
     assert np.allclose(sel.scores, choice.scores)
     assert dc.select("learned", q, c, 4).details["variant"] == "embedding"
@@ -74,7 +75,7 @@ def _check_lc(docs: list, call: dict[str, object], question: str, n: int) -> Non
     assert isinstance(texts, list) and len(texts) == n
     assert [d.page_content for d in docs] == [texts[i] for i in choice.indices]  # type: ignore[attr-defined]
     for d in docs:
-        _check_params(d.metadata["selection_params"], choice)
+        _check_params(d.metadata["selection_params"], call)
         assert not any(isinstance(v, list) and v == texts for v in d.metadata.values())
 
 
@@ -159,7 +160,7 @@ def _check_li(out: list, call: dict[str, object], question: str, texts: list[str
         texts[i] for i in choice.indices  # type: ignore[attr-defined]
     ]
     for n in out:
-        _check_params(n.node.metadata["selection_params"], choice)
+        _check_params(n.node.metadata["selection_params"], call)
 
 
 def _embed_mode():  # type: ignore[no-untyped-def]

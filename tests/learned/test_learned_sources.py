@@ -88,8 +88,9 @@ def test_select_passes_sources_and_they_change_the_picks() -> None:
     texts = [f"window {i} of the Alpha page about the Beta prize." for i in range(5)] + [
         f"other text {i} mentions Gamma." for i in range(15)]
     sources = ["alpha"] * 5 + [f"doc{i}" for i in range(15)]
-    plain = dc.select("learned", q, cands, 4, question="Who won the Beta prize?", texts=texts)
-    grouped = dc.select("learned", q, cands, 4, question="Who won the Beta prize?", texts=texts, sources=sources)
+    plain = dc.select("learned", q, cands, 4, question="Who won the Beta prize?", texts=texts, model="chunks")
+    grouped = dc.select("learned", q, cands, 4, question="Who won the Beta prize?", texts=texts, sources=sources,
+                        model="chunks")
     assert int(np.sum(plain.indices < 5)) > int(np.sum(grouped.indices < 5))
     assert int(np.sum(grouped.indices < 5)) <= 1
 

@@ -4,7 +4,8 @@ Importing this package registers the core method ``"adaptive"``, so
 ``diverse_core.select("adaptive", query, candidates, k)`` (and every framework face
 that takes a method name) runs gMMR over the λ grid and keeps the set the shipped
 model prefers. ``select("adaptive", ..., question=q, texts=texts)`` uses the text-aware
-variant (the faces and the harness pass both). ``select(..., model="path.npz")`` uses a model you trained with
+variant (the faces and the harness pass both); ``sources=`` and ``names=`` are taken as ``learned`` takes them
+(the shipped model reads neither). ``select(..., model="path.npz")`` uses a model you trained with
 :meth:`AdaptiveSelector.fit`; :meth:`AdaptiveSelector.choose` also returns the chosen λ.
 
 Example:
@@ -37,7 +38,6 @@ from .selector import (
     diversity_lambda,
     lambda_sets,
     load_selector,
-    query_features,
 )
 from .training import QueryExample, fit_variants, query_example
 from .variant import VARIANTS, SelectorVariant, variant_feature_names
@@ -62,7 +62,6 @@ __all__ = [
     "SetScorer",
     "fit_set_scorer",
     "set_features",
-    "query_features",
     "lambda_sets",
     "coverage_labels",
     "diversity_lambda",
@@ -87,8 +86,9 @@ _METHOD = TrainedMethod(load_selector, AdaptiveSelector, (),
 #: The ``adaptive`` selection method (registered by ``import diverse_core``).
 SPEC = MethodSpec(
     name="adaptive", run=_METHOD.run,
-    defaults={"model": None, "variant": "auto", "question": None, "texts": None, "diversity": None},
-    check=_METHOD.check, param="diversity", run_sweep=_METHOD.sweep, reads_text=True,
+    defaults={"model": None, "variant": "auto", "question": None, "texts": None, "sources": None, "names": None,
+              "diversity": None},
+    check=_METHOD.check, param="diversity", run_sweep=_METHOD.sweep, reads_text=True, reads_sources=True,
     diversity=DiversityMap(
         "diversity", float,
         "its own parameter: None = the predicted λ*; lambda_mult piecewise linear through "

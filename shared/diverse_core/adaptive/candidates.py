@@ -16,6 +16,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .features import picked_pairs
+
 __all__ = ["GOLD_SET_FEATURES", "gold_set_features"]
 
 FloatArray = NDArray[np.float64]
@@ -36,7 +38,8 @@ def gold_set_features(probabilities: ArrayLike, sim: ArrayLike, sets: ArrayLike,
 
     Args:
         probabilities: each candidate's gold probability, shape (n,).
-        sim: candidate cosine similarities, shape (n, n).
+        sim: candidate cosine similarities, shape (n, n), or the picks' columns
+            (:func:`~diverse_core.adaptive.features.pick_cosines`, shape (n, L, k)).
         sets: candidate indices of each set in pick order, shape (L, k).
         novel_below: a pick counts as novel when its cosine to every earlier pick is below this.
     """
@@ -45,7 +48,7 @@ def gold_set_features(probabilities: ArrayLike, sim: ArrayLike, sets: ArrayLike,
     idx = np.asarray(sets, dtype=np.int64)
     k = idx.shape[1]
     picked = p[idx]  # (L, k)
-    pair = s[idx[:, :, None], idx[:, None, :]]  # (L, k, k)
+    pair = picked_pairs(s, idx)  # (L, k, k)
     lower = np.tril(np.ones((k, k), dtype=bool), k=-1)
     closest = np.where(lower[None], pair, -1.0).max(axis=2)  # first pick: -1 (nothing before it)
     ordered = -np.sort(-picked, axis=1)

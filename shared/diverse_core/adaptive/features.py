@@ -7,7 +7,8 @@ it covers, how much it shares with the other sets, and how the pool itself looks
 (crossed with ``lambda_mult``, so a linear scorer can learn "on this kind of pool,
 diversify more"). Everything is computed from embeddings and relevance scores, so the
 selector needs no text and no LLM; all the work is array operations over the
-``(L, k)`` sets and the ``(n, n)`` candidate similarities (no loop over candidates).
+``(L, k)`` sets and the cosines of every candidate to the picks (:func:`pick_cosines`: n·L·k
+values, never an (n, n) matrix; no loop over candidates).
 
 Example:
     >>> import numpy as np
@@ -35,6 +36,7 @@ __all__ = [
     "POOL_FEATURES",
     "LEXICAL_SET_FEATURES",
     "set_features",
+    "pick_cosines",
     "pool_features",
     "lexical_set_features",
 ]
@@ -109,6 +111,27 @@ def pool_features(unit: FloatArray, relevance: FloatArray, k: int) -> FloatArray
     )
 
 
+def pick_cosines(unit: ArrayLike, sets: ArrayLike) -> FloatArray:
+    """(n, L, k): the cosine of every candidate to every pick of every set, from the distinct picks'
+    columns only (n·L·k values, not an (n, n) matrix). ``unit``: unit-length candidates (n, d).
+
+    Example:
+        >>> pick_cosines(np.eye(3), np.array([[0, 2]]))[:, 0].tolist()
+        [[1.0, 0.0], [0.0, 0.0], [0.0, 1.0]]
+    """
+    u = np.asarray(unit, dtype=np.float64)
+    idx = np.asarray(sets, dtype=np.int64)
+    cols, at = np.unique(idx, return_inverse=True)
+    return np.asarray((u @ u[cols].T)[:, at.reshape(idx.shape)], dtype=np.float64)
+
+
+def picked_pairs(sim: FloatArray, idx: NDArray[np.int64]) -> FloatArray:
+    """(L, k, k) cosines among each set's picks, from the (n, n) cosines or :func:`pick_cosines` (n, L, k)."""
+    if sim.ndim == 3:
+        return sim[idx, np.arange(idx.shape[0])[:, None]]
+    return sim[idx[:, :, None], idx[:, None, :]]
+
+
 def set_features(
     lambdas: ArrayLike, sets: ArrayLike, unit: ArrayLike, relevance: ArrayLike, *, sim: FloatArray | None = None
 ) -> FloatArray:
@@ -120,7 +143,8 @@ def set_features(
         unit: unit-length candidate embeddings, shape (n, d).
         relevance: relevance of each candidate to the query, shape (n,) (cosine by default;
             scores beyond [-1, 1] are divided by their largest magnitude first).
-        sim: ``unit @ unit.T`` when the caller has it (one (n, n) matrix per query, not two).
+        sim: ``unit @ unit.T`` (n, n) or :func:`pick_cosines` (n, L, k) when the caller has it
+            (default: :func:`pick_cosines`).
 
     Returns:
         Array of shape (L, len(FEATURE_NAMES)), float64.
@@ -134,7 +158,7 @@ def set_features(
         rel = rel / top
     n_sets, k = idx.shape
     n = u.shape[0]
-    sim = u @ u.T if sim is None else sim  # (n, n)
+    sim = pick_cosines(u, idx) if sim is None else sim
     order = np.argsort(-rel, kind="stable")
     rank = np.empty(n, dtype=np.float64)
     rank[order] = np.arange(n, dtype=np.float64)
@@ -143,11 +167,11 @@ def set_features(
     top2 = order[:k2]
 
     rel_sets = rel[idx]  # (L, k)
-    pair = sim[idx[:, :, None], idx[:, None, :]]  # (L, k, k)
+    pair = picked_pairs(sim, idx)  # (L, k, k)
     eye = np.eye(k, dtype=bool)
     masked = np.where(eye, -np.inf, pair)
     red_max = masked.max(axis=(1, 2)) if k > 1 else np.zeros(n_sets)
-    cover = sim[:, idx].max(axis=2)  # (n, L): best cosine of each candidate to each set
+    cover = (sim if sim.ndim == 3 else sim[:, idx]).max(axis=2)  # (n, L): best cosine of each candidate to each set
     w = np.clip(rel - rel.min(), 0.0, None) + 1e-12
     member = np.zeros((n_sets, n), dtype=np.float64)
     np.put_along_axis(member, idx, 1.0, axis=1)

@@ -40,10 +40,10 @@ from ..errors import InvalidParameterError
 from ..text.view import text_view
 from ..trained.candidates import candidate_features
 from ..trained.gold import read_model_file
-from ..trained.inputs import check_per_question, pick_variant, text_inputs
+from ..trained.inputs import check_per_question, pick_variant, source_lists, text_inputs
 from ..tuning import argmax_upper_median
 from ..validation import PreparedInputs, check_values, prepare_inputs
-from .features import set_features
+from .features import pick_cosines, set_features
 from .model import DEFAULT_ALPHAS
 from .training import QueryExample, fit_variants, lambda_sets, query_example
 from .variant import VARIANTS, SelectorVariant, variant_features
@@ -56,7 +56,6 @@ __all__ = [
     "FORMAT_VERSION",
     "diversity_lambda",
     "lambda_sets",
-    "query_features",
     "load_selector",
 ]
 
@@ -115,13 +114,6 @@ def diversity_lambda(diversity: float, predicted: float, lowest: float) -> float
         return (1.0 - t) * 1.0 + t * predicted
     t = 2.0 * diversity - 1.0
     return (1.0 - t) * predicted + t * lowest
-
-
-def query_features(prep: PreparedInputs, lambdas: ArrayLike) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]]:
-    """(sets (L, k), gMMR scores (L, k), base set features (L, F)) of one prepared query."""
-    sets, scores = lambda_sets(prep, lambdas)
-    feats = set_features(np.asarray(lambdas, dtype=np.float64), sets, prep.candidates, prep.relevance)
-    return sets, scores, feats
 
 
 class AdaptiveSelector:
@@ -199,9 +191,11 @@ class AdaptiveSelector:
         return p
 
     def _predict(
-        self, prep: PreparedInputs, question: str | None, texts: Sequence[str] | None, variant: str
+        self, prep: PreparedInputs, question: str | None, texts: Sequence[str] | None, variant: str,
+        sources: Sequence[Any] | None = None, names: Sequence[str | None] | None = None,
     ) -> tuple[AdaptiveChoice, NDArray[np.float64]]:
         """The native choice (every grid λ's set scored, the best λ* kept) and every set's gMMR scores."""
+        source_lists(sources, names, prep.n)  # checked as learned checks them; no feature of this model reads them
         given = text_inputs(question, texts, prep.n)
         view = None if given is None else text_view(*given)
         name = pick_variant(self.variants, view is not None, variant)
@@ -210,7 +204,7 @@ class AdaptiveSelector:
         unit, rel = prep.candidates, prep.relevance
         used_view = view if name == "text" else None
         prob = chosen.gold.probabilities(candidate_features(unit, rel, prep.k, used_view))  # cosines in row blocks
-        sim = unit @ unit.T  # the one (n, n) matrix of the call: 8 n^2 bytes
+        sim = pick_cosines(unit, sets)  # (n, L, k): no (n, n) matrix
         base = set_features(self.lambdas, sets, unit, rel, sim=sim)
         feats = variant_features(base, self.lambdas, sets, rel, sim, prob, used_view)
         predicted = chosen.scorer.scores(feats)
@@ -226,20 +220,24 @@ class AdaptiveSelector:
         texts: Sequence[str] | None = None,
         variant: str = "auto",
         diversity: float | None = None,
+        sources: Sequence[Any] | None = None,
+        names: Sequence[str | None] | None = None,
     ) -> AdaptiveChoice:
         """:meth:`choose` on already validated inputs."""
-        native, grid_scores = self._predict(prep, question, texts, variant)
+        native, grid_scores = self._predict(prep, question, texts, variant, sources, names)
         if diversity is None:
             return native
         return self._at_diversities(prep, native, grid_scores, [diversity])[0]
 
     def sweep_prepared(
         self, prep: PreparedInputs, diversities: Sequence[float], *, question: str | None = None,
-        texts: Sequence[str] | None = None, variant: str = "auto",
+        texts: Sequence[str] | None = None, variant: str = "auto", sources: Sequence[Any] | None = None,
+        names: Sequence[str | None] | None = None,
     ) -> list[AdaptiveChoice]:
         """One :meth:`choose_prepared` per value of ``diversities``: λ* predicted once, the sets of
         off-grid λ computed in one batched gMMR sweep."""
-        return self._at_diversities(prep, *self._predict(prep, question, texts, variant), diversities)
+        return self._at_diversities(prep, *self._predict(prep, question, texts, variant, sources, names),
+                                    diversities)
 
     def _at_diversities(self, prep: PreparedInputs, native: AdaptiveChoice, grid_scores: NDArray[np.float64],
                         diversities: Sequence[float]) -> list[AdaptiveChoice]:
@@ -270,6 +268,8 @@ class AdaptiveSelector:
         texts: Sequence[str] | None = None,
         variant: str = "auto",
         diversity: float | None = None,
+        sources: Sequence[Any] | None = None,
+        names: Sequence[str | None] | None = None,
     ) -> AdaptiveChoice:
         """The chosen λ and its gMMR set for one query.
 
@@ -284,10 +284,13 @@ class AdaptiveSelector:
                 ``"embedding"`` (ignore the texts).
             diversity: ``None`` (default): the predicted λ*; a value in [0, 1] moves away from it
                 (:func:`diversity_lambda`: 0 -> λ = 1, 0.5 -> λ*, 1 -> the grid's lowest λ).
+            sources, names: one source id and display name per candidate, as for
+                :meth:`~diverse_core.learned.LearnedSelector.choose` (checked the same way); the shipped
+                model has no source feature, so they do not change its choice.
         """
         given = {} if diversity is None else {"diversity": diversity}  # the native call unchanged without it
         return self.choose_prepared(prepare_inputs(query, candidates, k, relevance), question=question, texts=texts,
-                                    variant=variant, **given)
+                                    variant=variant, sources=sources, names=names, **given)
 
     @classmethod
     def fit(

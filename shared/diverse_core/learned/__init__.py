@@ -6,8 +6,10 @@ the set greedily, each pick the candidate a trained model finds most likely to b
 evidence that the picks do not cover yet (see :mod:`~diverse_core.learned.selector`).
 ``sources=[...]`` (one id per candidate: page, file or parent document) tells it which
 candidates come from the same source, ``names=[...]`` their display names; without them the
-``"title: "`` prefix of each text is read as both. ``model="paragraphs"`` uses the model trained on whole passages, ``model="path.npz"`` one you
-trained with :meth:`LearnedSelector.fit`; without texts the embedding-only variant runs.
+``"title: "`` prefix of each text is read as both. Without ``model=`` the shipped model that fits
+what the call gives runs (:data:`DEFAULT_BY_FORM`: titles, source ids, both or neither; named in
+``details["model"]``); ``model="paragraphs"`` uses the model trained on whole passages, ``model="path.npz"``
+one you trained with :meth:`LearnedSelector.fit`; without texts the embedding-only variant runs.
 
 Example:
     >>> import numpy as np
@@ -17,7 +19,7 @@ Example:
     >>> sel = dc.select("learned", rng.normal(size=8), rng.normal(size=(30, 8)), k=3, question="Which page?",
     ...                 texts=texts, sources=[f"p{i % 4}" for i in range(30)])
     >>> len(sel.indices), sel.details
-    (3, {'variant': 'text'})
+    (3, {'variant': 'text', 'model': 'chunks'})
 """
 
 from __future__ import annotations
@@ -28,11 +30,13 @@ from .card import ModelCard, card_path
 from .greedy import greedy_picks
 from .pairview import PairView, pair_view
 from .selector import (
+    DEFAULT_BY_FORM,
     DEFAULT_MODELS,
     FORMAT_VERSION,
     VARIANTS,
     LearnedChoice,
     LearnedSelector,
+    default_model,
     load_learned,
 )
 from .state import (
@@ -77,6 +81,7 @@ __all__ = [
     "cross_validate",
     "step_rows",
     "load_learned",
+    "DEFAULT_BY_FORM",
     "DEFAULT_MODELS",
     "FORMAT_VERSION",
     "VARIANTS",
@@ -88,8 +93,8 @@ __all__ = [
 
 _METHOD = TrainedMethod(
     load_learned, LearnedSelector, DEFAULT_MODELS,
-    "None (the shipped chunks model), 'chunks', 'paragraphs', a path to a saved model or a LearnedSelector",
-    lambda choice, _: {"variant": choice.variant},
+    "None (the shipped model that fits the inputs), a shipped name, a path to a saved model or a LearnedSelector",
+    lambda choice, _: {"variant": choice.variant}, default_model,
 )
 
 #: The ``learned`` selection method (registered by ``import diverse_core``).

@@ -23,10 +23,10 @@ from itertools import count
 import numpy as np
 from numpy.typing import NDArray
 
-from ..errors import DimensionMismatchError, InvalidParameterError
 from ..text.cache import BODY, NAME, TERM, TITLE, facts_cache
 from ..text.view import pool_words, question_columns, question_words
 from ..trained.candidates import CandidateText, SharedNames
+from ..trained.inputs import source_lists
 
 __all__ = ["TEXT_PAIRS", "Entries", "PairView", "pair_view"]
 
@@ -120,29 +120,14 @@ class PairView:
         return row
 
 
-def _check_per_candidate(values: Sequence[object] | None, n: int, what: str) -> list[object] | None:
-    if values is None:
-        return None
-    if isinstance(values, (str, bytes)):
-        raise InvalidParameterError(f"{what} must be a sequence with one entry per candidate, not a string; "
-                                    f"got {what}={values[:40]!r}")
-    out = list(values)
-    if len(out) != n:
-        raise DimensionMismatchError(f"{what} must give one entry per candidate; got {len(out)} for {n} candidates")
-    return out
-
-
 def _source_ids(keys: IntArray, src: list[object] | None) -> IntArray:
     """One id per candidate; equal ids: same source (the prefix title's key, or the caller's ids)."""
     n = keys.shape[0]
     own = -1 - np.arange(n, dtype=np.int64)  # a source of its own
     if src is None:
         return np.where(keys >= 0, keys, own)  # equal keys: equal prefix titles
-    codes: dict[object, int] = {}
-    try:  # each source's id: the position of its first candidate
-        ids = np.fromiter(map(codes.setdefault, src, count()), dtype=np.int64, count=n)
-    except TypeError as exc:
-        raise InvalidParameterError(f"sources must hold hashable ids (str, int, ...) or None; {exc}") from exc
+    codes: dict[object, int] = {}  # each source's id: the position of its first candidate
+    ids = np.fromiter(map(codes.setdefault, src, count()), dtype=np.int64, count=n)
     for unknown in (None, ""):  # no source: one of its own
         if unknown in codes:
             ids = np.where(ids == codes[unknown], own, ids)
@@ -170,16 +155,13 @@ def pair_view(question: str, texts: Sequence[str], sources: Sequence[object] | N
         [1.0, 1.0, 0.0]
     """
     n = len(texts)
-    src = _check_per_candidate(sources, n, "sources")
-    shown = _check_per_candidate(names, n, "names")
-    if shown is not None and not all(x is None or isinstance(x, str) for x in shown):
-        raise InvalidParameterError("names must hold strings (or None), one per candidate")
+    src, shown = source_lists(sources, names, n)
     cache = facts_cache()
     facts = cache.get_many(texts)
     generation = facts[0].generation if facts else -1
     titles = None
     if shown is not None:  # the display names' words replace the texts' title words
-        given = cache.title_words(shown, generation)  # type: ignore[arg-type]
+        given = cache.title_words(shown, generation)
         titles = {i: ids for i, ids in enumerate(given) if ids is not None}
     pool = pool_words(facts, titles)
     terms, q_names = question_words(question)

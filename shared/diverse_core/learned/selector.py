@@ -35,6 +35,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..errors import InvalidParameterError, ModelFeatureMismatchError
+from ..text.tokens import split_title
 from ..trained.gold import GoldModel, read_model_file
 from ..trained.inputs import VARIANTS, check_per_question, pick_variant, text_inputs
 from ..validation import PreparedInputs, prepare_inputs
@@ -43,11 +44,14 @@ from .state import RENAMED, QueryState, feature_names
 from .training import DEFAULT_TRAIN_CONFIG, LearnedExample, StepModels, TrainConfig, fit_step_models
 
 __all__ = [
+    "DEFAULT_BY_FORM",
     "DEFAULT_MODELS",
     "FORMAT_VERSION",
     "LearnedChoice",
     "LearnedSelector",
     "VARIANTS",
+    "default_model",
+    "input_form",
     "load_learned",
 ]
 
@@ -60,6 +64,11 @@ DEFAULT_MODELS: dict[str, Path] = {"chunks": _MODELS / "learned_chunks.npz",
                                    "paragraphs": _MODELS / "learned_paragraphs.npz",
                                    "chunks-notitle": _MODELS / "learned_chunks_notitle.npz",
                                    "paragraphs-notitle": _MODELS / "learned_paragraphs_notitle.npz"}
+
+#: The shipped model ``learned`` runs without ``model=``, by the form of the call's inputs
+#: (:func:`input_form`), chosen on the dev splits (``benchmarks/default_model.py``).
+DEFAULT_BY_FORM: dict[str, str] = {"titles": "chunks", "titles+ids": "chunks", "ids": "paragraphs-notitle",
+                                   "none": "paragraphs-notitle"}
 
 #: Layout version of learned-selector files.
 FORMAT_VERSION = 1
@@ -335,9 +344,28 @@ def _load_cached(path: str) -> LearnedSelector:
     return LearnedSelector.load(path)
 
 
+def input_form(texts: Sequence[str] | None, sources: Sequence[Any] | None, names: Sequence[Any] | None) -> str:
+    """What a call gives: ``"titles"`` (``names``, or most texts start with a ``"title: "`` prefix),
+    ``"ids"`` (``sources``), ``"titles+ids"`` (both) or ``"none"``.
+
+    Example:
+        >>> input_form(["Dune: a novel.", "Herbert: an author."], None, None), input_form(["a", "b"], ["x", "y"], None)
+        ('titles', 'ids')
+    """
+    titled = any(v is not None for v in names or ()) or (
+        texts is not None and 2 * sum(isinstance(t, str) and bool(split_title(t)[0]) for t in texts) > len(texts))
+    ids = any(v is not None and not (isinstance(v, str) and not v) for v in sources or ())
+    return ("titles+ids" if ids else "titles") if titled else ("ids" if ids else "none")
+
+
+def default_model(params: Mapping[str, Any]) -> str:
+    """The shipped model for a call without ``model=``: :data:`DEFAULT_BY_FORM` of its :func:`input_form`."""
+    return DEFAULT_BY_FORM[input_form(params.get("texts"), params.get("sources"), params.get("names"))]
+
+
 def load_learned(model: str | Path | LearnedSelector | None) -> LearnedSelector:
     """The selector for the ``model`` parameter of the ``learned`` method (None: the shipped ``chunks`` model;
-    ``"chunks"`` / ``"paragraphs"``: that shipped model)."""
+    a shipped name: that model; the method itself runs :func:`default_model` for None)."""
     if isinstance(model, LearnedSelector):
         return model
     if model is None:

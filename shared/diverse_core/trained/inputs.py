@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -30,7 +30,7 @@ __all__ = [
     "check_choice_params",
     "check_per_question",
     "pick_variant",
-    "stacked_sweep",
+    "source_lists",
     "text_inputs",
 ]
 
@@ -53,6 +53,33 @@ def text_inputs(question: str | None, texts: Sequence[str] | None, n: int) -> tu
     if len(texts) != n:
         raise DimensionMismatchError(f"texts must give one text per candidate; got {len(texts)} texts for {n} candidates")
     return question, texts
+
+
+def source_lists(sources: Sequence[object] | None, names: Sequence[object] | None,
+                 n: int) -> tuple[list[object] | None, list[str | None] | None]:
+    """``sources`` and ``names`` as lists, checked: one entry per candidate, hashable ids, names strings or None.
+
+    Raises:
+        DimensionMismatchError: another length. InvalidParameterError: a string instead of a sequence,
+            an unhashable id, a name that is not a string.
+    """
+    out: list[list[Any] | None] = []
+    for what, values in (("sources", sources), ("names", names)):
+        if values is not None and isinstance(values, (str, bytes)):
+            raise InvalidParameterError(f"{what} must be a sequence with one entry per candidate, not a string; "
+                                        f"got {what}={values[:40]!r}")
+        got = None if values is None else list(values)
+        if got is not None and len(got) != n:
+            raise DimensionMismatchError(f"{what} must give one entry per candidate; got {len(got)} for {n} candidates")
+        out.append(got)
+    src, shown = out
+    try:
+        dict.fromkeys(src or ())
+    except TypeError as exc:
+        raise InvalidParameterError(f"sources must hold hashable ids (str, int, ...) or None; {exc}") from exc
+    if shown is not None and not all(x is None or isinstance(x, str) for x in shown):
+        raise InvalidParameterError("names must hold strings (or None), one per candidate")
+    return src, shown
 
 
 def pick_variant(available: Collection[str], has_text: bool, variant: str) -> str:
@@ -100,23 +127,6 @@ def check_per_question(lists: Mapping[str, Sequence[Any] | None]) -> None:
         raise InvalidParameterError("give both questions and texts (for the text variant) or neither")
 
 
-class _Choice(Protocol):
-    indices: NDArray[np.int64]
-    scores: NDArray[np.float64]
-
-
-class _Sweeping(Protocol):
-    def sweep_prepared(self, prep: PreparedInputs, diversities: Sequence[float], **kw: Any) -> Sequence[_Choice]: ...
-
-
-def stacked_sweep(selector: _Sweeping, prep: PreparedInputs, values: NDArray[np.float64],
-                  **params: Any) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-    """``(indices (L, k), scores (L, k))`` of ``selector.sweep_prepared`` over ``values`` (the ``run_sweep``
-    of a trained selector's method)."""
-    choices = selector.sweep_prepared(prep, [float(v) for v in values], **params)
-    return np.stack([c.indices for c in choices]), np.stack([c.scores for c in choices])
-
-
 @dataclass(frozen=True)
 class TrainedMethod:
     """The ``run``, ``run_sweep`` and ``check`` of a trained selector's :class:`~diverse_core.registry.MethodSpec`.
@@ -127,6 +137,8 @@ class TrainedMethod:
         shipped: the names of the shipped models ``model`` may give.
         accepted: what ``model`` may be, in words (said in the error).
         details: ``details(choice, diversity) -> dict`` for ``Selection.details``.
+        default: ``default(params) -> name``: the shipped model to run when ``model`` is None, chosen
+            from the call's inputs, and said in the details as ``model`` (``None``: ``load(None)``).
     """
 
     load: Callable[[Any], Any]
@@ -134,18 +146,27 @@ class TrainedMethod:
     shipped: Collection[str]
     accepted: str
     details: Callable[[Any, float | None], dict[str, Any]]
+    default: Callable[[Mapping[str, Any]], str] | None = None
 
     def run(self, prep: PreparedInputs, *, model: Any = None, diversity: float | None = None,
             **params: Any) -> tuple[NDArray[np.int64], NDArray[np.float64], dict[str, Any]]:
         """The selection of one query (``params``: variant, question, texts, and sources/names if read)."""
         given = {} if diversity is None else {"diversity": diversity}  # the native call unchanged without it
+        model = self._model(model, params)
         choice = self.load(model).choose_prepared(prep, **params, **given)
-        return choice.indices, choice.scores, self.details(choice, diversity)
+        details = self.details(choice, diversity)
+        if self.default is not None and isinstance(model, (str, Path)):
+            details["model"] = str(model)
+        return choice.indices, choice.scores, details
 
     def sweep(self, prep: PreparedInputs, values: NDArray[np.float64], *, model: Any = None,
               **params: Any) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
         """Every value of the ``diversity`` grid (the query's own work done once)."""
-        return stacked_sweep(self.load(model), prep, values, **params)
+        choices = self.load(self._model(model, params)).sweep_prepared(prep, [float(v) for v in values], **params)
+        return np.stack([c.indices for c in choices]), np.stack([c.scores for c in choices])
+
+    def _model(self, model: Any, params: Mapping[str, Any]) -> Any:
+        return self.default(params) if model is None and self.default is not None else model
 
     def check(self, params: dict[str, Any]) -> dict[str, Any]:
         """``model`` checked (a shipped name, an existing file or a selector), then :func:`check_choice_params`."""
