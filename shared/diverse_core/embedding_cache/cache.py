@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -167,14 +167,7 @@ class EmbeddingCache:
         """The cached vector of each text (``None`` for a miss), the distinct misses, their positions."""
         with self._lock:
             rows = self._rows
-            try:  # every text cached (the common case): C-level passes, rows of one dimension
-                found: list[Vector | None] = list(map(rows.__getitem__, texts))
-            except KeyError:
-                found = [rows.get(t) for t in texts]
-            else:
-                deque(map(rows.move_to_end, texts), maxlen=0)  # each one most recent, in order
-                self.hits += len(texts)
-                return found, [], []
+            found = [rows.get(t) for t in texts]
             where: dict[str, list[int]] = {}
             for pos, (text, row) in enumerate(zip(texts, found, strict=True)):
                 if row is None:
