@@ -59,7 +59,7 @@ LEVELS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
     (5, "trained base", ("diverse_core.trained",)),
     (6, "trained", ("diverse_core.adaptive", "diverse_core.learned")),
     (7, "registration", ("diverse_core.builtin_methods",)),
-    (8, "entry points", ("diverse_core.api", "diverse_core.plan")),
+    (8, "entry points", ("diverse_core.api", "diverse_core.plan", "diverse_core.embedder_check")),
     (9, "pipelines", ("diverse_core.pipelines", "diverse_core.dfrag")),
     (10, "package", ("diverse_core",)),
     (11, "faces", ("langchain_diverse", "llamaindex_diverse")),

@@ -1,0 +1,103 @@
+"""Does a trained method run on vectors of an embedder it was not trained on? Say so once per process.
+
+The trained methods (``learned``, ``adaptive``) read cosines standardised with the statistics of
+their training embedder (the shipped models: all-MiniLM-L6-v2). Another embedder puts its cosines
+on another scale (multilingual-e5-small: 0.79-0.89 on pools where MiniLM gives 0.28-0.68), and the
+features then mean something else. The faces call :func:`check_embedder` once per retriever: when
+the embeddings object names its model and that name is not among the training embedders, one
+warning goes to the ``diverse_core`` logger per (method, embedder) and process. An embeddings
+object that names no model (a test fake, a custom class) is left alone.
+
+Example:
+    >>> class Embeddings:
+    ...     model_name = "BAAI/bge-small-en-v1.5"
+    >>> embedder_name(Embeddings())
+    'BAAI/bge-small-en-v1.5'
+    >>> same_embedder("sentence-transformers/all-MiniLM-L6-v2", "all-MiniLM-L6-v2")
+    True
+    >>> same_embedder("intfloat/multilingual-e5-small", "multilingual-e5-small-q4")
+    True
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from .adaptive import load_selector
+from .learned import DEFAULT_BY_FORM, load_learned
+
+__all__ = ["check_embedder", "embedder_name", "same_embedder", "trained_embedders"]
+
+logger = logging.getLogger("diverse_core")
+
+#: Attributes that name the model of common embeddings classes (LangChain, LlamaIndex, ours).
+NAME_ATTRIBUTES = ("model_name", "model", "model_id")
+
+_WARNED: set[tuple[str, str]] = set()
+_LOCK = threading.Lock()
+
+
+def embedder_name(embeddings: object) -> str | None:
+    """The model name ``embeddings`` declares (``model_name``, ``model`` or ``model_id``), or ``None``."""
+    for attribute in NAME_ATTRIBUTES:
+        value = getattr(embeddings, attribute, None)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return None
+
+
+def _key(name: str) -> str:
+    base = name.rstrip("/").rsplit("/", 1)[-1].lower()
+    return re.sub(r"[-_.](q\d(_\d)?|int8|fp16|gguf)$", "", base)  # a quantised build of the same model
+
+
+def same_embedder(a: str, b: str) -> bool:
+    """Whether two model names name one model (hub organisation, letter case and a quantisation suffix ignored)."""
+    return _key(a) == _key(b)
+
+
+def trained_embedders(method: str, params: Mapping[str, Any]) -> frozenset[str]:
+    """The embedders the model(s) a ``method`` call can run were trained on (empty: not a trained method).
+
+    ``learned`` without ``model=`` can run any shipped model of :data:`DEFAULT_BY_FORM`; a model
+    file that records no embedder counts as trained on nothing known (no warning).
+    """
+    if method == "learned":
+        model = params.get("model")
+        selectors: list[Any] = ([load_learned(model)] if model is not None
+                                else [load_learned(name) for name in sorted(set(DEFAULT_BY_FORM.values()))])
+    elif method == "adaptive":
+        selectors = [load_selector(params.get("model"))]
+    else:
+        return frozenset()
+    return frozenset(str(s.info["embedder"]) for s in selectors if s.info.get("embedder"))
+
+
+def check_embedder(method: str, params: Mapping[str, Any], embeddings: object) -> str | None:
+    """Warn (once per process, method and embedder) when ``embeddings`` is not what ``method`` was trained on.
+
+    Returns:
+        The warning's text when this call logged it, else ``None``.
+    """
+    used = embedder_name(embeddings)
+    if used is None:
+        return None
+    trained = trained_embedders(method, params)
+    if not trained or any(same_embedder(used, name) for name in trained):
+        return None
+    with _LOCK:
+        if (method, _key(used)) in _WARNED:
+            return None
+        _WARNED.add((method, _key(used)))
+    message = (
+        f"method={method!r} was trained on vectors of {', '.join(sorted(trained))}, but this retriever embeds "
+        f"with {used!r}: its features read cosines on another scale, so its picks may fall behind gmmr's. "
+        "Compare it with gmmr on your questions (diverse-rag bench) or train a model on your embedder's "
+        "vectors (docs: guides/train-your-own)"
+    )
+    logger.warning(message)
+    return message
