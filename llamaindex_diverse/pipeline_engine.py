@@ -137,7 +137,7 @@ class PipelineRetriever(BaseRetriever):
     def _llm_from_settings(cls, options: dict[str, Any]) -> bool:
         """Whether ``llm=None`` means LlamaIndex's ``Settings.llm`` (else: no LLM): when the class
         allows it and retrieval with ``options`` needs an LLM (the pipeline's ``FACE``)."""
-        return cls.llm_default_from_settings and cls.pipeline_class.FACE.reads_settings_llm(options)
+        return cls.llm_default_from_settings and cls.pipeline_class.FACE.retrieval_llm(options)
 
     @classmethod
     def response_metadata(cls, result: PipelineResult) -> dict[str, Any]:
