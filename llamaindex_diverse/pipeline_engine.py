@@ -152,11 +152,6 @@ class PipelineRetriever(BaseRetriever):
         """The core pipeline."""
         return self._pipeline
 
-    @property
-    def source(self) -> LlamaIndexSource:
-        """The candidate source the pipeline searches."""
-        return self._source
-
     def _get_prompt_modules(self) -> PromptMixinType:
         return {"retriever": self._retriever} if isinstance(self._retriever, BaseRetriever) else {}
 
