@@ -241,7 +241,6 @@ class DRRAG(Pipeline[DRRAGResult]):
             k,
             mode=self.mode, k1=k1, m=self.m, scorer=scorer, threshold=threshold, fill=self.fill,
             per_doc=self.per_doc, cis_rule=self.cis_rule, protect_stage1=self.protect_stage1,
-            ranking_scores=first.relevance.tolist(), hit_scores=[h.relevance.tolist() for h in hits],
         )
         return selection, pool, calls["pairs"]
 
