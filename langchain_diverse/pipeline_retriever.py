@@ -143,11 +143,6 @@ class PipelineRetriever(BaseRetriever):
         values = result.fields(tuple(cls.document_fields.values()))
         return {key: values[name] for key, name in cls.document_fields.items()}
 
-    @classmethod
-    def chain_fields(cls, result: PipelineResult) -> dict[str, Any]:
-        """Extra fields of the chain's output (default: ``chain_keys``)."""
-        return result.fields(cls.chain_keys)
-
     # -- plumbing ----------------------------------------------------------------
     def _source(self, callbacks: Any) -> LangChainSource:
         return LangChainSource(
@@ -254,7 +249,7 @@ def create_pipeline_chain(retriever: PipelineRetriever) -> Runnable[Any, dict[st
             "warnings": list(result.warnings),
             "cost": result.cost.to_dict(),
             "result": result,
-            **retriever.chain_fields(result),
+            **result.fields(retriever.chain_keys),
         }
 
     def invoke(inputs: Any, config: RunnableConfig) -> dict[str, Any]:

@@ -137,7 +137,7 @@ class PipelineRetriever(BaseRetriever):
     def _llm_from_settings(cls, options: dict[str, Any]) -> bool:
         """Whether ``llm=None`` means LlamaIndex's ``Settings.llm`` (else: no LLM): when the class
         allows it and retrieval with ``options`` needs an LLM (the pipeline's ``FACE``)."""
-        return cls.llm_default_from_settings and cls.pipeline_class.FACE.reads_settings_llm(options)
+        return cls.llm_default_from_settings and cls.pipeline_class.FACE.retrieval_llm(options)
 
     @classmethod
     def response_metadata(cls, result: PipelineResult) -> dict[str, Any]:
@@ -151,11 +151,6 @@ class PipelineRetriever(BaseRetriever):
     def pipeline(self) -> Pipeline:
         """The core pipeline."""
         return self._pipeline
-
-    @property
-    def source(self) -> LlamaIndexSource:
-        """The candidate source the pipeline searches."""
-        return self._source
 
     def _get_prompt_modules(self) -> PromptMixinType:
         return {"retriever": self._retriever} if isinstance(self._retriever, BaseRetriever) else {}

@@ -145,7 +145,7 @@ def test_dfrag_binary_search_sampling(pool):
     assert groups.key_of(res.lambda_star) == groups.key_of(peak)
     assert llm.calls["evaluator"] < len(groups.groups)
     assert any(v is None for v in res.lambda_scores.values())
-    assert sum(cs.evaluated for cs in res.candidate_sets) == llm.calls["evaluator"]
+    assert sum(cs.score is not None for cs in res.candidate_sets) == llm.calls["evaluator"]
 
 
 def test_dfrag_incremental_context_reaches_generator(pool):

@@ -160,7 +160,6 @@ class Pipeline(ABC, Generic[R]):
         if llm is None and self.requires_llm:
             raise InvalidParameterError(f"{type(self).__name__} needs an LLM; got llm=None")
         self.llms = LLMRoles(self.roles, llm, overrides=role_llms, **policy)
-        self.max_concurrency = self.llms.max_concurrency
 
     # ------------------------------------------------------------------ the contract
     @abstractmethod

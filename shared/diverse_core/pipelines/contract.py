@@ -109,6 +109,29 @@ class Candidates:
             positions=tuple(int(p) for p in positions) if positions is not None else None,
         )
 
+    @classmethod
+    def union(cls, query: str, founds: Sequence[Candidates], query_embedding: Any) -> Candidates:
+        """Every candidate of ``founds`` once (by id, in first-seen order), with its relevance to
+        ``query_embedding``; positions only when every one has its position.
+
+        Example:
+            >>> import numpy as np
+            >>> a = Candidates.build("q", ["x", "y"], ["1", "2"], np.eye(2), np.array([1.0, 0.0]))
+            >>> Candidates.union("q", [a, a.take([1])], np.array([0.0, 1.0])).relevance.tolist()
+            [0.0, 1.0]
+        """
+        first: dict[str, tuple[Candidates, int]] = {}
+        for found in founds:
+            for i, cid in enumerate(found.ids):
+                first.setdefault(cid, (found, i))
+        where = list(first.values())
+        positions = [f.positions[i] for f, i in where if f.positions is not None]
+        return cls.build(
+            query, [f.texts[i] for f, i in where], list(first), np.vstack([f.embeddings[i] for f, i in where]),
+            query_embedding, payloads=[f.payloads[i] for f, i in where],
+            positions=positions if len(positions) == len(where) else None,
+        )
+
     def __len__(self) -> int:
         return len(self.texts)
 

@@ -4,7 +4,7 @@ and :data:`~diverse_core.pipeline_names.BUILTIN_PIPELINES`.
 
 Example:
     >>> face = FaceFields(reports=("lambda", "scores"), labels={"scores": "lambda_scores"})
-    >>> face.label("scores"), face.label("lambda"), face.reads_settings_llm({})
+    >>> face.label("scores"), face.label("lambda"), face.retrieval_llm({})
     ('lambda_scores', 'lambda', True)
 """
 
@@ -46,7 +46,3 @@ class FaceFields:
     def label(self, name: str) -> str:
         """The metadata label of the reported field ``name``."""
         return self.labels.get(name, name)
-
-    def reads_settings_llm(self, options: Mapping[str, Any]) -> bool:
-        """Whether retrieval with ``options`` needs an LLM (see :attr:`retrieval_llm`)."""
-        return self.retrieval_llm(options)

@@ -24,13 +24,9 @@ become the verdict when the model quotes it. Every reader works in three steps.
    passage line or sentence is flagged too; a verdict that was removed as a quote but states
    something else than the model's flags the reply as well.
 
-Cost: the passages are normalised once per reply (a few C-level passes over their text:
-``casefold``, ``translate``, ``replace``, ``split``) into a set of lines and sentences and
-one flat string; the reply is then scanned once. Each candidate's echo test is one substring
-search of the flat string, and the searches of one reply cover at most
-``MAX_ECHO_SCANS * (passages + reply)`` characters (:data:`MAX_ECHO_SCANS`; further candidates
-count as possible echoes, unsearched), so reading a reply costs ``O(passages + reply)`` - a
-10 MB passage is read in about 0.4 s (``benchmarks/judge_parse_cost.py``).
+Cost: ``O(passages + reply)``: the passages are normalised once (:class:`QuoteIndex`) and the echo
+searches of one reply are capped (:data:`MAX_ECHO_SCANS`); a 10 MB passage is read in about 0.4 s
+(``benchmarks/judge_parse_cost.py``).
 
 Example:
     >>> passages = ["Trivia night. Total Score: 10 points to the winners."]
@@ -50,7 +46,7 @@ import re
 import string
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 __all__ = [
     "FieldParse",
@@ -73,6 +69,8 @@ MIN_QUOTE = 12
 MAX_ECHO_SCANS = 32
 #: Most failed JSON decodes per reply (each costs up to the reply's length).
 MAX_JSON_ATTEMPTS = 256
+
+T = TypeVar("T")
 
 _SPACE = re.compile(r"\s+")
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+")
@@ -251,6 +249,13 @@ def own_text(reply: str, sources: Sequence[str] | QuoteIndex = (), *, min_quote:
     return _own_lines(reply, index)[0]
 
 
+def _split(reply: str, sources: Sequence[str] | QuoteIndex, find: Callable[[str], T]) -> tuple[QuoteIndex, T, T]:
+    """``(index, find(own text), find(removed quotes))`` of a reply (see :func:`own_text`)."""
+    index = QuoteIndex.of(sources)
+    own, removed = _own_lines(reply, index)
+    return index, find(own), find("\n".join(removed))
+
+
 @dataclass(frozen=True)
 class _Candidate:
     value: Any
@@ -387,11 +392,8 @@ def read_field(
         >>> read_field("It is not Answer: Paris", "answer").parsed
         False
     """
-    index = QuoteIndex.of(sources)
-    own, removed = _own_lines(reply, index)
     rx_label = label or _label(name)
-    live = _field_candidates(own, rx_label, pattern, own_line)
-    quoted = _field_candidates("\n".join(removed), rx_label, pattern, own_line)
+    index, live, quoted = _split(reply, sources, lambda text: _field_candidates(text, rx_label, pattern, own_line))
     return _resolve(name, live, quoted, index, conservative)
 
 
@@ -467,15 +469,13 @@ def read_numbered(
         >>> got.value, got.ambiguous
         ({1: '0', 2: '3'}, True)
     """
-    index = QuoteIndex.of(sources)
-    own, removed = _own_lines(reply, index)
-    label = _label(name)
+    index, live, removed = _split(reply, sources, lambda text: _numbered(text, _label(name), pattern))
     per: dict[int, list[_Candidate]] = {}
-    for number, cand in _numbered(own, label, pattern):
+    for number, cand in live:
         if number in per or limit is None or len(per) < limit:
             per.setdefault(number, []).append(cand)
     quoted: dict[int, list[_Candidate]] = {}
-    for number, cand in _numbered("\n".join(removed), label, pattern):
+    for number, cand in removed:
         quoted.setdefault(number, []).append(cand)
     if not per:
         return FieldParse(None, False, notes=(f"no numbered {name!r} lines",))
@@ -540,10 +540,7 @@ def read_json_object(
         >>> got.value, got.ambiguous
         ({'a': 1, 'b': 2}, True)
     """
-    index = QuoteIndex.of(sources)
-    own, removed = _own_lines(reply, index)
-    live, capped = _objects(own, keys)
-    quoted, _ = _objects("\n".join(removed), keys)
+    index, (live, capped), (quoted, _) = _split(reply, sources, lambda text: _objects(text, keys))
     got = _resolve("JSON verdict", live, quoted, index, conservative, f"no JSON object with keys {list(keys)}")
     if capped:
         note = f"more than {MAX_JSON_ATTEMPTS} malformed JSON objects; the rest of the reply was not read"
@@ -584,6 +581,5 @@ def read_yes_no(reply: str, *, sources: Sequence[str] | QuoteIndex = ()) -> Fiel
         >>> got.value, got.ambiguous
         (False, True)
     """
-    index = QuoteIndex.of(sources)
-    own, removed = _own_lines(reply, index)
-    return _resolve("verdict", _yes_no(own), _yes_no("\n".join(removed)), index, _no, "no yes/no verdict")
+    index, live, quoted = _split(reply, sources, _yes_no)
+    return _resolve("verdict", live, quoted, index, _no, "no yes/no verdict")

@@ -78,13 +78,11 @@ class InMemorySource:
         self.ids = tuple(str(i) for i in ids) if ids is not None else tuple(str(i) for i in range(len(texts)))
         self.default_k = check_k(default_k, "default_k")
         self._cache = _DEFAULT_CACHE.get() if embedder is None else EmbeddingCache(embedder)
-        self._given_embedder = embedder
         self._query_vectors = {q: np.asarray(v, dtype=np.float32).reshape(-1) for q, v in (query_vectors or {}).items()}
         self._matrix: NDArray[np.float32] | None = None
         if embeddings is not None:
             self._matrix = self._checked(np.asarray(embeddings, dtype=np.float32))
         self._lock = threading.Lock()
-        self.searches = 0
 
     def _checked(self, matrix: NDArray[np.float32]) -> NDArray[np.float32]:
         if matrix.ndim != 2 or matrix.shape[0] != len(self.texts):
@@ -149,8 +147,6 @@ class InMemorySource:
         norms = np.linalg.norm(matrix, axis=1).astype(np.float64) * float(np.linalg.norm(qv))
         sims = np.divide(matrix @ qv, norms, out=np.zeros(len(self.texts)), where=norms > 0)
         order = self._order(sims, k)
-        with self._lock:
-            self.searches += 1
         return Candidates.build(
             query,
             [self.texts[i] for i in order],

@@ -1,16 +1,9 @@
 """Tolerant parsers for Planner and Evaluator output.
 
-The Evaluator's reply is read by the shared judge parser (:mod:`diverse_core.pipelines.judge`):
-lines it quotes from the passages it was shown (a passage saying ``Total Score: 10`` or
-``Answer: ...``) are not its verdict. The format is pinned: a ``Total Score`` counts standing on
-its own line; different totals, step values or short answers are flagged as ambiguous and read
-as the judge parser says - the model's own value over one that could be quoted passage text,
-else the lowest score (the last short answer).
-
-Real LLM output wraps the requested format in prose, markdown (``**Score:** 4``),
-bullets or headings, skips the total, or goes past the scale. The parsers never
-raise on such text: a plan falls back to the question itself, an evaluation that
-yields no score at all is reported as unparsed (the pipeline scores it 0 and flags it).
+The Evaluator's reply is read by the shared judge parser (:mod:`diverse_core.pipelines.judge`), so
+what it quotes from the passages is never its verdict. The parsers never raise on prose, markdown
+or scores past the scale: a plan falls back to the question itself, an evaluation with no score at
+all is reported as unparsed (the pipeline scores it 0 and flags it).
 """
 
 from __future__ import annotations
@@ -160,6 +153,13 @@ def parse_evaluation(
     hi = MAX_STEP_SCORE * n_steps
     if stated is not None and not 0.0 <= stated <= hi:
         notes.append(f"total clipped to 0..{hi:g}")
+    return scored(steps, stated, hi, prefer, short, notes, ambiguous)
+
+
+def scored(steps: list[float], stated: float | None, hi: float, prefer: str, short: str | None,
+           notes: list[str], ambiguous: bool = False) -> EvaluationParse:
+    """The evaluation from read (already clipped) step scores and the stated total, on either path:
+    the step sum or the total clipped to ``0..hi``, as ``prefer`` and what was found say."""
     source = "steps" if steps and (prefer == "steps" or stated is None) else "total" if stated is not None else "none"
     if source == "steps" and stated is None:
         notes.append("no total; summed step scores")

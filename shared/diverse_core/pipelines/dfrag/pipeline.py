@@ -180,27 +180,6 @@ class DFRAG(Pipeline[DFRAGResult]):
         roles = {"planner": planner_llm, "evaluator": evaluator_llm, "generator": generator_llm}
         super().__init__(llm, role_llms=roles, k=k, fetch_k=fetch_k, **policy)
 
-    # The models per role (kept for callers of the first API).
-    @property
-    def llm(self) -> Any:
-        """The default (wrapped) model."""
-        return self.llms.default
-
-    @property
-    def planner_llm(self) -> Any:
-        """The Planner's wrapped model."""
-        return self.llms["planner"]
-
-    @property
-    def evaluator_llm(self) -> Any:
-        """The Evaluator's wrapped model."""
-        return self.llms["evaluator"]
-
-    @property
-    def generator_llm(self) -> Any:
-        """The Generator's wrapped model."""
-        return self.llms["generator"]
-
     # ------------------------------------------------------------------ prompts
     def answer_prompt(self, result: PipelineResult) -> tuple[str, str] | None:
         """The Generator's prompt for a retrieval-only DF-RAG result."""

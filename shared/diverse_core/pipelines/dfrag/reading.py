@@ -1,14 +1,7 @@
-"""Reading DF-RAG's Planner and Evaluator replies on either path.
+"""Reading DF-RAG's Planner and Evaluator replies on either path, into the same result types.
 
-A structured reply (a decoded, schema-shaped JSON object) is read field by field; any other
-reply - the text path, or a structured reply that could not be decoded - goes through the text
-parsers of :mod:`.parsing` (which ignore what the reply quotes from the passages). Both give the
-same result types, so the pipeline does not care which path a call took.
-
-On the structured path a value outside its bound (a step score of 7, a total above ``5 * n``)
-is flagged in the schema notes *and* in the parse (``clipped=True`` with a note, as the text
-parser does), so the pipeline warns about it; nothing is clipped silently. A passage that says
-"Total Score: 10" cannot change the verdict here: only the ``total_score`` field is read.
+A structured reply is read field by field (only ``total_score`` is a total; a value out of bounds
+is clipped *and* flagged, ``clipped=True``); any other reply goes through :mod:`.parsing`.
 """
 
 from __future__ import annotations
@@ -19,7 +12,15 @@ from typing import Any
 
 from ...llm.base import Completion
 from ..structured import structured_value
-from .parsing import MAX_STEP_SCORE, EvaluationParse, PlanParse, parse_evaluation, parse_plan
+from .parsing import (
+    MAX_STEP_SCORE,
+    EvaluationParse,
+    PlanParse,
+    _clip,
+    parse_evaluation,
+    parse_plan,
+    scored,
+)
 from .prompts import MAX_PLAN_STEPS
 
 __all__ = ["read_plan", "read_evaluation"]
@@ -44,10 +45,6 @@ def read_plan(out: Completion, question: str) -> tuple[PlanParse, tuple[str, ...
     return parse_plan(out.text, question, max_steps=MAX_PLAN_STEPS), notes
 
 
-def _clip(value: float, hi: float) -> float:
-    return min(max(value, 0.0), hi)
-
-
 def _from_object(value: dict[str, Any], n_steps: int, prefer: str,
                  notes: list[str]) -> EvaluationParse:
     raw_steps = [s.get("score") for s in value.get("steps", ()) if isinstance(s, dict)][:n_steps]
@@ -66,19 +63,7 @@ def _from_object(value: dict[str, Any], n_steps: int, prefer: str,
         notes.append(f"total {stated:g} out of range 0..{hi:g}; clipped")
     short = value.get("short_answer")
     short_answer = short.strip() if isinstance(short, str) and short.strip() else None
-    clipped = any("clipped" in n for n in notes)
-    if steps and (prefer == "steps" or stated is None):
-        if stated is None:
-            notes.append("no total; summed step scores")
-        score, source = float(sum(steps)), "steps"
-    elif stated is not None:
-        score, source = _clip(stated, hi), "total"
-    else:
-        notes.append("no score found")
-        return EvaluationParse(score=0.0, step_scores=(), stated_total=None, source="none",
-                               short_answer=short_answer, parsed=False, notes=tuple(notes))
-    return EvaluationParse(score=score, step_scores=tuple(steps), stated_total=stated, source=source,
-                           short_answer=short_answer, parsed=True, notes=tuple(notes), clipped=clipped)
+    return scored(steps, stated, hi, prefer, short_answer, notes)
 
 
 def read_evaluation(out: Completion, n_steps: int, prefer: str = "total",

@@ -33,11 +33,6 @@ class CandidateSet:
     error: str | None = None
 
     @property
-    def evaluated(self) -> bool:
-        """Whether this set was scored."""
-        return self.score is not None
-
-    @property
     def failed(self) -> bool:
         """The evaluation call failed, or its reply could not be parsed (scored 0)."""
         return self.error is not None or (self.evaluation is not None and not self.evaluation.parsed)
@@ -102,16 +97,12 @@ class DFRAGResult(PipelineResult):
         """Number of distinct chunk sets over the λ grid."""
         return len(self.candidate_sets)
 
-    def labelled_scores(self) -> dict[str, float | None]:
-        """``lambda_scores`` keyed by the λ's label (``"0.1"``, ..., ``"1"``): JSON-friendly."""
-        return {f"{lam:g}": score for lam, score in self.lambda_scores.items()}
-
     def summary(self) -> dict[str, Any]:
         """What the faces and the harness report of a run besides the documents."""
         return {
             "lambda": self.lambda_star,
             "lambda_source": self.lambda_source,
-            "scores": self.labelled_scores(),
+            "scores": {f"{lam:g}": score for lam, score in self.lambda_scores.items()},
             "tied_lambdas": list(self.tied_lambdas),
             "plan": list(self.plan),
             "n_distinct_sets": self.n_distinct_sets,

@@ -1,19 +1,7 @@
 """Tolerant parsers for DIVA's LLM replies, and the verdict aggregation (In et al. 2024, Eq. 7).
 
-None of them raises on odd text. What they cannot read is reported, never guessed:
-
-* :func:`parse_interpretations` - the numbered rewrite list; none found gives an empty
-  tuple and ``parsed=False`` (the pipeline then uses the question alone and flags it).
-* :func:`parse_verdict` - ``True`` / ``False`` / ``None`` (unreadable; the pipeline
-  counts it as yes and flags it). Only the reply's own verdict is read (the shared
-  judge parser); passages quoted in the reply, partial quotes in double quotes, block
-  quotes (``>``) and passage citations (``[n] ...``) are removed first, so a passage quoted
-  in the reply that says "Yes" cannot decide the verdict. :func:`parse_verdict_field` also
-  says whether the reply was ambiguous (two verdicts, or a verdict line that could be a
-  passage's echo: the model's own verdict, else "no", is taken; the pipeline warns).
-* :func:`aggregate_verdicts` - Useful (all yes), PartialUseful (some), Useless (none).
-* :func:`parse_ambiguity`, :func:`parse_qa_pairs`, :func:`parse_long_answer` - the
-  replies of prompts (a), (d) and (e)/(f).
+None of them raises on odd text; what they cannot read is reported (``parsed=False``, ``None``),
+never guessed, and a verdict is only the reply's own (see :func:`parse_verdict_field`).
 
 Example:
     >>> parse_verdict('Passage [2] reads "Yes, in 1998".\\nVerdict: No')
@@ -109,20 +97,23 @@ def parse_interpretations(
     plan = parse_plan("\n".join(lines), "", max_steps=99)
     if not plan.parsed:
         return InterpretationParse((), False, ("no interpretation found",))
-    notes: list[str] = []
+    items = [step.strip().strip("\"'\u201c\u201d").strip() for step in plan.steps]
+    found, notes = distinct_items(items, len(plan.steps), max_interpretations)
+    return InterpretationParse(found, bool(found), notes)
+
+
+def distinct_items(items: Sequence[str], given: int, cap: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``(items, notes)``: the non-empty ``items`` without case/space-insensitive repeats, at most
+    ``cap``; ``given`` is how many there were before clean-up."""
     seen: dict[str, str] = {}
-    for step in plan.steps:
-        item = step.strip().strip("\"'\u201c\u201d").strip()
-        key = " ".join(item.lower().split())
-        if item and key not in seen:
-            seen[key] = item
-    items = list(seen.values())
-    if len(items) < len(plan.steps):
-        notes.append("duplicates dropped")
-    if len(items) > max_interpretations:
-        notes.append(f"capped at {max_interpretations}")
-        items = items[:max_interpretations]
-    return InterpretationParse(tuple(items), bool(items), tuple(notes))
+    for item in items:
+        if item:
+            seen.setdefault(" ".join(item.lower().split()), item)
+    found = list(seen.values())
+    notes = ["duplicates dropped"] if len(found) < given else []
+    if len(found) > cap:
+        notes.append(f"capped at {cap}")
+    return tuple(found[:cap]), tuple(notes)
 
 
 @dataclass(frozen=True)

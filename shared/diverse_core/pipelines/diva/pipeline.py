@@ -252,22 +252,10 @@ class DIVA(Pipeline[DIVAResult]):
         searches = [self.search(ctx, source, q, self.per_interpretation_k, stage="search-interpretation")
                     for q in interps]
         got = await gather_all_or_cancel([*searches, self._embed(ctx, source, (question, *interps))])
-        founds_c = [cast(Candidates, f) for f in got[:-1]]
+        founds = [cast(Candidates, f) for f in got[:-1]]
         vectors = cast(NDArray[Any], got[-1])
-        ids, hit_lists = merge_hit_ids([f.ids for f in founds_c])
-        first: dict[Any, tuple[int, int]] = {}
-        for j, f in enumerate(founds_c):
-            for i, cid in enumerate(f.ids):
-                first.setdefault(cid, (j, i))
-        where = [first[cid] for cid in ids]
-        emb = np.vstack([founds_c[j].embeddings[i] for j, i in where])
-        pos = [founds_c[j].positions for j, _ in where]
-        merged = Candidates.build(
-            question, [founds_c[j].texts[i] for j, i in where], [str(c) for c in ids], emb, vectors[0],
-            payloads=[founds_c[j].payloads[i] for j, i in where],
-            positions=None if any(p is None for p in pos) else [p[i] for p, (_, i) in zip(pos, where, strict=True)
-                                                                if p is not None],
-        )
+        merged = Candidates.union(question, founds, vectors[0])
+        _, hit_lists = merge_hit_ids([f.ids for f in founds])
         retrieval = diversify_hits(hit_lists, merged.embeddings, vectors[1:], k=k, relevance=merged.relevance,
                                    prune=self.prune, mmr_lambda=self.mmr_lambda)
         return merged, retrieval

@@ -1,10 +1,5 @@
-"""Reading DIVA's replies on either path.
-
-A structured reply (decoded, schema-shaped JSON) is read from its fields; any other reply (the
-text path, or a structured reply that could not be decoded) goes through the text parsers of
-:mod:`.parsing`. A passage saying "Answer: yes" cannot change a verdict on the structured path:
-only the ``verdict`` field is read, and a verdict outside yes/no is unreadable (flagged, then
-counted as the pipeline counts unreadable verdicts), never guessed.
+"""Reading DIVA's replies on either path: a structured reply from its fields (only ``verdict`` is
+a verdict; one outside yes/no is unreadable, never guessed), any other through :mod:`.parsing`.
 """
 
 from __future__ import annotations
@@ -18,6 +13,7 @@ from .parsing import (
     AmbiguityParse,
     InterpretationParse,
     QAParse,
+    distinct_items,
     parse_ambiguity,
     parse_interpretations,
     parse_long_answer,
@@ -59,23 +55,12 @@ def read_interpretations(out: Completion, max_interpretations: int) -> Interpret
     if not isinstance(value, dict):
         got = parse_interpretations(out.text, max_interpretations)
         return InterpretationParse(got.interpretations, got.parsed, (*notes, *got.notes)) if notes else got
-    items: dict[str, str] = {}
     raw = [str(q) for q in value.get("questions", ())]
-    for q in raw:
-        item = " ".join(q.split()).strip("\"'\u201c\u201d ")
-        key = item.lower()
-        if item and key not in items:
-            items[key] = item
-    found = list(items.values())
-    extra: list[str] = []
-    if len(found) < len([q for q in raw if q.strip()]):
-        extra.append("duplicates dropped")
-    if len(found) > max_interpretations:
-        extra.append(f"capped at {max_interpretations}")
-        found = found[:max_interpretations]
+    items = [" ".join(q.split()).strip("\"'\u201c\u201d ") for q in raw]
+    found, extra = distinct_items(items, len([q for q in raw if q.strip()]), max_interpretations)
     if not found:
-        extra.append("no interpretation found")
-    return InterpretationParse(tuple(found), bool(found), (*notes, *extra))
+        extra += ("no interpretation found",)
+    return InterpretationParse(found, bool(found), (*notes, *extra))
 
 
 def read_verdict(out: Completion, passages: Sequence[str] | QuoteIndex = ()) -> tuple[bool | None, tuple[str, ...]]:

@@ -62,11 +62,6 @@ class DIVAResult(PipelineResult):
     route: str | None = None
     qa_pairs: tuple[tuple[str, str], ...] = ()
 
-    @property
-    def verified(self) -> bool:
-        """Whether the verification calls ran."""
-        return self.usefulness is not None
-
     def summary(self) -> dict[str, Any]:
         """What the faces and the harness report of a run besides the documents."""
         return {

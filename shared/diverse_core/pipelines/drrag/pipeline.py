@@ -218,48 +218,31 @@ class DRRAG(Pipeline[DRRAGResult]):
         return "generator", self.render(result.question, [d.text for d in result.documents])
 
     # ------------------------------------------------------------------ the algorithm
-    def _classifier(self) -> PairClassifier | PairFn:
-        return self.classifier if self.classifier is not None else default_classifier()
-
     def _select(self, question: str, first: Candidates, hits: Sequence[Candidates], k: int, k1: int
-                ) -> tuple[DrragSelection[int], list[str], list[str], np.ndarray, np.ndarray, int]:
+                ) -> tuple[DrragSelection[int], Candidates, int]:
         """Pool every candidate once (by id), then run the selection over pool indices."""
-        ids: list[str] = []
-        index: dict[str, int] = {}
-        rows: list[tuple[Candidates, int]] = []
-        for found in (first, *hits):
-            for i, cid in enumerate(found.ids):
-                if cid not in index:
-                    index[cid] = len(ids)
-                    ids.append(cid)
-                    rows.append((found, i))
-        texts = [found.texts[i] for found, i in rows]
-        emb = np.stack([np.asarray(found.embeddings[i], dtype=np.float64) for found, i in rows])
-        q = np.asarray(first.query_embedding, dtype=np.float64)
-        norms = np.linalg.norm(emb, axis=1) * max(float(np.linalg.norm(q)), 1e-300)
-        relevance = np.divide(emb @ q, norms, out=np.zeros(len(ids)), where=norms > 0)
+        pool = Candidates.union(question, (first, *hits), first.query_embedding)
+        index = {cid: i for i, cid in enumerate(pool.ids)}
         calls = {"pairs": 0}
         scorer = None
-        if self.mode != "qdc":
-            clf = self._classifier()
-            base = make_scorer(clf, question, texts, q, emb)
+        clf = None if self.mode == "qdc" else self.classifier if self.classifier is not None else default_classifier()
+        if clf is not None:
+            q = np.asarray(first.query_embedding, dtype=np.float64)
+            base = make_scorer(clf, question, pool.texts, q, np.asarray(pool.embeddings, dtype=np.float64))
 
             def scorer(a: Sequence[int], b: Sequence[int]) -> Any:
                 calls["pairs"] += len(a)
                 return base(a, b)
 
-        threshold = self.threshold
-        if threshold is None:
-            threshold = float(getattr(self._classifier(), "threshold", 0.5)) if self.mode != "qdc" else 0.5
+        threshold = self.threshold if self.threshold is not None else float(getattr(clf, "threshold", 0.5))
         selection = select_drrag(
             [index[c] for c in first.ids],
             [[index[c] for c in h.ids] for h in hits],
             k,
             mode=self.mode, k1=k1, m=self.m, scorer=scorer, threshold=threshold, fill=self.fill,
             per_doc=self.per_doc, cis_rule=self.cis_rule, protect_stage1=self.protect_stage1,
-            ranking_scores=first.relevance.tolist(), hit_scores=[h.relevance.tolist() for h in hits],
         )
-        return selection, ids, texts, emb, relevance, calls["pairs"]
+        return selection, pool, calls["pairs"]
 
     async def _arun(  # type: ignore[override]  # per-run options: checked by Pipeline.arun
         self, question: str, source: CandidateSource, ctx: RunContext, *, k: int, generate: bool
@@ -271,33 +254,26 @@ class DRRAG(Pipeline[DRRAGResult]):
         hits = await asyncio.gather(
             *(self.search(ctx, source, qtext, self.m + k, stage="search-qdc") for qtext in queries)
         )
-        selection, ids, texts, emb, relevance, pairs = await off_loop(self._select, question, first, hits, k, k1)
+        selection, pool, pairs = await off_loop(self._select, question, first, hits, k, k1)
+        ids = pool.ids
         ctx.stage("select", mode=self.mode, k1=k1, chosen=[ids[i] for i in selection.ids],
                   rejected=[ids[i] for i in selection.rejected], pairs_scored=pairs)
         if self.mode != "qdc" and len(selection) < k and not self.fill:
             ctx.stage("note", message=f"{self.mode} returned {len(selection)} of k={k} documents (fill=False)")
         notes: tuple[str, ...] = ()
-        if self.mode != "qdc" and self.classifier is None and not any(split_title(t)[0] for t in texts):
-            notes = (UNTITLED_WARNING.format(n=len(texts)),)
+        if self.mode != "qdc" and self.classifier is None and not any(split_title(t)[0] for t in pool.texts):
+            notes = (UNTITLED_WARNING.format(n=len(pool)),)
             ctx.stage("note", message=notes[0])
-        payloads = {cid: (found, i) for found in (first, *hits) for i, cid in enumerate(found.ids)}
-        documents = []
-        for rank, pick in enumerate(selection.picks):
-            found, i = payloads[ids[pick.doc_id]]
-            reason = {
-                "stage": pick.stage,
-                "via": None if pick.source is None else ids[pick.source],
-                "probability": pick.probability,
-                "mode": pick.mode,
-                "filled": pick.filled,
-            }
-            (doc,) = self.choose(found, [i], scores=[pick.probability], reasons=[reason])
-            documents.append(type(doc)(**{**doc.__dict__, "rank": rank, "relevance": float(relevance[pick.doc_id])}))
+        picks = selection.picks
+        reasons = [{"stage": p.stage, "via": None if p.source is None else ids[p.source],
+                    "probability": p.probability, "mode": p.mode, "filled": p.filled} for p in picks]
+        documents = self.choose(pool, [p.doc_id for p in picks], scores=[p.probability for p in picks],
+                                reasons=reasons)
         answer = await self.answer(ctx, self.request(question, [d.text for d in documents])) if generate else None
         return DRRAGResult(
             question=question,
             answer=answer,
-            documents=tuple(documents),
+            documents=documents,
             mode=self.mode,
             k1=k1,
             stage2_queries=tuple(queries),

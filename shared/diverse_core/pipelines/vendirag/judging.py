@@ -1,12 +1,9 @@
 """Reading the Vendi-RAG judge's reply: three integer ratings 1-10 -> the quality ``Q_i``.
 
-The reply goes through the shared judge parser (:mod:`diverse_core.pipelines.judge`): the JSON
-object of the model's own text with all three keys. An object that could be quoted from the
-chunks (its three ``key value`` pairs all occur in them, however re-serialised) loses to the
-model's own; when the model's own objects differ, the lowest ratings are read; both flag the
-reply ``ambiguous`` (a run warning). Ratings outside 1..10 are clipped and flagged; non-integers are kept and flagged; a
-missing key or a value that is not a number makes the reply unreadable (``parsed=False``) -
-never a silent default score.
+The model's own JSON object with all three keys is read by the shared judge parser
+(:mod:`diverse_core.pipelines.judge`; different objects give the lowest ratings). Ratings outside
+1..10 are clipped and flagged; a missing or non-numeric rating makes the reply unreadable
+(``parsed=False``), never a silent default score.
 """
 
 from __future__ import annotations

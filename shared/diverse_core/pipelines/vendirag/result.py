@@ -59,11 +59,6 @@ class IterationRecord:
     failures: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
 
-    @property
-    def judged(self) -> bool:
-        """Whether the judge's ratings were read for this iteration."""
-        return self.quality is not None
-
 
 @dataclass(frozen=True, kw_only=True)
 class VendiRAGResult(PipelineResult):

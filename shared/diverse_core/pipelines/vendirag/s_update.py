@@ -51,35 +51,20 @@ def _unit(x: float) -> float:
 
 
 def paper_rule(s: float, quality: float, best: float) -> float:
-    """``1 - Q_i`` (clipped to [0, 1]); ``s`` and ``best`` are not used.
-
-    Example:
-        >>> round(paper_rule(0.8, 0.2, 0.2), 6)
-        0.8
-    """
+    """``1 - Q_i`` (clipped to [0, 1]); ``s`` and ``best`` are not used."""
     return _unit(1.0 - quality)
 
 
 def relative_rule(
     s: float, quality: float, best: float, *, beta: float = RELATIVE_BETA, epsilon: float = RELATIVE_EPSILON
 ) -> float:
-    """``beta * s + (1 - beta) * clip(1 - Q_i / max(best, epsilon), 0, 1)``.
-
-    Example:
-        >>> round(relative_rule(0.8, 0.2, 0.2), 6)  # the best so far: target 0
-        0.24
-    """
+    """``beta * s + (1 - beta) * clip(1 - Q_i / max(best, epsilon), 0, 1)``."""
     target = _unit(1.0 - quality / max(best, epsilon))
     return beta * s + (1.0 - beta) * target
 
 
 def fixed_rule(s: float, quality: float, best: float) -> float:
-    """``s`` unchanged.
-
-    Example:
-        >>> fixed_rule(0.8, 0.2, 0.2)
-        0.8
-    """
+    """``s`` unchanged."""
     return s
 
 
