@@ -1,11 +1,6 @@
-"""Choosing the trade-off parameter per query, as DF-RAG does (Khan et al. 2026, Sec. 3.4, App. B.3).
-
-* :func:`upper_median` - the Tie-Breaking Gate: the median of the tied values,
-  the upper median when their count is even.
-* :func:`argmax_upper_median` - Eq. 5 with the gate: among the values whose score is
-  maximal, the upper median.
-* :func:`binary_search_sample` - binary-search sampling over a sorted grid of values
-  (App. B.3): evaluates ``O(log n)`` values instead of all ``n``.
+"""Choosing the trade-off parameter per query, as DF-RAG does (Khan et al. 2026, Sec. 3.4, App. B.3):
+Eq. 5 with the Tie-Breaking Gate (:func:`argmax_upper_median`) and binary-search sampling of a
+sorted grid (:func:`binary_search_sample`).
 
 Example:
     >>> from diverse_core.tuning import argmax_upper_median
