@@ -121,8 +121,7 @@ class OpenAILLM:
         self._proven: set[str] = set()  # structured methods that returned a reply once
         if structured_methods is None:
             structured_methods = STRUCTURED_METHODS if chat else ()
-        unknown = [m for m in structured_methods if m not in STRUCTURED_METHODS]
-        if unknown or isinstance(structured_methods, str):
+        if isinstance(structured_methods, str) or any(m not in STRUCTURED_METHODS for m in structured_methods):
             raise ValueError(f"structured_methods must be a sequence of {STRUCTURED_METHODS}; "
                              f"got structured_methods={structured_methods!r}")
         if structured_methods and not chat:

@@ -118,11 +118,6 @@ class RoleCompletion(Completion):
     fell_back: bool = False
     rejected: tuple[str, ...] = ()
 
-    @property
-    def decoded(self) -> bool:
-        """A structured reply whose value could be used (shape-valid)."""
-        return self.path == "structured" and self.value is not None
-
 
 # ----------------------------------------------------------------------------- backends
 class StructuredOutputUnsupported(LLMError):
