@@ -29,11 +29,12 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "shared"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test-support server
 
 from diverse_core.eval.datasets import load_hotpotqa  # noqa: E402
 from diverse_core.llm import OpenAILLM  # noqa: E402
-from diverse_core.llm.server import LlamaCppServer  # noqa: E402
 from diverse_core.pipelines import InMemorySource, get_pipeline  # noqa: E402
+from llama_server import LlamaCppServer  # noqa: E402
 
 __all__ = ["main", "run_one", "summarise"]
 

@@ -281,10 +281,6 @@ class LangChainLLM(FrameworkAdapter):
         return f"LangChainLLM({type(self.model).__name__})"
 
 
-def _positive(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value > 0
-
-
 def _without_retries(model: Any) -> Any:
     """A copy of ``model`` whose client does not retry (``model`` itself when it has no retries or
     cannot be copied); ``ChatOpenAI``'s ``root_client`` / ``root_async_client`` become their
@@ -292,7 +288,8 @@ def _without_retries(model: Any) -> Any:
     copy = getattr(model, "model_copy", None)
     own = getattr(model, "max_retries", None)  # ChatOpenAI: None = the openai client's default (2)
     client = getattr(getattr(model, "root_client", None), "max_retries", None)
-    if not callable(copy) or not any(_positive(r) for r in (own, client)):
+    if not callable(copy) or not any(isinstance(r, int) and not isinstance(r, bool) and r > 0
+                                     for r in (own, client)):
         return model
     update: dict[str, Any] = {"max_retries": 0}
     for root, leaf in (("root_client", "client"), ("root_async_client", "async_client")):

@@ -10,35 +10,9 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar
 
-__all__ = ["lazy_exports", "deprecated_aliases", "deprecated_method", "package_exports", "ProcessDefault"]
+__all__ = ["deprecated_aliases", "deprecated_method", "package_exports", "ProcessDefault"]
 
 T = TypeVar("T")
-
-
-def lazy_exports(
-    package: str, namespace: dict[str, Any], names: Mapping[str, str]
-) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """``__getattr__`` and ``__dir__`` for ``package`` that import ``names`` (name -> relative
-    module) on first access and then keep them in ``namespace`` (the module's ``globals()``).
-
-    Example:
-        >>> ns: dict = {}
-        >>> getattr_, dir_ = lazy_exports("diverse_core", ns, {"vendi_score": ".metrics"})
-        >>> getattr_("vendi_score").__name__, "vendi_score" in ns
-        ('vendi_score', True)
-    """
-
-    def __getattr__(name: str) -> Any:
-        if name in names:
-            value = getattr(importlib.import_module(names[name], package), name)
-            namespace[name] = value
-            return value
-        raise AttributeError(f"module {package!r} has no attribute {name!r}")
-
-    def __dir__() -> list[str]:
-        return sorted(set(namespace) | set(names))
-
-    return __getattr__, __dir__
 
 
 def deprecated_aliases(
@@ -50,7 +24,7 @@ def deprecated_aliases(
     """A module ``__getattr__`` that also answers old names (``old -> new``) with the new name's
     object, warning with a :class:`DeprecationWarning` on every access (the alias is never
     cached in the module, so each use warns); other names go to ``getattr_`` (e.g. a
-    :func:`lazy_exports` one; ``None``: ``AttributeError``).
+    :func:`package_exports` one; ``None``: ``AttributeError``).
 
     Example:
         >>> import warnings
@@ -110,46 +84,42 @@ def package_exports(
     renamed: Mapping[str, str],
     moved: Mapping[str, str] | None = None,
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """A package's ``__getattr__`` and ``__dir__``: ``lazy`` names (name -> relative module)
-    imported on first use (:func:`lazy_exports`), ``renamed`` old names (old -> new) answered
-    with a warning (:func:`deprecated_aliases`), and ``moved`` names (name -> relative module)
-    the package no longer exports, answered from their module with a warning.
+    """A package's ``__getattr__`` and ``__dir__`` (PEP 562): ``lazy`` names (name -> relative
+    module) imported on first use and then kept in ``namespace`` (the package's ``globals()``),
+    ``renamed`` old names (old -> new) answered with a warning (:func:`deprecated_aliases`), and
+    ``moved`` names (name -> relative module) the package no longer exports, answered from their
+    module with a warning on each access.
 
     Example:
         >>> import warnings
         >>> ns: dict = {}
         >>> get, dir_ = package_exports("diverse_core", ns, {"vendi_score": ".metrics"}, {"vendi": "vendi_score"},
         ...                             moved={"jaccard": ".metrics"})
-        >>> get("vendi_score").__name__, "vendi_score" in dir_(), "jaccard" in dir_()
-        ('vendi_score', True, False)
+        >>> get("vendi_score").__name__, "vendi_score" in ns, "vendi_score" in dir_(), "jaccard" in dir_()
+        ('vendi_score', True, True, False)
         >>> with warnings.catch_warnings(record=True) as caught:
         ...     warnings.simplefilter("always")
         ...     moved_one = get("jaccard")
         >>> moved_one.__module__, str(caught[0].message)
         ('diverse_core.metrics', 'diverse_core.jaccard is deprecated; import it from diverse_core.metrics')
     """
-    getattr_, dir_ = lazy_exports(package, namespace, lazy)
-    if moved:
-        getattr_ = _moved_names(package, moved, getattr_)
-    return deprecated_aliases(package, namespace, renamed, getattr_), dir_
+    moved = moved or {}
 
-
-def _moved_names(package: str, moved: Mapping[str, str], getattr_: Callable[[str], Any]) -> Callable[[str], Any]:
-    """A module ``__getattr__`` answering ``moved`` names from their module, warning on each access
-    (never cached, so each use warns); other names go to ``getattr_``."""
-
-    def __getattr__(name: str) -> Any:
+    def lazy_or_moved(name: str) -> Any:
+        if name in lazy:
+            value = namespace[name] = getattr(importlib.import_module(lazy[name], package), name)
+            return value
         if name not in moved:
-            return getattr_(name)
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
         module = importlib.import_module(moved[name], package)
-        warnings.warn(
-            f"{package}.{name} is deprecated; import it from {module.__name__}",
-            DeprecationWarning,
-            stacklevel=2,
-        )
+        warnings.warn(f"{package}.{name} is deprecated; import it from {module.__name__}",
+                      DeprecationWarning, stacklevel=3)
         return getattr(module, name)
 
-    return __getattr__
+    def __dir__() -> list[str]:
+        return sorted(set(namespace) | set(lazy))
+
+    return deprecated_aliases(package, namespace, renamed, lazy_or_moved), __dir__
 
 
 def deprecated_method(old: str, new: str) -> Callable[..., Any]:

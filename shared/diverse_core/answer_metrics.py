@@ -3,12 +3,6 @@
 Normalisation: lower case, drop punctuation and the articles a/an/the, collapse
 whitespace. Each metric takes the maximum over the gold answer and its aliases.
 
-* :func:`normalize_answer` - the normalised string.
-* :func:`exact_match` - 1.0 when the prediction equals a gold answer.
-* :func:`f1_score` - token-level F1 against the best-matching gold answer.
-* :func:`accuracy` - 1.0 when a gold answer occurs (word-bounded) in the prediction.
-* :func:`answer_in_texts` - 1.0 when a gold answer occurs in any of several texts.
-
 These live in the core (pure Python, no optional dependency) so that the DF-RAG Oracle
 and the benchmark harness (whose ``metrics`` module re-exports them) score answers
 the same way without the core importing the harness.

@@ -109,7 +109,7 @@ def screen_rows(
     """
     with np.errstate(invalid="ignore"):
         suspect = ~(np.isfinite(squares) & (squares > 0))
-    if not suspect.any() and (blank is None or not blank.any()):
+    if not suspect.any() and blank is None:  # blank_texts gives None when no text is blank
         return None
     rows = np.flatnonzero(suspect)
     block = cand[rows]
@@ -130,9 +130,8 @@ def screen_rows(
     dropped = tuple(sorted(reasons.items()))
     if len(dropped) == cand.shape[0]:
         _raise_all_bad(dropped)
-    bad = np.zeros(cand.shape[0], dtype=bool)
-    bad[[i for i, _ in dropped]] = True
-    return Screen(kept=np.flatnonzero(~bad).astype(np.int64), dropped=dropped)
+    kept = np.setdiff1d(np.arange(cand.shape[0], dtype=np.int64), [i for i, _ in dropped])
+    return Screen(kept=kept, dropped=dropped)
 
 
 def _raise_all_bad(dropped: tuple[tuple[int, str], ...]) -> None:

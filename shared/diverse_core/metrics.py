@@ -117,12 +117,6 @@ def vendi_score(embeddings: ArrayLike, order: float = 1.0) -> float:
     return float(min(max(value, 1.0), float(n)))
 
 
-def _cosine_matrix(x: FloatArray) -> FloatArray:
-    sim: FloatArray = x @ x.T
-    np.clip(sim, -1.0, 1.0, out=sim)
-    return sim
-
-
 def max_pairwise_distance(
     embeddings: ArrayLike, metric: Literal["cosine", "euclidean"] = "cosine"
 ) -> float:
@@ -148,7 +142,7 @@ def max_pairwise_distance(
     """
     if metric == "cosine":
         x = _unit_embeddings(embeddings, min_rows=2)
-        sim = _cosine_matrix(x)
+        sim = np.clip(x @ x.T, -1.0, 1.0)
         np.fill_diagonal(sim, np.inf)
         return float(max(0.0, 1.0 - float(sim.min())))
     if metric == "euclidean":

@@ -1,11 +1,6 @@
-"""Choosing the trade-off parameter per query, as DF-RAG does (Khan et al. 2026, Sec. 3.4, App. B.3).
-
-* :func:`upper_median` - the Tie-Breaking Gate: the median of the tied values,
-  the upper median when their count is even.
-* :func:`argmax_upper_median` - Eq. 5 with the gate: among the values whose score is
-  maximal, the upper median.
-* :func:`binary_search_sample` - binary-search sampling over a sorted grid of values
-  (App. B.3): evaluates ``O(log n)`` values instead of all ``n``.
+"""Choosing the trade-off parameter per query, as DF-RAG does (Khan et al. 2026, Sec. 3.4, App. B.3):
+Eq. 5 with the Tie-Breaking Gate (:func:`argmax_upper_median`) and binary-search sampling of a
+sorted grid (:func:`binary_search_sample`).
 
 Example:
     >>> from diverse_core.tuning import argmax_upper_median
@@ -156,13 +151,7 @@ def binary_search_sample(
     DF-RAG scores the chunk set of every grid value with an LLM Evaluator (uniform
     sampling, ``n`` calls). App. B.3 replaces this with a binary search that locates the
     peak of a unimodal score in ``O(log n)`` evaluations; the paper gives no pseudo-code,
-    so we use the standard peak-finding bisection:
-
-    1. ``lo, hi = 0, n - 1``.
-    2. While ``lo < hi``: ``mid = (lo + hi) // 2``; evaluate ``grid[mid]`` and
-       ``grid[mid + 1]``; if ``score(mid) < score(mid + 1)`` the peak lies right
-       (``lo = mid + 1``), otherwise (including ties) at or left of ``mid`` (``hi = mid``).
-    3. ``peak = grid[lo]``.
+    so we use the standard peak-finding bisection (:func:`peak_search_steps`; ties go left).
 
     Every value is scored at most once (results are cached), so a grid of ``n`` values
     costs at most ``2 * ceil(log2 n)`` calls (10 values: at most 8, often 6).

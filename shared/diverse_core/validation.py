@@ -288,13 +288,12 @@ def prepare_inputs(
             cand = _read_only_matrix(cand.astype(np.float64), "candidates")
     q = _unit_query(query, cand)
     squares: NDArray[np.floating[Any]] | None = None
-    if blank is not None and blank.shape[0] != cand.shape[0]:
-        blank = None  # the method reports the length mismatch
     screen = None
     if drop:
-        if squares is None:  # measured once, for the screen and the norms alike
-            with np.errstate(all="ignore"):
-                squares = row_dots(cand)
+        if blank is not None and blank.shape[0] != cand.shape[0]:
+            blank = None  # the method reports the length mismatch
+        with np.errstate(all="ignore"):  # measured once, for the screen and the norms alike
+            squares = row_dots(cand)
         screen = screen_rows(cand, squares, blank)
     if screen is not None:
         cand = _read_only_matrix(cand[screen.kept], "candidates")

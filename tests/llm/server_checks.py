@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from diverse_core.llm.server import port_in_use
+from llama_server import port_in_use
 
 __all__ = ["FAKE", "assert_server_follows", "gone", "run_parent_and_kill_it"]
 

@@ -12,9 +12,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import llama_server as server_module
 import pytest
-from diverse_core.llm import server as server_module
-from diverse_core.llm.server import LlamaCppServer, PortInUseError, ServerStartError, port_in_use
+from llama_server import LlamaCppServer, PortInUseError, ServerStartError, port_in_use
 from server_checks import FAKE, assert_server_follows, gone, run_parent_and_kill_it
 
 
@@ -122,7 +122,7 @@ def test_bad_arguments_raise_a_typed_error_naming_them(model_file: str, bad: dic
 
 PARENT = """
 import json, sys, time
-from diverse_core.llm.server import LlamaCppServer
+from llama_server import LlamaCppServer
 
 class FakeLlamaServer(LlamaCppServer):
     server_module = sys.argv[1]

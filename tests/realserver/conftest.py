@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from diverse_core.llm.server import LlamaCppServer
+from llama_server import LlamaCppServer
 from realserver_checks import require_server
 
 

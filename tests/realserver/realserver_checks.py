@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from diverse_core.llm.server import server_available
+from llama_server import server_available
 
 __all__ = ["require_server"]
 

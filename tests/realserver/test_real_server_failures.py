@@ -7,7 +7,7 @@ import time
 
 import pytest
 from diverse_core.llm import LLMError, ManagedLLM, OpenAILLM
-from diverse_core.llm.server import LlamaCppServer
+from llama_server import LlamaCppServer
 from realserver_checks import require_server
 
 pytestmark = pytest.mark.real_server

@@ -10,7 +10,7 @@ import socket
 from pathlib import Path
 
 import pytest
-from diverse_core.llm.server import LlamaCppServer, PortInUseError
+from llama_server import LlamaCppServer, PortInUseError
 from realserver_checks import require_server
 
 _spec = importlib.util.spec_from_file_location(
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.real_server
 
 PARENT = """
 import json, time
-from diverse_core.llm.server import LlamaCppServer
+from llama_server import LlamaCppServer
 
 server = LlamaCppServer(n_ctx=256, n_threads=1, startup_timeout=600.0).start()
 print(json.dumps({"pid": server.process.pid, "port": server.port, "log": server.log_path}), flush=True)

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 from diverse_core.llm import OpenAILLM
-from diverse_core.llm.server import LlamaCppServer
 from diverse_core.pipelines import InMemorySource, get_pipeline
+from llama_server import LlamaCppServer
 from tiny_corpus import PASSAGES, QUESTION, hash_embedder
 
 pytestmark = pytest.mark.real_server

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from diverse_core.llm.server import LlamaCppServer
+from llama_server import LlamaCppServer
 from tiny_corpus import PASSAGES, QUESTION, hash_embedder
 
 _spec = importlib.util.spec_from_file_location(

@@ -201,9 +201,8 @@ class LocalGGUFLLM:
     only once the model is free and loaded, so queued calls never time out before they run).
 
     **Structured output.** :meth:`complete_structured` decodes under a grammar compiled from the
-    role's JSON schema (llama.cpp's own, or `llguidance <https://github.com/guidance-ai/llguidance>`_
-    with transformers), so even the 135M model emits only schema-valid JSON (strings may be cut
-    by ``max_new_tokens``). Without llguidance the method is refused: the roles use the text path.
+    role's JSON schema (llama.cpp's own, or llguidance's with transformers; without llguidance the
+    method is refused), so even the 135M model writes only schema-valid JSON.
 
     Example:
         >>> llm = LocalGGUFLLM(max_new_tokens=16)  # doctest: +SKIP

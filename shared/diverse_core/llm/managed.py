@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import contextvars
 import functools
 import random
@@ -20,7 +21,6 @@ from typing import Any
 from ..errors import InvalidParameterError
 from ..param_checks import check_unit_interval
 from .base import Completion, TextLLM, as_completion, ensure_llm
-from .errors import LLMError
 from .negotiation import StructuredNegotiation
 from .policy import (
     CallPolicy,
@@ -324,57 +324,44 @@ class ManagedLLM(CallPolicy, StructuredNegotiation):
         has one, else runs ``complete`` in this wrapper's own daemon worker pool."""
         return await self._run_async(self._text_job(prompt, kwargs))
 
-    def _slot_timeout(self, call: _Call) -> LLMError:
-        self._add(not_started=1)
-        return self._give_up(TimeoutError("no concurrency slot became free"), call, deadline=True)
+    def _hold(self, held: contextlib.ExitStack, slots: Slots, acquired: bool, call: _Call) -> None:
+        """Keep ``slots`` (released when ``held`` closes) or give up: no slot became free."""
+        if not acquired:
+            self._add(not_started=1)
+            raise self._give_up(TimeoutError("no concurrency slot became free"), call, deadline=True)
+        held.callback(slots.release)
 
     def _run_sync(self, job: _Job) -> Completion:
         call = _Call(self._deadline())
-        acquired: list[Slots] = []
-        try:
+        with contextlib.ExitStack() as held:
             for slots in self._slots:
-                if not slots.acquire(self._remaining(call.deadline)):
-                    raise self._slot_timeout(call)
-                acquired.append(slots)
+                self._hold(held, slots, slots.acquire(self._remaining(call.deadline)), call)
             self._enter()
-            try:
-                self._prepare_sync(call)
-                while True:
-                    try:
-                        out = self._attempt_sync(job, call)
-                    except Exception as exc:  # noqa: BLE001 - classified in _after_failure
-                        time.sleep(self._after_failure(exc, call))
-                        continue
-                    return self._succeed(out, call)
-            finally:
-                self._leave()
-        finally:
-            for slots in reversed(acquired):
-                slots.release()
+            held.callback(self._leave)
+            self._prepare_sync(call)
+            while True:
+                try:
+                    out = self._attempt_sync(job, call)
+                except Exception as exc:  # noqa: BLE001 - classified in _after_failure
+                    time.sleep(self._after_failure(exc, call))
+                    continue
+                return self._succeed(out, call)
 
     async def _run_async(self, job: _Job) -> Completion:
         call = _Call(self._deadline())
-        acquired: list[Slots] = []
-        try:
+        with contextlib.ExitStack() as held:
             for slots in self._slots:
-                if not await slots.aacquire(self._remaining(call.deadline)):
-                    raise self._slot_timeout(call)
-                acquired.append(slots)
+                self._hold(held, slots, await slots.aacquire(self._remaining(call.deadline)), call)
             self._enter()
-            try:
-                await self._prepare_async(call)
-                while True:
-                    try:
-                        out = await self._attempt_async(job, call)
-                    except Exception as exc:  # noqa: BLE001 - classified in _after_failure
-                        await asyncio.sleep(self._after_failure(exc, call))
-                        continue
-                    return self._succeed(out, call)
-            finally:
-                self._leave()
-        finally:
-            for slots in reversed(acquired):
-                slots.release()
+            held.callback(self._leave)
+            await self._prepare_async(call)
+            while True:
+                try:
+                    out = await self._attempt_async(job, call)
+                except Exception as exc:  # noqa: BLE001 - classified in _after_failure
+                    await asyncio.sleep(self._after_failure(exc, call))
+                    continue
+                return self._succeed(out, call)
 
     def close(self) -> None:
         """Cancel queued attempts and let this wrapper's idle worker threads end."""

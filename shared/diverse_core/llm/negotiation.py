@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Hashable, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Mapping
 from typing import Any
 
 from .base import Completion, TextLLM
@@ -51,15 +51,10 @@ class StructuredNegotiation:
     _structured_native: bool
     _memory: MethodMemory
     _memory_key: Hashable
-
-    def _run_sync(self, job: _Job) -> Completion:
-        raise NotImplementedError  # ManagedLLM's
-
-    async def _run_async(self, job: _Job) -> Completion:
-        raise NotImplementedError  # ManagedLLM's
-
-    def _text_job(self, prompt: str, kwargs: dict[str, Any]) -> _Job:
-        raise NotImplementedError  # ManagedLLM's
+    # ManagedLLM's: run a job under the call policy; the job of a text call
+    _run_sync: Callable[[_Job], Completion]
+    _run_async: Callable[[_Job], Awaitable[Completion]]
+    _text_job: Callable[[str, dict[str, Any]], _Job]
 
     def _method_memory(self, given: MethodMemory | None) -> tuple[MethodMemory, Hashable]:
         """Where refusals are remembered: the backend's ``structured_key`` in the shared

@@ -63,12 +63,9 @@ class OpenAILLM:
             grammar engines enforce the whole schema, length bounds included.
         **request_kwargs: extra fields sent with every request.
 
-    Structured role calls (:meth:`complete_structured`): ``json_schema`` sends a strict
-    ``response_format``; ``tool_calling`` one forced function whose parameters are the schema;
-    ``json_object`` sends ``response_format={"type": "json_object", "schema": ...}`` (llama.cpp's
-    server enforces it with a grammar; the schema is also spelled out in the system message). A
-    refusal by the server raises :class:`~diverse_core.llm.structured.StructuredOutputUnsupported`
-    (see :func:`~diverse_core.llm.structured.refusal_from_error`): the negotiation steps down.
+    Structured role calls (:meth:`complete_structured`) send each method in its OpenAI form
+    (``docs/guides/structured-output.md``); a refusal by the server raises
+    :class:`~diverse_core.llm.structured.StructuredOutputUnsupported`: the negotiation steps down.
 
     The clients built here do not retry (``max_retries=0``): :class:`~diverse_core.llm.ManagedLLM`
     owns the retry policy. A given client that retries is used ``with_options(max_retries=0)``
@@ -124,8 +121,7 @@ class OpenAILLM:
         self._proven: set[str] = set()  # structured methods that returned a reply once
         if structured_methods is None:
             structured_methods = STRUCTURED_METHODS if chat else ()
-        unknown = [m for m in structured_methods if m not in STRUCTURED_METHODS]
-        if unknown or isinstance(structured_methods, str):
+        if isinstance(structured_methods, str) or any(m not in STRUCTURED_METHODS for m in structured_methods):
             raise ValueError(f"structured_methods must be a sequence of {STRUCTURED_METHODS}; "
                              f"got structured_methods={structured_methods!r}")
         if structured_methods and not chat:

@@ -33,11 +33,9 @@ class LLMUsage:
 
     Every call either succeeds (``calls``) or fails (``failures``); each of its tries is an
     attempt the backend received (``attempts``) or one that timed out before any worker
-    could start it (``not_started``), so ``calls + failures + retries == attempts +
-    not_started`` over calls that returned or raised (a call whose caller cancelled it
-    counts its attempts only). A structured attempt the backend refuses
-    (:class:`~diverse_core.llm.structured.StructuredOutputUnsupported`) counts in
-    ``rejections`` instead: ``calls + failures + retries + rejections == attempts + not_started``.
+    could start it (``not_started``), and a refused structured try counts in ``rejections``, so
+    ``calls + failures + retries + rejections == attempts + not_started`` over calls that
+    returned or raised (a call whose caller cancelled it counts its attempts only).
 
     Attributes:
         calls: calls that returned a completion.

