@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
+from diverse_core.embedder_check import check_embedder
 from diverse_core.plan import Plan
 from diverse_core.validation import check_k
 from langchain_core.callbacks import Callbacks
@@ -77,6 +78,7 @@ class DiverseCompressor(BaseDocumentCompressor):
         super().__init__(**data)
         # Outside pydantic validation so the core's typed errors reach the caller unwrapped.
         self._plan = face_plan(self.method, self.method_params)
+        check_embedder(self._plan.method, self._plan.params, self.embeddings)
 
     def _embedder(self) -> CachedEmbeddings:
         source = self.embeddings

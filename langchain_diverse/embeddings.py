@@ -221,6 +221,13 @@ class MiniLMEmbeddings(BaseModel, Embeddings):
             check_backend(data["backend"])  # a typed error, not pydantic's ValidationError
         super().__init__(**data)
 
+    @property
+    def model_name(self) -> str:
+        """The model's name (its folder's for a local ``model_path``), as trained selectors record it."""
+        import os
+
+        return "all-MiniLM-L6-v2" if self.model_path is None else os.path.basename(os.path.normpath(self.model_path))
+
     def __diverse_cache_key__(self) -> str:
         """Instances loading the same weights compute the same vectors (on either backend): they share caches."""
         import os

@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
+from diverse_core.embedder_check import check_embedder
 from diverse_core.errors import DimensionMismatchError, InvalidParameterError, ZeroVectorError
 from diverse_core.plan import Plan
 from diverse_core.registry import given_once
@@ -191,6 +192,7 @@ class DiverseRetriever(BaseRetriever):
             )
         self._embedder()  # the store must expose embeddings when none are given
         self._plan = face_plan(self.method, self.method_params)
+        check_embedder(self._plan.method, self._plan.params, self._source_embeddings())
         check_sizes(self.k, self.fetch_k)
         if self.base_retriever is not None:
             self._check_fetch_reaches(self.base_retriever)

@@ -9,6 +9,7 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import numpy as np
+from diverse_core.embedder_check import check_embedder
 from diverse_core.errors import InvalidParameterError
 from diverse_core.plan import Plan, make_plan, shown_params
 from diverse_core.registry import with_diversity
@@ -196,6 +197,8 @@ class DiverseNodePostprocessor(BaseNodePostprocessor):
         self._store_read = store_read
         self._cache = ModelBoundCache(self.cache_size)
         self._plan = plan
+        if embed_model is not None:
+            check_embedder(plan.method, plan.params, embed_model)
 
     @classmethod
     def class_name(cls) -> str:

@@ -6,6 +6,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from diverse_core.embedder_check import check_embedder
 from diverse_core.errors import InvalidParameterError
 from diverse_core.validation import check_k
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -141,6 +142,9 @@ class DiverseRetriever(BaseRetriever):
                 source_key=source_key,
                 title_key="title" if title_key is None else title_key,
             )
+        if postprocessor.embed_model is None and (searcher := getattr(retriever, "_embed_model", None)) is not None:
+            plan = postprocessor._current_plan()  # the embeddings the index searched with
+            check_embedder(plan.method, plan.params, searcher)
         declared = _declared_fetch_k(retriever)
         if fetch_k is not None:
             fetch_k = check_k(fetch_k, "fetch_k")

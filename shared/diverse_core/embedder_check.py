@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .adaptive import load_selector
+from .errors import DiverseRAGError
 from .learned import DEFAULT_BY_FORM, load_learned
 
 __all__ = ["check_embedder", "embedder_name", "same_embedder", "trained_embedders"]
@@ -36,16 +37,33 @@ logger = logging.getLogger("diverse_core")
 
 #: Attributes that name the model of common embeddings classes (LangChain, LlamaIndex, ours).
 NAME_ATTRIBUTES = ("model_name", "model", "model_id")
+#: Attributes of wrappers (caches) that hold the embeddings doing the work.
+WRAPPED_ATTRIBUTES = ("underlying_embeddings", "embeddings")
+#: Names that name nothing (LlamaIndex's ``BaseEmbedding.model_name`` default).
+NO_NAMES = frozenset({"", "unknown"})
 
 _WARNED: set[tuple[str, str]] = set()
 _LOCK = threading.Lock()
 
 
 def embedder_name(embeddings: object) -> str | None:
-    """The model name ``embeddings`` declares (``model_name``, ``model`` or ``model_id``), or ``None``."""
+    """The model name ``embeddings`` declares (``model_name``, ``model`` or ``model_id``), or ``None``.
+
+    A cache wrapper (LangChain's ``CacheBackedEmbeddings``, the faces' ``CachedEmbeddings``) is
+    looked through once.
+    """
+    name = _declared(embeddings)
+    for attribute in WRAPPED_ATTRIBUTES:
+        inner = getattr(embeddings, attribute, None)
+        if name is None and inner is not None and inner is not embeddings:
+            name = _declared(inner)
+    return name
+
+
+def _declared(embeddings: object) -> str | None:
     for attribute in NAME_ATTRIBUTES:
         value = getattr(embeddings, attribute, None)
-        if isinstance(value, str) and value.strip():
+        if isinstance(value, str) and value.strip().lower() not in NO_NAMES:
             return value.strip()
     return None
 
@@ -64,15 +82,19 @@ def trained_embedders(method: str, params: Mapping[str, Any]) -> frozenset[str]:
     """The embedders the model(s) a ``method`` call can run were trained on (empty: not a trained method).
 
     ``learned`` without ``model=`` can run any shipped model of :data:`DEFAULT_BY_FORM`; a model
-    file that records no embedder counts as trained on nothing known (no warning).
+    file that records no embedder, or cannot be read (the call itself will say why), counts as
+    trained on nothing known: no warning.
     """
-    if method == "learned":
-        model = params.get("model")
-        selectors: list[Any] = ([load_learned(model)] if model is not None
-                                else [load_learned(name) for name in sorted(set(DEFAULT_BY_FORM.values()))])
-    elif method == "adaptive":
-        selectors = [load_selector(params.get("model"))]
-    else:
+    model = params.get("model")
+    try:
+        if method == "learned":
+            names = [model] if model is not None else sorted(set(DEFAULT_BY_FORM.values()))
+            selectors: list[Any] = [load_learned(name) for name in names]
+        elif method == "adaptive":
+            selectors = [load_selector(model)]
+        else:
+            return frozenset()
+    except (OSError, DiverseRAGError):
         return frozenset()
     return frozenset(str(s.info["embedder"]) for s in selectors if s.info.get("embedder"))
 
@@ -97,7 +119,7 @@ def check_embedder(method: str, params: Mapping[str, Any], embeddings: object) -
         f"method={method!r} was trained on vectors of {', '.join(sorted(trained))}, but this retriever embeds "
         f"with {used!r}: its features read cosines on another scale, so its picks may fall behind gmmr's. "
         "Compare it with gmmr on your questions (diverse-rag bench) or train a model on your embedder's "
-        "vectors (docs: guides/train-your-own)"
+        "vectors (docs/guides/learned-own-data.md)"
     )
     logger.warning(message)
     return message
