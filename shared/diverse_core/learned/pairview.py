@@ -104,11 +104,12 @@ class PairView:
         """What the candidate features read of this query."""
         return CandidateText(self.words, len(self.terms), self.shared)
 
-    def rows(self, j: int) -> FloatArray:
+    def rows(self, j: int, out: FloatArray | None = None) -> FloatArray:
         """(4, n): pick ``j``'s row of each of :data:`TEXT_PAIRS`: 1 where a candidate has ``j``'s source; the
         share of its title words ``j``'s body holds; the share of ``j``'s title words its body holds;
-        log(1 + the names outside the question it shares with ``j``; ``j`` itself: all of its own)."""
-        out = np.empty((4, self.n))
+        log(1 + the names outside the question it shares with ``j``; ``j`` itself: all of its own).
+        ``out``: a (4, n) array to write them into."""
+        out = np.empty((4, self.n)) if out is None else out
         np.equal(self.source, self.source[j], out=out[0])
         out[1:] = self.entries.counts(j)
         out[1] /= self.title_norm
