@@ -301,7 +301,7 @@ class PickedSet:
         w_max, w_mean, w_step = w_max[:m], w_mean[:m], w_step / max(st.k, 1)
         per_group, held_group = word_c / self._sizes, held_c / self._sizes
         base = st.static @ coef[:s] + intercept + self._counts @ per_group
-        per_word, held_word = self._member @ per_group, self._member @ held_group
+        minus_per_word, held_word = self._member @ -per_group, self._member @ held_group
         u = np.zeros(self._h.shape[0])  # the weights of the rows of the block
 
         def logits() -> FloatArray:
@@ -310,7 +310,7 @@ class PickedSet:
                 u[:m] = w_max
                 np.divide(w_mean, t, out=u[m: 2 * m])
                 u[-1] = -w_rel
-            np.multiply(self._held, -per_word, out=u[2 * m: 2 * m + q])
+            np.multiply(self._held, minus_per_word, out=u[2 * m: 2 * m + q])
             shift = float(self._held @ held_word) + (w_any + w_step * t if t else 0.0)
             return np.asarray(u @ self._h + base + shift, dtype=np.float64)
 
