@@ -97,6 +97,16 @@ def near_pairs(
     return hit
 
 
+def _rows(vectors: NDArray[np.floating], texts: Sequence[str] | None,
+          at: NDArray[np.int64]) -> tuple[NDArray[np.float64], NDArray[np.int64] | None]:
+    """The unit rows and the text ids (:func:`text_ids`) of the candidates ``at``."""
+    rows = vectors[at]
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    unit = np.asarray(rows / np.where(norms > 0, norms, 1.0), dtype=np.float64)
+    given = isinstance(texts, (list, tuple)) and len(texts) == vectors.shape[0]
+    return unit, text_ids([texts[i] for i in at.tolist()], at.shape[0]) if given else None  # type: ignore[index]
+
+
 def guard(
     run_on: RunOn,
     vectors: NDArray[np.floating],
@@ -122,11 +132,13 @@ def guard(
         sorted.
     """
     n = vectors.shape[0]
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    unit = np.asarray(vectors / np.where(norms > 0, norms, 1.0), dtype=np.float64)
-    ids = text_ids(texts, n)
     pool = np.arange(n, dtype=np.int64)
     indices, scores = run_on(pool)
+    indices = np.asarray(indices, dtype=np.int64)
+    at = np.arange(indices.shape[0])
+    if not np.triu(near_pairs(*_rows(vectors, texts, indices), threshold, at, at), 1).any():  # the usual case
+        return indices, np.asarray(scores, dtype=np.float64), np.zeros(0, dtype=np.int64)
+    unit, ids = _rows(vectors, texts, pool)
     for _ in range(n):  # each round removes at least one candidate from the pool
         indices = np.asarray(indices, dtype=np.int64)
         copied = np.triu(near_pairs(unit, ids, threshold, indices, indices), 1).any(axis=0)

@@ -69,8 +69,6 @@ class Plan:
         params: its resolved parameters (defaults filled in, ``diversity`` mapped to the
             method's own parameter); for a face's plan, without the inputs the face passes
             per call (:attr:`~diverse_core.registry.MethodSpec.filled_params`).
-        shown: a JSON-friendly copy of ``params``, for the selection metadata of returned
-            documents.
         key: the settings the plan was built from (see :meth:`built_from`).
         duplicate_threshold: the near-duplicate guard's cosine threshold
             (:mod:`diverse_core.near_duplicates`), ``None`` when it is off.
@@ -83,7 +81,6 @@ class Plan:
 
     spec: MethodSpec
     params: dict[str, Any]
-    shown: dict[str, Any]
     key: tuple[Any, ...]
     duplicate_threshold: float | None = None
 
@@ -91,6 +88,12 @@ class Plan:
     def method(self) -> str:
         """The method's registered name."""
         return self.spec.name
+
+    @property
+    def shown(self) -> dict[str, Any]:
+        """A JSON-friendly copy of :attr:`params` (:func:`shown_params`), for the selection metadata of
+        returned documents."""
+        return shown_params(self.params)
 
     def built_from(self, method: object, params: Mapping[str, Any]) -> bool:
         """Whether this plan was built from ``method`` and ``params`` as they are now (a face's
@@ -193,7 +196,7 @@ def make_plan(
     key = _settings_key(method, merged)
     threshold = check_threshold(merged.pop(DUPLICATE_THRESHOLD, DEFAULT_THRESHOLD if face else None))
     resolved = spec.resolve_params(merged, face=face, where=where)
-    return Plan(spec, resolved, shown_params(resolved), key, threshold)
+    return Plan(spec, resolved, key, threshold)
 
 
 def guarded_run(

@@ -107,9 +107,10 @@ def _best(score: FloatArray, relevance: FloatArray, index: NDArray[np.int64] | N
     ``index``: the candidates ``score`` covers (``None``: all, in order) to read their ``relevance``.
     """
     j = int(score.argmax())
-    best = np.flatnonzero(score >= score[j] - _TIE)
-    if best.shape[0] <= 1:
+    near = score >= score[j] - _TIE
+    if np.count_nonzero(near) <= 1:
         return j
+    best = np.flatnonzero(near)
     return int(best[np.argmax(relevance[best if index is None else index[best]])])  # argmax: the first of equals
 
 

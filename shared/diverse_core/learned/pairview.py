@@ -24,7 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..text.cache import BODY, NAME, TERM, TITLE, facts_cache
-from ..text.view import pool_words, question_columns, question_words
+from ..text.view import PoolWords, pool_words, question_columns, question_words
 from ..trained.candidates import CandidateText, SharedNames
 from ..trained.inputs import source_lists
 
@@ -40,36 +40,37 @@ TEXT_PAIRS = ("same_source", "title_in", "title_in_column", "names_shared")
 
 @dataclass(frozen=True)
 class Entries:
-    """Who holds what, as one list of (candidate, item) entries sorted by candidate: four counts at once.
+    """Who holds what, as (candidate, item) entries: three of the pair counts at once.
 
-    Four kinds of entry, one per row of :data:`TEXT_PAIRS`: a candidate's source, a title word of a
-    candidate, a body word that is some candidate's title word, a name outside the question. When
-    candidate ``j`` is picked, its entries raise flags (``raises``): its source flags itself, its body
-    words flag the title words they match, its title words the body words that match them, its names
-    themselves; every entry whose flag (``reads``) is up then counts 1 for its candidate in its row
-    (``out``: row * n + candidate).
+    Three kinds of entry, one per count: a title word of a candidate, a body word that is some
+    candidate's title word, a name outside the question that two candidates or more mention. When
+    candidate ``j`` is picked, its entries raise flags (``raises``): its body words flag the title
+    words they match, its title words the body words that match them, its names themselves; every
+    entry whose flag (``reads``) is up then counts 1 for its candidate in its row (``out``: row * n +
+    candidate).
 
     Attributes:
-        starts: (n + 1,) where each candidate's entries start.
+        rows: the candidate of each entry.
         raises, reads: the flag each entry raises (as the pick's) and the flag it reads.
         out: where each entry counts.
         flags: how many flags there are.
+        n: the number of candidates.
     """
 
-    starts: IntArray
+    rows: IntArray
     raises: IntArray
     reads: IntArray
     out: IntArray
     flags: int
+    n: int
 
     def counts(self, j: int) -> FloatArray:
-        """(4, n): per candidate, 1 for pick ``j``'s source, its title words ``j``'s body holds, ``j``'s title
-        words its body holds, and the names it shares with ``j`` (exact integers, as floats)."""
-        n = self.starts.shape[0] - 1
+        """(3, n): per candidate, its title words ``j``'s body holds, ``j``'s title words its body holds, and
+        the names it shares with ``j`` (exact integers, as floats)."""
         up = np.zeros(self.flags)
-        up[self.raises[self.starts[j] : self.starts[j + 1]]] = 1.0
-        counts = np.bincount(self.out, weights=up[self.reads], minlength=4 * n)  # float64: weighted
-        return np.asarray(counts, dtype=np.float64).reshape(4, n)
+        up[self.raises[self.rows == j]] = 1.0
+        counts = np.bincount(self.out, weights=up[self.reads], minlength=3 * self.n)  # float64: weighted
+        return np.asarray(counts, dtype=np.float64).reshape(3, self.n)
 
 
 @dataclass(frozen=True)
@@ -103,11 +104,14 @@ class PairView:
         """What the candidate features read of this query."""
         return CandidateText(self.words, len(self.terms), self.shared)
 
-    def rows(self, j: int) -> FloatArray:
+    def rows(self, j: int, out: FloatArray | None = None) -> FloatArray:
         """(4, n): pick ``j``'s row of each of :data:`TEXT_PAIRS`: 1 where a candidate has ``j``'s source; the
         share of its title words ``j``'s body holds; the share of ``j``'s title words its body holds;
-        log(1 + the names outside the question it shares with ``j``; ``j`` itself: all of its own)."""
-        out = self.entries.counts(j)
+        log(1 + the names outside the question it shares with ``j``; ``j`` itself: all of its own).
+        ``out``: a (4, n) array to write them into."""
+        out = np.empty((4, self.n)) if out is None else out
+        np.equal(self.source, self.source[j], out=out[0])
+        out[1:] = self.entries.counts(j)
         out[1] /= self.title_norm
         out[2] /= self.title_norm[j]
         out[3, j] = self.shared.totals[j]
@@ -168,40 +172,48 @@ def pair_view(question: str, texts: Sequence[str], sources: Sequence[object] | N
     words_q, name_cols = question_columns(terms, q_names)
     q_ids = cache.word_ids(words_q, generation)
     # a question word or name counts when the text holds the word as a term (capitalised or not)
-    at = pool.lookup(q_ids)  # 1 + which of the question's words each word of the pool is (0: none)
-    is_term = pool.kinds == TERM
-    held = np.zeros((n, q_ids.shape[0] + 1))
-    held[pool.rows[is_term], at[is_term]] = 1.0
-    words = np.concatenate([held[:, 1: len(terms) + 1], held[:, 1 + name_cols]], axis=1).T
+    rows, ids = _of_kind(pool, TERM)
+    at = _find(ids, q_ids)
+    held = np.zeros((n, q_ids.shape[0]))
+    held[rows[at >= 0], at[at >= 0]] = 1.0
+    words = np.concatenate([held[:, : len(terms)], held[:, name_cols]], axis=1).T
     # the names outside the question's terms, numbered (equal words, equal numbers)
-    outside = (pool.kinds == NAME) & ((at == 0) | (at > len(terms)))
-    name_rows = pool.rows[outside]
-    name_ids = pool.words[outside]
-    name_cols = pool.lookup(name_ids)[outside] - 1
-    shared = SharedNames.of_entries(name_rows, name_cols, n)
+    rows, ids = _of_kind(pool, NAME)
+    outside = _find(ids, q_ids[: len(terms)]) < 0
+    shared = SharedNames.of_entries(rows[outside], np.unique(ids[outside], return_inverse=True)[1].reshape(-1), n)
     # title words get slots; the body words that are some title word are the entries that matter
-    is_title, body = pool.kinds == TITLE, pool.kinds == BODY
-    title_rows = pool.rows[is_title]
-    slot = pool.lookup(pool.words[is_title])  # 1 + a title word's slot (0: no title word)
-    hit = body & (slot > 0)
-    keys = np.array([f.key for f in facts], dtype=np.int64)
-    source = _source_ids(keys, src)
-    source_cols = np.unique(source, return_inverse=True)[1].reshape(-1)
-    entries = _entries(n, int(is_title.sum()), source_cols, title_rows, slot[is_title] - 1, pool.rows[hit],
-                       slot[hit] - 1, name_rows, name_cols)
+    title_rows, title_ids = _of_kind(pool, TITLE)
+    body_rows, body_ids = _of_kind(pool, BODY)
+    slots = np.unique(title_ids)
+    title_slots, body_slots = np.searchsorted(slots, title_ids), _find(body_ids, slots)
+    hit = body_slots >= 0
+    entries = _entries(n, slots.shape[0], title_rows, title_slots, body_rows[hit], body_slots[hit], shared)
+    source = _source_ids(np.array([f.key for f in facts], dtype=np.int64), src)
     title_norm = np.maximum(np.bincount(title_rows, minlength=n), 1).astype(np.float64)
     return PairView(terms, q_names, words, source, title_norm, entries, shared)
 
 
-def _entries(n: int, d: int, source_cols: IntArray, title_rows: IntArray, title_slots: IntArray, body_rows: IntArray,
-             body_slots: IntArray, name_rows: IntArray, name_cols: IntArray) -> Entries:
+def _of_kind(pool: PoolWords, kind: int) -> tuple[IntArray, IntArray]:
+    """The candidate and the word id of each of the pool's words of ``kind``."""
+    mine = pool.kinds == kind
+    return pool.rows[mine], pool.words[mine]
+
+
+def _find(ids: IntArray, among: IntArray) -> IntArray:
+    """Where each of ``ids`` (word ids, >= 0) is among the distinct ``among``; -1: not there."""
+    if not among.shape[0]:
+        return np.full(ids.shape[0], -1, dtype=np.int64)
+    order = np.argsort(among)
+    at = order[np.minimum(np.searchsorted(among[order], ids), among.shape[0] - 1)]
+    return np.where(among[at] == ids, at, -1)
+
+
+def _entries(n: int, d: int, title_rows: IntArray, title_slots: IntArray, body_rows: IntArray,
+             body_slots: IntArray, shared: SharedNames) -> Entries:
     """The :class:`Entries` of ``n`` candidates and ``d`` title-word slots. Flags ``0 .. d-1``: a pick's body
-    holds the title word; ``d .. 2d-1``: it is a pick's title word; then one per name, one per source."""
-    v = int(name_cols.max()) + 1 if name_cols.shape[0] else 0
-    rows = np.concatenate([np.arange(n), title_rows, body_rows, name_rows])
-    raises = np.concatenate([source_cols + 2 * d + v, title_slots + d, body_slots, name_cols + 2 * d])
-    reads = np.concatenate([source_cols + 2 * d + v, title_slots, body_slots + d, name_cols + 2 * d])
-    kind = np.repeat(np.arange(4), [n, title_rows.shape[0], body_rows.shape[0], name_rows.shape[0]])
-    order = np.argsort(rows, kind="stable")
-    starts = np.searchsorted(rows[order], np.arange(n + 1))
-    return Entries(starts, raises[order], reads[order], (kind * n + rows)[order], 2 * d + v + n)
+    holds the title word; ``d .. 2d-1``: it is a pick's title word; then one per shared name."""
+    rows = np.concatenate([title_rows, body_rows, shared.rows])
+    raises = np.concatenate([title_slots + d, body_slots, shared.cols + 2 * d])
+    reads = np.concatenate([title_slots, body_slots + d, shared.cols + 2 * d])
+    kind = np.repeat(np.arange(3), [title_rows.shape[0], body_rows.shape[0], shared.rows.shape[0]])
+    return Entries(rows, raises, reads, kind * n + rows, 2 * d + shared.size, n)

@@ -35,7 +35,6 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..errors import InvalidParameterError, ModelFeatureMismatchError
-from ..text.tokens import split_title
 from ..trained.gold import GoldModel, read_model_file
 from ..trained.inputs import VARIANTS, check_per_question, pick_variant, text_inputs
 from ..validation import PreparedInputs, prepare_inputs
@@ -352,8 +351,9 @@ def input_form(texts: Sequence[str] | None, sources: Sequence[Any] | None, names
         >>> input_form(["Dune: a novel.", "Herbert: an author."], None, None), input_form(["a", "b"], ["x", "y"], None)
         ('titles', 'ids')
     """
+    # a title prefix (:func:`~diverse_core.text.tokens.split_title`): ": " after 1 to 120 characters
     titled = any(v is not None for v in names or ()) or (
-        texts is not None and 2 * sum(isinstance(t, str) and bool(split_title(t)[0]) for t in texts) > len(texts))
+        texts is not None and 2 * sum(isinstance(t, str) and 0 < t.find(": ", 0, 122) for t in texts) > len(texts))
     ids = any(v is not None and not (isinstance(v, str) and not v) for v in sources or ())
     return ("titles+ids" if ids else "titles") if titled else ("ids" if ids else "none")
 

@@ -172,7 +172,7 @@ class QueryState:
         np.matmul(self.unit, self.unit[j], out=out[0])
         np.divide(self.cos_q + out[0], self.norm[j], out=out[1])
         if pv is not None:
-            out[2:] = pv.rows(j)
+            pv.rows(j, out[2:])
         return out
 
     def rows(self, picks: Sequence[int]) -> FloatArray:
@@ -184,14 +184,15 @@ class QueryState:
 
 
 @lru_cache(maxsize=64)
-def _reduction_weights(table: tuple[StateFeature, ...], coef: bytes) -> tuple[Any, ...]:
-    """What each running reduction weighs in a linear model over the state columns ``coef`` (float64 bytes):
+def _reduction_weights(text: bool, coef: bytes) -> tuple[Any, ...]:
+    """What each running reduction weighs in a linear model over the state columns ``coef`` (float64 bytes; of
+    :data:`TEXT_STATE` with ``text``, else of :data:`EMBEDDING_STATE`):
     ``(per matrix maximum, per matrix sum, relevance, any, step, per word group, per group of held words)``
     (see :meth:`PickedSet.linear`; the word groups' weights still to be divided by the groups' sizes)."""
     w_max, w_mean = np.zeros(len(MATRICES)), np.zeros(len(MATRICES))
     word_c, held_c = np.zeros(len(GROUPS)), np.zeros(len(GROUPS))
     w_rel = w_any = w_step = 0.0
-    for c, f in zip(np.frombuffer(coef).tolist(), table, strict=True):
+    for c, f in zip(np.frombuffer(coef).tolist(), TEXT_STATE if text else EMBEDDING_STATE, strict=True):
         if f.reduce in ("max", "max_minus_rel"):
             w_max[MATRICES.index(f.reads)] += c
             w_rel += c if f.reduce == "max_minus_rel" else 0.0
@@ -296,11 +297,11 @@ class PickedSet:
         st = self.state
         s = st.static.shape[1]
         m, q = self._maxima.shape[0], self._held.shape[0]
-        w_max, w_mean, w_rel, w_any, w_step, word_c, held_c = _reduction_weights(st.table, coef[s:].tobytes())
+        w_max, w_mean, w_rel, w_any, w_step, word_c, held_c = _reduction_weights(st.uses_text, coef[s:].tobytes())
         w_max, w_mean, w_step = w_max[:m], w_mean[:m], w_step / max(st.k, 1)
         per_group, held_group = word_c / self._sizes, held_c / self._sizes
         base = st.static @ coef[:s] + intercept + self._counts @ per_group
-        per_word, held_word = self._member @ per_group, self._member @ held_group
+        minus_per_word, held_word = self._member @ -per_group, self._member @ held_group
         u = np.zeros(self._h.shape[0])  # the weights of the rows of the block
 
         def logits() -> FloatArray:
@@ -309,7 +310,7 @@ class PickedSet:
                 u[:m] = w_max
                 np.divide(w_mean, t, out=u[m: 2 * m])
                 u[-1] = -w_rel
-            np.multiply(self._held, -per_word, out=u[2 * m: 2 * m + q])
+            np.multiply(self._held, minus_per_word, out=u[2 * m: 2 * m + q])
             shift = float(self._held @ held_word) + (w_any + w_step * t if t else 0.0)
             return np.asarray(u @ self._h + base + shift, dtype=np.float64)
 
