@@ -1,12 +1,10 @@
 """Does a trained method run on vectors of an embedder it was not trained on? Say so once per process.
 
-The trained methods (``learned``, ``adaptive``) read cosines standardised with the statistics of
-their training embedder (the shipped models: all-MiniLM-L6-v2). Another embedder puts its cosines
-on another scale (multilingual-e5-small: 0.79-0.89 on pools where MiniLM gives 0.28-0.68), and the
-features then mean something else. The faces call :func:`check_embedder` once per retriever: when
-the embeddings object names its model and that name is not among the training embedders, one
-warning goes to the ``diverse_core`` logger per (method, embedder) and process. An embeddings
-object that names no model (a test fake, a custom class) is left alone.
+``learned`` and ``adaptive`` read cosines standardised with their training embedder's statistics
+(the shipped models: all-MiniLM-L6-v2); another embedder puts cosines on another scale. The faces
+call :func:`check_embedder` once per retriever: when the embeddings name a model that is not among
+the training embedders, one warning goes to the ``diverse_core`` logger per (method, embedder) and
+process. Embeddings that name no model (a test fake, a custom class) are left alone.
 
 Example:
     >>> class Embeddings:
