@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import functools
 import json
 import logging
 import threading
@@ -221,28 +220,6 @@ def _candidates(
 Accept = Callable[[PgCandidates], bool]
 
 
-@functools.cache
-def _short_vector() -> Any:
-    """pgvector's ``Vector``, its text written with 9 significant digits per component (``str(float(v))``,
-    pgvector's own, is 17: about twice the client time of the rest of the statement). Nine are enough for
-    every float32 to read back as itself, so the server searches the same vector."""
-    from pgvector.utils import Vector
-
-    class ShortVector(Vector):  # type: ignore[misc]
-        def to_text(self) -> str:
-            return "[" + ",".join([f"{v:.9g}" for v in self.to_list()]) + "]"
-
-    return ShortVector
-
-
-def _query_vector(embedding: Any) -> Any:
-    """The query embedding as a :func:`_short_vector` (as given when it is not one: the store reports it)."""
-    try:
-        return _short_vector()(embedding)
-    except (TypeError, ValueError):
-        return embedding
-
-
 class _WithVectors(VectorIndexRetriever):
     """``VectorIndexRetriever`` whose default-mode search over ``PGVectorStore`` keeps the vectors.
 
@@ -262,14 +239,14 @@ class _WithVectors(VectorIndexRetriever):
     def _pairs(self, query: Any) -> tuple[list[tuple[Any, Any]], PgSearch]:
         with pgvector_search(query.similarity_top_k, binary=True) as search:
             pairs = _method(self._vector_store, _SYNC)(
-                _query_vector(query.query_embedding), query.similarity_top_k, query.filters, **self._kwargs
+                query.query_embedding, query.similarity_top_k, query.filters, **self._kwargs
             )
         return pairs, search
 
     async def _apairs(self, query: Any) -> tuple[list[tuple[Any, Any]], PgSearch]:
         with pgvector_search(query.similarity_top_k, binary=True) as search:
             pairs = await _method(self._vector_store, _ASYNC)(
-                _query_vector(query.query_embedding), query.similarity_top_k, query.filters, **self._kwargs
+                query.query_embedding, query.similarity_top_k, query.filters, **self._kwargs
             )
         return pairs, search
 

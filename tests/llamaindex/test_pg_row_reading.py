@@ -182,20 +182,3 @@ def test_readable_rows_are_readable_one_by_one(first: str) -> None:
         assert together.readable() is all(a.readable() for a in alone)  # type: ignore[union-attr]
         if together.readable():
             assert together.sources == [s for a in alone for s in a.sources]  # type: ignore[union-attr]
-
-
-@pytest.mark.parametrize("seed", range(5))
-def test_query_text_reads_back_as_the_same_float32_vector(seed: int) -> None:
-    """The statement's shorter query text (9 significant digits) parses to the vector pgvector's own text gives."""
-    from pgvector.utils import Vector
-
-    from llamaindex_diverse._pg_rows import _query_vector
-
-    rng = np.random.default_rng(seed)
-    values = np.concatenate([rng.normal(size=380), [np.finfo(np.float32).max, np.finfo(np.float32).tiny, 1e-45, -0.0]])
-    values = values.astype(np.float32)
-    text = _query_vector(values.tolist()).to_text()
-    parsed = np.array([float(p) for p in text[1:-1].split(",")], dtype=np.float32)  # (double, then float32)
-    assert parsed.view(np.uint32).tolist() == values.view(np.uint32).tolist()
-    assert len(text) < len(Vector(values.tolist()).to_text())
-    assert _query_vector([[1.0]]) == [[1.0]]  # not a vector: left to the store's own error
