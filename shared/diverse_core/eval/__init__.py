@@ -18,8 +18,8 @@ Pieces:
 * :mod:`~diverse_core.eval.results` - the result records; :mod:`~diverse_core.eval.report`,
   :mod:`~diverse_core.eval.plots` read them (results flow one way: run -> results -> outputs);
   :mod:`~diverse_core.eval.cli` (``diverse-rag bench``).
-* :mod:`~diverse_core.eval.train_data` - the TRAIN-split loaders; :mod:`~diverse_core.eval.outofsample`
-  tunes and trains on them and reports on dev with :mod:`~diverse_core.eval.stats` intervals.
+* :mod:`~diverse_core.eval.train_data` - the TRAIN-split loaders (``benchmarks/outofsample.py`` tunes
+  and trains on them and reports on dev with :mod:`~diverse_core.eval.stats` intervals).
 * :mod:`~diverse_core.eval.train_adaptive`, :mod:`~diverse_core.eval.train_drrag` (with its
   loaders :mod:`~diverse_core.eval.drrag_trainsets`) - retrain the shipped adaptive λ model and
   DR-RAG pair classifier (``diverse-rag train adaptive|drrag``). Training lives here, above the

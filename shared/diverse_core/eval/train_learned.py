@@ -42,11 +42,10 @@ from .customdata import is_custom_dir
 from .datasets import load_dataset
 from .disk_cache import DiskEmbeddingCache, embedding_cache
 from .heldout import HeldOutQuestion, baseline_recalls, format_heldout, heldout_rows, tuned_lambdas
-from .outofsample import SplitConfig, train_blocks
 from .protocols import build_task
 from .records import Benchmark
 from .runner import prepared_inputs
-from .train_data import TRAIN_SETS
+from .train_data import TRAIN_SETS, train_blocks
 
 __all__ = ["CANDIDATE_CONFIGS", "learned_examples", "train_examples", "choose_config", "train", "train_custom",
            "custom_questions", "main"]
@@ -91,12 +90,11 @@ def train_examples(
     ``embedder`` (default: the packaged MiniLM) embeds through its own disk cache
     (:func:`~diverse_core.eval.disk_cache.embedding_cache`), or pass that ``cache``.
     """
-    cfg = SplitConfig(datasets=list(datasets), protocols=[protocol], k=k, fetch_k=fetch_k, data_dir=data_dir,
-                      cache_dir=cache_dir, progress=progress, train_limit=dict(train_limit or {}) or None)
     cache = cache if cache is not None else embedding_cache(embedder, None, cache_dir, progress=progress)
     out: dict[str, list[LearnedExample]] = {}
     for name in datasets:
-        blocks, dropped = train_blocks(name, cfg, load_dataset(name, data_dir).records)
+        blocks, dropped = train_blocks(name, load_dataset(name, data_dir).records, data_dir,
+                                       limit=(train_limit or {}).get(name))
         out[name] = learned_examples(blocks, protocol, cache, k, fetch_k, titles=titles, source_ids=source_ids)
         if progress:
             print(f"[train] {name}/{protocol}: {len(out[name])} questions ({dropped} dropped: shared with dev)",
