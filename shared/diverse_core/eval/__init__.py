@@ -26,7 +26,6 @@ Pieces:
   pipelines, because it reads the benchmark files and the embedding cache; the library only loads
   the written models and never imports this package.
 * :mod:`~diverse_core.eval.userdata` - your own JSONL dataset (``--dataset-file``, :func:`register_dataset`).
-* :mod:`~diverse_core.eval.judge_sim` - the simulated DF-RAG Evaluator (plugins ``simjudge``, ``simjudge_p``).
 
 Plugging in another pipeline (e.g. DF-RAG with an LLM Planner/Evaluator): write a
 callable ``fn(inputs: MethodInput, **params) -> MethodOutput`` and register it::
@@ -110,5 +109,4 @@ from .pipeline_plugin import declare_pipeline_method  # noqa: E402
 __all__ += ["declare_pipeline_method"]
 from . import diva_plugin as _diva_plugin  # noqa: E402,F401  (registers the "diva" plugin)
 from . import drrag_plugin as _drrag_plugin  # noqa: E402,F401  (registers the "drrag" method)
-from . import judge_sim as _judge_sim  # noqa: E402,F401  (registers "simjudge" and "simjudge_p")
 from . import vendirag_plugin as _vendirag_plugin  # noqa: E402,F401  (registers the "vendirag" plugin)
