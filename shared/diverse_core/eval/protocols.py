@@ -98,7 +98,7 @@ def _support_units(
     return tuple(out)
 
 
-def build_task(bench: Benchmark, protocol: str, window: int = 2, stride: int = 1, *, titles: bool = True) -> RetrievalTask:
+def build_task(bench: Benchmark, protocol: str, *, titles: bool = True) -> RetrievalTask:
     """Turn a loaded benchmark into a :class:`RetrievalTask` for ``protocol``.
 
     ``titles=False`` indexes every unit without its ``"title: "`` prefix (a corpus whose
@@ -127,7 +127,7 @@ def build_task(bench: Benchmark, protocol: str, window: int = 2, stride: int = 1
     for i, doc in enumerate(docs):
         if protocol == "chunks":
             sents = list(doc.sentences) or split_sentences(doc.text)
-            pieces = list(dict.fromkeys(sentence_windows(sents, window, stride))) or [doc.text]
+            pieces = list(dict.fromkeys(sentence_windows(sents))) or [doc.text]
             windows = [f"{doc.title}: {w}" if doc.title and titles else w for w in pieces]
         else:
             windows = [doc.indexed_text if titles else doc.text]
