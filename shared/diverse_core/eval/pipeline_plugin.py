@@ -43,6 +43,7 @@ from ..errors import InvalidParameterError
 from ..llm import Completion, LocalGGUFLLM, OpenAILLM
 from ..pipelines import Pipeline, PipelineResult, PoolSource
 from ..pipelines.options import Option, harness_options
+from .config import coerce
 from .plugins import MethodInput, MethodOutput, add_plugin_resolver, register_plugin
 
 __all__ = [
@@ -163,25 +164,6 @@ def describe_llm(llm: object) -> str:
     if isinstance(llm, SimulatedEndpoint):
         return f"simulated ({llm.latency:g} s/call)"
     return type(llm).__name__
-
-
-def coerce(value: Any) -> Any:
-    """A CLI value as Python: ``true``/``false``, ``none``, ints, floats, else the string."""
-    if not isinstance(value, str):
-        return value
-    low = value.lower()
-    if low in {"true", "yes"}:
-        return True
-    if low in {"false", "no"}:
-        return False
-    if low == "none":
-        return None
-    for kind in (int, float):
-        try:
-            return kind(value)
-        except ValueError:
-            pass
-    return value
 
 
 def trace_summary(result: PipelineResult) -> dict[str, Any]:
