@@ -25,11 +25,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..pipelines import PipelineResult
 from ..pipelines.dfrag import (
     DFRAG,
     DFRAG_DIVERSITY,
-    DFRAGResult,
     PromptSet,
     check_lambdas,
     sweep_candidate_sets,
@@ -55,11 +53,6 @@ def _build(params: dict[str, Any], k: int) -> DFRAG:
     return DFRAG(params.pop("llm", None), k=k, prompts=prompts, **params)
 
 
-def _info(res: PipelineResult) -> dict[str, Any]:
-    assert isinstance(res, DFRAGResult)
-    return res.summary()
-
-
 def _dry_grid(params: dict[str, Any]) -> tuple[float, ...]:
     """The λ grid a run with these (text) options would sweep: ``lambdas``, or what ``diversity``
     leaves of the default grid (the pipeline's own rule, :data:`DFRAG_DIVERSITY`)."""
@@ -82,6 +75,6 @@ def _dry_run(inp: MethodInput, params: dict[str, Any]) -> MethodOutput:
 
 #: The harness plugin: DF-RAG's chosen chunk set for one question.
 dfrag_method = declare_pipeline_method(
-    "dfrag", _build, options=_EXTRA, info=_info, dry_run=_dry_run, pipeline=DFRAG,
+    "dfrag", _build, options=_EXTRA, dry_run=_dry_run, pipeline=DFRAG,
     needs_llm=lambda params: params.get("evaluator", "llm") != "adaptive",
 )

@@ -32,8 +32,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import InvalidParameterError
-from ..pipelines import PipelineResult
-from ..pipelines.diva import DIVA, DivaPrompts, DIVAResult
+from ..pipelines.diva import DIVA, DivaPrompts
 from .pipeline_plugin import declare_pipeline_method
 from .plugins import MethodInput
 
@@ -71,14 +70,9 @@ def _run_kwargs(inp: MethodInput, params: dict[str, Any]) -> dict[str, Any]:
     return {"interpretations": [str(q) for q in gold]}
 
 
-def _info(res: PipelineResult) -> dict[str, Any]:
-    assert isinstance(res, DIVAResult)
-    return res.summary()
-
-
 #: The harness plugin: DIVA's pruned, diversified passages for one question (and its answer
 #: with ``@generate=true``).
 diva_method = declare_pipeline_method(
-    "diva", _build, options=_EXTRA, info=_info, run_kwargs=_run_kwargs, pipeline=DIVA,
+    "diva", _build, options=_EXTRA, run_kwargs=_run_kwargs, pipeline=DIVA,
     needs_llm=lambda params: _interpretation_source(params) != "gold",
 )

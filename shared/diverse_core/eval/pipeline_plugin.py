@@ -247,8 +247,7 @@ class _Method:
         info: dict[str, Any] = trace_summary(res)
         if "llm" in ctor:
             info["llm"] = describe_llm(ctor["llm"])
-        if self.info is not None:
-            info.update(self.info(res))
+        info.update(self.info(res) if self.info is not None else res.summary())
         if res.answer is not None:
             info["answer"] = res.answer
         chosen = [int(d.id) for d in res.documents]
@@ -277,7 +276,7 @@ def declare_pipeline_method(
         options: parameter names accepted after ``@`` besides the declared ones (the plugin's
             own keys, e.g. DF-RAG's ``zero_shot``; a pipeline without ``pipeline=`` lists all
             of its options here).
-        info: extra per-query fields from a result (e.g. DF-RAG's λ*).
+        info: extra per-query fields from a result (default: the result's ``summary()``, e.g. DF-RAG's λ*).
         dry_run: what ``llm=none`` runs (labelled as a dry run in its info); ``None``: refused.
         needs_llm: the pipeline's retrieval needs an LLM (DF-RAG) or not (DR-RAG); or a function
             of the converted options deciding it.
