@@ -43,7 +43,6 @@ _EXTRA = {"zero_shot", "max_passage_chars"}
 
 
 def _build(params: dict[str, Any], k: int) -> DFRAG:
-    params = dict(params)
     zero_shot = params.pop("zero_shot", False) is True
     max_chars = params.pop("max_passage_chars", None)
     prompts = PromptSet(

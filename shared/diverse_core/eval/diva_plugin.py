@@ -50,7 +50,6 @@ def _interpretation_source(params: dict[str, Any]) -> str:
 
 
 def _build(params: dict[str, Any], k: int) -> DIVA:
-    params = dict(params)
     _interpretation_source(params)
     params.pop("interpretations", None)
     max_chars = params.pop("max_passage_chars", None)

@@ -35,6 +35,7 @@ import asyncio
 import os
 import threading
 from collections.abc import Callable, Collection, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -205,7 +206,7 @@ class _Method:
         key = (k, *sorted((str(a), str(b)) for a, b in params.items()))
         with self._lock:
             if key not in self._cache:
-                built = self.build(params, k)
+                built = self.build(dict(params), k)  # a copy: a builder may pop what it consumes
                 if built is None:
                     raise InvalidParameterError(f"pipeline {self.name!r} could not be built from {params}")
                 self._cache[key] = built
@@ -258,7 +259,7 @@ class _Method:
 
 def declare_pipeline_method(
     name: str,
-    build: Builder,
+    build: Builder | None = None,
     *,
     options: Collection[str] = (),
     info: Callable[[PipelineResult], Mapping[str, Any]] | None = None,
@@ -272,7 +273,8 @@ def declare_pipeline_method(
     Args:
         name: the method name (``--methods NAME@...``).
         build: ``build(constructor_params, k) -> Pipeline`` (``constructor_params`` holds the
-            converted ``options`` and, when an LLM is used, ``llm``).
+            converted ``options`` and, when an LLM is used, ``llm``); default
+            ``pipeline(llm, k=k, **options)``.
         options: parameter names accepted after ``@`` besides the declared ones (the plugin's
             own keys, e.g. DF-RAG's ``zero_shot``; a pipeline without ``pipeline=`` lists all
             of its options here).
@@ -289,6 +291,10 @@ def declare_pipeline_method(
     Returns:
         The registered plugin callable ``fn(inputs, **params) -> MethodOutput``.
     """
+    if build is None:
+        if pipeline is None:
+            raise InvalidParameterError(f"pipeline method {name!r} needs build= or pipeline=")
+        build = partial(_construct, pipeline)
     declared = harness_options(pipeline.OPTIONS) if pipeline is not None else ()
     extra = set(options) | (POLICY_OPTIONS if pipeline is not None else set())
     method = _Method(name, build, extra, info, dry_run, needs_llm, run_kwargs, declared)
@@ -316,13 +322,11 @@ def declare_registered_pipeline(name: str) -> Callable[..., MethodOutput]:
     from ..pipelines import get_pipeline
 
     cls = get_pipeline(name)
+    return declare_pipeline_method(name, needs_llm=bool(cls.requires_llm), pipeline=cls)
 
-    def build(params: dict[str, Any], k: int) -> Pipeline[Any]:
-        params = dict(params)
-        built: Pipeline[Any] = cls(params.pop("llm", None), k=k, **params)
-        return built
 
-    return declare_pipeline_method(name, build, needs_llm=bool(cls.requires_llm), pipeline=cls)
+def _construct(cls: type[Pipeline[Any]], params: dict[str, Any], k: int) -> Pipeline[Any]:
+    return cls(params.pop("llm", None), k=k, **params)
 
 
 def _declare_if_registered(name: str) -> bool:
