@@ -1,6 +1,6 @@
 """Out-of-sample headline: tune and train on TRAIN, report on dev (issue 18).
 
-Runs :func:`diverse_core.eval.outofsample.run_split` and writes
+Runs :func:`outofsample.run_split` (``benchmarks/outofsample.py``) and writes
 ``benchmarks/results/split/split.json`` plus the headline section of
 ``benchmarks/RESULTS.md`` (between the ``headline:start`` / ``headline:end`` markers).
 
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from diverse_core.eval import parse_method
-from diverse_core.eval.outofsample import SplitConfig, run_split, split_payload, write_split
+from outofsample import SplitConfig, run_split, split_payload, write_split
 from report import replace_section  # benchmarks/report.py: this script's folder is on the path
 
 REPO = Path(__file__).resolve().parents[1]

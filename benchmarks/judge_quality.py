@@ -1,6 +1,6 @@
 """How good must DF-RAG's Evaluator be? Recall vs simulated judge quality (issue 18).
 
-A simulated judge (:mod:`diverse_core.eval.judge_sim`) scores each gMMR λ-set by its
+A simulated judge (``benchmarks/judge_sim.py``) scores each gMMR λ-set by its
 true gold recall plus Gaussian noise (``simjudge``, noise σ) or gets it right with
 probability p (``simjudge_p``); DF-RAG's choice (argmax, ties -> upper median) follows,
 with uniform sampling (every λ judged) or binary-search sampling. Dev questions,
@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import judge_sim  # noqa: F401  (registers simjudge, simjudge_p; this script's folder is on the path)
 import numpy as np
 from diverse_core.eval import BenchConfig, parse_method, run_benchmark
 

@@ -3,7 +3,7 @@
 1. ``diverse_core.eval.train_learned.train(cv=True)``: for each protocol, the train questions
    of HotpotQA, MuSiQue and 2Wiki (dev overlap removed), the configuration chosen by
    5-fold cross-validation on them, the selector fitted and saved;
-2. ``diverse_core.eval.outofsample.run_split`` with the harness's default grids (cosine,
+2. ``outofsample.run_split`` (``benchmarks/outofsample.py``) with the harness's default grids (cosine,
    MMR, gMMR, Dartboard, Vendi: best fixed value on train; ``adaptive`` trained on train;
    the per-question λ Oracle) plus two dev grids: retrieval-only DR-RAG
    (``drrag@mode=cfs@k1=2@fill=true``) and ``learned`` with the models of step 1;
@@ -38,8 +38,8 @@ NAMES = {"hotpotqa": "HotpotQA", "musique": "MuSiQue", "2wiki": "2Wiki"}
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from diverse_core.eval import MethodGrid, parse_method
-    from diverse_core.eval.outofsample import SplitConfig, run_split, split_payload
     from diverse_core.eval.train_learned import train
+    from outofsample import SplitConfig, run_split, split_payload
 
     out = Path(args.out)
     model_dir = out / "models"

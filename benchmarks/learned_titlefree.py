@@ -91,15 +91,14 @@ def _cache(args: argparse.Namespace, embedder: Any = None) -> Any:
 def prepare(args: argparse.Namespace) -> dict[str, Any]:
     """Embed every text the jobs need (one process; on the GPU with ``--device cuda``)."""
     from diverse_core.eval.datasets import load_dataset
-    from diverse_core.eval.outofsample import SplitConfig, train_blocks
     from diverse_core.eval.protocols import build_task
+    from diverse_core.eval.train_data import train_blocks
 
     t0 = time.perf_counter()
     texts: dict[str, None] = {}
-    cfg = SplitConfig(train_limit=_limits(args) or None, data_dir=args.data_dir)
     for name in DATASETS:
         dev = load_dataset(name, args.data_dir)
-        blocks, _ = train_blocks(name, cfg, dev.records)
+        blocks, _ = train_blocks(name, dev.records, args.data_dir, limit=_limits(args).get(name))
         benches = [dev.subset(args.dev_limit), *blocks]
         for bench in benches:
             texts.update(dict.fromkeys(r.question for r in bench.records))
@@ -130,8 +129,8 @@ def split_job(args: argparse.Namespace, variant: str, protocol: str, datasets: t
               k: int = 5, fetch_k: int = 50) -> dict[str, Any]:
     """One out-of-sample run: ``variant`` ``titled`` (shipped model, no ids) or ``notitle`` (bare units + ids)."""
     from diverse_core.eval import MethodGrid
-    from diverse_core.eval.outofsample import SplitConfig, run_split, split_payload
     from diverse_core.learned import DEFAULT_MODELS
+    from outofsample import SplitConfig, run_split, split_payload
 
     _no_ranx()
     shipped = str(DEFAULT_MODELS[protocol])

@@ -1,6 +1,6 @@
 """Dev quality of every method, old and new (issue 28), at train-tuned parameters.
 
-Runs :func:`diverse_core.eval.outofsample.run_split` (recall@5, k=5, fetch_k=50, MiniLM) on
+Runs :func:`outofsample.run_split` (``benchmarks/outofsample.py``) (recall@5, k=5, fetch_k=50, MiniLM) on
 HotpotQA, MuSiQue and 2Wiki x chunks and paragraphs with the harness grids extended by the five
 peer strategies; each method's parameter is chosen on TRAIN only, then reported on dev with a
 paired 95% bootstrap interval against cosine and against the train-tuned gMMR. The per-question
@@ -21,8 +21,8 @@ from typing import Any
 
 from diverse_core.eval import parse_method
 from diverse_core.eval.config import DEFAULT_METHODS
-from diverse_core.eval.outofsample import SplitConfig, run_split, split_payload
 from diverse_core.eval.stats import bootstrap_ci
+from outofsample import SplitConfig, run_split, split_payload
 
 START, END = "<!-- peer-quality:start -->", "<!-- peer-quality:end -->"
 PEER_GRIDS = ("dpp=0:1:0.2", "msd=0:1:0.2", "cover=0:1:0.2", "ssd=0:1:0.2", "gist=0,0.25,0.5,1,2,4")

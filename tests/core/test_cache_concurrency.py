@@ -261,13 +261,13 @@ def test_half_written_and_foreign_shards_are_never_read(tmp_path: Path) -> None:
 
 def test_old_cache_folder_is_read_as_is(tmp_path: Path) -> None:
     """A folder written by earlier versions (shards without the model field) is read unchanged."""
-    from diverse_core.eval.disk_cache import text_key
+    from diverse_core.eval.disk_cache import text_keys
 
     folder = tmp_path / "fake"
     folder.mkdir()
     texts = ["old a", "old b"]
     np.savez(folder / "shard-00000000000000000001-00000000.npz",
-             keys=np.array([text_key(t) for t in texts], dtype="S40"),
+             keys=np.array(text_keys(texts), dtype="S40"),
              vectors=np.stack([vector_of(t) for t in texts]))
     fake = SlowFake(delay=0)
     cache = DiskEmbeddingCache(fake, "fake", tmp_path, progress=False)

@@ -61,13 +61,13 @@ def test_bench_names_the_line_of_a_lone_surrogate(capsys: Any, tmp_path: Path, m
 
 
 def test_train_data_names_the_line_of_a_lone_surrogate(tmp_path: Path) -> None:
-    from diverse_core.eval import datasets, train_data
+    from diverse_core.eval import datasets  # the train loaders read through datasets' readers
 
     path = tmp_path / "train.jsonl"
     path.write_text('{"q": "fine"}\n\n{"q": "bad \\udc00 text"}\n', encoding="utf-8")
     with pytest.raises(datasets.DatasetFormatError, match=rf"{path}:3: .*lone surrogate"):
-        list(train_data._read_jsonl(path))
+        datasets._jsonl(path)
     whole = tmp_path / "train.json"
     whole.write_text('[{"q": "ok \\ud83d\\ude00"}, {"q": "bad \\ud800"}]', encoding="utf-8")  # a pair is fine
     with pytest.raises(datasets.DatasetFormatError, match=rf"{whole}, record 1: .*lone surrogate"):
-        train_data._read_json(whole)
+        datasets._json(whole)

@@ -220,3 +220,11 @@ def test_import_error_shows_the_real_cause(monkeypatch: Any) -> None:
     monkeypatch.setattr(importlib, "import_module", broken)
     with pytest.raises(ImportError, match="libfoo.so: cannot open shared object file.*diverse-rag\\[bench\\]"):
         require("matplotlib", "plots")
+
+
+def test_fixed_parameters_read_like_pipeline_options() -> None:
+    """``@key=value`` of every method is read by one converter (the pipeline plugins' ``coerce``)."""
+    from diverse_core.eval import parse_method
+
+    grid = parse_method("gmmr@a=yes@b=no@c=none@d=3@e=0.5@f=text")
+    assert dict(grid.params) == {"a": True, "b": False, "c": None, "d": 3, "e": 0.5, "f": "text"}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -10,8 +11,10 @@ import numpy as np
 import pytest
 from diverse_core.errors import InvalidParameterError
 from diverse_core.eval import BenchConfig, MethodInput, parse_method, run_benchmark
-from diverse_core.eval.judge_sim import simjudge, simjudge_p, simulated_choice
 from test_eval_runner import _toy
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from judge_sim import simjudge, simjudge_p, simulated_choice  # noqa: E402  (benchmarks/judge_sim.py)
 
 
 def _run(tmp_path: Path, embedder: Any, specs: list[str]) -> dict[str, Any]:

@@ -74,3 +74,15 @@ def test_summary_rows_name_their_llm(tmp_path: Path, fake_embedder: Any) -> None
     per_query = json.loads((tmp_path / "out" / "per_query" / "toy__paragraphs.json").read_text())
     infos = [s["info"] for s in per_query["settings"] if s["params"].startswith("llm=simulated")]
     assert all(i["llm"] == "simulated (0 s/call)" for i in infos[0])
+
+
+def test_a_generating_drrag_names_its_llm_on_every_question(tmp_path: Path, fake_embedder: Any) -> None:
+    """DR-RAG's builder took the LLM out of the shared options on the first question, so that question's
+    row lost its ``llm=`` label and was reported as a setting of its own."""
+    config = BenchConfig(
+        tasks=[("toy", "paragraphs")], benchmarks={"toy": _toy()},
+        methods=[parse_method("drrag@generate=true@llm=simulated:0")], k=3, fetch_k=10, embedder=fake_embedder,
+        model_name="fake", cache_dir=tmp_path / "cache", out_dir=None, progress=False, plots=False,
+    )
+    settings = run_benchmark(config).tasks[0].settings
+    assert [(s.label, len(s.info)) for s in settings] == [("generate=True, llm=simulated (0 s/call)", 3)]

@@ -1,7 +1,11 @@
-"""Train/dev protocol: no dev question reaches training; best fixed settings come from train."""
+"""Train/dev protocol: no dev question reaches training; best fixed settings come from train.
+
+The protocol itself (``run_split``) lives with the benchmark scripts that use it: ``benchmarks/outofsample.py``.
+"""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -9,7 +13,6 @@ import numpy as np
 import pytest
 from diverse_core.eval import parse_method
 from diverse_core.eval.datasets import load_dataset
-from diverse_core.eval.outofsample import SplitConfig, run_split
 from diverse_core.eval.records import Benchmark, CorpusBuilder, QARecord
 from diverse_core.eval.train_data import (
     TRAIN_SETS,
@@ -17,7 +20,11 @@ from diverse_core.eval.train_data import (
     load_train,
     normalized_question,
     overlap,
+    train_blocks,
 )
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from outofsample import SplitConfig, run_split  # noqa: E402
 
 
 def _bench(name: str, questions: list[tuple[str, str]], seed: int) -> Benchmark:
@@ -56,6 +63,8 @@ def test_a_dev_question_planted_in_train_is_dropped(tmp_path: Path, fake_embedde
     train = _bench("toy_train0", train_qs, 2)
     kept, dropped = drop_overlap([train], dev.records)
     assert dropped == 2 and {r.qid for r in kept[0].records} == {f"t{i}" for i in range(12)}
+    limited, dropped = train_blocks("toy", dev.records, limit=5, preloaded=[train])
+    assert dropped == 2 and [r.qid for b in limited for r in b.records] == [f"t{i}" for i in range(5)]
     res = run_split(SplitConfig(
         datasets=["toy"], protocols=["paragraphs"], dev_sets={"toy": dev}, train_sets={"toy": [train]},
         methods=[parse_method("cosine"), parse_method("gmmr=0:1:0.1")], k=3, fetch_k=10,

@@ -239,3 +239,17 @@ def test_the_2wiki_sample_counts_support_from_its_sentence_indices(real_data: Pa
     assert set(rec.support) == set(rec.gold_doc_ids)
     for doc_id, sentences in rec.support.items():
         assert all(s in bench.corpus[doc_id].text for s in sentences)
+
+
+def test_custom_folder_lines_are_read_like_dataset_files(tmp_path: Path) -> None:
+    """One JSONL reader: a custom-data line that is not UTF-8 or nests too deeply is a format error
+    naming the line (it escaped as ``UnicodeDecodeError`` / ``RecursionError`` before)."""
+    from diverse_core.eval.customdata import load_custom_dir
+    from diverse_core.eval.datasets import DatasetFormatError
+
+    (tmp_path / "questions.jsonl").write_text('{"id": "q", "question": "Who?", "gold": ["c1"]}\n')
+    for line, problem in ((b'{"id": "c1", "text": "caf\xe9"}\n', "corpus.jsonl:1: not UTF-8 text"),
+                          (b"[" * 100_000 + b"\n", "corpus.jsonl:1: JSON nested too deeply")):
+        (tmp_path / "corpus.jsonl").write_bytes(line)
+        with pytest.raises(DatasetFormatError, match=problem):
+            load_custom_dir(tmp_path)

@@ -18,15 +18,14 @@ Pieces:
 * :mod:`~diverse_core.eval.results` - the result records; :mod:`~diverse_core.eval.report`,
   :mod:`~diverse_core.eval.plots` read them (results flow one way: run -> results -> outputs);
   :mod:`~diverse_core.eval.cli` (``diverse-rag bench``).
-* :mod:`~diverse_core.eval.train_data` - the TRAIN-split loaders; :mod:`~diverse_core.eval.outofsample`
-  tunes and trains on them and reports on dev with :mod:`~diverse_core.eval.stats` intervals.
+* :mod:`~diverse_core.eval.train_data` - the TRAIN-split loaders (``benchmarks/outofsample.py`` tunes
+  and trains on them and reports on dev with :mod:`~diverse_core.eval.stats` intervals).
 * :mod:`~diverse_core.eval.train_adaptive`, :mod:`~diverse_core.eval.train_drrag` (with its
   loaders :mod:`~diverse_core.eval.drrag_trainsets`) - retrain the shipped adaptive λ model and
   DR-RAG pair classifier (``diverse-rag train adaptive|drrag``). Training lives here, above the
   pipelines, because it reads the benchmark files and the embedding cache; the library only loads
   the written models and never imports this package.
 * :mod:`~diverse_core.eval.userdata` - your own JSONL dataset (``--dataset-file``, :func:`register_dataset`).
-* :mod:`~diverse_core.eval.judge_sim` - the simulated DF-RAG Evaluator (plugins ``simjudge``, ``simjudge_p``).
 
 Plugging in another pipeline (e.g. DF-RAG with an LLM Planner/Evaluator): write a
 callable ``fn(inputs: MethodInput, **params) -> MethodOutput`` and register it::
@@ -110,5 +109,4 @@ from .pipeline_plugin import declare_pipeline_method  # noqa: E402
 __all__ += ["declare_pipeline_method"]
 from . import diva_plugin as _diva_plugin  # noqa: E402,F401  (registers the "diva" plugin)
 from . import drrag_plugin as _drrag_plugin  # noqa: E402,F401  (registers the "drrag" method)
-from . import judge_sim as _judge_sim  # noqa: E402,F401  (registers "simjudge" and "simjudge_p")
 from . import vendirag_plugin as _vendirag_plugin  # noqa: E402,F401  (registers the "vendirag" plugin)

@@ -17,7 +17,7 @@ the gold interpretations and generated ones can be graded against them.
   union of the annotators' answers) and the question itself as interpretation.
   ``meta["ambiguous"]`` says which. Answer-level only: no passages.
 
-:func:`with_asqa_interpretations` adds the ``qa_pairs`` questions to the ``asqa``
+:func:`load_asqa_interpreted` adds the ``qa_pairs`` questions to the ``asqa``
 benchmark of :mod:`~diverse_core.eval.datasets`.
 
 Example:
@@ -43,7 +43,6 @@ __all__ = [
     "load_condambigqa",
     "load_situatedqa",
     "load_ambignq",
-    "with_asqa_interpretations",
     "load_asqa_interpreted",
 ]
 
@@ -121,12 +120,11 @@ def load_condambigqa(data_dir: str | Path | None = None) -> Benchmark:
     return Benchmark("condambigqa", tuple(records), builder.docs, AMBIGUOUS_DATASETS["condambigqa"], "mrecall")
 
 
-def with_asqa_interpretations(bench: Benchmark, data_dir: str | Path | None = None) -> Benchmark:
-    """The ``asqa`` benchmark with each record's ``qa_pairs`` questions in ``meta["interpretations"]``.
-
-    The questions are aligned with ``answer_groups`` (pairs without a short answer are
-    dropped from both, as :func:`~diverse_core.eval.datasets.load_asqa` does).
-    """
+def load_asqa_interpreted(data_dir: str | Path | None = None) -> Benchmark:
+    """:func:`~diverse_core.eval.datasets.load_asqa` with each record's ``qa_pairs`` questions in
+    ``meta["interpretations"]``, aligned with ``answer_groups`` (pairs without a short answer are
+    dropped from both)."""
+    bench = load_asqa(data_dir)
     by_id = {str(row["id"]): row for row in _json(_file(data_dir, "asqa/asqa_dev.json"))}
     records = []
     for rec in bench.records:
@@ -135,11 +133,6 @@ def with_asqa_interpretations(bench: Benchmark, data_dir: str | Path | None = No
             raise ValueError(f"asqa question {rec.qid!r}: qa_pairs do not line up with answer_groups")
         records.append(replace(rec, meta={**rec.meta, "interpretations": interpretations}))
     return replace(bench, records=tuple(records))
-
-
-def load_asqa_interpreted(data_dir: str | Path | None = None) -> Benchmark:
-    """:func:`~diverse_core.eval.datasets.load_asqa` plus ``meta["interpretations"]``."""
-    return with_asqa_interpretations(load_asqa(data_dir), data_dir)
 
 
 def load_situatedqa(data_dir: str | Path | None = None, kinds: Iterable[str] = ("temp", "geo")) -> Benchmark:

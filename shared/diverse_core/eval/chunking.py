@@ -1,4 +1,4 @@
-"""Sentence splitting and sliding sentence windows for the ``chunks`` protocol."""
+"""Sentence splitting and the two-sentence windows of the ``chunks`` protocol."""
 
 from __future__ import annotations
 
@@ -23,16 +23,8 @@ def split_sentences(text: str) -> list[str]:
     return [p for p in parts if p]
 
 
-def sentence_windows(sentences: Sequence[str], size: int = 2, stride: int = 1) -> list[str]:
-    """Windows of ``size`` consecutive sentences every ``stride`` sentences.
-
-    A passage shorter than ``size`` gives one window holding all its sentences;
-    the last window always ends at the last sentence.
-
-    Args:
-        sentences: the passage's sentences (blank ones are dropped).
-        size: sentences per window (>= 1).
-        stride: step between window starts (>= 1).
+def sentence_windows(sentences: Sequence[str]) -> list[str]:
+    """Every window of two consecutive sentences (blank ones dropped); one window for a single sentence.
 
     Example:
         >>> sentence_windows(["A.", "B.", "C."])
@@ -40,16 +32,7 @@ def sentence_windows(sentences: Sequence[str], size: int = 2, stride: int = 1) -
         >>> sentence_windows(["A."])
         ['A.']
     """
-    if size < 1:
-        raise ValueError(f"size must be >= 1; got size={size!r}")
-    if stride < 1:
-        raise ValueError(f"stride must be >= 1; got stride={stride!r}")
     sents = [s.strip() for s in sentences if s.strip()]
-    if not sents:
-        return []
-    if len(sents) <= size:
-        return [" ".join(sents)]
-    starts = list(range(0, len(sents) - size + 1, stride))
-    if starts[-1] + size < len(sents):
-        starts.append(len(sents) - size)
-    return [" ".join(sents[i : i + size]) for i in starts]
+    if len(sents) <= 2:
+        return [" ".join(sents)] if sents else []
+    return [f"{a} {b}" for a, b in zip(sents, sents[1:], strict=False)]

@@ -24,6 +24,7 @@ __all__ = [
     "MAX_GRID_VALUES",
     "ORACLE_LAMBDAS",
     "display_name",
+    "coerce",
 ]
 
 #: Cosine top-k is reported under this name.
@@ -175,13 +176,19 @@ def parse_values(spec: str) -> tuple[float, ...]:
     return values
 
 
-def _scalar(text: str) -> Any:
-    for cast in (int, float):
+def coerce(value: Any) -> Any:
+    """A CLI value as Python: ``true``/``yes``, ``false``/``no``, ``none``, ints, floats, else the string."""
+    if not isinstance(value, str):
+        return value
+    low = value.lower()
+    if low in {"true", "yes", "false", "no", "none"}:
+        return {"true": True, "yes": True, "false": False, "no": False}.get(low)
+    for kind in (int, float):
         try:
-            return cast(text)
+            return kind(value)
         except ValueError:
             pass
-    return {"none": None, "true": True, "false": False}.get(text.lower(), text)
+    return value
 
 
 def parse_method(spec: str) -> MethodGrid:
@@ -210,7 +217,7 @@ def parse_method(spec: str) -> MethodGrid:
         if key.strip() == DIVERSITY and (":" in val or "," in val):
             over = parse_values(val.strip())
             continue
-        params[key.strip()] = _scalar(val.strip())
+        params[key.strip()] = coerce(val.strip())
     if over:
         if values:
             raise InvalidParameterError(

@@ -30,12 +30,12 @@ Example:
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from .datasets import DatasetFormatError, json_value
+from .datasets import DatasetFormatError
 from .records import Benchmark, Document, QARecord
+from .userdata import jsonl_objects
 
 __all__ = ["CUSTOM_FORMAT", "is_custom_dir", "load_custom_dir"]
 
@@ -56,18 +56,7 @@ def _fail(path: Path, lineno: int, problem: str) -> DatasetFormatError:
 def _lines(path: Path) -> list[tuple[int, dict[str, Any]]]:
     if not path.is_file():
         raise FileNotFoundError(f"custom data file not found: {path} (expected {CUSTOM_FORMAT})")
-    out = []
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json_value(line, f"{path}:{lineno}")
-            except json.JSONDecodeError as exc:
-                raise _fail(path, lineno, f"not valid JSON ({exc.msg})") from None
-            if not isinstance(obj, dict):
-                raise _fail(path, lineno, f"each line must be a JSON object, got {type(obj).__name__}")
-            out.append((lineno, obj))
+    out = list(jsonl_objects(path, CUSTOM_FORMAT))
     if not out:
         raise _fail(path, 1, "the file is empty")
     return out

@@ -202,26 +202,23 @@ def _distractor_record(builder: CorpusBuilder, r: dict[str, Any], qid: str, meta
                            (t for t, _ in facts), meta, facts)
 
 
+def _hotpot(name: str, rows: Iterable[dict[str, Any]]) -> Benchmark:
+    builder = CorpusBuilder()
+    records = [_distractor_record(builder, r, str(r["_id"]), {"type": r.get("type"), "level": r.get("level")})
+               for r in rows]
+    return Benchmark(name, tuple(records), builder.docs, SUPPORTED_PROTOCOLS[name])
+
+
 def load_hotpotqa(data_dir: str | Path | None = None) -> Benchmark:
     """HotpotQA dev-distractor sample (``hotpotqa/hotpot.json``)."""
-    builder = CorpusBuilder()
-    records = [
-        _distractor_record(builder, r, str(r["_id"]), {"type": r.get("type"), "level": r.get("level")})
-        for r in _jsonl(_file(data_dir, "hotpotqa/hotpot.json"))
-    ]
-    return Benchmark("hotpotqa", tuple(records), builder.docs, SUPPORTED_PROTOCOLS["hotpotqa"])
+    return _hotpot("hotpotqa", _jsonl(_file(data_dir, "hotpotqa/hotpot.json")))
 
 
 def load_hotpotqa_sample(data_dir: str | Path | None = None) -> Benchmark:
     """The packaged 40-question HotpotQA dev sample (``diverse_core/demo/data``); ``data_dir`` is unused."""
     from ..demo.sample import sample_records
 
-    builder = CorpusBuilder()
-    records = [
-        _distractor_record(builder, r, str(r["_id"]), {"type": r.get("type"), "level": r.get("level")})
-        for r in sample_records()
-    ]
-    return Benchmark("hotpotqa_sample", tuple(records), builder.docs, SUPPORTED_PROTOCOLS["hotpotqa_sample"])
+    return _hotpot("hotpotqa_sample", sample_records())
 
 
 def load_musique(data_dir: str | Path | None = None) -> Benchmark:
@@ -235,7 +232,7 @@ def load_musique(data_dir: str | Path | None = None) -> Benchmark:
             QARecord(
                 str(r["id"]),
                 r["question"],
-                _answers(r["answer"], r.get("answer_aliases", [])),
+                answers,
                 tuple(dict.fromkeys(gold)),
                 tuple(dict.fromkeys(pool)),
                 meta={"hops": len(r.get("question_decomposition", []))},
@@ -280,13 +277,12 @@ def load_2wiki(data_dir: str | Path | None = None) -> Benchmark:
             ids.append(doc_id)
     records = []
     for r in _json(_file(data_dir, "2wikimultihopqa/test.json")):
-        gold: list[str] = []
-        for t in dict.fromkeys(x.strip() for x in r["supporting_facts"]):
+        titles = list(dict.fromkeys(x.strip() for x in r["supporting_facts"]))
+        for t in titles:
             if t not in by_title:
                 raise ValueError(f"question {r['id']!r}: gold title {t!r} is not in the corpus")
-            gold.extend(by_title[t])
+        gold = [d for t in titles for d in by_title[t]]
         answers = _answers(r["answer"], r.get("answer_aliases", []))
-        titles = list(dict.fromkeys(x.strip() for x in r["supporting_facts"]))
         # No supporting-sentence index in this file: a gold page's window supports when it holds the
         # answer or names another gold page (the bridge), a proxy.
         support = {d: tuple(dict.fromkeys([*answers, *(o for o in titles if o != t)]))

@@ -18,27 +18,16 @@ the Oracle (which the harness adds when the gMMR grid covers 0.1..1.0)::
     OPENAI_API_KEY=EMPTY diverse-rag bench --datasets hotpotqa:chunks musique:chunks \\
         2wiki:chunks --methods cosine gmmr=0.1:1:0.1 dfrag --quick 30 --out /tmp/dfrag
 
-Measurements (``python examples/dfrag_measure.py --help``): ``sets`` (distinct
-candidate sets per query over the λ grid, no LLM) and ``timing`` (wall time per query,
-sequential vs concurrent evaluation).
+Measurements of the pipeline through this plugin: ``examples/dfrag_measure.py``.
 """
 
 from __future__ import annotations
 
-import argparse
-import os
-from collections import Counter
-from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
-from ..pipelines import PipelineResult
 from ..pipelines.dfrag import (
-    DEFAULT_LAMBDAS,
     DFRAG,
     DFRAG_DIVERSITY,
-    DFRAGResult,
     PromptSet,
     check_lambdas,
     sweep_candidate_sets,
@@ -47,14 +36,13 @@ from ..tuning import upper_median
 from .pipeline_plugin import SimulatedEndpoint, coerce, declare_pipeline_method, resolve_llm
 from .plugins import MethodInput, MethodOutput
 
-__all__ = ["dfrag_method", "resolve_llm", "SimulatedEndpoint", "main"]
+__all__ = ["dfrag_method", "resolve_llm", "SimulatedEndpoint"]
 
 #: The plugin's own keys (DF-RAG's declared options and the call policy come from ``DFRAG.OPTIONS``).
 _EXTRA = {"zero_shot", "max_passage_chars"}
 
 
 def _build(params: dict[str, Any], k: int) -> DFRAG:
-    params = dict(params)
     zero_shot = params.pop("zero_shot", False) is True
     max_chars = params.pop("max_passage_chars", None)
     prompts = PromptSet(
@@ -62,11 +50,6 @@ def _build(params: dict[str, Any], k: int) -> DFRAG:
         max_passage_chars=int(max_chars) if max_chars else None,
     )
     return DFRAG(params.pop("llm", None), k=k, prompts=prompts, **params)
-
-
-def _info(res: PipelineResult) -> dict[str, Any]:
-    assert isinstance(res, DFRAGResult)
-    return res.summary()
 
 
 def _dry_grid(params: dict[str, Any]) -> tuple[float, ...]:
@@ -91,76 +74,6 @@ def _dry_run(inp: MethodInput, params: dict[str, Any]) -> MethodOutput:
 
 #: The harness plugin: DF-RAG's chosen chunk set for one question.
 dfrag_method = declare_pipeline_method(
-    "dfrag", _build, options=_EXTRA, info=_info, dry_run=_dry_run, pipeline=DFRAG,
+    "dfrag", _build, options=_EXTRA, dry_run=_dry_run, pipeline=DFRAG,
     needs_llm=lambda params: params.get("evaluator", "llm") != "adaptive",
 )
-
-
-# ---------------------------------------------------------------------------- measurements
-def _run(datasets: Sequence[str], method: str, limit: int | None, k: int, fetch_k: int) -> Any:
-    from .config import BenchConfig, parse_method
-    from .runner import run_benchmark
-
-    cfg = BenchConfig(
-        tasks=[(d, "chunks") for d in datasets],
-        methods=[parse_method(method)],
-        k=k,
-        fetch_k=fetch_k,
-        limit=limit,
-        oracle_lambdas=(),
-        plots=False,
-        progress=False,
-    )
-    return run_benchmark(cfg)
-
-
-def _sets(args: argparse.Namespace) -> None:
-    res = _run(args.datasets, "dfrag@llm=none", args.limit, args.k, args.fetch_k)
-    print(f"distinct gMMR candidate sets per query over lambda = {list(DEFAULT_LAMBDAS)} "
-          f"(chunks protocol, k={args.k}, fetch_k={args.fetch_k})")
-    print("| dataset | queries | mean | median | min | max | histogram (sets: queries) |")
-    print("|---|---|---|---|---|---|---|")
-    for task in res.tasks:
-        counts = np.array([i["n_distinct_sets"] for i in task.settings[0].info])
-        hist = ", ".join(f"{n}: {c}" for n, c in sorted(Counter(counts.tolist()).items()))
-        print(f"| {task.dataset} | {counts.size} | {counts.mean():.2f} | {np.median(counts):g} | "
-              f"{counts.min()} | {counts.max()} | {hist} |")
-
-
-def _timing(args: argparse.Namespace) -> None:
-    print(f"wall time per query, llm={args.llm}, {args.limit} queries of {args.datasets[0]} chunks, "
-          f"k={args.k}, fetch_k={args.fetch_k}")
-    print("| max_concurrency | mean wall s/query | mean LLM calls | mean LLM s (summed) |")
-    print("|---|---|---|---|")
-    extra = f"@max_new_tokens={args.max_new_tokens}" if args.llm == "local" else ""
-    for conc in args.concurrency:
-        method = f"dfrag@llm={args.llm}@max_concurrency={conc}{extra}"
-        if args.zero_shot:
-            method += "@zero_shot=true"
-        res = _run(args.datasets[:1], method, args.limit, args.k, args.fetch_k)
-        costs = [i["cost"] for i in res.tasks[0].settings[0].info]
-        print(f"| {conc} | {np.mean([c['wall_time'] for c in costs]):.2f} | "
-              f"{np.mean([c['llm_calls'] for c in costs]):.1f} | "
-              f"{np.mean([c['llm_seconds'] for c in costs]):.2f} |")
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Measurement CLI: ``python examples/dfrag_measure.py {sets,timing} ...``."""
-    parser = argparse.ArgumentParser(prog="dfrag_measure.py")
-    sub = parser.add_subparsers(dest="cmd", required=True)
-    for name in ("sets", "timing"):
-        p = sub.add_parser(name)
-        p.add_argument("--datasets", nargs="+", default=["hotpotqa", "musique", "2wiki"])
-        p.add_argument("--limit", type=int, default=None if name == "sets" else 3)
-        p.add_argument("--k", type=int, default=5)
-        p.add_argument("--fetch-k", type=int, default=50)
-        if name == "timing":
-            p.add_argument("--llm", default="local")
-            p.add_argument("--concurrency", type=int, nargs="+", default=[1, 4])
-            p.add_argument("--max-new-tokens", type=int, default=48)
-            p.add_argument("--zero-shot", action="store_true")
-    args = parser.parse_args(argv)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    (_sets if args.cmd == "sets" else _timing)(args)
-    return 0
-

@@ -42,7 +42,7 @@ from ..embedding_cache import InFlight, wait_for
 from ..embedding_cache.vectors import check_texts
 from ..errors import DimensionMismatchError, InvalidParameterError, NonFiniteInputError
 
-__all__ = ["DiskEmbeddingCache", "default_cache_dir", "embedding_cache", "text_key", "text_keys"]
+__all__ = ["DiskEmbeddingCache", "default_cache_dir", "embedding_cache", "text_keys"]
 
 EmbedFn = Callable[[list[str]], "NDArray[np.floating] | Sequence[Sequence[float]]"]
 ProgressFn = Callable[[int, int], None]
@@ -108,17 +108,13 @@ def embedding_cache(embedder: Any = None, model_name: str | None = MINILM, cache
     return DiskEmbeddingCache(embedder, str(model_name), cache_dir, progress=progress)
 
 
-def text_key(text: str) -> str:
-    """The cache key of a text: its sha1 hex digest.
+def text_keys(texts: Sequence[str]) -> list[str]:
+    """The cache keys of ``texts`` (each text's sha1 hex digest).
 
     Raises:
-        InvalidTextError: ``text`` is not a string or has no UTF-8 encoding (a lone surrogate).
+        InvalidTextError: a text is not a string or has no UTF-8 encoding (a lone surrogate),
+            naming its position.
     """
-    return text_keys([text])[0]
-
-
-def text_keys(texts: Sequence[str]) -> list[str]:
-    """The cache keys of ``texts``; a bad one is an :class:`InvalidTextError` naming its position."""
     try:
         return [hashlib.sha1(t.encode("utf-8")).hexdigest() for t in texts]
     except (UnicodeEncodeError, AttributeError):

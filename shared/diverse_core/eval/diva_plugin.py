@@ -32,8 +32,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import InvalidParameterError
-from ..pipelines import PipelineResult
-from ..pipelines.diva import DIVA, DivaPrompts, DIVAResult
+from ..pipelines.diva import DIVA, DivaPrompts
 from .pipeline_plugin import declare_pipeline_method
 from .plugins import MethodInput
 
@@ -51,7 +50,6 @@ def _interpretation_source(params: dict[str, Any]) -> str:
 
 
 def _build(params: dict[str, Any], k: int) -> DIVA:
-    params = dict(params)
     _interpretation_source(params)
     params.pop("interpretations", None)
     max_chars = params.pop("max_passage_chars", None)
@@ -71,14 +69,9 @@ def _run_kwargs(inp: MethodInput, params: dict[str, Any]) -> dict[str, Any]:
     return {"interpretations": [str(q) for q in gold]}
 
 
-def _info(res: PipelineResult) -> dict[str, Any]:
-    assert isinstance(res, DIVAResult)
-    return res.summary()
-
-
 #: The harness plugin: DIVA's pruned, diversified passages for one question (and its answer
 #: with ``@generate=true``).
 diva_method = declare_pipeline_method(
-    "diva", _build, options=_EXTRA, info=_info, run_kwargs=_run_kwargs, pipeline=DIVA,
+    "diva", _build, options=_EXTRA, run_kwargs=_run_kwargs, pipeline=DIVA,
     needs_llm=lambda params: _interpretation_source(params) != "gold",
 )

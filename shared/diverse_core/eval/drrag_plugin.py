@@ -20,9 +20,6 @@ from .pipeline_plugin import declare_pipeline_method
 
 __all__ = ["drrag_method"]
 
-def _build(params: dict[str, Any], k: int) -> DRRAG:
-    return DRRAG(params.pop("llm", None), k=k, **params)
-
 
 def _info(res: PipelineResult) -> dict[str, Any]:
     assert isinstance(res, DRRAGResult)
@@ -30,4 +27,4 @@ def _info(res: PipelineResult) -> dict[str, Any]:
 
 
 #: The harness plugin: DR-RAG's chosen documents for one question.
-drrag_method = declare_pipeline_method("drrag", _build, info=_info, needs_llm=False, pipeline=DRRAG)
+drrag_method = declare_pipeline_method("drrag", info=_info, needs_llm=False, pipeline=DRRAG)

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import ast
 import csv
-import json
 import re
 import sys
 from collections.abc import Iterable, Iterator
@@ -36,7 +35,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import InvalidParameterError
-from .datasets import resolve_data_dir
+from .datasets import _json, _jsonl, resolve_data_dir
 
 __all__ = ["TRAIN_DATASETS", "TrainQuestion", "load_train_questions"]
 
@@ -97,14 +96,11 @@ def _context(rec: dict[str, Any], context: list[Any], facts: Iterable[Any]) -> l
 
 
 def _hotpot(root: Path) -> Iterator[TrainQuestion | None]:
-    for r in json.loads((root / "hotpotqa/hotpotqa_train.json").read_text(encoding="utf-8")):
+    for r in _json(root / "hotpotqa/hotpotqa_train.json"):
         yield _make("hotpotqa", str(r["_id"]), r["question"], _context(r, r["context"], r["supporting_facts"]))
     folder = root / "train/hotpotqa"
     for path in sorted(folder.rglob("*.jsonl")):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if not line.strip():
-                continue
-            r = json.loads(line)
+        for r in _jsonl(path):
             if "paragraphs" in r:
                 paras = [(p["title"], p["text"], bool(p["is_gold"])) for p in r["paragraphs"]]
             else:
@@ -126,14 +122,10 @@ def _hotpot(root: Path) -> Iterator[TrainQuestion | None]:
 
 
 def _musique_records(root: Path) -> Iterator[dict[str, Any]]:
-    yield from json.loads((root / "musique/musique_train.json").read_text(encoding="utf-8"))
+    yield from _json(root / "musique/musique_train.json")
     for path in sorted((root / "train/musique").rglob("*.json*")):
-        raw = path.read_text(encoding="utf-8")
-        if path.suffix == ".jsonl":
-            yield from (json.loads(line) for line in raw.splitlines() if line.strip())
-        else:
-            data = json.loads(raw)
-            yield from (data if isinstance(data, list) else [data])
+        data = _jsonl(path) if path.suffix == ".jsonl" else _json(path)
+        yield from (data if isinstance(data, list) else [data])
 
 
 def _musique(root: Path) -> Iterator[TrainQuestion | None]:
@@ -146,7 +138,7 @@ def _musique(root: Path) -> Iterator[TrainQuestion | None]:
 
 def _2wiki(root: Path) -> Iterator[TrainQuestion | None]:
     for path in sorted((root / "train/2wikimultihopqa").rglob("*.json")):
-        for r in json.loads(path.read_text(encoding="utf-8")):
+        for r in _json(path):
             yield _make("2wiki", str(r["_id"]), r["question"], _context(r, r["context"], r["supporting_facts"]))
 
 

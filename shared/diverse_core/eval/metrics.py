@@ -44,6 +44,7 @@ from ..answer_metrics import (
     normalize_answer,
 )
 from ..errors import InvalidParameterError
+from ..validation import check_k
 from ._deps import require
 
 __all__ = [
@@ -72,12 +73,6 @@ def rouge_l(prediction: str, references: str | Sequence[str]) -> float:
     return max(float(scorer.score(ref, prediction)["rougeL"].fmeasure) for ref in gold_list(references))
 
 
-def _check_k(k: int) -> int:
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise InvalidParameterError(f"k must be a positive integer; got k={k!r}")
-    return int(k)
-
-
 def _gold_set(gold: Iterable[Any]) -> set[Any]:
     out = set(gold)
     if not out:
@@ -93,7 +88,7 @@ def recall_at_k(retrieved: Sequence[Any], gold: Iterable[Any], k: int) -> float:
         0.5
     """
     want = _gold_set(gold)
-    return len(want & set(list(retrieved)[: _check_k(k)])) / len(want)
+    return len(want & set(list(retrieved)[: check_k(k)])) / len(want)
 
 
 def all_gold_at_k(retrieved: Sequence[Any], gold: Iterable[Any], k: int) -> float:
@@ -126,7 +121,7 @@ def ndcg_at_k(
         >>> ndcg_at_k({"q": ["x", "a"]}, {"q": ["a"]}, k=5).round(4).tolist()
         [0.6309]
     """
-    k = _check_k(k)
+    k = check_k(k)
     if set(runs) != set(qrels):
         raise InvalidParameterError("runs and qrels must have the same query ids")
     discount = 1.0 / np.log2(np.arange(2, k + 2, dtype=np.float64))  # rank 1 .. k
@@ -154,7 +149,7 @@ def mrecall_at_k(texts: Sequence[str], answer_groups: Sequence[Sequence[str]], k
         >>> mrecall_at_k(["Ali Daei scored 109.", "Josef Bican scored 805."], groups, k=2)
         1.0
     """
-    k = _check_k(k)
+    k = check_k(k)
     groups = [list(g) for g in answer_groups]
     if not groups or any(not g for g in groups):
         raise InvalidParameterError(

@@ -35,6 +35,7 @@ import asyncio
 import os
 import threading
 from collections.abc import Callable, Collection, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -43,6 +44,7 @@ from ..errors import InvalidParameterError
 from ..llm import Completion, LocalGGUFLLM, OpenAILLM
 from ..pipelines import Pipeline, PipelineResult, PoolSource
 from ..pipelines.options import Option, harness_options
+from .config import coerce
 from .plugins import MethodInput, MethodOutput, add_plugin_resolver, register_plugin
 
 __all__ = [
@@ -165,25 +167,6 @@ def describe_llm(llm: object) -> str:
     return type(llm).__name__
 
 
-def coerce(value: Any) -> Any:
-    """A CLI value as Python: ``true``/``false``, ``none``, ints, floats, else the string."""
-    if not isinstance(value, str):
-        return value
-    low = value.lower()
-    if low in {"true", "yes"}:
-        return True
-    if low in {"false", "no"}:
-        return False
-    if low == "none":
-        return None
-    for kind in (int, float):
-        try:
-            return kind(value)
-        except ValueError:
-            pass
-    return value
-
-
 def trace_summary(result: PipelineResult) -> dict[str, Any]:
     """What the per-query JSON keeps of a run: the documents' reasons, warnings, cost, and the
     LLM calls (stage, parsed values, notes, errors; prompts and replies are dropped)."""
@@ -223,7 +206,7 @@ class _Method:
         key = (k, *sorted((str(a), str(b)) for a, b in params.items()))
         with self._lock:
             if key not in self._cache:
-                built = self.build(params, k)
+                built = self.build(dict(params), k)  # a copy: a builder may pop what it consumes
                 if built is None:
                     raise InvalidParameterError(f"pipeline {self.name!r} could not be built from {params}")
                 self._cache[key] = built
@@ -265,8 +248,7 @@ class _Method:
         info: dict[str, Any] = trace_summary(res)
         if "llm" in ctor:
             info["llm"] = describe_llm(ctor["llm"])
-        if self.info is not None:
-            info.update(self.info(res))
+        info.update(self.info(res) if self.info is not None else res.summary())
         if res.answer is not None:
             info["answer"] = res.answer
         chosen = [int(d.id) for d in res.documents]
@@ -277,7 +259,7 @@ class _Method:
 
 def declare_pipeline_method(
     name: str,
-    build: Builder,
+    build: Builder | None = None,
     *,
     options: Collection[str] = (),
     info: Callable[[PipelineResult], Mapping[str, Any]] | None = None,
@@ -291,11 +273,12 @@ def declare_pipeline_method(
     Args:
         name: the method name (``--methods NAME@...``).
         build: ``build(constructor_params, k) -> Pipeline`` (``constructor_params`` holds the
-            converted ``options`` and, when an LLM is used, ``llm``).
+            converted ``options`` and, when an LLM is used, ``llm``); default
+            ``pipeline(llm, k=k, **options)``.
         options: parameter names accepted after ``@`` besides the declared ones (the plugin's
             own keys, e.g. DF-RAG's ``zero_shot``; a pipeline without ``pipeline=`` lists all
             of its options here).
-        info: extra per-query fields from a result (e.g. DF-RAG's λ*).
+        info: extra per-query fields from a result (default: the result's ``summary()``, e.g. DF-RAG's λ*).
         dry_run: what ``llm=none`` runs (labelled as a dry run in its info); ``None``: refused.
         needs_llm: the pipeline's retrieval needs an LLM (DF-RAG) or not (DR-RAG); or a function
             of the converted options deciding it.
@@ -308,6 +291,10 @@ def declare_pipeline_method(
     Returns:
         The registered plugin callable ``fn(inputs, **params) -> MethodOutput``.
     """
+    if build is None:
+        if pipeline is None:
+            raise InvalidParameterError(f"pipeline method {name!r} needs build= or pipeline=")
+        build = partial(_construct, pipeline)
     declared = harness_options(pipeline.OPTIONS) if pipeline is not None else ()
     extra = set(options) | (POLICY_OPTIONS if pipeline is not None else set())
     method = _Method(name, build, extra, info, dry_run, needs_llm, run_kwargs, declared)
@@ -335,13 +322,11 @@ def declare_registered_pipeline(name: str) -> Callable[..., MethodOutput]:
     from ..pipelines import get_pipeline
 
     cls = get_pipeline(name)
+    return declare_pipeline_method(name, needs_llm=bool(cls.requires_llm), pipeline=cls)
 
-    def build(params: dict[str, Any], k: int) -> Pipeline[Any]:
-        params = dict(params)
-        built: Pipeline[Any] = cls(params.pop("llm", None), k=k, **params)
-        return built
 
-    return declare_pipeline_method(name, build, needs_llm=bool(cls.requires_llm), pipeline=cls)
+def _construct(cls: type[Pipeline[Any]], params: dict[str, Any], k: int) -> Pipeline[Any]:
+    return cls(params.pop("llm", None), k=k, **params)
 
 
 def _declare_if_registered(name: str) -> bool:

@@ -40,7 +40,6 @@ class RetrievalTask:
         unit_texts: the indexed texts (passages or windows).
         unit_doc: index into ``doc_ids`` of each unit's source passage, shape (n_units,).
         doc_ids: passage ids, in corpus order.
-        doc_texts: raw passage text per ``doc_ids`` entry (for answer matching).
         pools: per question, the unit indices it may retrieve from (``None``: all units).
         gold: per question, indices into ``doc_ids`` of its gold passages.
         support: per question, per gold passage (same order as ``gold``), the unit indices of
@@ -59,7 +58,6 @@ class RetrievalTask:
     unit_texts: tuple[str, ...]
     unit_doc: NDArray[np.int64]
     doc_ids: tuple[str, ...]
-    doc_texts: tuple[str, ...]
     pools: tuple[NDArray[np.int64], ...] | None
     gold: tuple[NDArray[np.int64], ...]
     support: tuple[tuple[NDArray[np.int64], ...] | None, ...] = ()
@@ -98,7 +96,7 @@ def _support_units(
     return tuple(out)
 
 
-def build_task(bench: Benchmark, protocol: str, window: int = 2, stride: int = 1, *, titles: bool = True) -> RetrievalTask:
+def build_task(bench: Benchmark, protocol: str, *, titles: bool = True) -> RetrievalTask:
     """Turn a loaded benchmark into a :class:`RetrievalTask` for ``protocol``.
 
     ``titles=False`` indexes every unit without its ``"title: "`` prefix (a corpus whose
@@ -127,7 +125,7 @@ def build_task(bench: Benchmark, protocol: str, window: int = 2, stride: int = 1
     for i, doc in enumerate(docs):
         if protocol == "chunks":
             sents = list(doc.sentences) or split_sentences(doc.text)
-            pieces = list(dict.fromkeys(sentence_windows(sents, window, stride))) or [doc.text]
+            pieces = list(dict.fromkeys(sentence_windows(sents))) or [doc.text]
             windows = [f"{doc.title}: {w}" if doc.title and titles else w for w in pieces]
         else:
             windows = [doc.indexed_text if titles else doc.text]
@@ -162,7 +160,6 @@ def build_task(bench: Benchmark, protocol: str, window: int = 2, stride: int = 1
         unit_texts=tuple(texts),
         unit_doc=np.array(unit_doc, dtype=np.int64),
         doc_ids=doc_ids,
-        doc_texts=tuple(d.text for d in docs),
         pools=pools,
         gold=gold,
         support=support,

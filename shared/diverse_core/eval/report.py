@@ -15,9 +15,6 @@ from .results import BenchResults, TaskResult, summary_rows
 
 __all__ = ["write_outputs", "summary_markdown", "results_markdown", "task_payload", "keep_sections"]
 
-_HEADLINE_TITLE = {"recall": "recall", "ndcg": "ndcg", "mrecall": "mrecall"}
-
-
 def _num(v: float, pct: bool = False) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "-"

@@ -1,8 +1,8 @@
 """Benchmark results: per-setting, per-task and per-run records, and their summary rows.
 
 Results flow one way: :mod:`~diverse_core.eval.runner` produces these records;
-:mod:`~diverse_core.eval.report`, :mod:`~diverse_core.eval.plots` and
-:mod:`~diverse_core.eval.protocol_split` read them. This module imports none of them.
+:mod:`~diverse_core.eval.report` and :mod:`~diverse_core.eval.plots` read them. This module
+imports neither.
 """
 
 from __future__ import annotations
@@ -13,18 +13,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["METRICS", "SettingResult", "TaskResult", "BenchResults", "setting_label", "summary_rows"]
+__all__ = ["METRICS", "SettingResult", "TaskResult", "BenchResults", "summary_rows"]
 
 METRICS = ("recall", "support", "all_gold", "ndcg", "mrecall", "answer_hit", "diversity", "vendi", "tau", "rho",
            "str_em")
-
-
-def setting_label(method: str, params: dict[str, Any], param: str | None) -> str:
-    """Human-readable parameter label, e.g. ``lambda_mult=0.5`` (``-`` when none)."""
-    if param is not None and param in params:
-        v = params[param]
-        return f"{param}={v:g}" if isinstance(v, float) else f"{param}={v}"
-    return "-"
 
 
 @dataclass

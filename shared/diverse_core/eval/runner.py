@@ -117,18 +117,6 @@ def top_candidates(
     return out
 
 
-def _sources(task: RetrievalTask, units: NDArray[np.int64]) -> list[str]:
-    """Per candidate unit, its source id (the data's ``source``, else its passage id)."""
-    names = task.doc_sources or task.doc_ids
-    return [names[d] for d in task.unit_doc[units].tolist()]
-
-
-def _gold_groups(task: RetrievalTask, qi: int, units: NDArray[np.int64]) -> NDArray[np.int64]:
-    """Per candidate unit: its source passage's index when that passage is gold, else -1."""
-    docs = task.unit_doc[units]
-    return np.where(np.isin(docs, task.gold[qi]), docs, -1).astype(np.int64)
-
-
 def question_inputs(
     task: RetrievalTask,
     unit_emb: NDArray[np.float32],
@@ -136,10 +124,14 @@ def question_inputs(
     cands: list[tuple[NDArray[np.int64], NDArray[np.float64]]],
     k: int,
 ) -> list[MethodInput]:
-    """What every method sees for each question of ``task`` (candidates from :func:`top_candidates`)."""
+    """What every method sees for each question of ``task`` (candidates from :func:`top_candidates`):
+    ``gold_groups`` holds each candidate's passage index when that passage is gold (else -1),
+    ``sources`` its source id (the data's ``source``, else its passage id), ``names`` its title."""
     out = []
+    source_ids = task.doc_sources or task.doc_ids
     for qi, rec in enumerate(task.records):
         units, sims = cands[qi]
+        docs = task.unit_doc[units]
         out.append(
             MethodInput(
                 question=rec.question,
@@ -150,11 +142,10 @@ def question_inputs(
                 k=k,
                 qid=rec.qid,
                 units=units,
-                gold_groups=_gold_groups(task, qi, units),
+                gold_groups=np.where(np.isin(docs, task.gold[qi]), docs, -1).astype(np.int64),
                 meta=rec.meta,
-                sources=_sources(task, units),
-                names=[task.doc_titles[d] or None for d in task.unit_doc[units].tolist()]
-                if any(task.doc_titles) else None,
+                sources=[source_ids[d] for d in docs.tolist()],
+                names=[task.doc_titles[d] or None for d in docs.tolist()] if any(task.doc_titles) else None,
             )
         )
     return out

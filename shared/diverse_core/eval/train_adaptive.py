@@ -25,11 +25,33 @@ from typing import Any
 from ..adaptive import DEFAULT_MODEL, AdaptiveSelector
 from ..embedders import EMBEDDERS, get_embedder
 from .datasets import load_dataset
-from .disk_cache import embedding_cache
-from .outofsample import SplitConfig, _adaptive_examples, train_blocks
-from .train_data import TRAIN_SETS
+from .disk_cache import DiskEmbeddingCache, embedding_cache
+from .protocols import build_task
+from .records import Benchmark
+from .runner import prepared_inputs
+from .train_data import TRAIN_SETS, train_blocks
 
-__all__ = ["train", "main"]
+__all__ = ["adaptive_examples", "train", "main"]
+
+
+def adaptive_examples(blocks: Sequence[Benchmark], protocol: str, cache: DiskEmbeddingCache, k: int, fetch_k: int,
+                      *, titles: bool = True) -> list[Any]:
+    """The selector's training records (:class:`~diverse_core.adaptive.QueryExample`) of the questions of ``blocks``.
+
+    Each carries the question and candidate texts (for the text-aware variant) and is
+    labelled with its sets' gold recall over all the question's gold passages (the
+    harness's Oracle labels).
+    """
+    from ..adaptive import DEFAULT_LAMBDAS, query_example
+
+    out = []
+    for bench in blocks:
+        task = build_task(bench, protocol, titles=titles)
+        for qi, inp, prep in prepared_inputs(task, cache, k, fetch_k):
+            assert inp.gold_groups is not None
+            out.append(query_example(prep, inp.gold_groups, DEFAULT_LAMBDAS, question=inp.question,
+                                     texts=inp.texts, n_gold=len(task.gold[qi])))
+    return out
 
 
 def train(
@@ -49,17 +71,16 @@ def train(
     """Fit the selector on the train questions of ``datasets`` and save it to ``out``.
 
     ``train_limit`` / ``train_block`` (dataset -> N) select the first N train questions and
-    the block size, exactly as in :class:`~diverse_core.eval.outofsample.SplitConfig`.
+    the block size (:func:`~diverse_core.eval.train_data.train_blocks`).
     ``embedder``: default the packaged MiniLM; recorded in the model's info.
     """
-    cfg = SplitConfig(datasets=list(datasets), protocols=[protocol], k=k, fetch_k=fetch_k,
-                      data_dir=data_dir, cache_dir=cache_dir, progress=progress,
-                      train_limit=dict(train_limit or {}) or None, train_block=dict(train_block or {}))
+    limits, sizes = train_limit or {}, train_block or {}
     cache = embedding_cache(embedder, None, cache_dir, progress=progress)
     examples, counts = [], {}
     for name in datasets:
-        blocks, dropped = train_blocks(name, cfg, load_dataset(name, data_dir).records)
-        found = _adaptive_examples(blocks, protocol, cache, cfg)
+        blocks, dropped = train_blocks(name, load_dataset(name, data_dir).records, data_dir,
+                                       limit=limits.get(name), block=sizes.get(name))
+        found = adaptive_examples(blocks, protocol, cache, k, fetch_k)
         examples += found
         counts[name] = len(found)
         if progress:

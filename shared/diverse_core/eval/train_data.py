@@ -34,7 +34,7 @@ from __future__ import annotations
 import ast
 import csv
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -44,8 +44,9 @@ from .datasets import (
     SUPPORTED_PROTOCOLS,
     _answers,
     _context_record,
+    _json,
+    _jsonl,
     _musique_paragraphs,
-    json_value,
     resolve_data_dir,
 )
 from .metrics import normalize_answer
@@ -58,6 +59,7 @@ __all__ = [
     "normalized_question",
     "drop_overlap",
     "overlap",
+    "train_blocks",
 ]
 
 #: Questions per train block (about the dev set's size: 200 HotpotQA/MuSiQue questions;
@@ -72,17 +74,6 @@ def normalized_question(text: str) -> str:
     return normalize_answer(text)
 
 
-def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if line.strip():
-                yield json_value(line, f"{path}:{lineno}")
-
-
-def _read_json(path: Path) -> Any:
-    return json_value(path.read_text(encoding="utf-8"), str(path))
-
-
 def _hotpot_sentences(text: str) -> tuple[str, ...]:
     """HotpotQA sentences joined with one space keep their own leading space: split on two."""
     parts = [s.strip() for s in re.split(r"(?<=\S)  (?=\S)", text)] if "  " in text else [text.strip()]
@@ -90,14 +81,14 @@ def _hotpot_sentences(text: str) -> tuple[str, ...]:
 
 
 def _hotpot_records(root: Path, b: CorpusBuilder) -> Iterator[QARecord]:
-    for r in _read_json(root / "hotpotqa" / "hotpotqa_train.json"):
+    for r in _json(root / "hotpotqa" / "hotpotqa_train.json"):
         yield _context_record(
             b, str(r["_id"]), r["question"], _answers(r["answer"]), r["context"],
             (t for t, _ in r["supporting_facts"]), {"source": "hotpotqa_train.json"},
         )
     folder = root / "train" / "hotpotqa"
     for path in sorted(folder.glob("*/*.jsonl")):
-        for r in _read_jsonl(path):
+        for r in _jsonl(path):
             if "paragraphs" in r:  # grpo_val.jsonl
                 ctx = [[p["title"], list(_hotpot_sentences(p["text"]))] for p in r["paragraphs"]]
                 gold: Iterable[str] = [p["title"] for p in r["paragraphs"] if p.get("is_gold")]
@@ -129,14 +120,14 @@ def _musique_record(r: dict[str, Any], b: CorpusBuilder, source: str) -> QARecor
 
 def _musique_records(root: Path, b: CorpusBuilder) -> Iterator[QARecord]:
     rows: list[tuple[dict[str, Any], str]] = [
-        (r, "musique_train.json") for r in _read_json(root / "musique" / "musique_train.json")
+        (r, "musique_train.json") for r in _json(root / "musique" / "musique_train.json")
     ]
     folder = root / "train" / "musique"
     for path in sorted(folder.glob("*/*.jsonl")):
-        rows.extend((r, path.parent.name) for r in _read_jsonl(path))
+        rows.extend((r, path.parent.name) for r in _jsonl(path))
     files = sorted(folder.glob("*/*.json"), key=lambda p: (p.parent.name, len(p.stem), p.stem))
     for path in files:
-        data = _read_json(path)
+        data = _json(path)
         rows.extend((r, path.parent.name) for r in (data if isinstance(data, list) else [data]))
     for r, source in rows:
         if r.get("answerable", True):
@@ -145,7 +136,7 @@ def _musique_records(root: Path, b: CorpusBuilder) -> Iterator[QARecord]:
 
 def _twowiki_records(root: Path, b: CorpusBuilder) -> Iterator[QARecord]:
     for path in sorted((root / "train" / "2wikimultihopqa").glob("*/*.json")):
-        for r in _read_json(path):
+        for r in _json(path):
             yield _context_record(
                 b, str(r["_id"]), r["question"], _answers(r["answer"]), r["context"],
                 (t for t, _ in r["supporting_facts"]), {"type": r.get("type"), "source": path.parent.name},
@@ -214,3 +205,24 @@ def drop_overlap(blocks: list[Benchmark], dev: Iterable[QARecord]) -> tuple[list
         keep = tuple(r for r in b.records if r.qid not in bad)
         out.append(replace(b, records=keep) if bad else b)
     return out, dropped
+
+
+def train_blocks(name: str, dev: Iterable[QARecord], data_dir: str | Path | None = None, *,
+                 limit: int | None = None, block: int | None = None,
+                 preloaded: Sequence[Benchmark] | None = None) -> tuple[list[Benchmark], int]:
+    """The train blocks of ``name`` (``preloaded`` ones, else :func:`load_train`'s with ``block``),
+    keeping the first ``limit`` questions, without any question of ``dev``.
+
+    Returns the blocks and how many train questions were dropped for sharing an id or a
+    normalised question text with ``dev`` (pass the WHOLE dev file, not a subset).
+    """
+    blocks, dropped = drop_overlap(list(preloaded or load_train(name, data_dir, block)), dev)
+    if limit is not None:
+        kept, left = [], limit
+        for b in blocks:
+            if left <= 0:
+                break
+            kept.append(b.subset(left))
+            left -= len(kept[-1].records)
+        blocks = kept
+    return [b for b in blocks if b.records], dropped

@@ -41,7 +41,7 @@ from ..errors import InvalidParameterError
 from ..pipelines.drrag.classifier import PairClassifier, default_path
 from ..pipelines.drrag.features import SCALAR_NAMES, pair_features, tokens
 from .datasets import load_dataset
-from .disk_cache import DiskEmbeddingCache
+from .disk_cache import MINILM, DiskEmbeddingCache
 from .drrag_trainsets import TRAIN_DATASETS, TrainQuestion, load_train_questions
 
 __all__ = [
@@ -61,7 +61,6 @@ __all__ = [
 MAX_QUESTIONS = {"hotpotqa": 300, "musique": 1000, "2wiki": 300}
 #: Hard distractors kept per train question (the rest are never embedded).
 DISTRACTORS = {"hotpotqa": 3, "musique": 3, "2wiki": 3}
-MODEL_NAME = "all-MiniLM-L6-v2"
 
 
 def trim_question(q: TrainQuestion, distractors: int) -> TrainQuestion:
@@ -188,7 +187,7 @@ def train(
 ) -> tuple[PairClassifier, dict[str, Any]]:
     """Build the data, fit and compare the models; returns the chosen model and a report."""
     t0 = time.perf_counter()
-    cache = DiskEmbeddingCache(get_default_embedder(), MODEL_NAME, cache_dir, progress=False, batch_size=256)
+    cache = DiskEmbeddingCache(get_default_embedder(), MINILM, cache_dir, progress=False, batch_size=256)
     rng = np.random.default_rng(seed)
     parts: dict[str, tuple[NDArray[np.float32], NDArray[np.float32], NDArray[np.bool_]]] = {}
     n_questions: dict[str, int] = {}

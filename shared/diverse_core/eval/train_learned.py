@@ -42,11 +42,10 @@ from .customdata import is_custom_dir
 from .datasets import load_dataset
 from .disk_cache import DiskEmbeddingCache, embedding_cache
 from .heldout import HeldOutQuestion, baseline_recalls, format_heldout, heldout_rows, tuned_lambdas
-from .outofsample import SplitConfig, train_blocks
-from .protocols import build_task
+from .protocols import RetrievalTask, build_task
 from .records import Benchmark
 from .runner import prepared_inputs
-from .train_data import TRAIN_SETS
+from .train_data import TRAIN_SETS, train_blocks
 
 __all__ = ["CANDIDATE_CONFIGS", "learned_examples", "train_examples", "choose_config", "train", "train_custom",
            "custom_questions", "main"]
@@ -69,14 +68,22 @@ def learned_examples(blocks: Sequence[Benchmark], protocol: str, cache: DiskEmbe
     ``titles=False``: units without their ``"title: "`` prefix; ``source_ids``: each candidate's
     page id given as its source (as a store's metadata would).
     """
+    return [q.example for bench in blocks
+            for q in _questions(build_task(bench, protocol, titles=titles), cache, k, fetch_k, source_ids, False)]
+
+
+def _questions(task: RetrievalTask, cache: DiskEmbeddingCache, k: int, fetch_k: int, sources: bool,
+               names: bool) -> list[HeldOutQuestion]:
+    """Every question of ``task`` as a training example with its inputs (``sources`` / ``names``:
+    give methods each candidate's source id / title, as a store's metadata would)."""
     out = []
-    for bench in blocks:
-        task = build_task(bench, protocol, titles=titles)
-        for qi, inp, prep in prepared_inputs(task, cache, k, fetch_k):
-            assert inp.gold_groups is not None
-            sources = list(inp.sources) if source_ids and inp.sources is not None else None
-            state = QueryState.build(prep, pair_view(inp.question, list(inp.texts), sources=sources))
-            out.append(LearnedExample(state, inp.gold_groups, len(task.gold[qi])))
+    for qi, inp, prep in prepared_inputs(task, cache, k, fetch_k):
+        assert inp.gold_groups is not None
+        src = list(inp.sources) if sources and inp.sources is not None else None
+        named = list(inp.names) if names and inp.names is not None else None
+        state = QueryState.build(prep, pair_view(inp.question, list(inp.texts), sources=src, names=named))
+        example = LearnedExample(state, inp.gold_groups, len(task.gold[qi]))
+        out.append(HeldOutQuestion(example, prep, inp.question, inp.texts, src, named))
     return out
 
 
@@ -91,12 +98,11 @@ def train_examples(
     ``embedder`` (default: the packaged MiniLM) embeds through its own disk cache
     (:func:`~diverse_core.eval.disk_cache.embedding_cache`), or pass that ``cache``.
     """
-    cfg = SplitConfig(datasets=list(datasets), protocols=[protocol], k=k, fetch_k=fetch_k, data_dir=data_dir,
-                      cache_dir=cache_dir, progress=progress, train_limit=dict(train_limit or {}) or None)
     cache = cache if cache is not None else embedding_cache(embedder, None, cache_dir, progress=progress)
     out: dict[str, list[LearnedExample]] = {}
     for name in datasets:
-        blocks, dropped = train_blocks(name, cfg, load_dataset(name, data_dir).records)
+        blocks, dropped = train_blocks(name, load_dataset(name, data_dir).records, data_dir,
+                                       limit=(train_limit or {}).get(name))
         out[name] = learned_examples(blocks, protocol, cache, k, fetch_k, titles=titles, source_ids=source_ids)
         if progress:
             print(f"[train] {name}/{protocol}: {len(out[name])} questions ({dropped} dropped: shared with dev)",
@@ -183,15 +189,7 @@ def custom_questions(bench: Benchmark, protocol: str, cache: DiskEmbeddingCache,
     as ``sources``; ``titles``: its ``title`` (when the corpus has titles) as ``names``: what the
     faces pass from a store's metadata.
     """
-    out = []
-    for qi, inp, prep in prepared_inputs(build_task(bench, protocol, titles=False), cache, k, fetch_k):
-        assert inp.gold_groups is not None
-        sources = list(inp.sources) if source_ids and inp.sources is not None else None
-        names = list(inp.names) if titles and inp.names is not None else None
-        state = QueryState.build(prep, pair_view(inp.question, list(inp.texts), sources=sources, names=names))
-        example = LearnedExample(state, inp.gold_groups, len(bench.records[qi].gold_doc_ids))
-        out.append(HeldOutQuestion(example, prep, inp.question, inp.texts, sources, names))
-    return out
+    return _questions(build_task(bench, protocol, titles=False), cache, k, fetch_k, source_ids, titles)
 
 
 def train_custom(

@@ -34,7 +34,7 @@ Example:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +42,8 @@ from .datasets import DATASETS, DatasetFormatError, json_value
 from .plugins import check_registration
 from .records import Benchmark, CorpusBuilder, QARecord
 
-__all__ = ["DatasetFormatError", "JSONL_FORMAT", "load_jsonl_dataset", "register_dataset", "parse_dataset_file"]
+__all__ = ["DatasetFormatError", "JSONL_FORMAT", "load_jsonl_dataset", "register_dataset", "parse_dataset_file",
+           "jsonl_objects"]
 
 #: One-line description of the expected format, used in every format error.
 JSONL_FORMAT = (
@@ -52,8 +53,8 @@ JSONL_FORMAT = (
 )
 
 
-def _fail(path: Path, lineno: int, problem: str) -> DatasetFormatError:
-    return DatasetFormatError(f"{path}:{lineno}: {problem}; expected {JSONL_FORMAT}")
+def _fail(path: Path, lineno: int, problem: str, expected: str = JSONL_FORMAT) -> DatasetFormatError:
+    return DatasetFormatError(f"{path}:{lineno}: {problem}; expected {expected}")
 
 
 def _text(value: Any, path: Path, lineno: int, what: str) -> str:
@@ -75,27 +76,38 @@ def _passage(p: Any, path: Path, lineno: int, builder: CorpusBuilder, ids: dict[
     return doc, bool(p.get("gold", False))
 
 
-def _decode(raw: bytes, path: Path, lineno: int) -> str:
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise _fail(path, lineno, f"not UTF-8 text ({exc.reason} at byte {exc.start} of the line)") from None
+def jsonl_objects(path: Path, expected: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Each non-blank line's JSON object with its line number.
 
-
-def _json_line(line: str, path: Path, lineno: int) -> Any:
-    """One line's JSON value; any decoding failure (syntax, nesting too deep for the parser,
-    an integer over Python's digit limit) is a :class:`DatasetFormatError` naming the line."""
-    try:
-        return json_value(line, f"{path}:{lineno}")
-    except DatasetFormatError:
-        raise
-    except json.JSONDecodeError as exc:
-        hint = " (a JSON array? write one object per line)" if line.lstrip().startswith("[") else ""
-        raise _fail(path, lineno, f"not valid JSON ({exc.msg}){hint}") from None
-    except RecursionError:
-        raise _fail(path, lineno, "JSON nested too deeply to read") from None
-    except ValueError as exc:  # e.g. an integer literal over the interpreter's digit limit
-        raise _fail(path, lineno, f"unreadable JSON value ({' '.join(str(exc).split())[:120]})") from None
+    Raises:
+        DatasetFormatError: a line that is not UTF-8, not JSON (syntax, nesting too deep for the
+            parser, an integer over Python's digit limit) or not an object, naming the line and
+            ``expected`` (the format).
+    """
+    with path.open("rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise _fail(path, lineno, f"not UTF-8 text ({exc.reason} at byte {exc.start} of the line)",
+                            expected) from None
+            if not line.strip():
+                continue
+            try:
+                obj = json_value(line, f"{path}:{lineno}")
+            except DatasetFormatError:
+                raise
+            except json.JSONDecodeError as exc:
+                hint = " (a JSON array? write one object per line)" if line.lstrip().startswith("[") else ""
+                raise _fail(path, lineno, f"not valid JSON ({exc.msg}){hint}", expected) from None
+            except RecursionError:
+                raise _fail(path, lineno, "JSON nested too deeply to read", expected) from None
+            except ValueError as exc:  # e.g. an integer literal over the interpreter's digit limit
+                raise _fail(path, lineno, f"unreadable JSON value ({' '.join(str(exc).split())[:120]})",
+                            expected) from None
+            if not isinstance(obj, dict):
+                raise _fail(path, lineno, f"each line must be a JSON object, got {type(obj).__name__}", expected)
+            yield lineno, obj
 
 
 def load_jsonl_dataset(path: str | Path, name: str | None = None) -> Benchmark:
@@ -111,38 +123,31 @@ def load_jsonl_dataset(path: str | Path, name: str | None = None) -> Benchmark:
     builder = CorpusBuilder()
     ids: dict[str, str] = {}
     pending: list[tuple[int, str, str, tuple[str, ...], list[str], list[str], list[Any]]] = []
-    with p.open("rb") as fh:
-        for lineno, raw in enumerate(fh, 1):
-            line = _decode(raw, p, lineno)
-            if not line.strip():
-                continue
-            obj = _json_line(line, p, lineno)
-            if not isinstance(obj, dict):
-                raise _fail(p, lineno, f"each line must be a JSON object, got {type(obj).__name__}")
-            if "passage" in obj and "question" not in obj:
-                _passage(obj["passage"], p, lineno, builder, ids)
-                continue
-            if "id" not in obj:
-                raise _fail(p, lineno, "missing 'id'")
-            question = _text(obj.get("question"), p, lineno, "'question'")
-            answers = obj.get("answers", [])
-            if isinstance(answers, str):
-                answers = [answers]
-            if not isinstance(answers, list) or not all(isinstance(a, str) for a in answers):
-                raise _fail(p, lineno, "'answers' must be a list of strings")
-            passages = obj.get("passages", [])
-            if not isinstance(passages, list):
-                raise _fail(p, lineno, "'passages' must be a list")
-            pool, gold = [], []
-            for item in passages:
-                doc, is_gold = _passage(item, p, lineno, builder, ids)
-                pool.append(doc)
-                if is_gold:
-                    gold.append(doc)
-            refs = obj.get("gold", [])
-            if not isinstance(refs, list):
-                raise _fail(p, lineno, "'gold' must be a list of passage ids")
-            pending.append((lineno, str(obj["id"]), question, tuple(answers), pool, gold, refs))
+    for lineno, obj in jsonl_objects(p, JSONL_FORMAT):
+        if "passage" in obj and "question" not in obj:
+            _passage(obj["passage"], p, lineno, builder, ids)
+            continue
+        if "id" not in obj:
+            raise _fail(p, lineno, "missing 'id'")
+        question = _text(obj.get("question"), p, lineno, "'question'")
+        answers = obj.get("answers", [])
+        if isinstance(answers, str):
+            answers = [answers]
+        if not isinstance(answers, list) or not all(isinstance(a, str) for a in answers):
+            raise _fail(p, lineno, "'answers' must be a list of strings")
+        passages = obj.get("passages", [])
+        if not isinstance(passages, list):
+            raise _fail(p, lineno, "'passages' must be a list")
+        pool, gold = [], []
+        for item in passages:
+            doc, is_gold = _passage(item, p, lineno, builder, ids)
+            pool.append(doc)
+            if is_gold:
+                gold.append(doc)
+        refs = obj.get("gold", [])
+        if not isinstance(refs, list):
+            raise _fail(p, lineno, "'gold' must be a list of passage ids")
+        pending.append((lineno, str(obj["id"]), question, tuple(answers), pool, gold, refs))
     if not pending:
         raise _fail(p, 1, "no question lines")
     records = []

@@ -98,7 +98,6 @@ def _ratings(value: Any) -> tuple[float, ...]:
 
 
 def _build(params: dict[str, Any], k: int) -> VendiRAG:
-    params = dict(params)
     ratings = _ratings(params.pop("simulated_ratings", 6))
     llm = params.pop("llm")
     if isinstance(llm, SimulatedEndpoint):

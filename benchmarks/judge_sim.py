@@ -18,10 +18,12 @@ evaluates every λ of the grid (one judge call each) and takes
 only where :func:`~diverse_core.tuning.binary_search_sample` asks. ``info["calls"]``
 records the judge calls of each question. Both are harness plugins: ::
 
-    diverse-rag bench --datasets hotpotqa:chunks \
+    diverse-rag bench --plugin benchmarks.judge_sim --datasets hotpotqa:chunks \
         --methods cosine gmmr=0:1:0.1 "simjudge=0,0.1,0.2@sampling=binary"
 
-They read :attr:`MethodInput.gold_groups`, which only simulations may do.
+They read :attr:`MethodInput.gold_groups`, which only simulations may do. This module serves
+``benchmarks/judge_quality.py``; elsewhere load it with ``--plugin judge_sim`` from this folder
+(``--plugin benchmarks.judge_sim`` from the repository root).
 """
 
 from __future__ import annotations
@@ -30,13 +32,12 @@ import zlib
 from typing import Any
 
 import numpy as np
+from diverse_core.adaptive import DEFAULT_LAMBDAS, coverage_labels, lambda_sets
+from diverse_core.errors import InvalidParameterError
+from diverse_core.eval.plugins import MethodInput, MethodOutput, register_plugin
+from diverse_core.tuning import argmax_upper_median, binary_search_sample
+from diverse_core.validation import prepare_inputs
 from numpy.typing import NDArray
-
-from ..adaptive import DEFAULT_LAMBDAS, coverage_labels, lambda_sets
-from ..errors import InvalidParameterError
-from ..tuning import argmax_upper_median, binary_search_sample
-from ..validation import prepare_inputs
-from .plugins import MethodInput, MethodOutput, register_plugin
 
 __all__ = ["simulated_choice", "simjudge", "simjudge_p", "SAMPLINGS"]
 

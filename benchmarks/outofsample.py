@@ -17,8 +17,11 @@ For every dataset (HotpotQA, MuSiQue, 2Wiki) and protocol (``chunks``, ``paragra
 
 Nothing is chosen on dev. The dev-best fixed value is also kept, labelled in-sample.
 
+This protocol serves the benchmark scripts beside it (``adaptive_split.py``, ``learned_split.py``,
+``peer_quality.py``, ``learned_titlefree.py``), which import it from this folder.
+
 Example:
-    >>> from diverse_core.eval.outofsample import SplitConfig, run_split
+    >>> from outofsample import SplitConfig, run_split
     >>> res = run_split(SplitConfig(datasets=["hotpotqa"], protocols=["chunks"]))  # doctest: +SKIP
 """
 
@@ -33,20 +36,20 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from diverse_core.eval.config import DEFAULT_METHODS, BenchConfig, MethodGrid, display_name
+from diverse_core.eval.datasets import load_dataset
+from diverse_core.eval.disk_cache import embedding_cache
+from diverse_core.eval.protocols import build_task
+from diverse_core.eval.records import Benchmark
+from diverse_core.eval.results import SettingResult, TaskResult
+from diverse_core.eval.runner import run_task
+from diverse_core.eval.stats import bootstrap_ci, gap_closed, permutation_p
+from diverse_core.eval.train_adaptive import adaptive_examples
+from diverse_core.eval.train_data import normalized_question, train_blocks
+from diverse_core.registry import get_method
+from diverse_core.tuning import argmax_upper_median
 
-from ..registry import get_method
-from ..tuning import argmax_upper_median
-from .config import DEFAULT_METHODS, BenchConfig, MethodGrid, display_name
-from .datasets import load_dataset
-from .disk_cache import DiskEmbeddingCache, embedding_cache
-from .protocols import build_task
-from .records import Benchmark, QARecord
-from .results import SettingResult, TaskResult
-from .runner import prepared_inputs, run_task
-from .stats import bootstrap_ci, gap_closed, permutation_p
-from .train_data import drop_overlap, load_train, normalized_question
-
-__all__ = ["SplitConfig", "MethodRow", "SplitTask", "SplitResults", "run_split", "train_blocks", "TUNED_METHODS"]
+__all__ = ["SplitConfig", "MethodRow", "SplitTask", "SplitResults", "run_split", "TUNED_METHODS"]
 
 #: Methods whose trade-off parameter is chosen on train.
 TUNED_METHODS = ("mmr", "gmmr", "dartboard", "vendi")
@@ -198,25 +201,6 @@ def _best_fixed(pooled: dict[tuple[str, str], tuple[SettingResult, list[float]]]
     return s.label, mean
 
 
-def _adaptive_examples(blocks: Sequence[Benchmark], protocol: str, cache: DiskEmbeddingCache, cfg: SplitConfig) -> list[Any]:
-    """The selector's training records (:class:`~diverse_core.adaptive.QueryExample`) of the train questions.
-
-    Each carries the question and candidate texts (for the text-aware variant) and is
-    labelled with its sets' gold recall over all the question's gold passages (the
-    harness's Oracle labels).
-    """
-    from ..adaptive import DEFAULT_LAMBDAS, query_example
-
-    out = []
-    for bench in blocks:
-        task = build_task(bench, protocol, titles=cfg.titles)
-        for qi, inp, prep in prepared_inputs(task, cache, cfg.k, cfg.fetch_k):
-            assert inp.gold_groups is not None
-            out.append(query_example(prep, inp.gold_groups, DEFAULT_LAMBDAS, question=inp.question,
-                                     texts=inp.texts, n_gold=len(task.gold[qi])))
-    return out
-
-
 def _row(
     method: str, label: str, train_mean: float, dev: list[float], cosine: list[float], oracle_mean: float,
     cfg: SplitConfig, note: str = "",
@@ -258,26 +242,6 @@ def _curve(pooled: dict[tuple[str, str], tuple[SettingResult, list[float]]]) -> 
     return out
 
 
-def train_blocks(name: str, cfg: SplitConfig, dev: Sequence[QARecord]) -> tuple[list[Benchmark], int]:
-    """The train blocks of ``name`` for ``cfg`` (limits applied) without any question of ``dev``.
-
-    Returns the blocks and how many train questions were dropped for sharing an id or a
-    normalised question text with ``dev`` (pass the WHOLE dev file, not a subset).
-    """
-    blocks = list(cfg.train_sets.get(name) or load_train(name, cfg.data_dir, cfg.train_block.get(name)))
-    blocks, dropped = drop_overlap(blocks, dev)
-    limit = cfg.train_limit.get(name) if isinstance(cfg.train_limit, Mapping) else cfg.train_limit
-    if limit is not None:
-        kept, left = [], limit
-        for b in blocks:
-            if left <= 0:
-                break
-            kept.append(b.subset(left))
-            left -= len(kept[-1].records)
-        blocks = kept
-    return [b for b in blocks if b.records], dropped
-
-
 def run_split(cfg: SplitConfig) -> SplitResults:
     """Run the train -> dev protocol of ``cfg`` (see the module docstring)."""
     t0 = time.perf_counter()
@@ -293,7 +257,10 @@ def run_split(cfg: SplitConfig) -> SplitResults:
     for name in cfg.datasets:
         dev = cfg.dev_sets.get(name) or load_dataset(name, cfg.data_dir)
         dev_sets[name] = dev.subset(cfg.dev_limit)
-        train_sets[name], dropped[name] = train_blocks(name, cfg, dev.records)
+        limit = cfg.train_limit.get(name) if isinstance(cfg.train_limit, Mapping) else cfg.train_limit
+        train_sets[name], dropped[name] = train_blocks(name, dev.records, cfg.data_dir, limit=limit,
+                                                       block=cfg.train_block.get(name),
+                                                       preloaded=cfg.train_sets.get(name))
 
     # 1. train runs and best fixed settings
     train_pooled: dict[tuple[str, str], dict[tuple[str, str], tuple[SettingResult, list[float]]]] = {}
@@ -305,7 +272,8 @@ def run_split(cfg: SplitConfig) -> SplitResults:
                        for b in train_sets[name]]
             train_pooled[(name, protocol)] = _pooled(results, dev_sets[name].metric)
             if cfg.adaptive:
-                examples[(name, protocol)] = _adaptive_examples(train_sets[name], protocol, cache, cfg)
+                examples[(name, protocol)] = adaptive_examples(train_sets[name], protocol, cache, cfg.k, cfg.fetch_k,
+                                                               titles=cfg.titles)
 
     # 2. learned selectors (pooled over datasets, and per dataset), trained on train only
     models: dict[str, str] = {}
@@ -313,7 +281,7 @@ def run_split(cfg: SplitConfig) -> SplitResults:
     if cfg.adaptive:
         import tempfile
 
-        from ..adaptive import AdaptiveSelector
+        from diverse_core.adaptive import AdaptiveSelector
 
         if model_dir is None:
             model_dir = Path(tempfile.mkdtemp(prefix="diverse-rag-split-"))
