@@ -150,47 +150,13 @@ class PreparedInputs:
         return block
 
 
-#: Largest row chunk of the stacked product in :func:`product_with_rows`.
-_CHUNK = 128
-#: Chunks are also kept to at most this many output entries (rows x count) and this
-#: many multiply-adds (rows x count x d): past either, OpenBLAS took a slower path on
-#: the project's benchmark machine (e.g. 10 rows at d = 768: 377 us in chunks of 125
-#: rows, 160 us in chunks of 100, n = 1000, float32).
-_CHUNK_ENTRIES = 800
-_CHUNK_WORK = 800_000
-#: Below this chunk size (more than about 25 rows) one plain product is as fast.
-_CHUNK_MIN = 32
-
-
 def product_with_rows(
     matrix: NDArray[np.floating[Any]], rows: NDArray[np.floating[Any]]
 ) -> NDArray[np.floating[Any]]:
-    """``matrix @ rows.T`` (shape (n, m)) for a few ``rows``, fast for tall matrices.
-
-    For a tall matrix and a handful of rows, one stacked product over equal chunks
-    of at most :data:`_CHUNK` rows (fewer for more rows, see :data:`_CHUNK_ENTRIES`)
-    ran markedly faster than one plain matrix product on the project's benchmark
-    machine (OpenBLAS handles such small blocks without repacking the tall operand);
-    the values are the same up to float rounding. The chunks are sized so that they
-    cover ``n`` with fewer than one chunk count of rows left over (a separate small
-    product). A single row is a matrix-vector product.
-    """
+    """``matrix @ rows.T`` (shape (n, m)); a single row is a matrix-vector product."""
     if rows.shape[0] == 1:
         return np.asarray(matrix @ rows[0])[:, None]
-    n, d = matrix.shape
-    count = rows.shape[0]
-    chunk = min(_CHUNK, _CHUNK_ENTRIES // count, _CHUNK_WORK // (count * d))
-    if n < 4 * _CHUNK or chunk < _CHUNK_MIN or not matrix.flags.c_contiguous:
-        return np.asarray(matrix @ rows.T)
-    chunks = -(-n // chunk)
-    size = n // chunks
-    full = size * chunks
-    out = np.empty((n, rows.shape[0]), dtype=np.result_type(matrix, rows))
-    stacked = out[:full].reshape(chunks, size, rows.shape[0])
-    np.matmul(matrix[:full].reshape(chunks, size, d), rows.T, out=stacked)
-    if full < n:
-        np.matmul(matrix[full:], rows.T, out=out[full:])
-    return out
+    return np.asarray(matrix @ rows.T)
 
 
 def _read_only_matrix(value: ArrayLike, name: str) -> NDArray[np.floating[Any]]:

@@ -317,19 +317,3 @@ def test_large_pools_check_and_measure(n: int, dtype: type) -> None:
         warnings.simplefilter("error")  # squares overflow: measured again, no warning
         big = prepare_inputs(q, huge, 3)
     np.testing.assert_allclose(big.relevance, expected, atol=tol)
-
-
-@pytest.mark.parametrize("n", [512, 1000, 1031])
-@pytest.mark.parametrize("count", [2, 5, 8, 10, 24, 40])
-@pytest.mark.parametrize("d", [16, 768])
-def test_product_with_rows_equals_plain_product(n: int, count: int, d: int) -> None:
-    # chunked (chunk size shrinking with count and d) or plain: every row covered once
-    from diverse_core import validation
-
-    rng = np.random.default_rng(n + count + d)
-    matrix = rng.normal(size=(n, d)).astype(np.float32)
-    rows = rng.normal(size=(count, d)).astype(np.float32)
-    got = validation.product_with_rows(matrix, rows)
-    assert got.shape == (n, count) and got.dtype == np.float32
-    expected = matrix.astype(np.float64) @ rows.T.astype(np.float64)
-    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-3)
