@@ -21,7 +21,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 import logging as _logging
 
 from diverse_core import __version__
-from diverse_core._lazy import package_exports
+from diverse_core._lazy import lazy_exports
 from diverse_core.pipeline_names import pipeline_faces
 
 from ._metadata import SELECTION_METADATA_KEYS
@@ -52,6 +52,4 @@ _LAZY = {
 }
 __all__ += list(_LAZY)
 
-#: Renamed public names: the old one still works, with a DeprecationWarning on each access.
-_DEPRECATED = {"DivaRetriever": "DIVARetriever", "DivaQueryEngine": "DIVAQueryEngine"}
-__getattr__, __dir__ = package_exports(__name__, globals(), _LAZY, _DEPRECATED)
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _LAZY)
