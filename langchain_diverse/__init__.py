@@ -80,5 +80,5 @@ _LAZY = {
 __all__ += list(_LAZY)
 
 #: Renamed public names: the old one still works, with a DeprecationWarning on each access.
-_DEPRECATED = {"DivaRetriever": "DIVARetriever", "METADATA_KEYS": "SELECTION_METADATA_KEYS"}
+_DEPRECATED = {"METADATA_KEYS": "SELECTION_METADATA_KEYS"}
 __getattr__, __dir__ = package_exports(__name__, globals(), _LAZY, _DEPRECATED)

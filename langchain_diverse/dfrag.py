@@ -20,8 +20,6 @@ Example:
 
 from __future__ import annotations
 
-from diverse_core._lazy import deprecated_aliases
-
 from .llm import LangChainLLM
 from .pipeline_retriever import create_pipeline_chain, retriever_class
 
@@ -40,7 +38,3 @@ create_dfrag_chain = create_pipeline_chain
 DFRAG_LAMBDA = "dfrag_lambda"
 DFRAG_LAMBDA_SCORES = "dfrag_lambda_scores"
 DFRAG_PLAN = "dfrag_plan"
-
-#: Old names kept as deprecated aliases (each access warns): ``DFRAG_SCORES`` ->
-#: ``DFRAG_LAMBDA_SCORES`` (named like its key, as every other metadata key constant is).
-__getattr__ = deprecated_aliases(__name__, globals(), {"DFRAG_SCORES": "DFRAG_LAMBDA_SCORES"})

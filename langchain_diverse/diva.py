@@ -21,8 +21,6 @@ Example:
 
 from __future__ import annotations
 
-from diverse_core._lazy import deprecated_aliases
-
 from .pipeline_retriever import create_pipeline_chain, retriever_class
 
 __all__ = ["DIVARetriever", "create_diva_chain", "DIVA_INTERPRETATIONS", "DIVA_USEFULNESS"]
@@ -35,6 +33,3 @@ create_diva_chain = create_pipeline_chain
 DIVA_INTERPRETATIONS = "diva_interpretations"
 #: Metadata key: the verification grade (``None`` unless ``verify_in_retrieval=True``).
 DIVA_USEFULNESS = "diva_usefulness"
-
-#: Old names kept as deprecated aliases (each access warns): ``DivaRetriever`` -> ``DIVARetriever``.
-__getattr__ = deprecated_aliases(__name__, globals(), {"DivaRetriever": "DIVARetriever"})

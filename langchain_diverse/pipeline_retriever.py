@@ -11,7 +11,6 @@ from collections.abc import Mapping
 from functools import cache
 from typing import Any, ClassVar
 
-from diverse_core._lazy import deprecated_method
 from diverse_core.errors import InvalidParameterError
 from diverse_core.pipeline_names import face_attribute
 from diverse_core.pipelines import Pipeline, PipelineResult, get_pipeline
@@ -285,7 +284,6 @@ def retriever_class(name: str) -> type[PipelineRetriever]:
         "pipeline_class": pipeline,
         "document_fields": dict(face.on_documents),
         "chain_keys": face.reports,
-        **{old: deprecated_method(old, new) for old, new in face.old_methods.items()},
     }
     return type(PipelineRetriever)(f"{pipeline.__name__}Retriever", (PipelineRetriever,), namespace)
 

@@ -21,8 +21,6 @@ Example:
 
 from __future__ import annotations
 
-from diverse_core._lazy import deprecated_aliases
-
 from .pipeline_retriever import create_pipeline_chain, retriever_class
 
 __all__ = [
@@ -42,7 +40,3 @@ VENDIRAG_ITERATION = "vendirag_iteration"
 VENDIRAG_S_TRAJECTORY = "vendirag_s_trajectory"
 #: Metadata key: the judge's quality Q_i of every iteration (``None`` where not judged).
 VENDIRAG_QUALITY_TRAJECTORY = "vendirag_quality_trajectory"
-
-#: Old names kept as deprecated aliases (each access warns): ``VENDIRAG_QUALITY`` (the key of the
-#: quality trajectory) -> ``VENDIRAG_QUALITY_TRAJECTORY``.
-__getattr__ = deprecated_aliases(__name__, globals(), {"VENDIRAG_QUALITY": "VENDIRAG_QUALITY_TRAJECTORY"})

@@ -52,6 +52,4 @@ _LAZY = {
 }
 __all__ += list(_LAZY)
 
-#: Renamed public names: the old one still works, with a DeprecationWarning on each access.
-_DEPRECATED = {"DivaRetriever": "DIVARetriever", "DivaQueryEngine": "DIVAQueryEngine"}
-__getattr__, __dir__ = package_exports(__name__, globals(), _LAZY, _DEPRECATED)
+__getattr__, __dir__ = package_exports(__name__, globals(), _LAZY, {})

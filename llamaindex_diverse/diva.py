@@ -9,8 +9,6 @@ verifies them and answers with them, or closed book when they are useless.
 
 from __future__ import annotations
 
-from diverse_core._lazy import deprecated_aliases
-
 from .pipeline_engine import query_engine_class, retriever_class
 
 __all__ = ["DIVARetriever", "DIVAQueryEngine", "response_metadata"]
@@ -20,8 +18,3 @@ DIVAQueryEngine = query_engine_class("diva")
 
 #: The DIVA fields a query engine puts in ``Response.metadata`` (a function of the result).
 response_metadata = DIVARetriever.response_metadata
-
-#: Old names kept as deprecated aliases (each access warns).
-__getattr__ = deprecated_aliases(
-    __name__, globals(), {"DivaRetriever": "DIVARetriever", "DivaQueryEngine": "DIVAQueryEngine"}
-)

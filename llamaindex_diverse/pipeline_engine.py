@@ -9,7 +9,6 @@ from collections.abc import AsyncGenerator, Mapping
 from functools import cache
 from typing import Any, ClassVar
 
-from diverse_core._lazy import deprecated_method
 from diverse_core.errors import InvalidParameterError
 from diverse_core.pipeline_names import face_attribute
 from diverse_core.pipelines import Pipeline, PipelineResult, get_pipeline
@@ -319,7 +318,6 @@ def retriever_class(name: str) -> type[PipelineRetriever]:
         "pipeline_class": pipeline,
         "response_fields": face.reports,
         "response_names": dict(face.labels),
-        **{old: deprecated_method(old, new) for old, new in face.old_methods.items()},
     }
     return type(f"{pipeline.__name__}Retriever", (PipelineRetriever,), namespace)
 

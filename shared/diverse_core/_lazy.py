@@ -10,7 +10,7 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar
 
-__all__ = ["deprecated_aliases", "deprecated_method", "package_exports", "ProcessDefault"]
+__all__ = ["deprecated_aliases", "package_exports", "ProcessDefault"]
 
 T = TypeVar("T")
 
@@ -121,32 +121,3 @@ def package_exports(
 
     return deprecated_aliases(package, namespace, renamed, lazy_or_moved), __dir__
 
-
-def deprecated_method(old: str, new: str) -> Callable[..., Any]:
-    """A method ``old`` of a class that calls the method ``new`` with the same arguments,
-    warning with a :class:`DeprecationWarning` on every call (for renamed public methods).
-
-    Example:
-        >>> import warnings
-        >>> class Face:
-        ...     def run(self, x: int) -> int:
-        ...         return x + 1
-        ...     run_old = deprecated_method("run_old", "run")
-        >>> with warnings.catch_warnings(record=True) as caught:
-        ...     warnings.simplefilter("always")
-        ...     value = Face().run_old(1)
-        >>> value, str(caught[0].message)
-        (2, 'Face.run_old is deprecated; use Face.run (the same method)')
-    """
-
-    def alias(self: Any, *args: Any, **kwargs: Any) -> Any:
-        warnings.warn(
-            f"{type(self).__name__}.{old} is deprecated; use {type(self).__name__}.{new} (the same method)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return getattr(self, new)(*args, **kwargs)
-
-    alias.__name__ = old
-    alias.__doc__ = f"Deprecated: use :meth:`{new}`."
-    return alias

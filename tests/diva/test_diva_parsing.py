@@ -14,7 +14,7 @@ from diverse_core.pipelines.diva import (
     parse_interpretations,
     parse_long_answer,
     parse_qa_pairs,
-    parse_verdict,
+    parse_verdict_field,
 )
 from hypothesis import given
 from hypothesis import strategies as st
@@ -95,7 +95,7 @@ def test_interpretation_parser_never_raises_and_respects_the_cap(text: str, cap:
     ],
 )
 def test_yes_no_variants(reply: str, expected: bool | None) -> None:
-    assert parse_verdict(reply) is expected
+    assert parse_verdict_field(reply).value is expected
 
 
 @pytest.mark.parametrize(
@@ -111,21 +111,21 @@ def test_yes_no_variants(reply: str, expected: bool | None) -> None:
     ],
 )
 def test_a_quoted_passage_cannot_decide_the_verdict(reply: str, expected: bool | None) -> None:
-    assert parse_verdict(reply) is expected
+    assert parse_verdict_field(reply).value is expected
 
 
 def test_a_passage_quoted_verbatim_is_ignored_when_the_passages_are_given() -> None:
     passage = "Yes, the bridge opened in 1998 to traffic."
     reply = f"The passages say:\n{passage}"
-    assert parse_verdict(reply) is True  # without the passages the quote looks like a verdict
-    assert parse_verdict(reply, passages=[passage]) is None
-    assert parse_verdict(reply + "\nVerdict: No", passages=[passage]) is False
-    assert parse_verdict('Verdict: "Yes"') is True  # a quoted one-word verdict is the model's own
+    assert parse_verdict_field(reply).value is True  # without the passages the quote looks like a verdict
+    assert parse_verdict_field(reply, passages=[passage]).value is None
+    assert parse_verdict_field(reply + "\nVerdict: No", passages=[passage]).value is False
+    assert parse_verdict_field('Verdict: "Yes"').value is True  # a quoted one-word verdict is the model's own
 
 
 @given(st.text(max_size=300))
 def test_verdict_parser_never_raises(text: str) -> None:
-    assert parse_verdict(text) in (True, False, None)
+    assert parse_verdict_field(text).value in (True, False, None)
 
 
 def test_aggregation_grades_and_unreadable_counted_as_yes() -> None:

@@ -12,7 +12,7 @@ from diva_fakes import I2018, I2019, QUESTION, ScriptedDiva, hand_source, vector
 from diverse_core.errors import InvalidParameterError
 from diverse_core.llm.errors import LLMError, LLMTimeoutError
 from diverse_core.pipelines import InMemorySource, get_pipeline
-from diverse_core.pipelines.diva import DIVA, DivaPrompts, DivaResult
+from diverse_core.pipelines.diva import DIVA, DivaPrompts, DIVAResult
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -37,7 +37,7 @@ def _yes_2018_only(interp: str, prompt: str) -> str:
 def test_useful_route_known_documents_calls_and_answer() -> None:
     llm = ScriptedDiva()
     res = _diva(llm).run(QUESTION, hand_source())
-    assert isinstance(res, DivaResult) and res.pipeline == "diva"
+    assert isinstance(res, DIVAResult) and res.pipeline == "diva"
     assert res.interpretations == (I2018, I2019) and res.interpretations_source == "generated"
     assert res.ambiguity_kinds == ("Time",) and res.ambiguity_reason == "the year is not given."
     # union: interpretation 2018's hits, then 2019's new ones; p5 is never retrieved

@@ -181,7 +181,7 @@ def test_refused_everywhere_falls_back_once_with_a_warning(caplog: pytest.LogCap
     fake = StructuredFake(methods=("json_schema", "json_object"), refuse=("json_schema", "json_object"))
     ctx = RunContext(LLMRoles(("judge",), fake, max_retries=2))
     with caplog.at_level(logging.WARNING, logger="diverse_core"):
-        outs = [asyncio.run(ctx.ask_role(REQ, stage="judge")) for _ in range(3)]
+        outs = [asyncio.run(ctx.ask_traced(REQ.role, REQ, stage="judge")) for _ in range(3)]
     assert [o.path for o, _ in outs] == ["text"] * 3 and all(o.fell_back for o, _ in outs)
     assert fake.count("json_schema") == 1 and fake.count("json_object") == 1 and fake.count("text") == 3
     refusals = [r for r in caplog.records if "refused every structured method" in r.getMessage()]
@@ -198,7 +198,7 @@ def test_refused_everywhere_falls_back_once_with_a_warning(caplog: pytest.LogCap
 def test_trace_and_cost_record_the_structured_path() -> None:
     fake = StructuredFake(refuse=("json_schema",))
     ctx = RunContext(LLMRoles(("judge",), fake, max_retries=0))
-    out, at = asyncio.run(ctx.ask_role(REQ))
+    out, at = asyncio.run(ctx.ask_traced(REQ.role, REQ))
     ev = ctx.trace[at]
     assert (ev.path, ev.method) == ("structured", "tool_calling") and ev.prompt.startswith("[system]\ngrade")
     text_out = asyncio.run(ctx.ask("judge", "plain prompt"))
@@ -211,7 +211,7 @@ def test_trace_and_cost_record_the_structured_path() -> None:
 def test_out_of_range_value_is_flagged_in_the_trace() -> None:
     fake = StructuredFake(replies={"ratings": {"coherence": 2019, "relevance": 1, "query_alignment": 1}})
     ctx = RunContext(LLMRoles(("judge",), fake, max_retries=0))
-    out, at = asyncio.run(ctx.ask_role(REQ))
+    out, at = asyncio.run(ctx.ask_traced(REQ.role, REQ))
     assert out.value["coherence"] == 2019  # not clipped by the layer
     assert "schema: coherence=2019 is not one of 1..10" in ctx.trace[at].notes
 

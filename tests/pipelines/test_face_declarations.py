@@ -5,8 +5,6 @@ siblings have."""
 
 from __future__ import annotations
 
-import asyncio
-import warnings
 from dataclasses import asdict
 
 import pytest
@@ -112,35 +110,6 @@ def test_create_drrag_chain_answers_with_drrags_fields() -> None:
     assert set(out) == set(retriever.as_chain().invoke("Who is Ann?"))
 
 
-@pytest.mark.parametrize("face, cls, old", [
-    ("langchain_diverse", "DFRAGRetriever", "run_dfrag"),
-    ("langchain_diverse", "VendiRAGRetriever", "run_vendirag"),
-    ("llamaindex_diverse", "DFRAGRetriever", "run_dfrag"),
-    ("llamaindex_diverse", "VendiRAGRetriever", "run_vendirag"),
-])
-def test_old_run_method_names_warn_and_call_run_pipeline(face: str, cls: str, old: str,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    retriever_class = getattr(pytest.importorskip(face), cls)
-    calls: list[tuple[object, ...]] = []
-
-    def run_pipeline(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-        calls.append((args, kwargs))
-        return "ran"
-
-    async def arun_pipeline(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-        calls.append((args, kwargs))
-        return "aran"
-
-    monkeypatch.setattr(retriever_class, "run_pipeline", run_pipeline)
-    monkeypatch.setattr(retriever_class, "arun_pipeline", arun_pipeline)
-    instance = object.__new__(retriever_class)  # the alias needs no built pipeline
-    with pytest.warns(DeprecationWarning, match=rf"{cls}\.{old} is deprecated; use {cls}\.run_pipeline"):
-        assert getattr(instance, old)("q", generate=True) == "ran"
-    with pytest.warns(DeprecationWarning, match=rf"{cls}\.a{old} is deprecated; use {cls}\.arun_pipeline"):
-        assert asyncio.run(getattr(instance, f"a{old}")("q")) == "aran"
-    assert calls == [(("q",), {"generate": True}), (("q",), {})]
-
-
 # ---------------------------------------------------------------------------- LlamaIndex
 def test_llamaindex_declared_fields_reach_the_response_metadata() -> None:
     pytest.importorskip("llama_index.core")
@@ -195,41 +164,14 @@ def test_drrag_query_engine_reports_mode_queries_and_rejected() -> None:
     assert resp.metadata["drrag_rejected"] == []
 
 
-def test_old_result_class_name_warns() -> None:
-    import diverse_core.pipelines.diva as diva
-    import diverse_core.pipelines.diva.result as result
-
-    for mod in (diva, result):
-        with pytest.warns(DeprecationWarning, match="DivaResult is deprecated; use .*DIVAResult"):
-            assert mod.DivaResult is mod.DIVAResult
-        assert "DivaResult" not in mod.__all__
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert diva.DIVAResult.__name__ == "DIVAResult"
-
-
 def test_inmemory_source_still_serves_the_declared_test_pipeline() -> None:
     res = TwoSearch(lambda prompt: "x").run(TEXTS[0], InMemorySource(TEXTS, lambda ts: [_vec(t) for t in ts]))
     assert res.fields(("pipeline", "documents"))["pipeline"] == "two-search"
 
 
-def test_langchain_vendirag_quality_trajectory_has_the_llamaindex_name() -> None:
-    """``vendirag_quality`` meant the trajectory on LangChain documents but the final quality in
-    LlamaIndex's metadata: the trajectory now has one name in both, the old key stays (deprecated)."""
-    vendirag = pytest.importorskip("langchain_diverse.vendirag")
-    res = VendiRAGResult(question="q", iterations=(), final_iteration=1)
-    meta = vendirag.VendiRAGRetriever.result_metadata(res)
-    assert meta["vendirag_quality_trajectory"] == [] and meta["vendirag_quality"] == []
-    with pytest.warns(DeprecationWarning, match="VENDIRAG_QUALITY is deprecated"):
-        assert vendirag.VENDIRAG_QUALITY == "vendirag_quality_trajectory"
-    assert "VENDIRAG_QUALITY" not in vendirag.__all__
-
-
 def test_metadata_key_constants_are_named_like_their_keys() -> None:
     dfrag = pytest.importorskip("langchain_diverse.dfrag")
     assert dfrag.DFRAG_LAMBDA_SCORES == "dfrag_lambda_scores"
-    with pytest.warns(DeprecationWarning, match="DFRAG_SCORES is deprecated"):
-        assert dfrag.DFRAG_SCORES == dfrag.DFRAG_LAMBDA_SCORES
     for module in ("dfrag", "diva", "vendirag"):
         mod = pytest.importorskip(f"langchain_diverse.{module}")
         for name in mod.__all__:

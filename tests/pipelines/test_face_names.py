@@ -10,14 +10,8 @@ import pytest
 
 ALIASES = [
     # (module, old name, new name)
-    ("langchain_diverse", "DivaRetriever", "DIVARetriever"),
-    ("langchain_diverse.diva", "DivaRetriever", "DIVARetriever"),
     ("langchain_diverse", "METADATA_KEYS", "SELECTION_METADATA_KEYS"),
     ("langchain_diverse.selection", "METADATA_KEYS", "SELECTION_METADATA_KEYS"),
-    ("llamaindex_diverse", "DivaRetriever", "DIVARetriever"),
-    ("llamaindex_diverse", "DivaQueryEngine", "DIVAQueryEngine"),
-    ("llamaindex_diverse.diva", "DivaRetriever", "DIVARetriever"),
-    ("llamaindex_diverse.diva", "DivaQueryEngine", "DIVAQueryEngine"),
 ]
 
 

@@ -69,7 +69,7 @@ def test_retriever_runs_the_loop_and_callbacks_see_every_call(store):
     meta = docs[0].metadata
     assert meta["selection_method"] == "vendirag" and meta["vendirag_iteration"] == 2
     assert meta["vendirag_s_trajectory"] == pytest.approx([0.8, 0.6])
-    assert meta["vendirag_quality"] == pytest.approx([0.4, 0.9])
+    assert meta["vendirag_quality_trajectory"] == pytest.approx([0.4, 0.9])
     assert meta["selection_params"]["iteration"] == 2 and meta["selection_params"]["query"] == TEXTS[5]
     assert meta["pipeline_warnings"] == []
     # 3 calls per iteration + 1 rewrite, all nested under the retriever run

@@ -20,7 +20,7 @@ from .contract import Candidates, CandidateSource, ChosenDocument, PipelineResul
 from .face_fields import FaceFields
 from .options import Option
 from .roles import CallPolicy, LLMRoles, RunContext
-from .structured import answer_text
+from .structured import field_text
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -273,7 +273,7 @@ class Pipeline(ABC, Generic[R]):
         """The ``generator`` role's answer (its ``answer`` field on the structured path); an
         empty answer is a warning of the run."""
         out, at = await ctx.ask_traced("generator", request, stage="generate")
-        answer, notes = answer_text(out)
+        answer, notes = field_text(out, "answer")
         ctx.annotate(at, notes=notes)
         if not answer:
             ctx.warn("generator: the answer is empty")

@@ -33,15 +33,12 @@ class FaceFields:
         on_documents: metadata put on every returned LangChain document: key -> result field.
         retrieval_llm: ``retrieval_llm(options) -> bool``: whether retrieval alone needs an LLM with
             these options (the LlamaIndex faces then default to ``Settings.llm``).
-        old_methods: renamed methods of the retriever classes, old name -> new name (each call of
-            the old one warns).
     """
 
     reports: tuple[str, ...] = ()
     labels: Mapping[str, str] = field(default_factory=dict)
     on_documents: Mapping[str, str] = field(default_factory=dict)
     retrieval_llm: Callable[[Mapping[str, Any]], bool] = _always
-    old_methods: Mapping[str, str] = field(default_factory=dict)
 
     def label(self, name: str) -> str:
         """The metadata label of the reported field ``name``."""

@@ -191,13 +191,6 @@ class RunContext:
         """
         return (await self.ask_traced(role, prompt, stage=stage, **kwargs))[0]
 
-    async def ask_role(self, request: RoleRequest, *, stage: str | None = None,
-                       **kwargs: Any) -> tuple[RoleCompletion, int]:
-        """:meth:`ask_traced` for a :class:`RoleRequest`, typed: ``(reply, trace index)``."""
-        out, index = await self.ask_traced(request.role, request, stage=stage, **kwargs)
-        assert isinstance(out, RoleCompletion)  # ask_traced returns one for a RoleRequest
-        return out, index
-
     async def ask_traced(self, role: str, prompt: str | RoleRequest, *, stage: str | None = None,
                          **kwargs: Any) -> tuple[Completion, int]:
         """:meth:`ask`, also returning the call's trace index (for :meth:`annotate`)."""

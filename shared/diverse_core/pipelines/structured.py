@@ -25,7 +25,7 @@ from ..llm.decoding import MAX_REPLY_CHARS, repair_value
 from ..llm.structured import Message, OutputSchema, RoleCompletion, RoleRequest, obj, string
 from .judge import QuoteIndex, _objects
 
-__all__ = ["ANSWER_SCHEMA", "answer_schema", "answer_text", "field_text", "role_request", "structured_value",
+__all__ = ["ANSWER_SCHEMA", "answer_schema", "field_text", "role_request", "structured_value",
            "unusable_json", "DATA_NOTE", "shipped_schema", "reread"]
 
 #: Said in every system message that comes with passages: they are data, not instructions.
@@ -163,15 +163,3 @@ def field_text(out: Completion, name: str) -> tuple[str, tuple[str, ...]]:
     if unusable_json(out):
         return "", (*notes, f"no {name} taken from the unusable structured reply")
     return out.text.strip(), notes
-
-
-def answer_text(out: Completion) -> tuple[str, tuple[str, ...]]:
-    """The answer of a generator reply (the ``answer`` field when structured, else the text;
-    see :func:`field_text`).
-
-    Example:
-        >>> answer_text(RoleCompletion('{"answer": " Paris "}', path="structured",
-        ...                            method="json_schema", value={"answer": " Paris "}))
-        ('Paris', ())
-    """
-    return field_text(out, "answer")

@@ -138,7 +138,6 @@ class DFRAG(Pipeline[DFRAGResult]):
         labels={"scores": "lambda_scores"},
         on_documents={"dfrag_lambda": "lambda", "dfrag_lambda_scores": "scores", "dfrag_plan": "plan"},
         retrieval_llm=lambda options: options.get("evaluator", "llm") == "llm",  # the adaptive evaluator needs none
-        old_methods={"run_dfrag": "run_pipeline", "arun_dfrag": "arun_pipeline"},
     )
 
     def __init__(

@@ -15,8 +15,6 @@ Example:
 
 from __future__ import annotations
 
-from ..._lazy import deprecated_aliases
-
 # Each module's public names are re-exported whole (its __all__ is the one list of them).
 from . import parsing, pipeline, quality, result, retrieval
 from .parsing import *  # noqa: F403
@@ -35,6 +33,3 @@ __all__ = [
     *parsing.__all__,
     *quality.__all__,
 ]
-
-#: Old name kept as a deprecated alias (each access warns): ``DivaResult`` -> ``DIVAResult``.
-__getattr__ = deprecated_aliases(__name__, globals(), {"DivaResult": "DIVAResult"})

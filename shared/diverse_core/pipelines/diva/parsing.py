@@ -4,7 +4,7 @@ None of them raises on odd text; what they cannot read is reported (``parsed=Fal
 never guessed, and a verdict is only the reply's own (see :func:`parse_verdict_field`).
 
 Example:
-    >>> parse_verdict('Passage [2] reads "Yes, in 1998".\\nVerdict: No')
+    >>> parse_verdict_field('Passage [2] reads "Yes, in 1998".\\nVerdict: No').value
     False
     >>> aggregate_verdicts([True, None, False]).grade.value
     'PartialUseful'
@@ -30,7 +30,6 @@ __all__ = [
     "QAParse",
     "parse_interpretations",
     "parse_ambiguity",
-    "parse_verdict",
     "parse_verdict_field",
     "aggregate_verdicts",
     "parse_qa_pairs",
@@ -155,18 +154,6 @@ def parse_ambiguity(text: str) -> AmbiguityParse:
             reason_lines.append(_REASON_LABEL.sub("", line))
     reason = " ".join(" ".join(reason_lines).split())
     return AmbiguityParse(reason, tuple(kinds), bool(reason or kinds))
-
-
-def parse_verdict(text: str, passages: Sequence[str] = ()) -> bool | None:
-    """The yes/no verdict of a verification reply; ``None`` when it cannot be read
-    (:func:`parse_verdict_field`'s value).
-
-    Example:
-        >>> parse_verdict("**Verdict:** Yes"), parse_verdict("No, nothing about 2019."), parse_verdict("Maybe")
-        (True, False, None)
-    """
-    value = parse_verdict_field(text, passages).value
-    return None if value is None else bool(value)
 
 
 def parse_verdict_field(text: str, passages: Sequence[str] | QuoteIndex = ()) -> FieldParse:

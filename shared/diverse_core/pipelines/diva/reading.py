@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from ...llm.base import Completion
 from ..judge import QuoteIndex
-from ..structured import answer_text, structured_value, unusable_json
+from ..structured import field_text, structured_value, unusable_json
 from .parsing import (
     AmbiguityParse,
     InterpretationParse,
@@ -104,5 +104,5 @@ def read_long_answer(out: Completion) -> tuple[str, tuple[str, ...]]:
     """Prompts (e)/(f): the ``answer`` field, else the text after its ``Answer:`` label."""
     value, notes = structured_value(out)
     if isinstance(value, dict) or unusable_json(out):
-        return answer_text(out)
+        return field_text(out, "answer")
     return parse_long_answer(out.text), notes

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..._lazy import deprecated_aliases
 from ..contract import PipelineResult
 
 __all__ = ["ROUTES", "DIVAResult"]
@@ -74,7 +73,3 @@ class DIVAResult(PipelineResult):
             "hits": [list(h) for h in self.hits],
             "union_size": len(self.union),
         }
-
-
-#: Old name kept as a deprecated alias (each access warns): ``DivaResult`` -> ``DIVAResult``.
-__getattr__ = deprecated_aliases(__name__, globals(), {"DivaResult": "DIVAResult"})

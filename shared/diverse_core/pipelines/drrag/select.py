@@ -74,7 +74,6 @@ class DrragPick(Generic[IdT]):
         source: the stage-1 document whose concatenated search found it (stage 2 only).
         probability: the classifier probability that decided it (``None`` when no
             classifier was asked: stage-1 documents, QDC, fill).
-        similarity: its similarity in the search that found it, when given.
         mode: the selection mode.
         filled: added by ``fill`` (from the question's ranking, after the paper's steps).
     """
@@ -83,7 +82,6 @@ class DrragPick(Generic[IdT]):
     stage: int
     source: IdT | None
     probability: float | None
-    similarity: float | None
     mode: str
     filled: bool = False
 
@@ -118,25 +116,6 @@ class DrragSelection(Generic[IdT]):
 def default_k1(k: int) -> int:
     """The default number of stage-1 documents, ``ceil(k / 2)``."""
     return int(math.ceil(check_k(k) / 2))
-
-
-def _rank_scores(values: Sequence[float] | None, n: int) -> list[float] | None:
-    """``ranking_scores`` as floats, one per ranked id; ``None`` passes through."""
-    if values is None:
-        return None
-    out = [float(v) for v in values]
-    if len(out) < n:
-        raise DimensionMismatchError(f"ranking_scores has {len(out)} values for {n} ranked ids")
-    return out
-
-
-def _hit_scores(values: Sequence[Sequence[float]] | None, n_rows: int) -> list[list[float]] | None:
-    """``hit_scores`` as nested floats for the stage-1 rows; ``None`` passes through."""
-    if values is None:
-        return None
-    if len(values) < n_rows:
-        raise DimensionMismatchError(f"hit_scores has {len(values)} rows for {n_rows} stage-1 documents")
-    return [[float(v) for v in row] for row in values[:n_rows]]
 
 
 class _Codes:
@@ -179,8 +158,6 @@ def select_drrag(
     per_doc: str = "first",
     cis_rule: str = "stage1",
     protect_stage1: bool = True,
-    ranking_scores: Sequence[float] | None = None,
-    hit_scores: Sequence[Sequence[float]] | None = None,
 ) -> DrragSelection[IdT]:
     """Choose at most ``k`` documents the DR-RAG way (see the module docstring for the modes).
 
@@ -201,8 +178,6 @@ def select_drrag(
         per_doc: ``"first"`` (the equations, default) or ``"all"`` (Algorithm 1 / A.2).
         cis_rule: ``"stage1"`` (eq. 3, default) or ``"pairwise"`` (the prose).
         protect_stage1: CIS never removes stage-1 documents (default True).
-        ranking_scores: similarities of ``ranking`` (kept in the provenance only).
-        hit_scores: similarities of ``hits`` (kept in the provenance only).
 
     Returns:
         A :class:`DrragSelection`: stage-1 documents first, then stage 2, then fill.
@@ -228,7 +203,6 @@ def select_drrag(
     threshold = check_unit_interval(threshold, "threshold")
     if mode != "qdc" and scorer is None:
         raise InvalidParameterError(f"mode={mode!r} needs a scorer (a pair classifier); got scorer=None")
-    rank_sim = _rank_scores(ranking_scores, len(ranking))
     codes = _Codes()
     rank_codes = codes.encode(list(ranking))
     rank_pos = np.sort(np.unique(rank_codes, return_index=True)[1])  # repeated ids count once
@@ -238,34 +212,24 @@ def select_drrag(
     rows_of = rank_pos[:n1].tolist()  # hits[rows_of[i]] belongs to stage-1 document i
     if n1 and len(hits) <= rows_of[-1]:
         raise DimensionMismatchError(f"hits has {len(hits)} rows for {n1} stage-1 documents (k1={k1})")
-    hit_sim = _hit_scores(hit_scores, rows_of[-1] + 1 if n1 else 0)
-    # Per stage-1 document, its hits that are not stage-1 documents, in rank order (and their
-    # position in the original row, for the similarities). A document examines the first ``m``
-    # of them not chosen yet when its turn comes, so at most m + (k - n1) can matter.
+    # Per stage-1 document, its hits that are not stage-1 documents, in rank order. A document
+    # examines the first ``m`` of them not chosen yet when its turn comes, so at most
+    # m + (k - n1) can matter.
     depth = m + max(k - n1, 0)
     grid = np.full((n1, depth), -1, dtype=np.int64)  # -1: no hit in that slot
-    col_of = np.full((n1, depth), -1, dtype=np.int64)
     for i in range(n1):
         row = codes.encode(list(hits[rows_of[i]]))
         firsts = np.sort(np.unique(row, return_index=True)[1]) if row.size else row
         keep = firsts[~np.isin(row[firsts], stage1)][:depth]
         grid[i, : keep.shape[0]] = row[keep]
-        col_of[i, : keep.shape[0]] = keep
     present = grid >= 0
 
-    def ranked(c: int, r: int, filled: bool = False) -> DrragPick[IdT]:
-        """The pick of code ``c`` at position ``r`` of the question's ranking (stage 1 or fill)."""
-        sim = rank_sim[int(rank_pos[r])] if rank_sim is not None else None
-        return DrragPick(codes.ids[c], 1, None, None, sim, mode, filled=filled)  # type: ignore[arg-type]
+    def ranked(c: int, filled: bool = False) -> DrragPick[IdT]:
+        """The pick of code ``c`` from the question's ranking (stage 1 or fill)."""
+        return DrragPick(codes.ids[c], 1, None, None, mode, filled=filled)  # type: ignore[arg-type]
 
     chosen = [int(c) for c in stage1[:k]]
-    picks: list[DrragPick[IdT]] = [ranked(c, i) for i, c in enumerate(chosen)]
-
-    def sim_of(i: int, j: int) -> float | None:
-        col = int(col_of[i, j])
-        if hit_sim is None or col >= len(hit_sim[rows_of[i]]):
-            return None
-        return float(hit_sim[rows_of[i]][col])
+    picks: list[DrragPick[IdT]] = [ranked(c) for c in chosen]
 
     prob_grid = np.full(grid.shape, np.nan)
     if mode == "cfs":
@@ -291,7 +255,7 @@ def select_drrag(
             c = int(grid[i, j])
             chosen.append(c)
             prob = None if mode != "cfs" else float(prob_grid[i, j])
-            picks.append(DrragPick(codes.ids[c], 2, codes.ids[int(stage1[i])], prob, sim_of(i, j), mode))  # type: ignore[arg-type]
+            picks.append(DrragPick(codes.ids[c], 2, codes.ids[int(stage1[i])], prob, mode))  # type: ignore[arg-type]
     rejected -= set(chosen)
     dropped: set[int] = set()  # removed by CIS: judged against every stage-1 document
     if mode == "cis":
@@ -313,7 +277,7 @@ def select_drrag(
                 continue
             seen.add(c)
             chosen.append(c)
-            picks.append(ranked(c, r, filled=True))
+            picks.append(ranked(c, filled=True))
     return DrragSelection(
         tuple(picks),
         mode,
@@ -359,5 +323,5 @@ def _inverse(
         if not keep[x]:
             continue
         prob = float(best[x]) if np.isfinite(best[x]) and p.stage == 2 else p.probability
-        out.append(DrragPick(p.doc_id, p.stage, p.source, prob, p.similarity, p.mode, p.filled))
+        out.append(DrragPick(p.doc_id, p.stage, p.source, prob, p.mode, p.filled))
     return out, {chosen[x] for x in np.flatnonzero(~keep).tolist()}

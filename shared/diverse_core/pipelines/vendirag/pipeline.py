@@ -151,9 +151,7 @@ class VendiRAG(Pipeline[VendiRAGResult]):
             "vendirag_iteration": "final_iteration",
             "vendirag_s_trajectory": "s_trajectory",
             "vendirag_quality_trajectory": "quality_trajectory",
-            "vendirag_quality": "quality_trajectory",  # deprecated key, still written (the final quality elsewhere)
         },
-        old_methods={"run_vendirag": "run_pipeline", "arun_vendirag": "arun_pipeline"},
     )
 
     def __init__(
