@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from functools import cache
 from typing import Any, ClassVar
 
+from diverse_core.embedder_check import check_embedder
 from diverse_core.errors import InvalidParameterError
 from diverse_core.pipeline_names import face_attribute
 from diverse_core.pipelines import Pipeline, PipelineResult, get_pipeline
@@ -124,6 +125,8 @@ class PipelineRetriever(BaseRetriever):
         self._source(None)  # checks the store / retriever / embeddings now
         keywords = {name: getattr(self, name) for name in (*_CALL_POLICY, *self.pipeline_options())}
         self._pipeline = self.pipeline_class(as_backend(self.llm), **keywords)
+        if (trained := self._pipeline.trained_method) is not None:
+            check_embedder(*trained, self.embeddings or getattr(self.vectorstore, "embeddings", None))
 
     @classmethod
     def pipeline_options(cls) -> tuple[str, ...]:

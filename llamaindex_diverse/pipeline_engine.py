@@ -9,6 +9,7 @@ from collections.abc import AsyncGenerator, Mapping
 from functools import cache
 from typing import Any, ClassVar
 
+from diverse_core.embedder_check import check_embedder
 from diverse_core.errors import InvalidParameterError
 from diverse_core.pipeline_names import face_attribute
 from diverse_core.pipelines import Pipeline, PipelineResult, get_pipeline
@@ -127,6 +128,8 @@ class PipelineRetriever(BaseRetriever):
             llm_kwargs=llm_kwargs,
             **options,
         )
+        if (trained := self._pipeline.trained_method) is not None:
+            check_embedder(*trained, embed_model or getattr(retriever, "_embed_model", None))
         cm = callback_manager or getattr(retriever, "callback_manager", None) or CallbackManager()
         super().__init__(callback_manager=cm, verbose=verbose)
         self._retriever = retriever

@@ -56,3 +56,17 @@ def test_no_warning_for_minilm_a_nameless_model_or_a_plain_method(caplog: pytest
         DiverseRetriever(vectorstore=_store(DeterministicFakeEmbedding(size=16)), k=2, fetch_k=6, method="learned")
         DiverseRetriever(vectorstore=_store(BgeEmbeddings(size=16)), k=2, fetch_k=6, method="gmmr")
     assert _warnings(caplog) == []
+
+
+def test_dfrag_with_the_adaptive_evaluator_checks_the_store_embedder(caplog: pytest.LogCaptureFixture) -> None:
+    from langchain_diverse import DFRAGRetriever
+
+    store = _store(BgeEmbeddings(size=16))
+    with caplog.at_level(logging.WARNING, logger="diverse_core"):
+        DFRAGRetriever(vectorstore=store, k=2, fetch_k=6, evaluator="adaptive")
+    [message] = _warnings(caplog)
+    assert "'adaptive'" in message and "bge-small-en-v1.5" in message
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="diverse_core"):  # the LLM Evaluator reads no cosine features
+        DFRAGRetriever(vectorstore=store, k=2, fetch_k=6, llm=lambda prompt, **kw: "0.5")
+    assert _warnings(caplog) == []

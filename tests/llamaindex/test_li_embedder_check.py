@@ -49,3 +49,15 @@ def test_no_warning_for_minilm_an_unnamed_mock_or_a_plain_method(caplog: pytest.
         DiverseNodePostprocessor(top_n=2, method="gmmr",
                                  embed_model=MockEmbedding(embed_dim=8, model_name="BAAI/bge-small-en-v1.5"))
     assert _warnings(caplog) == []
+
+
+def test_dfrag_with_the_adaptive_evaluator_checks_the_embedder(caplog: pytest.LogCaptureFixture) -> None:
+    from llamaindex_diverse import DFRAGRetriever
+
+    bge = MockEmbedding(embed_dim=8, model_name="BAAI/bge-small-en-v1.5")
+    index = VectorStoreIndex.from_documents([Document(text=f"f{i}") for i in range(8)], embed_model=bge)
+    with caplog.at_level(logging.WARNING, logger="diverse_core"):
+        retriever = DFRAGRetriever(index, embed_model=bge, k=3, evaluator="adaptive")
+        assert len(retriever.retrieve("f1")) == 3
+    [message] = _warnings(caplog)
+    assert "'adaptive'" in message and "bge-small-en-v1.5" in message

@@ -175,6 +175,12 @@ class Pipeline(ABC, Generic[R]):
         params = inspect.signature(self._arun).parameters.values()
         return {p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY} - {"k", "generate"}
 
+    @property
+    def trained_method(self) -> tuple[str, dict[str, Any]] | None:
+        """The trained core method a run selects with, and its parameters (None: none), for the
+        faces' embedder check (:mod:`diverse_core.embedder_check`)."""
+        return None
+
     def _no_llm_hint(self) -> str:
         """What else lets a run go without an LLM (appended to the error)."""
         return ""

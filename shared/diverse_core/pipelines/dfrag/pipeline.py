@@ -179,6 +179,11 @@ class DFRAG(Pipeline[DFRAGResult]):
         roles = {"planner": planner_llm, "evaluator": evaluator_llm, "generator": generator_llm}
         super().__init__(llm, role_llms=roles, k=k, fetch_k=fetch_k, **policy)
 
+    @property
+    def trained_method(self) -> tuple[str, dict[str, Any]] | None:
+        """``("adaptive", {"model": selector})`` when the trained scorer chooses λ."""
+        return ("adaptive", {"model": self.selector}) if self.evaluator == "adaptive" else None
+
     # ------------------------------------------------------------------ prompts
     def answer_prompt(self, result: PipelineResult) -> tuple[str, str] | None:
         """The Generator's prompt for a retrieval-only DF-RAG result."""
