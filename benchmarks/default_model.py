@@ -9,7 +9,7 @@ ids as sources), fetch_k = 50, k = 5, these methods (``--methods``):
 * ``cosine``: top-k by cosine;
 * ``chunks``, ``paragraphs``, ``chunks-notitle``, ``paragraphs-notitle``: each shipped ``learned`` model;
 * ``auto``: ``learned`` without ``model=`` (the library's own choice, named in the JSON);
-* ``gmmr``: gMMR at the registry's default ``lambda_mult``;
+* ``gmmr``: gMMR at the registry's default ``lambda_mult`` (``--gmmr-lambda`` sets another);
 * ``adaptive``: ``adaptive`` with the question, texts, sources and names the ``learned`` call gets;
 * ``oracle``: the per-question λ Oracle as the harness defines it (gMMR over
   :data:`~diverse_core.eval.config.ORACLE_LAMBDAS`, per question the λ with the best page-level
@@ -147,10 +147,10 @@ class CachedOnly:
         self.query: Callable[[Sequence[str]], Any] | None = self._query if roles else None
 
     def __call__(self, texts: Sequence[str]) -> Any:
-        raise NotCached(f"{len(texts)} texts not in the {self.name} cache")
+        raise NotCached(f"texts not in the {self.name} cache (first missing batch: {len(texts)})")
 
     def _query(self, texts: Sequence[str]) -> Any:
-        raise NotCached(f"{len(texts)} questions not in the {self.name}+query cache")
+        raise NotCached(f"questions not in the {self.name}+query cache (first missing batch: {len(texts)})")
 
 
 def make_cache(embedder: str, cache_dir: str | None, cached_only: bool) -> Any:
@@ -199,15 +199,15 @@ def recall(task: Any, qi: int, chosen: NDArray[np.int64]) -> tuple[float, float]
 
 
 def _picks(method: str, inp: Any, extra: dict[str, Any], files: dict[str, str | None], k: int,
-           ran: set[str]) -> NDArray[np.int64]:
+           ran: set[str], gmmr_lambda: float) -> NDArray[np.int64]:
     """The local indices ``method`` (not ``oracle``) picks for one question."""
     import diverse_core as dc
     from diverse_core.learned import default_model
 
     if method == "cosine":
         return np.arange(k, dtype=np.int64)
-    if method == "gmmr":  # the registry's default lambda_mult
-        return dc.select("gmmr", inp.query_embedding, inp.embeddings, k).indices
+    if method == "gmmr":
+        return dc.select("gmmr", inp.query_embedding, inp.embeddings, k, lambda_mult=gmmr_lambda).indices
     if method == "adaptive":
         return dc.select("adaptive", inp.query_embedding, inp.embeddings, k, model=files["adaptive"], **extra).indices
     name = default_model(extra) if method == "auto" else method
@@ -219,14 +219,18 @@ def _picks(method: str, inp: Any, extra: dict[str, Any], files: dict[str, str | 
 
 
 def score_cell(task: Any, unit_emb: Any, q_emb: Any, form: str, methods: Sequence[str], files: dict[str, str | None],
-               k: int, fetch_k: int) -> tuple[dict[str, dict[str, NDArray[np.float64]]], dict[str, Any]]:
-    """Per level and method, each question's recall@k on one cell; and what ran (models, seconds per method)."""
+               k: int, fetch_k: int, gmmr_lambda: float | None = None,
+               ) -> tuple[dict[str, dict[str, NDArray[np.float64]]], dict[str, Any]]:
+    """Per level and method, each question's recall@k on one cell; and what ran (models, seconds per method).
+    ``gmmr_lambda``: the ``gmmr`` row's λ (None: the registry's default ``lambda_mult``)."""
     import diverse_core as dc
     from diverse_core.eval.config import ORACLE_LAMBDAS
     from diverse_core.eval.runner import question_inputs, top_candidates
     from diverse_core.registry import get_method
 
     _, give_ids, give_names = FORMS[form]
+    if gmmr_lambda is None:
+        gmmr_lambda = float(get_method("gmmr").defaults["lambda_mult"])
     vals: dict[str, dict[str, list[float]]] = {lv: {m: [] for m in methods} for lv in LEVELS}
     seconds = dict.fromkeys(methods, 0.0)
     ran: set[str] = set()
@@ -248,12 +252,12 @@ def score_cell(task: Any, unit_emb: Any, q_emb: Any, form: str, methods: Sequenc
                 oracle_lambda.append(float(sw.values[best]))
                 got = (float(grid[best, 0]), float(grid[best, 1]))
             else:
-                got = recall(task, qi, units[np.asarray(_picks(m, inp, extra, files, k, ran), dtype=np.int64)])
+                got = recall(task, qi, units[np.asarray(_picks(m, inp, extra, files, k, ran, gmmr_lambda), dtype=np.int64)])
             seconds[m] += time.perf_counter() - t0
             for lv, v in zip(LEVELS, got, strict=True):
                 vals[lv][m].append(v)
     out = {lv: {m: np.asarray(v, dtype=np.float64) for m, v in by.items()} for lv, by in vals.items()}
-    info: dict[str, Any] = {"seconds": seconds, "gmmr_lambda": float(get_method("gmmr").defaults["lambda_mult"])}
+    info: dict[str, Any] = {"seconds": seconds, "gmmr_lambda": gmmr_lambda}
     if "auto" in methods:
         info["auto_ran"] = sorted(ran)
     if oracle_lambda:
@@ -334,7 +338,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             if args.embed_only:
                 print(f"[embed] {label} {len(task.unit_texts)} units, {t_embed:.0f} s", flush=True)
                 continue
-            scores, info = score_cell(task, unit_emb, q_emb, form, args.methods, files, args.k, args.fetch_k)
+            scores, info = score_cell(task, unit_emb, q_emb, form, args.methods, files, args.k, args.fetch_k,
+                                     args.gmmr_lambda)
             cells.append({"dataset": name, "protocol": protocol, "form": form, "scores": scores,
                           "qids": [r.qid for r in task.records], **info, "embed_seconds": t_embed})
             per = ", ".join(f"{m} {s / len(task.records) * 1000:.0f}" for m, s in info["seconds"].items())
@@ -357,6 +362,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--forms", nargs="+", default=list(FORMS), choices=list(FORMS))
     ap.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     ap.add_argument("--model-dir", default=None, help="read the learned/adaptive models from DIR (shipped file names)")
+    ap.add_argument("--gmmr-lambda", type=float, default=None,
+                    help="the gmmr row's lambda_mult (default: the registry's default for gmmr)")
     ap.add_argument("--k", type=int, default=5)
     ap.add_argument("--fetch-k", type=int, default=50)
     ap.add_argument("--limit", nargs="*", default=[], metavar="NAME=N",
