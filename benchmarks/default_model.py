@@ -361,6 +361,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--protocols", nargs="+", default=["chunks", "paragraphs"], choices=["chunks", "paragraphs"])
     ap.add_argument("--forms", nargs="+", default=list(FORMS), choices=list(FORMS))
     ap.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    ap.add_argument("--auto", action="store_true", help="(older commands) auto is among the default --methods")
     ap.add_argument("--model-dir", default=None, help="read the learned/adaptive models from DIR (shipped file names)")
     ap.add_argument("--gmmr-lambda", type=float, default=None,
                     help="the gmmr row's lambda_mult (default: the registry's default for gmmr)")
@@ -370,7 +371,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                     help="first N dev questions of set NAME, over their own passages only (see _first)")
     ap.add_argument("--n-boot", type=int, default=10_000)
     ap.add_argument("--embed-only", action="store_true", help="only fill the embedding cache")
-    ap.add_argument("--out", default=None)
+    ap.add_argument("--out", default=None, help="write the rows and cells as JSON")
+    ap.add_argument("--md", default=None, help="write the markdown tables to this file too")
     args = ap.parse_args(argv)
     args.limit = {k: int(v) for k, _, v in (x.partition("=") for x in args.limit)}
     args.methods = list(dict.fromkeys(args.methods))
@@ -382,10 +384,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(result) + "\n", encoding="utf-8")
-    for level in LEVELS:
-        print(f"\n{args.embedder}: recall@{args.k} in percent, {level}-level; (Δ vs cosine [paired bootstrap 95% "
-              f"interval]); pooled rows: multi-hop cells, whole questions resampled\n")
-        print(table(result["rows"], level, args.methods))
+    text = "\n".join(
+        f"\n{args.embedder}: recall@{args.k} in percent, {level}-level; (Δ vs cosine [paired bootstrap 95% "
+        f"interval]); pooled rows: multi-hop cells, whole questions resampled\n\n" + table(result["rows"], level, args.methods)
+        for level in LEVELS)
+    print(text)
+    if args.md:
+        Path(args.md).write_text(text.lstrip() + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":
