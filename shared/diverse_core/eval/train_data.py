@@ -14,6 +14,9 @@ Train sets (name: files):
 * ``musique``: ``musique/musique_train.json`` + ``train/musique/**`` (MuSiQue schema;
   only ``answerable`` questions, since the unanswerable ones lack a supporting paragraph).
 * ``2wiki``: ``train/2wikimultihopqa/*/wikihop_train_preprocess.json`` (original 2Wiki).
+* ``expertqa``, ``covidqa`` (:data:`TRAIN_MORE`, not Wikipedia): ``train_more/<name>/train/``, a
+  custom-data folder (:mod:`~diverse_core.eval.customdata`; read ``train_more/README.md``),
+  loaded whole as one block by :func:`load_train_more`; its ``dev/`` split is never trained on.
 
 Questions repeated across files are kept once (by normalised question text).
 :func:`load_train` returns the questions in *blocks* of about the size of the dev set,
@@ -60,6 +63,10 @@ __all__ = [
     "drop_overlap",
     "overlap",
     "train_blocks",
+    "TRAIN_MORE",
+    "ALL_TRAIN_SETS",
+    "load_train_more",
+    "train_set_names",
 ]
 
 #: Questions per train block (about the dev set's size: 200 HotpotQA/MuSiQue questions;
@@ -67,6 +74,25 @@ __all__ = [
 TRAIN_BLOCK: dict[str, int] = {"hotpotqa": 200, "musique": 200, "2wiki": 500}
 
 TRAIN_SETS = tuple(TRAIN_BLOCK)
+
+#: The non-Wikipedia train sets of ``train_more/`` (custom-data folders: bare units, document ids as sources).
+TRAIN_MORE = ("expertqa", "covidqa")
+
+#: Every train set (``--datasets all``).
+ALL_TRAIN_SETS = TRAIN_SETS + TRAIN_MORE
+
+
+def train_set_names(names: Iterable[str]) -> tuple[str, ...]:
+    """``names`` with ``"all"`` expanded to :data:`ALL_TRAIN_SETS`, each kept once.
+
+    Raises:
+        InvalidParameterError: a name that is not a train set.
+    """
+    out = [n for name in names for n in (ALL_TRAIN_SETS if name == "all" else (name,))]
+    bad = [n for n in out if n not in ALL_TRAIN_SETS]
+    if bad:
+        raise InvalidParameterError(f"unknown train set {bad[0]!r}; available: {[*ALL_TRAIN_SETS, 'all']}")
+    return tuple(dict.fromkeys(out))
 
 
 def normalized_question(text: str) -> str:
@@ -185,6 +211,29 @@ def load_train(name: str, data_dir: str | Path | None = None, block: int | None 
         records.append(rec)
     assert SUPPORTED_PROTOCOLS[name]  # a dev dataset of the same name exists
     return _blocks(name, records, builder, size)
+
+
+def load_train_more(name: str, data_dir: str | Path | None = None, *,
+                    limit: int | None = None) -> tuple[Benchmark, int]:
+    """The ``train/`` split of ``train_more/<name>`` as one block (its whole pooled corpus), without
+    any question shared with its ``dev/`` split, keeping the first ``limit`` questions.
+
+    Returns the block and how many train questions were dropped for sharing an id or a
+    normalised question text with the dev split (none when the set has no ``dev/``).
+
+    Raises:
+        InvalidParameterError: ``name`` is not one of :data:`TRAIN_MORE`.
+        FileNotFoundError: the folder or one of its files is missing.
+    """
+    from .customdata import is_custom_dir, load_custom_dir
+
+    if name not in TRAIN_MORE:
+        raise InvalidParameterError(f"unknown train_more set {name!r}; available: {list(TRAIN_MORE)}")
+    root = resolve_data_dir(data_dir) / "train_more" / name
+    bench = load_custom_dir(root / "train", name=f"{name}_train")
+    dev = load_custom_dir(root / "dev").records if is_custom_dir(root / "dev") else ()
+    blocks, dropped = drop_overlap([bench], dev)
+    return blocks[0].subset(limit), dropped
 
 
 def overlap(train: Iterable[QARecord], dev: Iterable[QARecord]) -> list[str]:

@@ -1,7 +1,8 @@
 """Train the shipped learned set selectors: ``python -m diverse_core.eval.train_learned``.
 
 One command, TRAIN questions only (HotpotQA, MuSiQue, 2Wiki train files, any question
-shared with a dev file removed), k=5, fetch_k=50, the packaged MiniLM, for each
+shared with a dev file removed; ``--datasets`` also takes the non-Wikipedia ``expertqa`` and
+``covidqa`` train splits of ``train_more/``, or ``all`` for the five), k=5, fetch_k=50, the packaged MiniLM, for each
 protocol (``chunks`` and ``paragraphs``): builds every train question's candidate pool
 exactly as the harness does, with its question, candidate texts and gold passages,
 optionally compares training configurations by 5-fold cross-validation on those train
@@ -45,7 +46,14 @@ from .heldout import HeldOutQuestion, baseline_recalls, format_heldout, heldout_
 from .protocols import RetrievalTask, build_task
 from .records import Benchmark
 from .runner import prepared_inputs
-from .train_data import TRAIN_SETS, train_blocks
+from .train_data import (
+    ALL_TRAIN_SETS,
+    TRAIN_MORE,
+    TRAIN_SETS,
+    load_train_more,
+    train_blocks,
+    train_set_names,
+)
 
 __all__ = ["CANDIDATE_CONFIGS", "learned_examples", "train_examples", "choose_config", "train", "train_custom",
            "custom_questions", "main"]
@@ -95,15 +103,25 @@ def train_examples(
 ) -> dict[str, list[LearnedExample]]:
     """The train questions of each dataset (dev overlap removed) as learned-selector examples.
 
+    A :data:`~diverse_core.eval.train_data.TRAIN_MORE` set (``expertqa``, ``covidqa``) is its
+    ``train/`` split, built as :func:`train_custom` builds a custom folder: units as stored (bare,
+    no titles exist; ``chunks`` cuts each unit into two-sentence windows of its document), each
+    candidate's document id ALWAYS given as its source (what a store's ``source`` metadata holds),
+    whatever ``source_ids`` says for the multi-hop sets. ``datasets`` may hold ``"all"``.
     ``embedder`` (default: the packaged MiniLM) embeds through its own disk cache
     (:func:`~diverse_core.eval.disk_cache.embedding_cache`), or pass that ``cache``.
     """
     cache = cache if cache is not None else embedding_cache(embedder, None, cache_dir, progress=progress)
     out: dict[str, list[LearnedExample]] = {}
-    for name in datasets:
-        blocks, dropped = train_blocks(name, load_dataset(name, data_dir).records, data_dir,
-                                       limit=(train_limit or {}).get(name))
-        out[name] = learned_examples(blocks, protocol, cache, k, fetch_k, titles=titles, source_ids=source_ids)
+    for name in train_set_names(datasets):
+        limit = (train_limit or {}).get(name)
+        if name in TRAIN_MORE:
+            bench, dropped = load_train_more(name, data_dir, limit=limit)
+            out[name] = [q.example for q in custom_questions(bench, protocol, cache, k, fetch_k, titles=titles,
+                                                             source_ids=True)]
+        else:
+            blocks, dropped = train_blocks(name, load_dataset(name, data_dir).records, data_dir, limit=limit)
+            out[name] = learned_examples(blocks, protocol, cache, k, fetch_k, titles=titles, source_ids=source_ids)
         if progress:
             print(f"[train] {name}/{protocol}: {len(out[name])} questions ({dropped} dropped: shared with dev)",
                   flush=True)
@@ -149,7 +167,11 @@ def train(
     (else :data:`DEFAULT_CONFIG`); ``cv_report``: a JSON file for the CV scores.
     ``titles=False, source_ids=True``: the title-free variant (units without their ``"title: "``
     prefix, page ids given as sources), written as ``learned_<protocol>_notitle.npz``.
+    ``datasets`` may name the :data:`~diverse_core.eval.train_data.TRAIN_MORE` sets (their
+    document ids are always given as sources: ``info["source_id_sets"]``) or ``"all"``.
     """
+    datasets = train_set_names(datasets)
+    more = [n for n in datasets if n in TRAIN_MORE]
     out: dict[str, LearnedSelector] = {}
     report: dict[str, Any] = {}
     cache = embedding_cache(embedder, None, cache_dir, progress=progress)
@@ -166,7 +188,8 @@ def train(
             examples, config=config,
             info={"protocol": protocol, "train_sets": {n: len(per_set[n]) for n in datasets}, "k": k,
                   "fetch_k": fetch_k, "embedder": cache.model_name,
-                  **({} if titles and not source_ids else {"titles": titles, "source_ids": source_ids})},
+                  **({} if titles and not source_ids else {"titles": titles, "source_ids": source_ids}),
+                  **({"source_id_sets": [n for n in datasets if source_ids or n in more]} if more else {})},
         )
         key = protocol if titles else f"{protocol}-notitle"
         fname = f"learned_{protocol}.npz" if titles else f"learned_{protocol}_notitle.npz"
@@ -277,7 +300,9 @@ def build_parser(prog: str = "python -m diverse_core.eval.train_learned") -> arg
     from .disk_cache import user_model_dir
 
     parser = argparse.ArgumentParser(prog=prog, description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("--datasets", nargs="+", default=list(TRAIN_SETS), choices=list(TRAIN_SETS))
+    parser.add_argument("--datasets", nargs="+", default=list(TRAIN_SETS), choices=[*ALL_TRAIN_SETS, "all"],
+                        help=f"train sets (default: {' '.join(TRAIN_SETS)}; all = {' '.join(ALL_TRAIN_SETS)}: "
+                             "the non-Wikipedia expertqa and covidqa come from <data-dir>/train_more/<name>/train)")
     parser.add_argument("--protocols", nargs="+", default=["chunks", "paragraphs"], choices=["chunks", "paragraphs"])
     parser.add_argument("--out-dir", default=str(user_model_dir()),
                         help=f"model folder (default: {user_model_dir()}; load a model with model=PATH)")

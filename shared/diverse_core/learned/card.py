@@ -77,7 +77,8 @@ class ModelCard:
                                                                strict=True)}
                    for name, m in selector.variants.items()}
         data = dict(train_data) if train_data is not None else {
-            k: v for k, v in info.items() if k in ("train_sets", "n_questions", "protocol", "titles", "source_ids")}
+            k: v for k, v in info.items() if k in ("train_sets", "n_questions", "protocol", "titles", "source_ids",
+                                           "source_id_sets")}
         return cls(features, weights, int(info.get("k", 5)), int(info.get("fetch_k", 50)), asdict(selector.config),
                    data, dict(oof_recall or info.get("oof_recall", {})), str(info.get("embedder", "all-MiniLM-L6-v2")))
 
