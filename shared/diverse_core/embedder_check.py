@@ -1,10 +1,14 @@
-"""Does a trained method run on vectors of an embedder it was not trained on? Say so once per process.
+"""Does a trained method run on vectors of an embedder it was not checked on? Say so once per process.
 
-``learned`` and ``adaptive`` read cosines standardised with their training embedder's statistics
-(the shipped models: all-MiniLM-L6-v2); another embedder puts cosines on another scale. The faces
-call :func:`check_embedder` once per retriever: when the embeddings name a model that is not among
-the training embedders, one warning goes to the ``diverse_core`` logger per (method, embedder) and
-process. Embeddings that name no model (a test fake, a custom class) are left alone.
+``learned`` and ``adaptive`` read every cosine on the pool's common scale
+(:class:`~diverse_core.trained.scale.PoolScale`), so another embedder's scale is no longer misread;
+whether a model still helps on another embedder is a measured question. A model's ``info`` records
+the embedder it was trained on (``embedder``) and the embedders it was validated on
+(``validated_embedders``: the shipped ``learned`` default models, multilingual-e5-small, see
+``benchmarks/RESULTS.md``; the shipped ``adaptive`` fell below cosine there, so it records none).
+The faces call :func:`check_embedder` once per retriever: when the embeddings name a model that is
+none of those, one warning goes to the ``diverse_core`` logger per (method, embedder) and process.
+Embeddings that name no model (a test fake, a custom class) are left alone.
 
 Example:
     >>> class Embeddings:
@@ -77,7 +81,8 @@ def same_embedder(a: str, b: str) -> bool:
 
 
 def trained_embedders(method: str, params: Mapping[str, Any]) -> frozenset[str]:
-    """The embedders the model(s) a ``method`` call can run were trained on (empty: not a trained method).
+    """The embedders the model(s) a ``method`` call can run were trained or validated on (empty: not a
+    trained method).
 
     ``learned`` without ``model=`` can run any shipped model of :data:`DEFAULT_BY_FORM`; a model
     file that records no embedder, or cannot be read (the call itself will say why), counts as
@@ -94,7 +99,8 @@ def trained_embedders(method: str, params: Mapping[str, Any]) -> frozenset[str]:
             return frozenset()
     except (OSError, DiverseRAGError):
         return frozenset()
-    return frozenset(str(s.info["embedder"]) for s in selectors if s.info.get("embedder"))
+    return frozenset(str(name) for s in selectors
+                     for name in (s.info.get("embedder"), *s.info.get("validated_embedders", ())) if name)
 
 
 def check_embedder(method: str, params: Mapping[str, Any], embeddings: object) -> str | None:
@@ -114,10 +120,10 @@ def check_embedder(method: str, params: Mapping[str, Any], embeddings: object) -
             return None
         _WARNED.add((method, _key(used)))
     message = (
-        f"method={method!r} was trained on vectors of {', '.join(sorted(trained))}, but this retriever embeds "
-        f"with {used!r}: its features read cosines on another scale, so its picks may fall behind gmmr's. "
-        "Compare it with gmmr on your questions (diverse-rag bench) or train a model on your embedder's "
-        "vectors (docs/guides/learned-own-data.md)"
+        f"method={method!r} was trained and checked on vectors of {', '.join(sorted(trained))}, but this "
+        f"retriever embeds with {used!r}, on which it was never measured: its picks may fall behind cosine "
+        "top-k or gmmr's. Compare them on your questions (diverse-rag bench) or train a model on your "
+        "embedder's vectors (docs/guides/learned-own-data.md)"
     )
     logger.warning(message)
     return message

@@ -45,22 +45,24 @@ def test_same_embedder(a: str, b: str, same: bool) -> None:
     assert same_embedder(a, b) is same
 
 
-def test_the_shipped_models_were_trained_on_minilm() -> None:
-    assert trained_embedders("learned", {}) == {"all-MiniLM-L6-v2"}
+def test_the_shipped_models_were_trained_on_minilm_and_the_learned_defaults_validated_on_e5() -> None:
+    assert trained_embedders("learned", {}) == {"all-MiniLM-L6-v2", "multilingual-e5-small"}
     assert trained_embedders("learned", {"model": "chunks-notitle"}) == {"all-MiniLM-L6-v2"}
     assert trained_embedders("adaptive", {}) == {"all-MiniLM-L6-v2"}
     assert trained_embedders("gmmr", {"lambda_mult": 0.5}) == frozenset()
 
 
 def test_another_embedder_is_warned_once_per_method(caplog: pytest.LogCaptureFixture) -> None:
+    bge = Named(model_name="BAAI/bge-small-en-v1.5")
     e5 = Named(model_name="intfloat/multilingual-e5-small")
     with caplog.at_level(logging.WARNING, logger="diverse_core"):
-        first = check_embedder("learned", {}, e5)
-        again = check_embedder("learned", {"model": "chunks"}, Named(model_name="multilingual-e5-small"))
-        other_method = check_embedder("adaptive", {}, e5)
-    assert first is not None and "all-MiniLM-L6-v2" in first and "multilingual-e5-small" in first
-    assert again is None
-    assert other_method is not None and "adaptive" in other_method
+        first = check_embedder("learned", {}, bge)
+        again = check_embedder("learned", {"model": "chunks"}, Named(model_name="bge-small-en-v1.5"))
+        validated = check_embedder("learned", {}, e5)  # the default models held their gains with e5
+        other_method = check_embedder("adaptive", {}, e5)  # adaptive did not
+    assert first is not None and "all-MiniLM-L6-v2" in first and "bge-small-en-v1.5" in first
+    assert again is None and validated is None
+    assert other_method is not None and "adaptive" in other_method and "multilingual-e5-small" in other_method
     assert [r.getMessage() for r in caplog.records] == [first, other_method]
 
 
@@ -76,7 +78,8 @@ def test_no_warning_for_the_training_embedder_an_unnamed_one_or_a_plain_method(
 def test_a_model_of_your_own_is_checked_against_its_own_card(tmp_path) -> None:  # type: ignore[no-untyped-def]
     shipped = LearnedSelector.default()
     path = LearnedSelector(shipped.variants, shipped.config,
-                           {**shipped.info, "embedder": "multilingual-e5-small-q4"}).save(tmp_path / "e5.npz")
+                           {**shipped.info, "embedder": "multilingual-e5-small-q4", "validated_embedders": []},
+                           ).save(tmp_path / "e5.npz")
     assert trained_embedders("learned", {"model": str(path)}) == {"multilingual-e5-small-q4"}
     assert check_embedder("learned", {"model": str(path)}, Named(model_name="intfloat/multilingual-e5-small")) is None
     assert check_embedder("learned", {"model": str(path)}, Named(model_name="all-MiniLM-L6-v2")) is not None

@@ -98,7 +98,7 @@ def test_candidate_features_from_shared_names_equal_the_counted_ones(seed: int, 
     pv = pair_view(question, texts)
     state = QueryState.build(prep, pv)
     unit = prep.candidates
-    counted = candidate_features(unit, prep.relevance, prep.k, text_view(question, texts))
+    counted = candidate_features(unit, prep.relevance, prep.k, text_view(question, texts), state.scale)
     assert np.array_equal(state.static, counted)  # bit for bit: every count is an exact integer
 
 

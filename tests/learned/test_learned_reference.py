@@ -22,7 +22,7 @@ from diverse_core.trained.gold import GoldModel, sigmoid
 from diverse_core.validation import prepare_inputs
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from learned_testdata import QUESTION, random_texts
+from learned_testdata import QUESTION, random_texts, reference_scale
 
 
 def _prep(rng: np.random.Generator, n: int, k: int, ties: bool = False) -> Any:
@@ -72,6 +72,24 @@ def test_static_rows_equal_the_whole_matrix_formulas(seed: int, n: int, k: int, 
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
 
 
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 100_000), n=st.integers(1, 60), k=st.integers(1, 8), ties=st.booleans(),
+       shift=st.floats(-0.5, 0.5), stretch=st.floats(0.05, 20.0))
+def test_learned_static_rows_are_the_formulas_on_the_common_scale(seed: int, n: int, k: int, ties: bool, shift: float,
+                                                                   stretch: float) -> None:
+    rng = np.random.default_rng(seed)
+    prep = _prep(rng, n, k, ties=ties)
+    unit = prep.candidates
+    a_r, b_r, a_s, b_s = reference_scale(unit, prep.relevance)
+    want = _old_static(a_s * (unit @ unit.T) + b_s, a_r * prep.relevance + b_r, k)
+    want[int(np.argsort(-prep.relevance, kind="stable")[0]), 5] = 0.0  # the best: nothing ranks above it
+    state = QueryState.build(prep)
+    np.testing.assert_allclose(state.static, want, rtol=0, atol=1e-9)
+    # relevance stretched and shifted (another scorer's scale): the same rows
+    other = prepare_inputs(prep.query, prep.candidates, k, prep.relevance * stretch + shift)
+    np.testing.assert_allclose(QueryState.build(other).static, state.static, rtol=0, atol=1e-9)
+
+
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 100_000), n=st.integers(1, 40), k=st.integers(1, 12))
 def test_text_columns_equal_counts_over_dense_tables(seed: int, n: int, k: int) -> None:
@@ -96,7 +114,7 @@ def test_text_columns_equal_counts_over_dense_tables(seed: int, n: int, k: int) 
     assert np.array_equal(got[:, e + 5], np.log1p(other @ other[top]))
     # the same rows from the learned selector's pair view (its shared names kept as entries)
     state = QueryState.build(prep, pair_view(QUESTION, texts))
-    assert np.array_equal(state.static, got)
+    assert np.array_equal(state.static[:, e:], got[:, e:])
 
 
 def _dense(pv: PairView, row: str) -> np.ndarray:
@@ -106,9 +124,11 @@ def _dense(pv: PairView, row: str) -> np.ndarray:
 def _reference_rows(state: QueryState, picks: list[int]) -> np.ndarray:
     """Every feature row from dense (n, n) pair matrices, reduced over the picks with numpy's reductions."""
     unit, n, k = state.unit, state.n, state.k
-    sim = unit @ unit.T
+    a_r, b_r, a_s, b_s = reference_scale(unit, state.cos_q)  # the default relevance: the cosine to the query
+    raw = unit @ unit.T
+    sim = a_s * raw + b_s
     norm = np.sqrt(np.maximum(2.0 * state.cos_q + 2.0, 1e-12))
-    qdc = (state.cos_q[None, :] + sim) / norm[:, None]
+    qdc = a_r * (state.cos_q[None, :] + raw) / norm[:, None] + b_r
     idx = np.asarray(picks, dtype=np.int64)
     t = len(picks)
     cols = [np.full(n, float(t > 0)), np.full(n, t / max(k, 1))]

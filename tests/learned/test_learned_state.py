@@ -15,6 +15,7 @@ from diverse_core.text import content_terms
 from diverse_core.validation import prepare_inputs
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from learned_testdata import reference_scale
 
 TEXTS = [
     "Alien: Alien is a film directed by Ridley Scott.",
@@ -55,7 +56,7 @@ def test_rows_before_and_after_picks() -> None:
     assert r1[2, col["same_source"]] == 1.0 and r1[1, col["same_source"]] == 0.0
     assert r1[1, col["title_in_pick"]] == 1.0  # the pick (Alien) names Ridley Scott
     unit = prep.candidates / np.linalg.norm(prep.candidates, axis=1, keepdims=True)
-    assert r1[3, col["sim_max"]] == pytest.approx(float(unit[3] @ unit[0]))
+    assert r1[3, col["sim_max"]] == pytest.approx(float(st_.scale.similarity(unit[3] @ unit[0])))
     # the step column counts picks over k
     assert st_.rows([0, 1])[0, col["step"]] == pytest.approx(2 / 3)
     # without texts: only the embedding columns
@@ -69,6 +70,7 @@ def _reference_state(prep, texts: list[str], question: str, picks: list[int]) ->
     unit = unit / np.linalg.norm(unit, axis=1, keepdims=True)
     q = np.asarray(prep.query, dtype=float)
     n, k = unit.shape[0], prep.k
+    a_r, b_r, a_s, b_s = reference_scale(unit, unit @ q)  # the default relevance: the cosine to the query
     qterms = sorted(content_terms(question))
     from diverse_core.text import name_terms, split_title
 
@@ -82,12 +84,12 @@ def _reference_state(prep, texts: list[str], question: str, picks: list[int]) ->
         if not picks:
             row += [0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
         else:
-            sims = [float(unit[i] @ unit[j]) for i in picks]
+            sims = [a_s * float(unit[i] @ unit[j]) + b_s for i in picks]
             qdcs = []
             for i in picks:
                 v = q + unit[i]
-                qdcs.append(float(v @ unit[j] / np.linalg.norm(v)))
-            rel = float(unit[j] @ q)
+                qdcs.append(a_r * float(v @ unit[j] / np.linalg.norm(v)) + b_r)
+            rel = a_r * float(unit[j] @ q) + b_r
             row += [1.0, len(picks) / k, max(sims), float(np.mean(sims)), max(qdcs), max(qdcs) - rel]
         if picks:
             row.append(float(any(titles[i].strip() and titles[i].strip().lower() == titles[j].strip().lower()

@@ -24,10 +24,11 @@ def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
 def test_postprocessor_with_another_embedder_warns_once(caplog: pytest.LogCaptureFixture) -> None:
     e5 = MockEmbedding(embed_dim=8, model_name="intfloat/multilingual-e5-small")
     with caplog.at_level(logging.WARNING, logger="diverse_core"):
-        DiverseNodePostprocessor(top_n=2, method="learned", embed_model=e5)
-        DiverseNodePostprocessor(top_n=2, method="learned", embed_model=e5)
+        DiverseNodePostprocessor(top_n=2, method="adaptive", embed_model=e5)
+        DiverseNodePostprocessor(top_n=2, method="adaptive", embed_model=e5)
+        DiverseNodePostprocessor(top_n=2, method="learned", embed_model=e5)  # validated on e5: no warning
     [message] = _warnings(caplog)
-    assert "multilingual-e5-small" in message and "all-MiniLM-L6-v2" in message
+    assert "multilingual-e5-small" in message and "all-MiniLM-L6-v2" in message and "'adaptive'" in message
 
 
 def test_retriever_reads_the_index_embedder(caplog: pytest.LogCaptureFixture) -> None:

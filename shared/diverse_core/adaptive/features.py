@@ -29,6 +29,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..text.view import TextView
+from ..trained.scale import IDENTITY, PoolScale
 
 __all__ = [
     "FEATURE_NAMES",
@@ -89,8 +90,9 @@ def _pairwise_mean(sim: FloatArray) -> FloatArray:
     return np.asarray(off / (m * (m - 1)), dtype=np.float64)
 
 
-def pool_features(unit: FloatArray, relevance: FloatArray, k: int) -> FloatArray:
-    """The :data:`POOL_FEATURES` of one pool, shape (len(POOL_FEATURES),)."""
+def pool_features(unit: FloatArray, relevance: FloatArray, k: int, scale: PoolScale = IDENTITY) -> FloatArray:
+    """The :data:`POOL_FEATURES` of one pool, shape (len(POOL_FEATURES),) (``relevance`` already on ``scale``;
+    the pairs' cosines are put on it here)."""
     order = np.argsort(-relevance, kind="stable")
     r = relevance[order]
     n = r.shape[0]
@@ -104,8 +106,8 @@ def pool_features(unit: FloatArray, relevance: FloatArray, k: int) -> FloatArray
             r[0] - r[kk - 1],
             float(r.std()),
             r[kk - 1] - r[k2 - 1],
-            float(_pairwise_mean(top @ top.T)),
-            float(_pairwise_mean(top2 @ top2.T)),
+            float(scale.similarity(_pairwise_mean(top @ top.T))),
+            float(scale.similarity(_pairwise_mean(top2 @ top2.T))),
         ],
         dtype=np.float64,
     )
@@ -133,7 +135,8 @@ def picked_pairs(sim: FloatArray, idx: NDArray[np.int64]) -> FloatArray:
 
 
 def set_features(
-    lambdas: ArrayLike, sets: ArrayLike, unit: ArrayLike, relevance: ArrayLike, *, sim: FloatArray | None = None
+    lambdas: ArrayLike, sets: ArrayLike, unit: ArrayLike, relevance: ArrayLike, *, sim: FloatArray | None = None,
+    scale: PoolScale = IDENTITY,
 ) -> FloatArray:
     """One row of :data:`FEATURE_NAMES` per set.
 
@@ -145,6 +148,8 @@ def set_features(
             scores beyond [-1, 1] are divided by their largest magnitude first).
         sim: ``unit @ unit.T`` (n, n) or :func:`pick_cosines` (n, L, k) when the caller has it
             (default: :func:`pick_cosines`).
+        scale: the pool's :class:`~diverse_core.trained.scale.PoolScale`: ``relevance`` and ``sim`` (raw)
+            are put on it first (the selector passes ``PoolScale.of_pool(unit, relevance)``).
 
     Returns:
         Array of shape (L, len(FEATURE_NAMES)), float64.
@@ -156,9 +161,10 @@ def set_features(
     top = float(np.max(np.abs(rel))) if rel.size else 0.0
     if top > 1.0:  # scores on another scale (e.g. cross-encoder logits): into [-1, 1], as cosine
         rel = rel / top
+    rel = scale.relevance(rel)
     n_sets, k = idx.shape
     n = u.shape[0]
-    sim = pick_cosines(u, idx) if sim is None else sim
+    sim = scale.similarity(pick_cosines(u, idx) if sim is None else sim)
     order = np.argsort(-rel, kind="stable")
     rank = np.empty(n, dtype=np.float64)
     rank[order] = np.arange(n, dtype=np.float64)
@@ -206,7 +212,7 @@ def set_features(
             gain,
         ]
     )
-    pool = pool_features(u, rel, k)
+    pool = pool_features(u, rel, k, scale)
     return np.column_stack(
         [per_set, lam, lam**2, lam[:, None] * pool[None, :], (lam**2)[:, None] * pool[None, :]]
     )

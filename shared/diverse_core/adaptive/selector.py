@@ -41,6 +41,7 @@ from ..text.view import text_view
 from ..trained.candidates import candidate_features
 from ..trained.gold import read_model_file
 from ..trained.inputs import check_per_question, pick_variant, source_lists, text_inputs
+from ..trained.scale import PoolScale
 from ..tuning import argmax_upper_median
 from ..validation import PreparedInputs, check_values, prepare_inputs
 from .features import pick_cosines, set_features
@@ -65,8 +66,9 @@ DEFAULT_LAMBDAS: tuple[float, ...] = tuple(round(0.1 * i, 10) for i in range(1, 
 #: The shipped model (trained on the chunks protocol of the three train sets).
 DEFAULT_MODEL = Path(__file__).resolve().parent / "models" / "gmmr_chunks.npz"
 
-#: Layout version of selector files (1: one set scorer; 2: text + embedding variants with gold models).
-FORMAT_VERSION = 2
+#: Layout version of selector files (1: one set scorer; 2: text + embedding variants with gold models;
+#: 3: the same on the pool's common scale, :class:`~diverse_core.trained.scale.PoolScale`).
+FORMAT_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -202,11 +204,13 @@ class AdaptiveSelector:
         chosen = self.variants[name]
         sets, scores = lambda_sets(prep, self.lambdas)
         unit, rel = prep.candidates, prep.relevance
+        scale = PoolScale.of_pool(unit, rel)  # every cosine the models read, on the pool's common scale
         used_view = view if name == "text" else None
-        prob = chosen.gold.probabilities(candidate_features(unit, rel, prep.k, used_view))  # cosines in row blocks
+        prob = chosen.gold.probabilities(candidate_features(unit, rel, prep.k, used_view, scale))  # row blocks
         sim = pick_cosines(unit, sets)  # (n, L, k): no (n, n) matrix
-        base = set_features(self.lambdas, sets, unit, rel, sim=sim)
-        feats = variant_features(base, self.lambdas, sets, rel, sim, prob, used_view)
+        base = set_features(self.lambdas, sets, unit, rel, sim=sim, scale=scale)
+        feats = variant_features(base, self.lambdas, sets, scale.relevance(rel), scale.similarity(sim), prob,
+                                 used_view)
         predicted = chosen.scorer.scores(feats)
         lam = argmax_upper_median(self.lambdas, predicted)
         row = int(np.flatnonzero(self.lambdas == lam)[0])

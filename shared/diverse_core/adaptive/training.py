@@ -34,6 +34,7 @@ from ..methods.gmmr import gmmr_sweep
 from ..text.view import TextView, text_view
 from ..trained.candidates import candidate_features
 from ..trained.gold import GoldModel, coverage_labels, fit_gold_model
+from ..trained.scale import PoolScale
 from ..validation import PreparedInputs, check_values
 from .features import set_features
 from .model import DEFAULT_ALPHAS, fit_set_scorer
@@ -71,8 +72,9 @@ class QueryExample:
         labels: gold recall of each set, shape (L,).
         is_gold: whether each candidate belongs to a gold passage, shape (n,).
         base: :func:`~diverse_core.adaptive.features.set_features`, shape (L, F0).
-        relevance: candidate relevance, shape (n,).
-        sim: candidate cosines, shape (n, n).
+        relevance: candidate relevance, shape (n,), on the pool's common scale
+            (:class:`~diverse_core.trained.scale.PoolScale`).
+        sim: candidate cosines, shape (n, n), on the same scale.
         embedding: embedding-only candidate features, shape (n, Fe).
         text: text-aware candidate features, shape (n, Ft), or None without texts.
         view: the question's text view, or None.
@@ -108,16 +110,16 @@ def query_example(
     sets, _ = lambda_sets(prep, lam)
     unit, rel = prep.candidates, prep.relevance
     view = text_view(question, texts) if question is not None and texts is not None else None
-    sim = np.asarray(unit @ unit.T, dtype=np.float64)
+    scale = PoolScale.of_pool(unit, rel)  # as the selector reads the pool
     return QueryExample(
         sets=sets,
         labels=coverage_labels(sets, groups, n_gold),
         is_gold=groups >= 0,
-        base=set_features(lam, sets, unit, rel),
-        relevance=np.asarray(rel, dtype=np.float64),
-        sim=sim,
-        embedding=candidate_features(unit, rel, prep.k),
-        text=None if view is None else candidate_features(unit, rel, prep.k, view),
+        base=set_features(lam, sets, unit, rel, scale=scale),
+        relevance=scale.relevance(np.asarray(rel, dtype=np.float64)),
+        sim=scale.similarity(np.asarray(unit @ unit.T, dtype=np.float64)),
+        embedding=candidate_features(unit, rel, prep.k, scale=scale),
+        text=None if view is None else candidate_features(unit, rel, prep.k, view, scale),
         view=view,
     )
 

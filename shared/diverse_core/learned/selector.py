@@ -69,8 +69,9 @@ DEFAULT_MODELS: dict[str, Path] = {"chunks": _MODELS / "learned_chunks.npz",
 DEFAULT_BY_FORM: dict[str, str] = {"titles": "chunks", "titles+ids": "chunks", "ids": "paragraphs-notitle",
                                    "none": "paragraphs-notitle"}
 
-#: Layout version of learned-selector files.
-FORMAT_VERSION = 1
+#: Layout version of learned-selector files (2: features on the pool's common scale,
+#: :class:`~diverse_core.trained.scale.PoolScale`; a format-1 model read raw cosines and must be retrained).
+FORMAT_VERSION = 2
 
 
 @dataclass(frozen=True)

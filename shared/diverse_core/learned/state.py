@@ -41,6 +41,7 @@ from ..trained.candidates import (
     TEXT_CANDIDATE_FEATURES,
     static_features,
 )
+from ..trained.scale import IDENTITY, PoolScale
 from ..validation import PreparedInputs
 from .pairview import TEXT_PAIRS, PairView
 
@@ -120,21 +121,26 @@ def feature_names(text: bool) -> tuple[str, ...]:
 class QueryState:
     """The static rows of one query and what its picks read (read-only after :meth:`build`: safe to share).
 
+    Every cosine it reads is on the pool's common scale (:class:`~diverse_core.trained.scale.PoolScale`):
+    the static rows, ``relevance``, and the pair rows of each pick.
+
     Attributes:
         static: (n, S) the static feature rows.
-        relevance: (n,) each candidate's relevance.
+        relevance: (n,) each candidate's relevance (on the common scale).
         k: the set size.
         pairs: the query's :class:`~diverse_core.learned.pairview.PairView` (``None``: no texts).
+        scale: the pool's :class:`~diverse_core.trained.scale.PoolScale`.
     """
 
     def __init__(self, static: FloatArray, unit: FloatArray, cos_q: FloatArray, relevance: FloatArray, k: int,
-                 pairs: PairView | None) -> None:
+                 pairs: PairView | None, scale: PoolScale = IDENTITY) -> None:
         self.static = static
         self.unit = unit
         self.cos_q = cos_q
         self.relevance = relevance
         self.k = k
         self.pairs = pairs
+        self.scale = scale
         self.n = static.shape[0]
         # |q + u_j| with |q| = |u_j| = 1: cos(unit(q + u_j), u_i) = (cos_q_i + sim_ji) / norm_j
         self.norm = np.sqrt(np.maximum(cos_q * 2.0 + 2.0, 1e-12))
@@ -145,8 +151,9 @@ class QueryState:
         unit = prep.candidates
         rel = np.asarray(prep.relevance, dtype=np.float64)
         cos_q = unit @ np.asarray(prep.query, dtype=np.float64)
-        static = static_features(unit, rel, prep.k, None if pairs is None else pairs.text)
-        return cls(static, unit, cos_q, rel, prep.k, pairs)
+        scale = PoolScale.of_pool(unit, rel)
+        static = static_features(unit, rel, prep.k, None if pairs is None else pairs.text, scale)
+        return cls(static, unit, cos_q, scale.relevance(rel), prep.k, pairs, scale)
 
     @property
     def uses_text(self) -> bool:
@@ -163,14 +170,19 @@ class QueryState:
         if self.pairs is None:
             return self
         static = self.static[:, : len(EMBEDDING_CANDIDATE_FEATURES)]
-        return QueryState(static, self.unit, self.cos_q, self.relevance, self.k, None)
+        return QueryState(static, self.unit, self.cos_q, self.relevance, self.k, None, self.scale)
 
     def pair_rows(self, j: int) -> FloatArray:
-        """Pick ``j``'s row of every pair matrix the state features read, in :data:`MATRICES` order: (m, n)."""
+        """Pick ``j``'s row of every pair matrix the state features read, in :data:`MATRICES` order: (m, n).
+
+        The cosines are on the common scale: ``sim`` as candidate pairs, ``qdc`` (a query-side cosine) as relevance.
+        """
         pv = self.pairs
         out = np.empty((2 if pv is None else len(MATRICES), self.n))
         np.matmul(self.unit, self.unit[j], out=out[0])
         np.divide(self.cos_q + out[0], self.norm[j], out=out[1])
+        out[0] = self.scale.similarity(out[0])
+        out[1] = self.scale.relevance(out[1])
         if pv is not None:
             pv.rows(j, out[2:])
         return out
@@ -221,7 +233,8 @@ class PickedSet:
         >>> from diverse_core.validation import prepare_inputs
         >>> st = QueryState.build(prepare_inputs(np.ones(3), np.eye(3) + 0.1, 2, None))
         >>> s = PickedSet(st); s.add(0)
-        >>> bool(np.allclose(s.rows()[:, feature_names(False).index("sim_max")], st.unit @ st.unit[0]))
+        >>> col = s.rows()[:, feature_names(False).index("sim_max")]  # cosines on the pool's common scale
+        >>> bool(np.allclose(col, st.scale.similarity(st.unit @ st.unit[0])))
         True
         >>> coef = np.arange(s.rows().shape[1], dtype=float)
         >>> bool(np.allclose(s.linear(coef, 0.5)(), s.rows() @ coef + 0.5))

@@ -1,5 +1,6 @@
 """What the two trained selectors, ``adaptive`` and ``learned``, share; it imports neither of them.
 
+:mod:`~diverse_core.trained.scale` puts a pool's cosines on a common scale (any embedder reads alike),
 :mod:`~diverse_core.trained.candidates` describes each candidate before any pick,
 :mod:`~diverse_core.trained.gold` holds the gold model (a logistic regression), the set labels and
 the model-file reader, and :mod:`~diverse_core.trained.inputs` checks the inputs both read (the
@@ -23,6 +24,7 @@ from .candidates import (
 )
 from .gold import GoldModel, coverage_labels, fit_gold_model, read_model_file, sigmoid
 from .inputs import VARIANTS, TrainedMethod, check_per_question, pick_variant, text_inputs
+from .scale import PoolScale
 
 __all__ = [
     "EMBEDDING_CANDIDATE_FEATURES",
@@ -30,6 +32,7 @@ __all__ = [
     "VARIANTS",
     "CandidateText",
     "GoldModel",
+    "PoolScale",
     "SharedNames",
     "TrainedMethod",
     "candidate_features",

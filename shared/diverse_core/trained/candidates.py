@@ -26,6 +26,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..errors import DimensionMismatchError
 from ..text.view import TextView
+from .scale import IDENTITY, PoolScale
 
 __all__ = [
     "EMBEDDING_CANDIDATE_FEATURES",
@@ -177,7 +178,8 @@ def _text_columns(out: FloatArray, text: CandidateText, order: NDArray[np.intp])
     out[:, 7] = n_names / 5.0
 
 
-def candidate_features(unit: ArrayLike, relevance: ArrayLike, k: int, view: TextView | None = None) -> FloatArray:
+def candidate_features(unit: ArrayLike, relevance: ArrayLike, k: int, view: TextView | None = None,
+                       scale: PoolScale = IDENTITY) -> FloatArray:
     """One row per candidate: :data:`EMBEDDING_CANDIDATE_FEATURES`, or :data:`TEXT_CANDIDATE_FEATURES` with ``view``.
 
     Args:
@@ -185,18 +187,22 @@ def candidate_features(unit: ArrayLike, relevance: ArrayLike, k: int, view: Text
         relevance: relevance of each candidate to the query, shape (n,).
         k: the set size.
         view: the query's :class:`~diverse_core.text.view.TextView` (adds the text features).
+        scale: the pool's :class:`~diverse_core.trained.scale.PoolScale` (the trained selectors pass
+            ``PoolScale.of_pool(unit, relevance)``; default: raw cosines).
     """
     u = np.asarray(unit, dtype=np.float64)
     rel = np.asarray(relevance, dtype=np.float64).reshape(-1)
     if view is not None and view.term_hits.shape[0] != u.shape[0]:
         raise DimensionMismatchError(
             f"texts must give one text per candidate; got {view.term_hits.shape[0]} for {u.shape[0]}")
-    return static_features(u, rel, k, None if view is None else CandidateText.of_view(view))
+    return static_features(u, rel, k, None if view is None else CandidateText.of_view(view), scale)
 
 
-def static_features(unit: FloatArray, rel: FloatArray, k: int, text: CandidateText | None) -> FloatArray:
-    """:func:`candidate_features` of checked inputs (``unit`` (n, d) and ``rel`` (n,) float64); the cosines are
-    read in :func:`sim_blocks`."""
+def static_features(unit: FloatArray, rel: FloatArray, k: int, text: CandidateText | None,
+                    scale: PoolScale = IDENTITY) -> FloatArray:
+    """:func:`candidate_features` of checked inputs (``unit`` (n, d) and ``rel`` (n,) float64, raw: ``scale``
+    maps them); the cosines are read in :func:`sim_blocks`."""
+    rel = scale.relevance(rel)
     n = rel.shape[0]
     out = np.empty((n, len(EMBEDDING_CANDIDATE_FEATURES if text is None else TEXT_CANDIDATE_FEATURES)))
     order = np.argsort(-rel, kind="stable")
@@ -215,6 +221,7 @@ def static_features(unit: FloatArray, rel: FloatArray, k: int, text: CandidateTe
         out[rows, 6] = sim[:, top]
         out[rows, 7] = np.add.reduce(sim[:, top_k], axis=1) / top_k.shape[0]  # the mean over the k most relevant
         out[rows, 8] = sim.sum(axis=1) / n
+    out[:, 5:9] = scale.similarity(out[:, 5:9])  # increasing and affine: commutes with the maxima and means
     out[top, 5] = 0.0
     out[:, 9] = rel[top]
     if text is not None:
