@@ -78,7 +78,7 @@ def test_pair_view_rejects_bad_sources() -> None:
 
 
 def test_select_passes_sources_and_they_change_the_picks() -> None:
-    """Five windows of one page rank first; with their page id given, the learned model spreads."""
+    """Five windows of one page rank first; with their page id given, the model trained with page ids spreads."""
     rng = np.random.default_rng(0)
     q = rng.normal(size=16)
     q /= np.linalg.norm(q)
@@ -88,9 +88,10 @@ def test_select_passes_sources_and_they_change_the_picks() -> None:
     texts = [f"window {i} of the Alpha page about the Beta prize." for i in range(5)] + [
         f"other text {i} mentions Gamma." for i in range(15)]
     sources = ["alpha"] * 5 + [f"doc{i}" for i in range(15)]
-    plain = dc.select("learned", q, cands, 4, question="Who won the Beta prize?", texts=texts, model="chunks")
+    plain = dc.select("learned", q, cands, 4, question="Who won the Beta prize?", texts=texts,
+                      model="chunks-notitle")
     grouped = dc.select("learned", q, cands, 4, question="Who won the Beta prize?", texts=texts, sources=sources,
-                        model="chunks")
+                        model="chunks-notitle")
     assert int(np.sum(plain.indices < 5)) > int(np.sum(grouped.indices < 5))
     assert int(np.sum(grouped.indices < 5)) <= 1
 
