@@ -103,28 +103,23 @@ def test_the_swap_example_differs_by_the_weight_not_the_formula() -> None:
     assert picks("lc-mmr", 0.5) != picks("gmmr", 0.7)
 
 
-def _titlefree_table(results: str, title: str) -> dict[str, dict[str, str]]:
-    """One table of the RESULTS "learned-titlefree" section, by cell ("HotpotQA chunks")."""
-    section = results[results.index(title) :]
-    return {r["cell"]: r for r in _table(section, "| cell | n | cosine |")}
+def test_support_and_bare_headline_figures_come_from_the_issue45_table() -> None:
+    """The home page's second table (support-level recall, bare units with ids) repeats the issue-45
+    table's MiniLM figures (``benchmarks/default_model.py``, ``benchmarks/results/issue45_minilm.json``)."""
+    import json
 
-
-def test_support_and_titlefree_headline_figures_come_from_results() -> None:
-    """The home page's second table (support-level recall, title-free model) repeats the RESULTS
-    "Learned selector without title prefixes" tables (``benchmarks/learned_titlefree.py``)."""
-    results = RESULTS.read_text(encoding="utf-8")
-    support = _titlefree_table(results, "**Titled units, support-level**")
-    bare_page = _titlefree_table(results, "**Bare units (no title prefix), page ids as `sources`, title-free model**")
-    bare_support = _titlefree_table(results, "**Bare units, page ids as `sources`, title-free model, support-level**")
-    rows = _table((ROOT / "docs" / "index.md").read_text(encoding="utf-8"), "| dataset | protocol | cosine | gMMR |")
+    data = json.loads((ROOT / "benchmarks" / "results" / "issue45_minilm.json").read_text(encoding="utf-8"))
+    cells = {(r["dataset"], r["protocol"], r["form"], r["level"]): r for r in data["rows"]}
+    rows = _table((ROOT / "docs" / "index.md").read_text(encoding="utf-8"), "| dataset | protocol | cosine | gMMR")
     assert len(rows) == 6
-    columns = {"cosine": "cosine", "gMMR": "fixed gMMR (train)", "adaptive": "adaptive",
-               "**`learned`**": "**learned**", "λ Oracle": "λ Oracle"}
+    names = {"HotpotQA": "hotpotqa", "MuSiQue": "musique", "2Wiki": "2wiki"}
+    columns = {"cosine": "cosine", "gMMR (λ 0.8)": "gmmr", "adaptive": "adaptive", "**`learned`**": "auto",
+               "λ Oracle": "oracle"}
     for row in rows:
-        cell = f"{row['dataset']} {row['protocol']}"
+        key = (names[row["dataset"]], row["protocol"])
         for ours, theirs in columns.items():
-            assert _number(row[ours]) == _number(support[cell][theirs]), (cell, ours)
-        page, strict = (float(x) for x in row["title-free `learned` (page / support)"].split("/"))
-        assert page == _number(bare_page[cell]["**learned**"]), cell
-        assert strict == _number(bare_support[cell]["**learned**"]), cell
-        assert _number(row["title-free λ Oracle (page)"]) == _number(bare_page[cell]["λ Oracle"]), cell
+            assert _number(row[ours]) == round(100 * cells[(*key, "text", "support")][theirs], 1), (key, ours)
+        page, strict = (float(x) for x in row["bare + ids: `learned` (page / support)"].split("/"))
+        assert page == round(100 * cells[(*key, "ids", "page")]["auto"], 1), key
+        assert strict == round(100 * cells[(*key, "ids", "support")]["auto"], 1), key
+        assert _number(row["bare + ids: λ Oracle (page)"]) == round(100 * cells[(*key, "ids", "page")]["oracle"], 1)
