@@ -95,3 +95,16 @@ def test_a_model_trained_on_raw_cosines_asks_to_be_retrained(tmp_path: Path) -> 
         LearnedSelector.load(learned)
     with pytest.raises(InvalidParameterError, match="format 2.*retrain"):
         AdaptiveSelector.load(adaptive)
+
+
+
+def test_adaptive_set_features_read_relevance_on_any_scale() -> None:
+    """Relevance from another scorer (cross-encoder-like logits beyond [-1, 1]): the same set features once
+    the pool's own scale is read, with the sets held fixed."""
+    prep = _preps()[0]["minilm"]
+    unit, rel = prep.candidates, prep.relevance  # type: ignore[attr-defined]
+    sw = sweep("gmmr", prep.query, unit, 5, values=[0.3, 0.7, 1.0])  # type: ignore[attr-defined]
+    logits = 12.0 * rel - 3.0
+    want = set_features(sw.values, sw.indices, unit, rel, scale=PoolScale.of_pool(unit, rel))
+    got = set_features(sw.values, sw.indices, unit, logits, scale=PoolScale.of_pool(unit, logits))
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-9)

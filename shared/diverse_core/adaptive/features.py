@@ -144,8 +144,8 @@ def set_features(
         lambdas: the ``lambda_mult`` of each set, shape (L,).
         sets: candidate indices of each set in pick order, shape (L, k).
         unit: unit-length candidate embeddings, shape (n, d).
-        relevance: relevance of each candidate to the query, shape (n,) (cosine by default;
-            scores beyond [-1, 1] are divided by their largest magnitude first).
+        relevance: relevance of each candidate to the query, shape (n,) (cosine by default; any
+            other scale is read through ``scale``).
         sim: ``unit @ unit.T`` (n, n) or :func:`pick_cosines` (n, L, k) when the caller has it
             (default: :func:`pick_cosines`).
         scale: the pool's :class:`~diverse_core.trained.scale.PoolScale`: ``relevance`` and ``sim`` (raw)
@@ -158,10 +158,7 @@ def set_features(
     idx = np.asarray(sets, dtype=np.int64)
     u = np.asarray(unit, dtype=np.float64)
     rel = np.asarray(relevance, dtype=np.float64).reshape(-1)
-    top = float(np.max(np.abs(rel))) if rel.size else 0.0
-    if top > 1.0:  # scores on another scale (e.g. cross-encoder logits): into [-1, 1], as cosine
-        rel = rel / top
-    rel = scale.relevance(rel)
+    rel = scale.relevance(rel)  # any scorer's scale (cosine, cross-encoder logits) onto the pool's common one
     n_sets, k = idx.shape
     n = u.shape[0]
     sim = scale.similarity(pick_cosines(u, idx) if sim is None else sim)
